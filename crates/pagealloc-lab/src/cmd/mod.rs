@@ -1,0 +1,3 @@
+//! One module per verb of the `pagealloc` command.
+
+pub mod exercise;

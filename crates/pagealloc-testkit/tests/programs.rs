@@ -1,0 +1,65 @@
+//! Property tests: random programs of allocations and frees (every order, every migratetype,
+//! every zone, bad frees included) against the oracle and the validator, on every machine
+//! shape and every preset.
+
+use pagealloc::{PageAllocator, Policy, Tunables};
+use pagealloc_testkit::machines::Shape;
+use pagealloc_testkit::program::{random_program, BadFree, GfpKind, Mix, Op};
+use pagealloc_testkit::runner::{run, RunOptions};
+use proptest::prelude::*;
+
+fn op() -> impl Strategy<Value = Op> {
+    let gfp = prop::sample::select(GfpKind::ALL.to_vec());
+    let bad = prop::sample::select(BadFree::ALL.to_vec());
+    let order = prop_oneof![8 => 0u8..=3, 2 => 4u8..=10];
+    prop_oneof![
+        6 => (0u32..4, gfp, order).prop_map(|(cpu, gfp, order)| Op::Alloc { cpu, gfp, order }),
+        5 => (0u32..4, any::<u32>()).prop_map(|(cpu, slot)| Op::Free { cpu, slot }),
+        1 => (0u32..4, any::<u32>(), bad).prop_map(|(cpu, slot, kind)| Op::BadFree { cpu, slot, kind }),
+    ]
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    prop::sample::select(Shape::ALL.to_vec())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_programs_keep_every_invariant(shape in shape(), ops in prop::collection::vec(op(), 1..200)) {
+        let pa = PageAllocator::new(shape.map(), Tunables::default(), Policy::modern()).unwrap();
+        if let Err(f) = run(&pa, &ops, RunOptions::default()) {
+            prop_assert!(false, "{shape:?}: {f}");
+        }
+    }
+}
+
+/// Long seeded programs, checked less often, on every shape: the allocator under sustained
+/// churn, including exhaustion of the tiny machine.
+#[test]
+fn long_programs_on_every_shape() {
+    for shape in Shape::ALL {
+        for seed in 0..4u64 {
+            let pa =
+                PageAllocator::new(shape.map(), Tunables::default(), Policy::modern()).unwrap();
+            let ops = random_program(seed, 3000, pa.nr_cpus(), Mix::default());
+            let (stats, _) =
+                run(&pa, &ops, RunOptions { validate_every: 97, free_all_at_end: true })
+                    .unwrap_or_else(|f| panic!("{shape:?} seed {seed}: {f}"));
+            assert!(stats.allocs > 0 && stats.frees > 0, "{shape:?}: {stats:?}");
+        }
+    }
+}
+
+/// The tiny machine must run out, refuse cleanly and recover.
+#[test]
+fn exhaustion_and_recovery_on_the_tiny_machine() {
+    let pa = PageAllocator::new(Shape::Tiny.map(), Tunables::default(), Policy::modern()).unwrap();
+    let mix = Mix { alloc: 0.9, bad_free: 0.0, high_order: 0.3 };
+    let ops = random_program(42, 4000, 1, mix);
+    let (stats, _) =
+        run(&pa, &ops, RunOptions { validate_every: 50, free_all_at_end: true }).unwrap();
+    assert!(stats.alloc_failures > 0, "the program must exhaust memory: {stats:?}");
+    assert_eq!(pa.nr_free_pages(), pa.managed_pages());
+}

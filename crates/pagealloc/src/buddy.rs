@@ -1,0 +1,321 @@
+//! The buddy allocator proper: carve blocks (`rmqueue_smallest`, `expand`) and merge them back
+//! (`free_one_page`), under the zone lock (kernel-spec §3.8, §4.6, §4.7; 6.10+ semantics, where
+//! a free block's list type always equals its pageblock's type).
+
+use crate::events::{EventSink, TraceEvent};
+use crate::gfp::AllocFlags;
+use crate::migratetype::MigrateType;
+use crate::types::{Order, Pfn, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
+use crate::zone::ZoneLocked;
+
+/// Insert a merged block at the list tail rather than the head (kernel FPI_TO_TAIL): used when
+/// memory is first handed over, so early allocations do not immediately split fresh blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fpi {
+    /// Head or tail as `buddy_merge_likely` decides.
+    None,
+    /// Always at the tail.
+    ToTail,
+}
+
+impl<E: EventSink> ZoneLocked<'_, E> {
+    /// Split the free block at `pfn` of order `high` down to `low`, putting each upper half on
+    /// the head of the `mt` list of its order (kernel `expand`). Returns `pfn`, now the head of
+    /// an order-`low` block that is on no list.
+    pub(crate) fn expand(&mut self, pfn: Pfn, low: Order, high: Order, mt: MigrateType) {
+        let mut o = high.0;
+        while o > low.0 {
+            o -= 1;
+            let half = pfn.add(Order(o).nr_pages());
+            self.add_to_free_list(half, Order(o), mt, false);
+            self.account_freepages(mt, 1 << o);
+        }
+    }
+
+    /// Take the head block of the smallest order ≥ `order` on `mt`'s lists and split it
+    /// (kernel `__rmqueue_smallest`).
+    pub(crate) fn rmqueue_smallest(&mut self, order: Order, mt: MigrateType) -> Option<Pfn> {
+        for o in order.0..=MAX_PAGE_ORDER {
+            let Some(pfn) = self.first_free(Order(o), mt) else { continue };
+            self.del_from_free_list(pfn, Order(o), mt);
+            self.account_freepages(mt, -(1 << o));
+            self.expand(pfn, order, Order(o), mt);
+            if E::ENABLED {
+                self.events.record(&TraceEvent::PageAllocZoneLocked {
+                    cpu: self.cpu,
+                    pfn,
+                    order,
+                    migratetype: mt,
+                    percpu_refill: crate::pcp_allowed_order(order) && mt.is_mergeable(),
+                });
+            }
+            return Some(pfn);
+        }
+        None
+    }
+
+    /// One block of `order` for a `mt` request, from this zone's buddy lists, falling back to
+    /// other types as the anti-fragmentation rules allow (kernel `__rmqueue`).
+    pub(crate) fn rmqueue(
+        &mut self,
+        order: Order,
+        mt: MigrateType,
+        flags: AllocFlags,
+    ) -> Option<Pfn> {
+        let z = self.zone;
+        if flags.has(AllocFlags::CMA) {
+            // Balance movable allocations between CMA and ordinary blocks: use CMA first once
+            // it holds more than half of the zone's free memory.
+            let cma = z.nr_free_cma.load(core::sync::atomic::Ordering::Relaxed);
+            let free = z.nr_free_pages.load(core::sync::atomic::Ordering::Relaxed);
+            if cma > free / 2 {
+                if let Some(p) = self.rmqueue_smallest(order, MigrateType::Cma) {
+                    return Some(p);
+                }
+            }
+        }
+        if let Some(p) = self.rmqueue_smallest(order, mt) {
+            return Some(p);
+        }
+        if flags.has(AllocFlags::CMA) {
+            if let Some(p) = self.rmqueue_smallest(order, MigrateType::Cma) {
+                return Some(p);
+            }
+        }
+        self.rmqueue_fallback(order, mt, flags)
+    }
+
+    /// Would freeing the block at `pfn` (order `order`, whose buddy is `buddy`) likely merge
+    /// one level further soon? True when the enclosing order+1 block's buddy is already free:
+    /// then the block goes to the list tail, where it is less likely to be allocated before its
+    /// own buddy comes back (kernel `buddy_merge_likely`).
+    fn buddy_merge_likely(&self, pfn: Pfn, buddy: Pfn, order: Order) -> bool {
+        if order.0 >= MAX_PAGE_ORDER - 1 {
+            return false;
+        }
+        let higher = Pfn(pfn.0 & buddy.0);
+        let higher_buddy = higher.buddy(Order(order.0 + 1));
+        self.zone.spans(higher_buddy)
+            && self.zone.frame(higher_buddy).is_buddy_of_order(Order(order.0 + 1))
+    }
+
+    /// Return the block at `pfn` to the free lists as type `mt`, merging with free buddies
+    /// (kernel `__free_one_page`). The head must not be on any list.
+    pub(crate) fn free_one_page_locked(
+        &mut self,
+        pfn: Pfn,
+        order: Order,
+        mt: MigrateType,
+        fpi: Fpi,
+    ) {
+        let zone = self.zone;
+        self.account_freepages(mt, 1 << order.0);
+        // Until the merged block is listed, no frame of it heads anything.
+        zone.frame(pfn).set_info(crate::mem_map::FrameInfo::TAIL);
+        let (mut pfn, mut order) = (pfn, order);
+        let mut buddy = pfn.buddy(order);
+        while order.0 < MAX_PAGE_ORDER {
+            buddy = pfn.buddy(order);
+            if !zone.spans(buddy) || !zone.frame(buddy).is_buddy_of_order(order) {
+                break;
+            }
+            let buddy_mt =
+                MigrateType::from_u8(zone.frame(buddy).info().list).unwrap_or(MigrateType::Movable);
+            if order.0 >= PAGEBLOCK_ORDER
+                && buddy_mt != mt
+                && (!mt.is_mergeable() || !buddy_mt.is_mergeable())
+            {
+                // Reserves, CMA and isolated blocks keep their pages to themselves.
+                break;
+            }
+            self.del_from_free_list(buddy, order, buddy_mt);
+            if buddy_mt != mt {
+                // Both mergeable: relabel the buddy's block so a later split puts the pieces
+                // on lists matching their pageblock (6.10 hygiene).
+                let pages = order.nr_pages().0 as i64;
+                self.account_freepages(buddy_mt, -pages);
+                self.account_freepages(mt, pages);
+                zone.pageblocks.set(buddy, mt);
+            }
+            pfn = Pfn(pfn.0 & buddy.0);
+            order = Order(order.0 + 1);
+        }
+        let tail = match fpi {
+            Fpi::ToTail => true,
+            Fpi::None => self.buddy_merge_likely(pfn, buddy, order),
+        };
+        self.add_to_free_list(pfn, order, mt, tail);
+    }
+
+    /// Free a block of any order under the lock (kernel `free_one_page`): blocks larger than
+    /// a pageblock are freed pageblock by pageblock, each as its own block's type. PGFREE is
+    /// the caller's to count (boot hand-over is not a free).
+    pub(crate) fn free_one_page(&mut self, pfn: Pfn, order: Order, fpi: Fpi) {
+        let zone = self.zone;
+        if order.0 > PAGEBLOCK_ORDER {
+            let mut p = pfn;
+            let end = pfn.add(order.nr_pages());
+            while p < end {
+                let mt = zone.pageblocks.get(p);
+                self.free_one_page_locked(p, Order::PAGEBLOCK, mt, fpi);
+                p = p.add(crate::types::NrPages(PAGEBLOCK_NR_PAGES));
+            }
+        } else {
+            let mt = zone.pageblocks.get(pfn);
+            self.free_one_page_locked(pfn, order, mt, fpi);
+        }
+    }
+
+    /// Walk the pageblock holding `pfn`: returns (first frame, free pages, movable pages), or
+    /// `None` when the block is not entirely inside the zone (kernel
+    /// `prep_move_freepages_block`). Movable = allocated blocks that were asked for as MOVABLE.
+    pub(crate) fn pageblock_census(&self, pfn: Pfn) -> Option<(Pfn, u64, u64)> {
+        let zone = self.zone;
+        let start = pfn.align_down(Order::PAGEBLOCK);
+        let end = start.add(crate::types::NrPages(PAGEBLOCK_NR_PAGES));
+        if start < zone.start_pfn || end > zone.end_pfn {
+            return None;
+        }
+        let (mut free, mut movable) = (0, 0);
+        let mut p = start;
+        while p < end {
+            let info = zone.frame(p).info();
+            let step = match info.state {
+                crate::mem_map::FrameState::Buddy => {
+                    free += 1 << info.order.0;
+                    1u64 << info.order.0
+                }
+                crate::mem_map::FrameState::Allocated
+                    if info.list == MigrateType::Movable as u8 =>
+                {
+                    movable += 1 << info.order.0;
+                    1u64 << info.order.0
+                }
+                crate::mem_map::FrameState::Allocated | crate::mem_map::FrameState::Pcp => {
+                    1u64 << info.order.0
+                }
+                _ => 1,
+            };
+            p = Pfn(p.0 + step);
+        }
+        Some((start, free, movable))
+    }
+
+    /// Move every free block inside the pageblock at `start` from `old` lists to `new` lists
+    /// and relabel the block (kernel `__move_freepages_block`). Returns pages moved.
+    pub(crate) fn move_freepages_block(
+        &mut self,
+        start: Pfn,
+        old: MigrateType,
+        new: MigrateType,
+    ) -> u64 {
+        let zone = self.zone;
+        let end = start.add(crate::types::NrPages(PAGEBLOCK_NR_PAGES));
+        let mut moved = 0;
+        let mut p = start;
+        while p < end {
+            let info = zone.frame(p).info();
+            if info.state == crate::mem_map::FrameState::Buddy {
+                let from = MigrateType::from_u8(info.list).unwrap_or(old);
+                self.move_to_free_list(p, info.order, from, new);
+                moved += 1 << info.order.0;
+                p = Pfn(p.0 + (1 << info.order.0));
+            } else if matches!(
+                info.state,
+                crate::mem_map::FrameState::Allocated | crate::mem_map::FrameState::Pcp
+            ) {
+                p = Pfn(p.0 + (1 << info.order.0));
+            } else {
+                p = Pfn(p.0 + 1);
+            }
+        }
+        zone.pageblocks.set(start, new);
+        moved
+    }
+
+    /// If a free block larger than a pageblock covers `pfn`'s pageblock, split it into
+    /// pageblock-sized free blocks (kernel `split_large_buddy` before moving a block).
+    pub(crate) fn split_covering_buddy(&mut self, pfn: Pfn) {
+        let zone = self.zone;
+        for o in (PAGEBLOCK_ORDER + 1)..=MAX_PAGE_ORDER {
+            let head = pfn.align_down(Order(o));
+            if !zone.spans(head) {
+                continue;
+            }
+            let info = zone.frame(head).info();
+            if info.state == crate::mem_map::FrameState::Buddy && info.order == Order(o) {
+                let mt = MigrateType::from_u8(info.list).unwrap_or(MigrateType::Movable);
+                self.del_from_free_list(head, Order(o), mt);
+                let mut p = head;
+                let end = head.add(Order(o).nr_pages());
+                while p < end {
+                    self.add_to_free_list(p, Order::PAGEBLOCK, mt, true);
+                    p = p.add(crate::types::NrPages(PAGEBLOCK_NR_PAGES));
+                }
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fpi;
+    use crate::migratetype::MigrateType;
+    use crate::types::{CpuId, Order, Pfn};
+    use crate::{Gfp, MemoryMap, PageAllocator, Policy, Tunables};
+
+    fn allocator() -> PageAllocator {
+        let map = MemoryMap::single_node(1, 32 << 20).unwrap();
+        PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap()
+    }
+
+    /// `expand` puts each upper half at the head of its list, so the next small request takes
+    /// the neighbour of the block just carved.
+    #[test]
+    fn expand_puts_upper_halves_at_the_head() {
+        let pa = allocator();
+        let cpu = pa.cpu(CpuId(0)).unwrap();
+        let a = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE, Order(0)).unwrap();
+        assert!(a.is_aligned(Order::MAX), "a fresh order-10 block was split");
+        let b = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE, Order(0)).unwrap();
+        assert_eq!(b, Pfn(a.0 + 1));
+        let c = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE, Order(1)).unwrap();
+        assert_eq!(c, Pfn(a.0 + 2));
+        let d = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE, Order(9)).unwrap();
+        assert_eq!(d, Pfn(a.0 + 512));
+    }
+
+    /// A freed block goes to the tail of its list when its enclosing block's buddy is free
+    /// (a merge is one free away), otherwise to the head. Built directly under the zone lock
+    /// from one order-10 block carved off the free lists, so every neighbour is known.
+    #[test]
+    fn merge_likely_blocks_go_to_the_tail() {
+        let pa = allocator();
+        let z = pa.zone_by_type(crate::NodeId(0), crate::ZoneType::Dma32).unwrap();
+        let mut zl = z.lock(CpuId(0), &pa.events, &pa.cfg);
+        let mt = MigrateType::Movable;
+        let b = zl.rmqueue_smallest(Order(10), mt).unwrap();
+        let at = |off: u64| Pfn(b.0 + off);
+        let ends = |zl: &crate::zone::ZoneLocked<'_, crate::NoEvents>, o: usize| {
+            let l = &zl.free.area[o].lists[mt.index()];
+            (l.head().map(|i| z.pfn_of(i)), l.tail().map(|i| z.pfn_of(i)), l.len())
+        };
+        let before = ends(&zl, 4).2;
+        // Enclosing order-5 block's buddy B+96 is not free: head.
+        zl.free_one_page_locked(at(80), Order(4), mt, Fpi::None);
+        assert_eq!(ends(&zl, 4).0, Some(at(80)));
+        // B+32 freed as order 5 (its buddy B is not free).
+        zl.free_one_page_locked(at(32), Order(5), mt, Fpi::None);
+        // B freed as order 4: its buddy B+16 is not free, but the enclosing order-5 block's
+        // buddy B+32 is a free order-5 block: tail.
+        zl.free_one_page_locked(at(0), Order(4), mt, Fpi::None);
+        assert_eq!(ends(&zl, 4), (Some(at(80)), Some(at(0)), before + 2));
+        // B+144 as order 4: enclosing buddy B+160 not free: head again.
+        zl.free_one_page_locked(at(144), Order(4), mt, Fpi::None);
+        assert_eq!(ends(&zl, 4).0, Some(at(144)));
+        // Fpi::ToTail overrides: B+208 goes to the tail although no merge is likely.
+        zl.free_one_page_locked(at(208), Order(4), mt, Fpi::ToTail);
+        assert_eq!(ends(&zl, 4).1, Some(at(208)));
+    }
+}

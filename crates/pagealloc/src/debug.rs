@@ -1,0 +1,270 @@
+//! Validators: check the invariants of DESIGN §2 on a live allocator, and name the first one
+//! that fails. Tests run them after every step; the model runs them in its check mode.
+//!
+//! Each zone is checked under its own lock, by walking the free lists and then every frame
+//! of the span, so a validation costs O(spanned frames).
+
+use alloc::format;
+use alloc::string::String;
+
+use crate::events::EventSink;
+use crate::mem_map::FrameState;
+use crate::migratetype::{MigrateType, MIGRATE_TYPES};
+use crate::types::{Order, Pfn, ZoneIdx, MAX_PAGE_ORDER, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
+use crate::zone::Zone;
+use crate::PageAllocator;
+
+/// A broken invariant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The zone where it was found.
+    pub zone: ZoneIdx,
+    /// What is wrong, with the frame numbers involved.
+    pub what: String,
+}
+
+impl core::fmt::Display for Violation {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "zone {}: {}", self.zone.0, self.what)
+    }
+}
+
+impl core::error::Error for Violation {}
+
+/// Where a zone's managed pages are, counted by walking every frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Census {
+    /// Managed frames (not reserved, not holes).
+    pub managed: u64,
+    /// Pages in free buddy blocks, ISOLATE lists included.
+    pub free: u64,
+    /// Pages in blocks on per-CPU lists.
+    pub pcp: u64,
+    /// Pages in blocks handed out (or being freed right now).
+    pub allocated: u64,
+}
+
+/// Check every invariant of every zone.
+pub fn validate<E: EventSink>(pa: &PageAllocator<E>) -> Result<(), Violation> {
+    for z in pa.zones() {
+        validate_zone(z)?;
+    }
+    Ok(())
+}
+
+/// Walk every frame of every zone and add up where pages are.
+pub fn census<E: EventSink>(pa: &PageAllocator<E>) -> Census {
+    let mut total = Census::default();
+    for z in pa.zones() {
+        let c = z.with_free(|_| frame_census(z)).unwrap_or_default();
+        total.managed += c.managed;
+        total.free += c.free;
+        total.pcp += c.pcp;
+        total.allocated += c.allocated;
+    }
+    total
+}
+
+fn fail(z: &Zone, what: String) -> Violation {
+    Violation { zone: z.idx(), what }
+}
+
+/// Check one zone's invariants under its lock.
+pub fn validate_zone(z: &Zone) -> Result<(), Violation> {
+    z.with_free(|free| {
+        let map = &z.mem_map;
+        let (mut nr_free_pages, mut cma, mut highatomic) = (0u64, 0u64, 0u64);
+        let mut listed_blocks = 0u64;
+        for o in 0..NR_PAGE_ORDERS {
+            let order = Order(o as u8);
+            let area = &free.area[o];
+            let mut sum = 0u64;
+            for mt in MigrateType::ALL {
+                let list = &area.lists[mt.index()];
+                let mut n = 0u32;
+                for idx in list.iter(map) {
+                    n += 1;
+                    let pfn = z.pfn_of(idx);
+                    let info = map[idx as usize].info();
+                    if info.state != FrameState::Buddy || info.order != order {
+                        return Err(fail(
+                            z,
+                            format!("{pfn} on the order-{o} {mt} list is {info:?}"),
+                        ));
+                    }
+                    if info.list != mt as u8 {
+                        return Err(fail(
+                            z,
+                            format!("{pfn} on the {mt} list says list {}", info.list),
+                        ));
+                    }
+                    if !pfn.is_aligned(order) || pfn.0 + (1 << o) > z.end_pfn.0 {
+                        return Err(fail(z, format!("free block {pfn} of order {o} is misplaced")));
+                    }
+                    let mut p = pfn.align_down(Order::PAGEBLOCK);
+                    while p.0 < pfn.0 + (1 << o) {
+                        if z.spans(p.max(pfn)) && z.pageblocks.get(p.max(pfn)) != mt {
+                            return Err(fail(
+                                z,
+                                format!(
+                                    "free block {pfn} on the {mt} list lies in a {} pageblock",
+                                    z.pageblocks.get(p.max(pfn))
+                                ),
+                            ));
+                        }
+                        p = Pfn(p.0 + (1 << PAGEBLOCK_ORDER));
+                    }
+                    let pages = 1u64 << o;
+                    match mt {
+                        MigrateType::Isolate => {}
+                        MigrateType::Cma => {
+                            nr_free_pages += pages;
+                            cma += pages;
+                        }
+                        MigrateType::HighAtomic => {
+                            nr_free_pages += pages;
+                            highatomic += pages;
+                        }
+                        _ => nr_free_pages += pages,
+                    }
+                    if o < MAX_PAGE_ORDER as usize {
+                        check_unmerged_buddy(z, pfn, order, mt)?;
+                    }
+                }
+                if n != list.len() {
+                    return Err(fail(
+                        z,
+                        format!("order-{o} {mt} list has {n} members, says {}", list.len()),
+                    ));
+                }
+                sum += u64::from(n);
+            }
+            if sum != area.nr_free {
+                return Err(fail(
+                    z,
+                    format!("order {o}: nr_free {} but lists hold {sum}", area.nr_free),
+                ));
+            }
+            if z.nr_free(order) != area.nr_free {
+                return Err(fail(z, format!("order {o}: published nr_free is stale")));
+            }
+            for mt in 0..MIGRATE_TYPES {
+                let published = z.has_free(order, MigrateType::ALL[mt]);
+                if published == area.lists[mt].is_empty() {
+                    return Err(fail(z, format!("order {o}: published list mask is stale")));
+                }
+            }
+            listed_blocks += sum;
+        }
+        if nr_free_pages != z.free_pages().0 {
+            return Err(fail(
+                z,
+                format!("NR_FREE_PAGES {} but lists hold {nr_free_pages}", z.free_pages().0),
+            ));
+        }
+        if cma != z.free_cma_pages().0 {
+            return Err(fail(
+                z,
+                format!("NR_FREE_CMA_PAGES {} but lists hold {cma}", z.free_cma_pages().0),
+            ));
+        }
+        let ha = z.nr_free_highatomic.load(core::sync::atomic::Ordering::Relaxed);
+        if highatomic != ha {
+            return Err(fail(z, format!("free highatomic {ha} but lists hold {highatomic}")));
+        }
+        let c = frame_census(z)?;
+        let buddy_heads = count_buddy_heads(z);
+        if buddy_heads != listed_blocks {
+            return Err(fail(
+                z,
+                format!("{buddy_heads} buddy heads but {listed_blocks} listed blocks"),
+            ));
+        }
+        if c.managed != z.managed_pages().0 {
+            return Err(fail(
+                z,
+                format!("{} managed frames, zone says {}", c.managed, z.managed_pages().0),
+            ));
+        }
+        if c.managed != c.free + c.pcp + c.allocated {
+            return Err(fail(
+                z,
+                format!(
+                    "conservation: managed {} != free {} + pcp {} + allocated {}",
+                    c.managed, c.free, c.pcp, c.allocated
+                ),
+            ));
+        }
+        Ok(())
+    })
+}
+
+/// Two free buddies of the same order must have merged, unless they sit in pageblocks whose
+/// types refuse merging.
+fn check_unmerged_buddy(
+    z: &Zone,
+    pfn: Pfn,
+    order: Order,
+    mt: MigrateType,
+) -> Result<(), Violation> {
+    let buddy = pfn.buddy(order);
+    if !z.spans(buddy) || !z.frame(buddy).is_buddy_of_order(order) {
+        return Ok(());
+    }
+    let bmt = MigrateType::from_u8(z.frame(buddy).info().list).unwrap_or(MigrateType::Movable);
+    let refuses =
+        order.0 >= PAGEBLOCK_ORDER && bmt != mt && (!mt.is_mergeable() || !bmt.is_mergeable());
+    if refuses {
+        Ok(())
+    } else {
+        Err(fail(z, format!("free buddies {pfn} and {buddy} of order {} did not merge", order.0)))
+    }
+}
+
+fn count_buddy_heads(z: &Zone) -> u64 {
+    z.mem_map.iter().filter(|f| f.info().state == FrameState::Buddy).count() as u64
+}
+
+/// Walk the span: every managed frame must be a block head or inside the block of the head
+/// before it.
+fn frame_census(z: &Zone) -> Result<Census, Violation> {
+    let mut c = Census::default();
+    let n = z.mem_map.len();
+    let mut i = 0usize;
+    while i < n {
+        let info = z.mem_map[i].info();
+        let pages = 1usize << info.order.0;
+        let bucket = match info.state {
+            FrameState::Reserved => {
+                i += 1;
+                continue;
+            }
+            FrameState::Tail => {
+                return Err(fail(z, format!("frame {} is in no block", z.pfn_of(i as u32))));
+            }
+            FrameState::Buddy => &mut c.free,
+            FrameState::Pcp => &mut c.pcp,
+            FrameState::Allocated | FrameState::Freeing => &mut c.allocated,
+        };
+        if i + pages > n {
+            return Err(fail(z, format!("block {} runs past the zone", z.pfn_of(i as u32))));
+        }
+        for j in i + 1..i + pages {
+            if z.mem_map[j].info().state != FrameState::Tail {
+                return Err(fail(
+                    z,
+                    format!(
+                        "frame {} inside block {} is {:?}",
+                        z.pfn_of(j as u32),
+                        z.pfn_of(i as u32),
+                        z.mem_map[j].info().state
+                    ),
+                ));
+            }
+        }
+        *bucket += pages as u64;
+        c.managed += pages as u64;
+        i += pages;
+    }
+    Ok(c)
+}

@@ -1,0 +1,102 @@
+//! Typed errors of the public API. The core never panics on caller input: every bad request
+//! comes back as one of these, and leaves every structure as it was.
+
+use core::fmt;
+
+use crate::types::{CpuId, Order, Pfn};
+
+/// Why an allocation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocError {
+    /// `order > MAX_PAGE_ORDER`.
+    InvalidOrder(Order),
+    /// The CPU is not one of the machine's.
+    InvalidCpu(CpuId),
+    /// No zone the flags allow had a free block above the watermark the flags allow, after
+    /// draining the per-CPU lists and releasing the highatomic reserve where the flags permit.
+    OutOfMemory {
+        /// The order asked for.
+        order: Order,
+    },
+}
+
+impl fmt::Display for AllocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AllocError::InvalidOrder(o) => write!(f, "order {o} is above the largest order 10"),
+            AllocError::InvalidCpu(c) => write!(f, "cpu {} does not exist", c.0),
+            AllocError::OutOfMemory { order } => {
+                write!(f, "out of memory for an order-{order} block")
+            }
+        }
+    }
+}
+
+/// Why a free was refused. The block, if any, stays as it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FreeError {
+    /// `order > MAX_PAGE_ORDER`.
+    InvalidOrder(Order),
+    /// The CPU is not one of the machine's.
+    InvalidCpu(CpuId),
+    /// The frame lies in no zone of this allocator.
+    ForeignFrame(Pfn),
+    /// The frame is not aligned to the order given.
+    Misaligned {
+        /// The frame.
+        pfn: Pfn,
+        /// The order given.
+        order: Order,
+    },
+    /// The block is already free (on a buddy or a per-CPU list, or being freed right now).
+    DoubleFree {
+        /// The frame.
+        pfn: Pfn,
+    },
+    /// The block was allocated with another order.
+    WrongOrder {
+        /// The frame.
+        pfn: Pfn,
+        /// The order given.
+        given: Order,
+        /// The order it was allocated with.
+        allocated: Order,
+    },
+    /// The frame is inside an allocated block but is not its first frame.
+    TailPage {
+        /// The frame given.
+        pfn: Pfn,
+        /// The first frame of the block holding it.
+        head: Pfn,
+    },
+    /// The frame is inside a free block, or inside a block larger than the order given, or
+    /// not managed at all (a hole or reserved memory).
+    NotAllocated {
+        /// The frame.
+        pfn: Pfn,
+    },
+}
+
+impl fmt::Display for FreeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FreeError::InvalidOrder(o) => write!(f, "order {o} is above the largest order 10"),
+            FreeError::InvalidCpu(c) => write!(f, "cpu {} does not exist", c.0),
+            FreeError::ForeignFrame(p) => write!(f, "pfn {p} belongs to no zone of this allocator"),
+            FreeError::Misaligned { pfn, order } => {
+                write!(f, "pfn {pfn} is not aligned for an order-{order} block")
+            }
+            FreeError::DoubleFree { pfn } => write!(f, "double free of pfn {pfn}"),
+            FreeError::WrongOrder { pfn, given, allocated } => {
+                write!(f, "pfn {pfn} freed as order {given} but was allocated as order {allocated}")
+            }
+            FreeError::TailPage { pfn, head } => {
+                write!(f, "pfn {pfn} is a tail page of the block at {head}")
+            }
+            FreeError::NotAllocated { pfn } => write!(f, "pfn {pfn} is not an allocated block"),
+        }
+    }
+}
+
+impl core::error::Error for AllocError {}
+impl core::error::Error for FreeError {}

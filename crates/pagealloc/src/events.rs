@@ -1,0 +1,138 @@
+//! Trace events whose records mirror the kernel's `kmem:` tracepoints, and the sink that
+//! receives them.
+//!
+//! The allocator is generic over its sink; with [`NoEvents`] every emission site compiles to
+//! nothing (`EventSink::ENABLED` is a constant false), so tracing costs nothing when off.
+
+use crate::gfp::Gfp;
+use crate::migratetype::MigrateType;
+use crate::types::{CpuId, Order, Pfn};
+
+/// One trace record. Field names follow the tracepoints' printed fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceEvent {
+    /// `mm_page_alloc`: an allocation finished (`pfn == None` when it failed).
+    PageAlloc {
+        /// CPU the request ran on.
+        cpu: CpuId,
+        /// First frame, or `None` for a failure (`page=NULL pfn=0x0`).
+        pfn: Option<Pfn>,
+        /// Requested order.
+        order: Order,
+        /// The caller's flags.
+        gfp: Gfp,
+        /// The migratetype asked for.
+        migratetype: MigrateType,
+    },
+    /// `mm_page_free`: a block is being freed.
+    PageFree {
+        /// CPU.
+        cpu: CpuId,
+        /// First frame.
+        pfn: Pfn,
+        /// Order.
+        order: Order,
+    },
+    /// `mm_page_free_batched`: an order-0 page freed by a batched free.
+    PageFreeBatched {
+        /// CPU.
+        cpu: CpuId,
+        /// The frame.
+        pfn: Pfn,
+    },
+    /// `mm_page_pcpu_drain`: a block moved from a per-CPU list back to the buddy lists.
+    PagePcpuDrain {
+        /// CPU doing the drain (not necessarily the pageset's owner).
+        cpu: CpuId,
+        /// First frame.
+        pfn: Pfn,
+        /// Order.
+        order: Order,
+        /// Its pageblock's migratetype at drain time.
+        migratetype: MigrateType,
+    },
+    /// `mm_page_alloc_zone_locked`: a block carved from the buddy lists under the zone lock.
+    PageAllocZoneLocked {
+        /// CPU.
+        cpu: CpuId,
+        /// First frame.
+        pfn: Pfn,
+        /// Order.
+        order: Order,
+        /// Migratetype of the list it came from.
+        migratetype: MigrateType,
+        /// True when taken to refill a per-CPU list.
+        percpu_refill: bool,
+    },
+    /// `mm_page_alloc_extfrag`: an allocation fell back to another migratetype's pageblock.
+    PageAllocExtfrag {
+        /// CPU.
+        cpu: CpuId,
+        /// First frame of the block taken.
+        pfn: Pfn,
+        /// Order requested.
+        alloc_order: Order,
+        /// Order of the free block found on the other type's list.
+        fallback_order: Order,
+        /// Type requested.
+        alloc_migratetype: MigrateType,
+        /// Type whose list the block came from.
+        fallback_migratetype: MigrateType,
+        /// Did the pageblock's label become the requested type?
+        change_ownership: bool,
+    },
+}
+
+impl TraceEvent {
+    /// The tracepoint's name, as `trace` prints it.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            TraceEvent::PageAlloc { .. } => "mm_page_alloc",
+            TraceEvent::PageFree { .. } => "mm_page_free",
+            TraceEvent::PageFreeBatched { .. } => "mm_page_free_batched",
+            TraceEvent::PagePcpuDrain { .. } => "mm_page_pcpu_drain",
+            TraceEvent::PageAllocZoneLocked { .. } => "mm_page_alloc_zone_locked",
+            TraceEvent::PageAllocExtfrag { .. } => "mm_page_alloc_extfrag",
+        }
+    }
+
+    /// `mm_page_alloc_extfrag`'s derived field: did the fallback split a pageblock?
+    pub const fn is_fragmenting(&self) -> bool {
+        match self {
+            TraceEvent::PageAllocExtfrag { fallback_order, .. } => {
+                fallback_order.0 < crate::types::PAGEBLOCK_ORDER
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Receives trace records. `record` may be called with the zone lock or a pcp lock held:
+/// it must not call back into the allocator.
+pub trait EventSink: Sync {
+    /// False makes every emission site dead code.
+    const ENABLED: bool = true;
+
+    /// Take one record.
+    fn record(&self, event: &TraceEvent);
+}
+
+/// The sink that records nothing, at no cost.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoEvents;
+
+impl EventSink for NoEvents {
+    const ENABLED: bool = false;
+
+    #[inline(always)]
+    fn record(&self, _event: &TraceEvent) {}
+}
+
+impl<T: EventSink> EventSink for &T {
+    const ENABLED: bool = T::ENABLED;
+
+    #[inline]
+    fn record(&self, event: &TraceEvent) {
+        (**self).record(event);
+    }
+}

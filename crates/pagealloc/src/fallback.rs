@@ -1,0 +1,238 @@
+//! Anti-fragmentation fallback: when a migratetype's own lists are empty, take a block from
+//! another type's list — preferably a whole pageblock, claiming it — and the highatomic reserve
+//! (kernel-spec §3.9, §3.10; 6.10+ steal semantics).
+
+use crate::events::{EventSink, TraceEvent};
+use crate::gfp::AllocFlags;
+use crate::migratetype::MigrateType;
+use crate::stats::Counter;
+use crate::types::{NrPages, Order, Pfn, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
+use crate::zone::{flags, ZoneLocked, WMARK_HIGH};
+
+impl<E: EventSink> ZoneLocked<'_, E> {
+    /// May a `start_mt` request found a free block of order `o` on another type's list claim
+    /// that block's pageblock? (kernel `can_steal_fallback`; evaluated with the order of the
+    /// block found, not the order requested.)
+    fn can_steal(&self, o: Order, start_mt: MigrateType) -> bool {
+        o.0 >= PAGEBLOCK_ORDER / 2
+            || matches!(start_mt, MigrateType::Reclaimable | MigrateType::Unmovable)
+            || self.cfg.grouping_disabled
+    }
+
+    /// The first type in `start_mt`'s fallback row with a free block of order `o`, and whether
+    /// it may be stolen (kernel `find_suitable_fallback`).
+    fn find_suitable_fallback(
+        &self,
+        o: Order,
+        start_mt: MigrateType,
+    ) -> Option<(MigrateType, bool)> {
+        if self.free.area[o.index()].nr_free == 0 {
+            return None;
+        }
+        start_mt
+            .fallbacks()
+            .iter()
+            .find(|mt| !self.free.area[o.index()].lists[mt.index()].is_empty())
+            .map(|&mt| (mt, self.can_steal(o, start_mt)))
+    }
+
+    /// Take an `order` block for `start_mt` from another type (kernel `__rmqueue_fallback`).
+    pub(crate) fn rmqueue_fallback(
+        &mut self,
+        order: Order,
+        start_mt: MigrateType,
+        flags: AllocFlags,
+    ) -> Option<Pfn> {
+        // With ALLOC_NOFRAGMENT only whole pageblocks may change hands on this pass.
+        let min_order = if flags.has(AllocFlags::NOFRAGMENT) && self.cfg.nofragment.floors(order) {
+            PAGEBLOCK_ORDER
+        } else {
+            order.0
+        };
+        // Largest first: the biggest free block is likely in the emptiest pageblock.
+        let mut found = None;
+        for o in (min_order..=MAX_PAGE_ORDER).rev() {
+            if let Some((fb, steal)) = self.find_suitable_fallback(Order(o), start_mt) {
+                found = Some((Order(o), fb, steal));
+                break;
+            }
+        }
+        let (mut o, mut fb, mut steal) = found?;
+        if !steal && start_mt == MigrateType::Movable && o > order {
+            // A movable request that cannot claim the block scatters least by taking the
+            // smallest block that fits.
+            for so in order.0..=MAX_PAGE_ORDER {
+                if let Some((f, s)) = self.find_suitable_fallback(Order(so), start_mt) {
+                    (o, fb, steal) = (Order(so), f, s);
+                    break;
+                }
+            }
+        }
+        let block = self.first_free(o, fb)?;
+        let pfn = self.steal_suitable_fallback(block, o, order, start_mt, flags, steal);
+        let owner = self.zone.pageblocks.get(pfn);
+        let fragmenting = o.0 < PAGEBLOCK_ORDER;
+        self.count(Counter::extfrag(start_mt, fragmenting), 1);
+        if E::ENABLED {
+            self.events.record(&TraceEvent::PageAllocExtfrag {
+                cpu: self.cpu,
+                pfn,
+                alloc_order: order,
+                fallback_order: o,
+                alloc_migratetype: start_mt,
+                fallback_migratetype: fb,
+                change_ownership: owner == start_mt,
+            });
+        }
+        Some(pfn)
+    }
+
+    /// Take the free block `block` (order `o`, on its pageblock type's list) for an `order`
+    /// request of `start_mt`: claim the whole pageblock when enough of it is free or alike,
+    /// otherwise split off just what is needed (kernel `steal_suitable_fallback`, 6.10+).
+    fn steal_suitable_fallback(
+        &mut self,
+        block: Pfn,
+        o: Order,
+        order: Order,
+        start_mt: MigrateType,
+        flags: AllocFlags,
+        whole_block: bool,
+    ) -> Pfn {
+        let zone = self.zone;
+        let block_type = zone.pageblocks.get(block);
+        if block_type != MigrateType::HighAtomic {
+            if o.0 >= PAGEBLOCK_ORDER {
+                self.del_from_free_list(block, o, block_type);
+                self.account_freepages(block_type, -(1 << o.0));
+                let mut p = block;
+                let end = block.add(o.nr_pages());
+                while p < end {
+                    zone.pageblocks.set(p, start_mt);
+                    p = p.add(NrPages(PAGEBLOCK_NR_PAGES));
+                }
+                self.count(Counter::PageblockClaim, 1 << (o.0 - PAGEBLOCK_ORDER));
+                self.expand(block, order, o, start_mt);
+                return block;
+            }
+            if self.boost_watermark() && flags.has(AllocFlags::KSWAPD) {
+                zone.set_flag(flags::BOOSTED_WATERMARK);
+            }
+            if whole_block {
+                if let Some((start, free, movable)) = self.pageblock_census(block) {
+                    let alike = if start_mt == MigrateType::Movable {
+                        movable
+                    } else if block_type == MigrateType::Movable {
+                        PAGEBLOCK_NR_PAGES - free - movable
+                    } else {
+                        0
+                    };
+                    if free + alike >= PAGEBLOCK_NR_PAGES / 2 || self.cfg.grouping_disabled {
+                        self.move_freepages_block(start, block_type, start_mt);
+                        self.count(Counter::PageblockClaim, 1);
+                        if let Some(p) = self.rmqueue_smallest(order, start_mt) {
+                            return p;
+                        }
+                    }
+                }
+            }
+        }
+        // Single-page steal: the remainders stay on the block's own lists, label unchanged.
+        self.del_from_free_list(block, o, block_type);
+        self.account_freepages(block_type, -(1 << o.0));
+        self.expand(block, order, o, block_type);
+        block
+    }
+
+    /// Raise the zone's watermark boost after a fragmenting fallback so background reclaim
+    /// frees a little more (kernel `boost_watermark`). Returns whether it boosted.
+    fn boost_watermark(&self) -> bool {
+        let zone = self.zone;
+        let cur = zone.watermark_boost.load(core::sync::atomic::Ordering::Relaxed);
+        let high = zone.watermark[WMARK_HIGH].load(core::sync::atomic::Ordering::Relaxed);
+        match crate::sizing::watermark_boost_step(
+            cur,
+            high,
+            zone.managed_pages(),
+            self.cfg.boost_factor,
+        ) {
+            Some(b) => {
+                zone.watermark_boost.store(b, core::sync::atomic::Ordering::Relaxed);
+                self.count(Counter::WatermarkBoost, 1);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// After a successful ALLOC_HIGHATOMIC allocation at `pfn` (order `order`), move its
+    /// pageblock into the highatomic reserve, up to about 1% of the zone (kernel
+    /// `reserve_highatomic_pageblock`, 6.13 limit rule).
+    pub(crate) fn reserve_highatomic_pageblock(&mut self, pfn: Pfn, order: Order) {
+        let zone = self.zone;
+        let per_cent = zone.managed_pages().0 / 100;
+        if per_cent < PAGEBLOCK_NR_PAGES {
+            return;
+        }
+        let limit = per_cent.div_ceil(PAGEBLOCK_NR_PAGES) * PAGEBLOCK_NR_PAGES;
+        if self.free.nr_reserved_highatomic >= limit {
+            return;
+        }
+        let mt = zone.pageblocks.get(pfn);
+        if !mt.is_mergeable() {
+            return;
+        }
+        if order.0 < PAGEBLOCK_ORDER {
+            let Some((start, _, _)) = self.pageblock_census(pfn) else { return };
+            self.move_freepages_block(start, mt, MigrateType::HighAtomic);
+            self.free.nr_reserved_highatomic += PAGEBLOCK_NR_PAGES;
+        } else {
+            let mut p = pfn;
+            let end = pfn.add(order.nr_pages());
+            while p < end {
+                zone.pageblocks.set(p, MigrateType::HighAtomic);
+                p = p.add(NrPages(PAGEBLOCK_NR_PAGES));
+            }
+            self.free.nr_reserved_highatomic += order.nr_pages().0;
+        }
+        self.count(Counter::HighatomicReserve, 1);
+    }
+
+    /// Give one highatomic pageblock back to `to` (kernel `unreserve_highatomic_pageblock`
+    /// for one zone). Unless `force`, a zone keeps its last reserved block. Returns whether a
+    /// block was converted.
+    pub(crate) fn unreserve_highatomic_pageblock(&mut self, to: MigrateType, force: bool) -> bool {
+        let zone = self.zone;
+        if !force && self.free.nr_reserved_highatomic <= PAGEBLOCK_NR_PAGES {
+            return false;
+        }
+        for o in 0..=MAX_PAGE_ORDER {
+            let Some(pfn) = self.first_free(Order(o), MigrateType::HighAtomic) else { continue };
+            let mt = zone.pageblocks.get(pfn);
+            if mt == MigrateType::HighAtomic {
+                let size =
+                    (1u64 << o).max(PAGEBLOCK_NR_PAGES).min(self.free.nr_reserved_highatomic);
+                self.free.nr_reserved_highatomic -= size;
+            }
+            if o < PAGEBLOCK_ORDER {
+                match self.pageblock_census(pfn) {
+                    Some((start, _, _)) => {
+                        self.move_freepages_block(start, MigrateType::HighAtomic, to);
+                    }
+                    None => continue,
+                }
+            } else {
+                self.move_to_free_list(pfn, Order(o), MigrateType::HighAtomic, to);
+                let mut p = pfn;
+                let end = pfn.add(Order(o).nr_pages());
+                while p < end {
+                    zone.pageblocks.set(p, to);
+                    p = p.add(NrPages(PAGEBLOCK_NR_PAGES));
+                }
+            }
+            self.count(Counter::HighatomicUnreserve, 1);
+            return true;
+        }
+        false
+    }
+}

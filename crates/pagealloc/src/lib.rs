@@ -1,0 +1,78 @@
+//! `pagealloc`: a page-frame allocator with the Linux page allocator's design — zones, buddy
+//! free lists per migratetype, pageblock grouping with fallback and claiming, watermarks —
+//! every seed mechanism switchable through a [`Policy`].
+//!
+//! The crate is `no_std` (it needs `alloc` for its per-frame array) and hands out frame
+//! numbers ([`Pfn`]), not memory: a caller maps them to addresses.
+//!
+//! ```
+//! use pagealloc::{Gfp, MemoryMap, Order, PageAllocator, Policy, Tunables, CpuId};
+//!
+//! // One node, two CPUs, 64 MiB of memory from physical address 0.
+//! let map = MemoryMap::single_node(2, 64 << 20)?;
+//! let pa = PageAllocator::new(map, Tunables::default(), Policy::modern())?;
+//! let cpu = pa.cpu(CpuId(1)).expect("cpu 1 exists");
+//!
+//! let pfn = pa.alloc_pages(cpu, Gfp::KERNEL, Order(3))?;   // 8 contiguous frames
+//! assert!(pfn.is_aligned(Order(3)));
+//! pa.free_pages(cpu, pfn, Order(3))?;
+//! assert!(pa.free_pages(cpu, pfn, Order(3)).is_err());      // a double free is an error
+//! pagealloc::debug::validate(&pa)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Module map (kernel names kept, see `ARCHITECTURE.md`): [`types`] units; [`memory_map`] the
+//! caller's description of memory; [`mem_map`] per-frame metadata; [`list`] index-linked
+//! lists; [`migratetype`], [`gfp`], [`pageblock`]; `buddy`, `fallback` and [`watermark`] the
+//! zone-locked algorithms; [`zone`]; [`sizing`] pure sizing formulas; [`policy`] switches and
+//! presets; [`page_alloc`] the public allocator; [`stats`], [`events`]; [`debug`] validators.
+
+#![no_std]
+#![warn(missing_docs)]
+
+extern crate alloc;
+#[cfg(any(test, doctest))]
+extern crate std;
+
+mod buddy;
+pub mod debug;
+pub mod error;
+pub mod events;
+mod fallback;
+pub mod gfp;
+pub mod list;
+pub mod mem_map;
+pub mod memory_map;
+pub mod migratetype;
+pub mod page_alloc;
+pub mod pageblock;
+pub mod policy;
+pub mod sizing;
+pub mod stats;
+pub mod sync;
+pub mod types;
+pub mod watermark;
+pub mod zone;
+
+pub use crate::error::{AllocError, FreeError};
+pub use crate::events::{EventSink, NoEvents, TraceEvent};
+pub use crate::gfp::{AllocFlags, Gfp};
+pub use crate::memory_map::{MapError, MemoryMap, ZoneLimits};
+pub use crate::migratetype::MigrateType;
+pub use crate::page_alloc::{BuildError, Cpu, PageAllocator};
+pub use crate::policy::{Policy, Tunables};
+pub use crate::stats::{Counter, VmEvents};
+pub use crate::types::{CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType};
+pub use crate::zone::Zone;
+
+/// May blocks of this order sit on the per-CPU lists? Orders 0..=3 and the THP order
+/// (kernel `pcp_allowed_order`).
+#[inline]
+pub const fn pcp_allowed_order(order: Order) -> bool {
+    order.0 <= types::PAGE_ALLOC_COSTLY_ORDER || order.0 == types::PAGEBLOCK_ORDER
+}
+
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

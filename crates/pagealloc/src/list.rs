@@ -1,0 +1,175 @@
+//! Intrusive doubly-linked lists threaded through the mem_map by frame index: O(1) push and
+//! pop at both ends and O(1) unlink of any member, with no pointers and no allocation.
+//!
+//! A list does not know which lock protects it; the struct that embeds it says so, and every
+//! operation takes the frame array the indices refer to.
+
+use crate::mem_map::{Frame, NIL};
+
+/// Head of an index-linked list. Invariant: `len` equals the number of members, `head` and
+/// `tail` are `NIL` iff `len == 0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListHead {
+    head: u32,
+    tail: u32,
+    len: u32,
+}
+
+impl Default for ListHead {
+    fn default() -> ListHead {
+        ListHead::new()
+    }
+}
+
+impl ListHead {
+    /// An empty list.
+    pub const fn new() -> ListHead {
+        ListHead { head: NIL, tail: NIL, len: 0 }
+    }
+
+    /// Number of members.
+    #[inline]
+    pub const fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// No members?
+    #[inline]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// First member (newest for lists pushed at the head).
+    #[inline]
+    pub fn head(&self) -> Option<u32> {
+        (self.head != NIL).then_some(self.head)
+    }
+
+    /// Last member.
+    #[inline]
+    pub fn tail(&self) -> Option<u32> {
+        (self.tail != NIL).then_some(self.tail)
+    }
+
+    /// Insert `idx` (not on any list) at the head.
+    #[inline]
+    pub fn push_head(&mut self, map: &[Frame], idx: u32) {
+        let f = &map[idx as usize];
+        f.set_prev(NIL);
+        f.set_next(self.head);
+        if self.head == NIL {
+            self.tail = idx;
+        } else {
+            map[self.head as usize].set_prev(idx);
+        }
+        self.head = idx;
+        self.len += 1;
+    }
+
+    /// Insert `idx` (not on any list) at the tail.
+    #[inline]
+    pub fn push_tail(&mut self, map: &[Frame], idx: u32) {
+        let f = &map[idx as usize];
+        f.set_next(NIL);
+        f.set_prev(self.tail);
+        if self.tail == NIL {
+            self.head = idx;
+        } else {
+            map[self.tail as usize].set_next(idx);
+        }
+        self.tail = idx;
+        self.len += 1;
+    }
+
+    /// Remove and return the head.
+    #[inline]
+    pub fn pop_head(&mut self, map: &[Frame]) -> Option<u32> {
+        let idx = self.head()?;
+        self.unlink(map, idx);
+        Some(idx)
+    }
+
+    /// Remove and return the tail.
+    #[inline]
+    pub fn pop_tail(&mut self, map: &[Frame]) -> Option<u32> {
+        let idx = self.tail()?;
+        self.unlink(map, idx);
+        Some(idx)
+    }
+
+    /// Remove `idx`, which must be a member of this list.
+    #[inline]
+    pub fn unlink(&mut self, map: &[Frame], idx: u32) {
+        let f = &map[idx as usize];
+        let (prev, next) = (f.prev(), f.next());
+        if prev == NIL {
+            self.head = next;
+        } else {
+            map[prev as usize].set_next(next);
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            map[next as usize].set_prev(prev);
+        }
+        f.set_next(NIL);
+        f.set_prev(NIL);
+        self.len -= 1;
+    }
+
+    /// Iterate members from head to tail. The list must not change while iterating.
+    pub fn iter<'a>(&self, map: &'a [Frame]) -> ListIter<'a> {
+        ListIter { map, cur: self.head, left: self.len }
+    }
+}
+
+/// Iterator over a list's members, head first. Stops after `len` members even if the links
+/// were corrupted into a cycle, so a validator walking a broken list terminates.
+#[derive(Debug)]
+pub struct ListIter<'a> {
+    map: &'a [Frame],
+    cur: u32,
+    left: u32,
+}
+
+impl Iterator for ListIter<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        if self.cur == NIL || self.left == 0 {
+            return None;
+        }
+        let idx = self.cur;
+        self.cur = self.map.get(idx as usize).map_or(NIL, Frame::next);
+        self.left -= 1;
+        Some(idx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    fn collect(l: &ListHead, map: &[Frame]) -> Vec<u32> {
+        l.iter(map).collect()
+    }
+
+    #[test]
+    fn push_pop_unlink() {
+        let map: Vec<Frame> = (0..8).map(|_| Frame::new()).collect();
+        let mut l = ListHead::new();
+        l.push_head(&map, 1);
+        l.push_head(&map, 2);
+        l.push_tail(&map, 3);
+        assert_eq!(collect(&l, &map), [2, 1, 3]);
+        l.unlink(&map, 1);
+        assert_eq!(collect(&l, &map), [2, 3]);
+        assert_eq!(l.pop_tail(&map), Some(3));
+        assert_eq!(l.pop_head(&map), Some(2));
+        assert!(l.is_empty());
+        assert_eq!(l.pop_head(&map), None);
+        assert_eq!(l, ListHead::new());
+    }
+}

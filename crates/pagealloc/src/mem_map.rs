@@ -1,0 +1,203 @@
+//! Per-frame metadata ("struct page"): 16 bytes per frame, in one array per zone indexed by
+//! `pfn - zone_start_pfn`.
+//!
+//! Every field is an atomic accessed with `Relaxed` ordering. Ownership, not the atomics, makes
+//! this correct: a frame's entry is written only by whoever owns the frame at that moment —
+//! the zone lock for a free buddy block, the pcp lock for a block on a per-CPU list, the caller
+//! (through the one claiming compare-exchange in [`Frame::claim_for_free`]) for an allocated
+//! block. The locks' acquire/release orders those writes. The atomics exist so that a reader
+//! holding a *different* lock may look at a frame it does not own (buddy merging peeks at a
+//! neighbour that may sit on a per-CPU list) without a data race; such a reader only ever acts
+//! on the `Buddy` state, which changes only under the zone lock it holds.
+
+use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use crate::types::Order;
+
+/// "No frame": the end of an index-linked list.
+pub const NIL: u32 = u32::MAX;
+
+/// What a frame currently is. Only the first frame (head) of a block carries the block's
+/// state; every other managed frame of the block is `Tail`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum FrameState {
+    /// Not managed by the allocator: a hole in the zone's span or memory the caller reserved.
+    Reserved = 0,
+    /// A managed frame that is not the head of any block.
+    Tail = 1,
+    /// Head of a free block on a buddy free list (PageBuddy).
+    Buddy = 2,
+    /// Head of a block on a per-CPU list.
+    Pcp = 3,
+    /// Head of a block handed to a caller.
+    Allocated = 4,
+    /// Head of a block whose free is in progress (claimed, not yet on any list).
+    Freeing = 5,
+}
+
+impl FrameState {
+    const fn from_bits(v: u32) -> FrameState {
+        match v & 0xf {
+            1 => FrameState::Tail,
+            2 => FrameState::Buddy,
+            3 => FrameState::Pcp,
+            4 => FrameState::Allocated,
+            5 => FrameState::Freeing,
+            _ => FrameState::Reserved,
+        }
+    }
+}
+
+/// A decoded `info` word: state, block order and the list the block sits on (a migratetype
+/// for buddy lists, a pindex for per-CPU lists).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct FrameInfo {
+    /// What the frame is.
+    pub state: FrameState,
+    /// Order of the block it heads (meaningless for `Tail`/`Reserved`).
+    pub order: Order,
+    /// Migratetype (buddy) or pindex (per-CPU list) of the list holding it.
+    pub list: u8,
+}
+
+impl FrameInfo {
+    /// A frame that heads nothing.
+    pub const TAIL: FrameInfo = FrameInfo { state: FrameState::Tail, order: Order(0), list: 0 };
+
+    #[inline]
+    const fn pack(self) -> u32 {
+        (self.state as u32) | ((self.order.0 as u32) << 4) | ((self.list as u32) << 8)
+    }
+
+    #[inline]
+    const fn unpack(v: u32) -> FrameInfo {
+        FrameInfo {
+            state: FrameState::from_bits(v),
+            order: Order(((v >> 4) & 0xf) as u8),
+            list: ((v >> 8) & 0xff) as u8,
+        }
+    }
+}
+
+/// Metadata of one page frame (at most 16 bytes: see the size assertion below).
+#[derive(Debug)]
+#[repr(C)]
+pub struct Frame {
+    /// Next frame index on the list this block is on, or [`NIL`].
+    next: AtomicU32,
+    /// Previous frame index, or [`NIL`].
+    prev: AtomicU32,
+    /// Packed [`FrameInfo`].
+    info: AtomicU32,
+    /// Owner-defined word: the page_frag reference count while a frag cache holds the page.
+    aux: AtomicU32,
+}
+
+const _: () = assert!(size_of::<Frame>() == 16);
+
+impl Frame {
+    /// A reserved frame (the state every frame starts in).
+    pub const fn new() -> Frame {
+        Frame {
+            next: AtomicU32::new(NIL),
+            prev: AtomicU32::new(NIL),
+            info: AtomicU32::new(0),
+            aux: AtomicU32::new(0),
+        }
+    }
+
+    /// Current state, order and list.
+    #[inline]
+    pub fn info(&self) -> FrameInfo {
+        FrameInfo::unpack(self.info.load(Relaxed))
+    }
+
+    /// Overwrite state, order and list. The caller owns the frame.
+    #[inline]
+    pub fn set_info(&self, info: FrameInfo) {
+        self.info.store(info.pack(), Relaxed);
+    }
+
+    /// Is this the head of a free buddy block of exactly `order`? (PageBuddy && buddy_order)
+    #[inline]
+    pub fn is_buddy_of_order(&self, order: Order) -> bool {
+        let i = self.info();
+        i.state == FrameState::Buddy && i.order == order
+    }
+
+    /// Claim an allocated block of `order` for freeing: `Allocated(order)` becomes `Freeing`
+    /// in one compare-exchange, so two racing frees of the same block cannot both succeed.
+    /// On failure returns what the frame was.
+    #[inline]
+    pub fn claim_for_free(&self, order: Order) -> Result<FrameInfo, FrameInfo> {
+        let cur = self.info.load(Relaxed);
+        let info = FrameInfo::unpack(cur);
+        if info.state != FrameState::Allocated || info.order != order {
+            return Err(info);
+        }
+        let claimed = FrameInfo { state: FrameState::Freeing, ..info }.pack();
+        match self.info.compare_exchange(cur, claimed, Relaxed, Relaxed) {
+            Ok(_) => Ok(info),
+            Err(now) => Err(FrameInfo::unpack(now)),
+        }
+    }
+
+    /// The owner-defined word.
+    #[inline]
+    pub fn aux(&self) -> &AtomicU32 {
+        &self.aux
+    }
+
+    #[inline]
+    pub(crate) fn next(&self) -> u32 {
+        self.next.load(Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn prev(&self) -> u32 {
+        self.prev.load(Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn set_next(&self, v: u32) {
+        self.next.store(v, Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn set_prev(&self, v: u32) {
+        self.prev.store(v, Relaxed);
+    }
+}
+
+impl Default for Frame {
+    fn default() -> Frame {
+        Frame::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_round_trips() {
+        let f = Frame::new();
+        assert_eq!(f.info().state, FrameState::Reserved);
+        let i = FrameInfo { state: FrameState::Pcp, order: Order(9), list: 13 };
+        f.set_info(i);
+        assert_eq!(f.info(), i);
+        assert!(!f.is_buddy_of_order(Order(9)));
+        f.set_info(FrameInfo { state: FrameState::Buddy, order: Order(10), list: 5 });
+        assert!(f.is_buddy_of_order(Order(10)));
+    }
+
+    #[test]
+    fn claim_for_free_is_exclusive() {
+        let f = Frame::new();
+        f.set_info(FrameInfo { state: FrameState::Allocated, order: Order(2), list: 1 });
+        assert_eq!(f.claim_for_free(Order(1)).unwrap_err().order, Order(2));
+        assert_eq!(f.claim_for_free(Order(2)).map(|i| i.list), Ok(1));
+        assert_eq!(f.claim_for_free(Order(2)).unwrap_err().state, FrameState::Freeing);
+    }
+}

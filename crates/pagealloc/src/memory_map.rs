@@ -1,0 +1,342 @@
+//! The caller's description of physical memory and CPUs: nodes, the frame ranges each node
+//! has (with holes and unaligned edges), which CPUs sit on which node, and special ranges
+//! (ZONE_MOVABLE, CMA). [`PageAllocator::new`](crate::PageAllocator::new) turns it into zones.
+
+use alloc::vec::Vec;
+use core::fmt;
+use core::ops::Range;
+
+use crate::types::{CpuId, NodeId, Pfn, ZoneType, PAGE_SIZE};
+
+/// Where the low zones end (exclusive). x86-64: DMA below 16 MiB, DMA32 below 4 GiB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZoneLimits {
+    /// First frame above ZONE_DMA; `Pfn(0)` means the machine has no DMA zone.
+    pub dma_end: Pfn,
+    /// First frame above ZONE_DMA32; equal to `dma_end` means no DMA32 zone.
+    pub dma32_end: Pfn,
+}
+
+impl ZoneLimits {
+    /// The x86-64 layout.
+    pub const X86_64: ZoneLimits =
+        ZoneLimits { dma_end: Pfn::from_phys(16 << 20), dma32_end: Pfn::from_phys(4 << 30) };
+    /// Everything in ZONE_NORMAL (no DMA zones).
+    pub const NORMAL_ONLY: ZoneLimits = ZoneLimits { dma_end: Pfn(0), dma32_end: Pfn(0) };
+
+    /// The zone type a frame belongs to, unless it is in a movable range.
+    pub fn zone_of(&self, pfn: Pfn) -> ZoneType {
+        if pfn < self.dma_end {
+            ZoneType::Dma
+        } else if pfn < self.dma32_end {
+            ZoneType::Dma32
+        } else {
+            ZoneType::Normal
+        }
+    }
+}
+
+impl Default for ZoneLimits {
+    fn default() -> ZoneLimits {
+        ZoneLimits::X86_64
+    }
+}
+
+/// Why a memory map was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// A byte range held no whole page after rounding its start up and its end down.
+    EmptyRange {
+        /// The range as given, in bytes.
+        start: u64,
+        /// Exclusive end, in bytes.
+        end: u64,
+    },
+    /// A range overlaps one added before.
+    Overlap {
+        /// First frame of the new range.
+        start: Pfn,
+        /// First frame of the range it overlaps.
+        existing: Pfn,
+    },
+    /// Frame numbers this large cannot be represented (the map is limited to 2^52 frames).
+    TooLarge(Pfn),
+    /// A CMA range is not pageblock-aligned or not inside memory of a single node.
+    BadCmaRange(Range<Pfn>),
+    /// Two nodes' zones of the same type interleave; each zone must be a contiguous span
+    /// that no other zone's span overlaps.
+    InterleavedZones {
+        /// The zone type.
+        zone: ZoneType,
+        /// One of the nodes.
+        node_a: NodeId,
+        /// The other.
+        node_b: NodeId,
+    },
+    /// A zone spans more frames than a 32-bit frame index can address.
+    ZoneTooLarge {
+        /// The node.
+        node: NodeId,
+        /// The zone type.
+        zone: ZoneType,
+    },
+    /// No CPU at all: something must allocate.
+    NoCpus,
+    /// No memory at all.
+    NoMemory,
+    /// More nodes or CPUs than the allocator supports (65535 zones, 2^20 CPUs).
+    TooManyNodesOrCpus,
+}
+
+impl fmt::Display for MapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MapError::EmptyRange { start, end } => {
+                write!(f, "range {start:#x}..{end:#x} holds no whole page")
+            }
+            MapError::Overlap { start, existing } => {
+                write!(f, "range at pfn {start} overlaps the range at pfn {existing}")
+            }
+            MapError::TooLarge(p) => write!(f, "pfn {p} is beyond the supported address space"),
+            MapError::BadCmaRange(r) => write!(
+                f,
+                "CMA range {}..{} must be pageblock-aligned and inside one node's memory",
+                r.start, r.end
+            ),
+            MapError::InterleavedZones { zone, node_a, node_b } => {
+                write!(f, "zone {zone} of node {} interleaves with node {}'s", node_a.0, node_b.0)
+            }
+            MapError::ZoneTooLarge { node, zone } => {
+                write!(f, "zone {zone} of node {} spans more than 2^32-1 frames", node.0)
+            }
+            MapError::NoCpus => f.write_str("the machine has no CPU"),
+            MapError::NoMemory => f.write_str("the machine has no memory"),
+            MapError::TooManyNodesOrCpus => f.write_str("too many nodes or CPUs"),
+        }
+    }
+}
+
+impl core::error::Error for MapError {}
+
+/// Largest frame number accepted (52-bit physical frame numbers, 64-bit physical addresses).
+const MAX_PFN: u64 = 1 << 52;
+/// Most CPUs a machine may have.
+pub const MAX_CPUS: u32 = 1 << 20;
+
+/// One range of present frames.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MemRange {
+    pub node: NodeId,
+    pub pfns: Range<Pfn>,
+    /// Goes to ZONE_MOVABLE instead of the zone its address implies.
+    pub movable: bool,
+}
+
+/// A description of physical memory and CPUs, built up one range at a time.
+///
+/// ```
+/// use pagealloc::{MemoryMap, NodeId};
+/// let mut map = MemoryMap::new();
+/// map.add_range(NodeId(0), 0x1000..0x9f000)?        // low memory, below the ISA hole
+///    .add_range(NodeId(0), 0x100000..0x8000_0000)?  // 1 MiB .. 2 GiB
+///    .set_cpus(NodeId(0), 4);
+/// # Ok::<(), pagealloc::MapError>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct MemoryMap {
+    pub(crate) ranges: Vec<MemRange>,
+    /// CPUs per node, indexed by node number.
+    pub(crate) node_cpus: Vec<u32>,
+    pub(crate) cma: Vec<Range<Pfn>>,
+    pub(crate) limits: ZoneLimits,
+}
+
+impl MemoryMap {
+    /// An empty map with x86-64 zone limits.
+    pub fn new() -> MemoryMap {
+        MemoryMap::default()
+    }
+
+    /// One node with `cpus` CPUs and `bytes` of memory starting at physical address 0, split
+    /// into zones at the x86-64 limits. The lab's and the tests' usual machine.
+    pub fn single_node(cpus: u32, bytes: u64) -> Result<MemoryMap, MapError> {
+        let mut map = MemoryMap::new();
+        map.add_range(NodeId(0), 0..bytes)?.set_cpus(NodeId(0), cpus);
+        Ok(map)
+    }
+
+    /// Use these zone limits instead of x86-64's.
+    pub fn with_zone_limits(&mut self, limits: ZoneLimits) -> &mut MemoryMap {
+        self.limits = limits;
+        self
+    }
+
+    /// Add present memory `phys` (bytes, end exclusive) to `node`. The start is rounded up
+    /// and the end down to whole pages; the range is split among DMA, DMA32 and Normal at the
+    /// zone limits. Ranges may come in any order and leave holes; they must not overlap.
+    pub fn add_range(
+        &mut self,
+        node: NodeId,
+        phys: Range<u64>,
+    ) -> Result<&mut MemoryMap, MapError> {
+        self.push_range(node, phys, false)
+    }
+
+    /// Add present memory to `node`'s ZONE_MOVABLE (as `movablecore=`/hotplugged memory).
+    pub fn add_movable_range(
+        &mut self,
+        node: NodeId,
+        phys: Range<u64>,
+    ) -> Result<&mut MemoryMap, MapError> {
+        self.push_range(node, phys, true)
+    }
+
+    /// Add present frames (not bytes) to `node`.
+    pub fn add_pfn_range(
+        &mut self,
+        node: NodeId,
+        pfns: Range<Pfn>,
+    ) -> Result<&mut MemoryMap, MapError> {
+        self.push_range(node, pfns.start.phys()..pfns.end.phys(), false)
+    }
+
+    /// Mark `pfns` (pageblock-aligned, inside added memory) as a CMA area.
+    pub fn add_cma_range(&mut self, pfns: Range<Pfn>) -> Result<&mut MemoryMap, MapError> {
+        let aligned = pfns.start.is_aligned(crate::types::Order::PAGEBLOCK)
+            && pfns.end.is_aligned(crate::types::Order::PAGEBLOCK)
+            && pfns.start < pfns.end;
+        let inside = self
+            .ranges
+            .iter()
+            .any(|r| !r.movable && r.pfns.start <= pfns.start && pfns.end <= r.pfns.end);
+        if !aligned || !inside {
+            return Err(MapError::BadCmaRange(pfns));
+        }
+        self.cma.push(pfns);
+        Ok(self)
+    }
+
+    /// Give `node` `n` CPUs. CPU numbers are assigned in node order: node 0's CPUs first.
+    pub fn set_cpus(&mut self, node: NodeId, n: u32) -> &mut MemoryMap {
+        if self.node_cpus.len() <= node.index() {
+            self.node_cpus.resize(node.index() + 1, 0);
+        }
+        self.node_cpus[node.index()] = n;
+        self
+    }
+
+    /// Number of nodes (the highest node number used, plus one).
+    pub fn nr_nodes(&self) -> usize {
+        let by_mem = self.ranges.iter().map(|r| r.node.index() + 1).max().unwrap_or(0);
+        by_mem.max(self.node_cpus.len())
+    }
+
+    /// Total CPUs.
+    pub fn nr_cpus(&self) -> u32 {
+        self.node_cpus.iter().sum()
+    }
+
+    /// The node CPU `cpu` sits on, if it exists.
+    pub fn node_of_cpu(&self, cpu: CpuId) -> Option<NodeId> {
+        let mut first = 0u32;
+        for (node, &n) in self.node_cpus.iter().enumerate() {
+            if cpu.0 < first + n {
+                return Some(NodeId(node as u32));
+            }
+            first += n;
+        }
+        None
+    }
+
+    /// Present frames in all ranges.
+    pub fn present_pages(&self) -> u64 {
+        self.ranges.iter().map(|r| r.pfns.end.0 - r.pfns.start.0).sum()
+    }
+
+    fn push_range(
+        &mut self,
+        node: NodeId,
+        phys: Range<u64>,
+        movable: bool,
+    ) -> Result<&mut MemoryMap, MapError> {
+        let start = Pfn(phys.start.div_ceil(PAGE_SIZE));
+        let end = Pfn::from_phys(phys.end);
+        if start >= end {
+            return Err(MapError::EmptyRange { start: phys.start, end: phys.end });
+        }
+        if end.0 > MAX_PFN {
+            return Err(MapError::TooLarge(end));
+        }
+        if let Some(r) = self.ranges.iter().find(|r| r.pfns.start < end && start < r.pfns.end) {
+            return Err(MapError::Overlap { start, existing: r.pfns.start });
+        }
+        self.ranges.push(MemRange { node, pfns: start..end, movable });
+        Ok(self)
+    }
+
+    /// The pieces of present memory of one (node, zone type), sorted, after splitting at the
+    /// zone limits.
+    pub(crate) fn zone_pieces(&self, node: NodeId, zone: ZoneType) -> Vec<Range<Pfn>> {
+        let mut out = Vec::new();
+        for r in self.ranges.iter().filter(|r| r.node == node) {
+            if r.movable {
+                if zone == ZoneType::Movable {
+                    out.push(r.pfns.clone());
+                }
+                continue;
+            }
+            let (lo, hi) = match zone {
+                ZoneType::Dma => (Pfn(0), self.limits.dma_end),
+                ZoneType::Dma32 => (self.limits.dma_end, self.limits.dma32_end),
+                ZoneType::Normal => (self.limits.dma32_end.max(self.limits.dma_end), Pfn(u64::MAX)),
+                ZoneType::Movable => continue,
+            };
+            let s = r.pfns.start.max(lo);
+            let e = r.pfns.end.min(hi);
+            if s < e {
+                out.push(s..e);
+            }
+        }
+        out.sort_by_key(|r| r.start);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_round_inward_and_split_at_zone_limits() {
+        let mut m = MemoryMap::new();
+        m.add_range(NodeId(0), 0x800..0x2000).unwrap(); // rounds to pfn 1..2
+        m.add_range(NodeId(0), (8 << 20)..(5 << 30)).unwrap();
+        m.set_cpus(NodeId(0), 2);
+        assert_eq!(m.zone_pieces(NodeId(0), ZoneType::Dma), [Pfn(1)..Pfn(2), Pfn(2048)..Pfn(4096)]);
+        assert_eq!(m.zone_pieces(NodeId(0), ZoneType::Dma32), [Pfn(4096)..Pfn(1 << 20)]);
+        assert_eq!(m.zone_pieces(NodeId(0), ZoneType::Normal), [Pfn(1 << 20)..Pfn(5 << 18)]);
+        assert!(m.zone_pieces(NodeId(0), ZoneType::Movable).is_empty());
+    }
+
+    #[test]
+    fn bad_ranges_are_refused() {
+        let mut m = MemoryMap::new();
+        assert_eq!(
+            m.add_range(NodeId(0), 0x800..0xfff).unwrap_err(),
+            MapError::EmptyRange { start: 0x800, end: 0xfff }
+        );
+        m.add_range(NodeId(0), 0..0x10000).unwrap();
+        assert!(matches!(m.add_range(NodeId(1), 0x8000..0x20000), Err(MapError::Overlap { .. })));
+        assert!(matches!(m.add_cma_range(Pfn(0)..Pfn(100)), Err(MapError::BadCmaRange(_))));
+    }
+
+    #[test]
+    fn cpus_are_numbered_in_node_order() {
+        let mut m = MemoryMap::new();
+        m.set_cpus(NodeId(0), 2).set_cpus(NodeId(1), 3);
+        assert_eq!(m.nr_cpus(), 5);
+        assert_eq!(m.node_of_cpu(CpuId(1)), Some(NodeId(0)));
+        assert_eq!(m.node_of_cpu(CpuId(2)), Some(NodeId(1)));
+        assert_eq!(m.node_of_cpu(CpuId(5)), None);
+    }
+}

@@ -1,0 +1,778 @@
+//! `PageAllocator`: the public API (kernel `mm/page_alloc.c`). Builds zones from a [`MemoryMap`], walks the zonelist with
+//! watermark checks (with ALLOC_NOFRAGMENT's lower-zone spreading, seed 002), runs the slow
+//! path's reserve steps, and frees with double-free detection (kernel-spec §3.1–3.2, §4.1).
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::buddy::Fpi;
+use crate::error::{AllocError, FreeError};
+use crate::events::{EventSink, NoEvents, TraceEvent};
+use crate::gfp::{slowpath_alloc_flags, AllocFlags, Gfp};
+use crate::mem_map::{FrameInfo, FrameState};
+use crate::memory_map::{MapError, MemoryMap, MAX_CPUS};
+use crate::migratetype::MigrateType;
+use crate::policy::{Policy, Tunables};
+use crate::sizing;
+use crate::stats::{Counter, Counters, VmEvents};
+use crate::types::{
+    CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType, MAX_PAGE_ORDER, NR_ZONE_TYPES,
+    PAGEBLOCK_NR_PAGES,
+};
+use crate::zone::{flags, CoreConfig, Zone, WMARK_HIGH, WMARK_LOW, WMARK_MIN, WMARK_PROMO};
+
+/// Why an allocator could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BuildError {
+    /// The memory map is unusable.
+    Map(MapError),
+    /// A tunable is out of range.
+    Tunables(crate::policy::PolicyError),
+}
+
+impl core::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            BuildError::Map(e) => write!(f, "memory map: {e}"),
+            BuildError::Tunables(e) => write!(f, "tunables: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for BuildError {}
+
+impl From<MapError> for BuildError {
+    fn from(e: MapError) -> BuildError {
+        BuildError::Map(e)
+    }
+}
+
+/// A CPU of the allocator's machine, checked to exist: the handle every allocation and free
+/// names. Cheap to copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cpu {
+    pub(crate) id: CpuId,
+    pub(crate) node: NodeId,
+}
+
+impl Cpu {
+    /// The CPU number.
+    pub fn id(self) -> CpuId {
+        self.id
+    }
+
+    /// Its node.
+    pub fn node(self) -> NodeId {
+        self.node
+    }
+}
+
+/// A node: its zones by type and its zonelist (the order allocations try zones in).
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub(crate) zones: [Option<ZoneIdx>; NR_ZONE_TYPES],
+    /// Populated zones: this node's from highest type to lowest, then other nodes' by
+    /// distance (|node difference|, then node number).
+    pub(crate) zonelist: Box<[ZoneIdx]>,
+    pub(crate) nr_cpus: u32,
+}
+
+/// The page-frame allocator.
+#[derive(Debug)]
+pub struct PageAllocator<E: EventSink = NoEvents> {
+    pub(crate) zones: Box<[Zone]>,
+    /// (first frame, end, zone) sorted by first frame, for frame → zone lookup.
+    by_pfn: Box<[(Pfn, Pfn, ZoneIdx)]>,
+    pub(crate) nodes: Box<[Node]>,
+    /// Node of each CPU.
+    pub(crate) cpu_node: Box<[NodeId]>,
+    pub(crate) policy: Policy,
+    pub(crate) tunables: Tunables,
+    pub(crate) cfg: CoreConfig,
+    min_free_kbytes: AtomicU64,
+    /// Counters updated with no lock held.
+    pub(crate) counters: Counters,
+    pub(crate) events: E,
+}
+
+impl PageAllocator<NoEvents> {
+    /// Build an allocator over `map` with every frame of it free.
+    pub fn new(map: MemoryMap, tunables: Tunables, policy: Policy) -> Result<Self, BuildError> {
+        PageAllocator::with_events(map, tunables, policy, NoEvents)
+    }
+}
+
+impl<E: EventSink> PageAllocator<E> {
+    /// Build an allocator that reports trace events to `events`.
+    pub fn with_events(
+        map: MemoryMap,
+        tunables: Tunables,
+        policy: Policy,
+        events: E,
+    ) -> Result<Self, BuildError> {
+        tunables.validate().map_err(BuildError::Tunables)?;
+        let nr_cpus = map.nr_cpus();
+        if nr_cpus == 0 {
+            return Err(MapError::NoCpus.into());
+        }
+        if map.present_pages() == 0 {
+            return Err(MapError::NoMemory.into());
+        }
+        if nr_cpus > MAX_CPUS || map.nr_nodes() > 1024 {
+            return Err(MapError::TooManyNodesOrCpus.into());
+        }
+        let (zones, nodes) = build_zones(&map)?;
+        let mut by_pfn: Vec<_> = zones.iter().map(|z| (z.start_pfn, z.end_pfn, z.idx)).collect();
+        by_pfn.sort_by_key(|e| e.0);
+        let cpu_node =
+            (0..nr_cpus).map(|c| map.node_of_cpu(CpuId(c)).unwrap_or(NodeId(0))).collect();
+        let boost_factor = if policy.watermark_boost { tunables.watermark_boost_factor } else { 0 };
+        let pa = PageAllocator {
+            zones,
+            by_pfn: by_pfn.into_boxed_slice(),
+            nodes,
+            cpu_node,
+            policy,
+            tunables,
+            cfg: CoreConfig {
+                boost_factor,
+                grouping_disabled: false,
+                nofragment: policy.alloc_nofragment,
+            },
+            min_free_kbytes: AtomicU64::new(0),
+            counters: Counters::default(),
+            events,
+        };
+        pa.populate(&map);
+        pa.init_min_free_kbytes();
+        let mut pa = pa;
+        pa.cfg.grouping_disabled = pa.mobility_grouping_disabled();
+        Ok(pa)
+    }
+
+    /// Mark present frames managed, label CMA pageblocks and free everything (the kernel's
+    /// memblock hand-over: maximal aligned blocks, inserted at the list tails).
+    fn populate(&self, map: &MemoryMap) {
+        for zone in self.zones.iter() {
+            let pieces = map.zone_pieces(zone.node, zone.ztype);
+            for r in &pieces {
+                for p in r.start.0..r.end.0 {
+                    zone.frame(Pfn(p)).set_info(FrameInfo::TAIL);
+                }
+            }
+            for r in &map.cma {
+                let mut p = r.start.max(zone.start_pfn);
+                while p < r.end.min(zone.end_pfn) {
+                    zone.pageblocks.set(p, MigrateType::Cma);
+                    p = p.add(NrPages(PAGEBLOCK_NR_PAGES));
+                }
+            }
+            zone.managed_pages.store(zone.present_pages, Relaxed);
+            let mut zl = zone.lock(CpuId(0), &self.events, &self.cfg);
+            for r in &pieces {
+                let mut p = r.start;
+                while p < r.end {
+                    let mut o = MAX_PAGE_ORDER;
+                    while o > 0 && (!p.is_aligned(Order(o)) || p.0 + (1 << o) > r.end.0) {
+                        o -= 1;
+                    }
+                    zl.free_one_page(p, Order(o), Fpi::ToTail);
+                    p = Pfn(p.0 + (1 << o));
+                }
+            }
+        }
+    }
+
+    /// Number of CPUs.
+    pub fn nr_cpus(&self) -> u32 {
+        self.cpu_node.len() as u32
+    }
+
+    /// Number of nodes.
+    pub fn nr_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// CPUs on `node` (0 for a memory-only or unknown node).
+    pub fn nr_cpus_of_node(&self, node: NodeId) -> u32 {
+        self.nodes.get(node.index()).map_or(0, |n| n.nr_cpus)
+    }
+
+    /// The handle of CPU `id`, if the machine has it.
+    pub fn cpu(&self, id: CpuId) -> Option<Cpu> {
+        self.cpu_node.get(id.index()).map(|&node| Cpu { id, node })
+    }
+
+    /// Every zone, in [`ZoneIdx`] order (node by node, lowest zone type first).
+    pub fn zones(&self) -> &[Zone] {
+        &self.zones
+    }
+
+    /// Zone `idx`.
+    pub fn zone(&self, idx: ZoneIdx) -> Option<&Zone> {
+        self.zones.get(idx.index())
+    }
+
+    /// The zone of type `zt` on `node`, if populated or spanned.
+    pub fn zone_by_type(&self, node: NodeId, zt: ZoneType) -> Option<&Zone> {
+        let idx = self.nodes.get(node.index())?.zones[zt.index()]?;
+        self.zones.get(idx.index())
+    }
+
+    /// The zone whose span holds `pfn`.
+    pub fn zone_of(&self, pfn: Pfn) -> Option<&Zone> {
+        let i = self.by_pfn.partition_point(|e| e.0 <= pfn);
+        let (_, end, idx) = *self.by_pfn.get(i.checked_sub(1)?)?;
+        (pfn < end).then(|| &self.zones[idx.index()])
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The tunables in force.
+    pub fn tunables(&self) -> &Tunables {
+        &self.tunables
+    }
+
+    /// The sink trace events go to.
+    pub fn events(&self) -> &E {
+        &self.events
+    }
+
+    /// vm.min_free_kbytes in force.
+    pub fn min_free_kbytes(&self) -> u64 {
+        self.min_free_kbytes.load(Relaxed)
+    }
+
+    /// Is grouping by mobility off (too little memory for it to pay)?
+    pub fn grouping_disabled(&self) -> bool {
+        self.cfg.grouping_disabled
+    }
+
+    /// All counters, summed over every owner.
+    pub fn vm_events(&self) -> VmEvents {
+        let mut v = VmEvents::default();
+        self.counters.fold_into(&mut v);
+        for z in self.zones.iter() {
+            z.counters.fold_into(&mut v);
+        }
+        v
+    }
+
+    /// Free pages in the buddy lists of every zone (NR_FREE_PAGES summed).
+    pub fn nr_free_pages(&self) -> NrPages {
+        NrPages(self.zones.iter().map(|z| z.free_pages().0).sum())
+    }
+
+    /// Managed pages of every zone.
+    pub fn managed_pages(&self) -> NrPages {
+        NrPages(self.zones.iter().map(|z| z.managed_pages().0).sum())
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Sizing
+
+    /// The kernel's boot-time min_free_kbytes: the square-root rule, raised to the THP
+    /// recommendation (khugepaged does so at start on THP kernels), unless the tunables fix a
+    /// value.
+    fn init_min_free_kbytes(&self) {
+        if let Some(kb) = self.tunables.min_free_kbytes {
+            self.set_min_free_kbytes(kb);
+            return;
+        }
+        let kb = sizing::default_min_free_kbytes(sizing::lowmem_kbytes(&self.zone_marks()));
+        self.set_min_free_kbytes(kb);
+        let populated =
+            self.zones.iter().filter(|z| z.ztype <= ZoneType::Normal && z.is_populated()).count();
+        let buffer_pages = sizing::nr_free_zone_pages(&self.zone_marks(), ZoneType::Normal);
+        let thp = sizing::thp_recommended_min_free_kbytes(populated as u64, buffer_pages);
+        if thp > kb {
+            self.set_min_free_kbytes(thp);
+        }
+    }
+
+    /// (type, managed, HIGH with boost) of every zone: the input of the sizing rules that
+    /// count pages above the high watermark.
+    fn zone_marks(&self) -> Vec<(ZoneType, NrPages, u64)> {
+        self.zones.iter().map(|z| (z.ztype, z.managed_pages(), z.wmark_pages(WMARK_HIGH))).collect()
+    }
+
+    /// Set vm.min_free_kbytes and recompute every zone's watermarks and lowmem reserves
+    /// (kernel `setup_per_zone_wmarks` and `setup_per_zone_lowmem_reserve`).
+    pub fn set_min_free_kbytes(&self, kb: u64) {
+        self.min_free_kbytes.store(kb, Relaxed);
+        self.setup_per_zone_wmarks();
+    }
+
+    fn setup_per_zone_wmarks(&self) {
+        let input: Vec<(ZoneType, NrPages)> =
+            self.zones.iter().map(|z| (z.ztype, z.managed_pages())).collect();
+        let wm = sizing::zone_watermarks(
+            self.min_free_kbytes(),
+            self.tunables.watermark_scale_factor,
+            &input,
+        );
+        for (z, w) in self.zones.iter().zip(wm) {
+            z.watermark[WMARK_MIN].store(w.min, Relaxed);
+            z.watermark[WMARK_LOW].store(w.low, Relaxed);
+            z.watermark[WMARK_HIGH].store(w.high, Relaxed);
+            z.watermark[WMARK_PROMO].store(w.promo, Relaxed);
+            z.watermark_boost.store(0, Relaxed);
+        }
+        for node in self.nodes.iter() {
+            let zones: Vec<(ZoneType, NrPages)> = ZoneType::ALL
+                .iter()
+                .map(|&zt| {
+                    let managed = node.zones[zt.index()]
+                        .map_or(NrPages(0), |i| self.zones[i.index()].managed_pages());
+                    (zt, managed)
+                })
+                .collect();
+            let reserve = sizing::lowmem_reserve(
+                &zones,
+                &self.tunables.lowmem_reserve_ratio,
+                self.policy.lowmem_reserve_empty_zone_zero,
+            );
+            for (zt, r) in ZoneType::ALL.iter().zip(reserve) {
+                if let Some(i) = node.zones[zt.index()] {
+                    for (slot, v) in self.zones[i.index()].lowmem_reserve.iter().zip(r) {
+                        slot.store(v, Relaxed);
+                    }
+                }
+            }
+        }
+    }
+
+    fn mobility_grouping_disabled(&self) -> bool {
+        let above_high =
+            sizing::nr_free_zone_pages(&self.zone_marks(), Gfp::HIGHUSER_MOVABLE.zone());
+        sizing::mobility_grouping_disabled(above_high)
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Allocation
+
+    /// Allocate a block of 2^`order` frames with `gfp`'s constraints on `cpu`. Returns its
+    /// first frame.
+    pub fn alloc_pages(&self, cpu: Cpu, gfp: Gfp, order: Order) -> Result<Pfn, AllocError> {
+        if !order.is_valid() {
+            return Err(AllocError::InvalidOrder(order));
+        }
+        let Some(&node_id) = self.cpu_node.get(cpu.id.index()) else {
+            return Err(AllocError::InvalidCpu(cpu.id));
+        };
+        let cpu = Cpu { id: cpu.id, node: node_id };
+        let highest = gfp.zone();
+        let mt =
+            if self.cfg.grouping_disabled { MigrateType::Unmovable } else { gfp.migratetype() };
+        let res = self.alloc_inner(cpu, gfp, order, mt, highest);
+        if E::ENABLED {
+            self.events.record(&TraceEvent::PageAlloc {
+                cpu: cpu.id,
+                pfn: res.ok(),
+                order,
+                gfp,
+                migratetype: mt,
+            });
+        }
+        res
+    }
+
+    fn alloc_inner(
+        &self,
+        cpu: Cpu,
+        gfp: Gfp,
+        order: Order,
+        mt: MigrateType,
+        highest: ZoneType,
+    ) -> Result<Pfn, AllocError> {
+        let node = &self.nodes[cpu.node.index()];
+        let Some(preferred) =
+            node.zonelist.iter().map(|i| &self.zones[i.index()]).find(|z| z.ztype <= highest)
+        else {
+            self.counters.add_shared(Counter::AllocFail, 1);
+            return Err(AllocError::OutOfMemory { order });
+        };
+        let walk = Walk { cpu, zonelist: &node.zonelist, gfp, order, mt, highest, preferred };
+        let mut fast = AllocFlags::WMARK_LOW;
+        if gfp.intersects(Gfp::KSWAPD_RECLAIM) {
+            fast |= AllocFlags::KSWAPD;
+        }
+        if mt == MigrateType::Movable {
+            fast |= AllocFlags::CMA;
+        }
+        fast |= self.alloc_flags_nofragment(preferred);
+        if let Some(p) = self.get_page_from_freelist(&walk, fast) {
+            return Ok(p);
+        }
+        self.counters.add_shared(Counter::Slowpath, 1);
+        let slow = slowpath_alloc_flags(gfp, order.0);
+        if let Some(p) = self.get_page_from_freelist(&walk, slow) {
+            return Ok(p);
+        }
+        if gfp.can_direct_reclaim() {
+            // A frame allocator has no page cache to reclaim; what the kernel's slow path does
+            // after reclaim fails to help: give back highatomic blocks, then retry.
+            if self.unreserve_highatomic(&walk, false) {
+                if let Some(p) = self.get_page_from_freelist(&walk, slow) {
+                    return Ok(p);
+                }
+            }
+            if self.unreserve_highatomic(&walk, true) {
+                if let Some(p) = self.get_page_from_freelist(&walk, slow) {
+                    return Ok(p);
+                }
+            }
+        }
+        self.counters.add_shared(Counter::AllocFail, 1);
+        Err(AllocError::OutOfMemory { order })
+    }
+
+    /// ALLOC_NOFRAGMENT for the fast path (kernel `alloc_flags_nofragment`): when the
+    /// preferred zone is Normal and a DMA32 zone can take the overflow.
+    fn alloc_flags_nofragment(&self, preferred: &Zone) -> AllocFlags {
+        if !self.policy.alloc_nofragment.is_on() || preferred.ztype != ZoneType::Normal {
+            return AllocFlags::default();
+        }
+        let node = &self.nodes[preferred.node.index()];
+        let dma32_populated = node.zones[ZoneType::Dma32.index()]
+            .is_some_and(|i| self.zones[i.index()].is_populated());
+        if self.nodes.len() > 1 && !dma32_populated {
+            return AllocFlags::default();
+        }
+        AllocFlags::NOFRAGMENT
+    }
+
+    /// Walk the zonelist and take a block from the first zone whose watermark allows it
+    /// (kernel `get_page_from_freelist`).
+    fn get_page_from_freelist(&self, w: &Walk<'_>, mut flags: AllocFlags) -> Option<Pfn> {
+        'retry: loop {
+            let no_fallback = flags.has(AllocFlags::NOFRAGMENT);
+            for zi in w.zonelist.iter() {
+                let z = &self.zones[zi.index()];
+                if z.ztype > w.highest {
+                    continue;
+                }
+                if w.gfp.intersects(Gfp::THISNODE) && z.node != w.preferred.node {
+                    continue;
+                }
+                if no_fallback
+                    && self.nodes.len() > 1
+                    && z.idx != w.preferred.idx
+                    && z.node != w.preferred.node
+                {
+                    // Locality beats fragmentation avoidance: retry locally with fallbacks.
+                    flags = flags.without(AllocFlags::NOFRAGMENT);
+                    self.counters.add_shared(Counter::NofragmentRetry, 1);
+                    continue 'retry;
+                }
+                if !self.zone_allows(z, w, flags) {
+                    continue;
+                }
+                if let Some(pfn) = self.rmqueue(w.cpu, z, w.order, w.mt, flags) {
+                    if no_fallback && z.idx != w.preferred.idx {
+                        self.counters.add_shared(Counter::NofragmentLowerZone, 1);
+                    }
+                    if flags.has(AllocFlags::HIGHATOMIC) {
+                        z.lock(w.cpu.id, &self.events, &self.cfg)
+                            .reserve_highatomic_pageblock(pfn, w.order);
+                    }
+                    return Some(pfn);
+                }
+            }
+            if no_fallback {
+                flags = flags.without(AllocFlags::NOFRAGMENT);
+                self.counters.add_shared(Counter::NofragmentRetry, 1);
+                continue 'retry;
+            }
+            return None;
+        }
+    }
+
+    /// The watermark part of the zonelist walk, including ZONE_BELOW_HIGH detection (6.7+).
+    fn zone_allows(&self, z: &Zone, w: &Walk<'_>, flags: AllocFlags) -> bool {
+        if !z.test_flag(flags::BELOW_HIGH) {
+            if z.watermark_fast(w.order, z.wmark_pages(WMARK_HIGH), w.highest, flags) {
+                return true;
+            }
+            z.set_flag(flags::BELOW_HIGH);
+        }
+        z.watermark_fast(w.order, z.wmark_pages(flags.wmark()), w.highest, flags)
+            || flags.has(AllocFlags::NO_WATERMARKS)
+    }
+
+    /// Take a block from zone `z` (kernel `rmqueue`).
+    fn rmqueue(
+        &self,
+        cpu: Cpu,
+        z: &Zone,
+        order: Order,
+        mt: MigrateType,
+        flags: AllocFlags,
+    ) -> Option<Pfn> {
+        let page = self.rmqueue_buddy(cpu, z, order, mt, flags);
+        if flags.has(AllocFlags::KSWAPD) && z.clear_flag(flags::BOOSTED_WATERMARK) {
+            self.counters.add_shared(Counter::KswapdWake, 1);
+        }
+        page
+    }
+
+    /// Take a block straight from the buddy lists (kernel `rmqueue_buddy`), marking it
+    /// allocated before the zone lock drops so pageblock censuses see it.
+    fn rmqueue_buddy(
+        &self,
+        cpu: Cpu,
+        z: &Zone,
+        order: Order,
+        mt: MigrateType,
+        flags: AllocFlags,
+    ) -> Option<Pfn> {
+        let mut zl = z.lock(cpu.id, &self.events, &self.cfg);
+        let mut page = None;
+        if flags.has(AllocFlags::HIGHATOMIC) {
+            page = zl.rmqueue_smallest(order, MigrateType::HighAtomic);
+        }
+        if page.is_none() {
+            page = zl.rmqueue(order, mt, flags);
+            if page.is_none() && flags.has(AllocFlags(AllocFlags::OOM.0 | AllocFlags::NON_BLOCK.0))
+            {
+                page = zl.rmqueue_smallest(order, MigrateType::HighAtomic);
+            }
+        }
+        let pfn = page?;
+        z.frame(pfn).set_info(FrameInfo { state: FrameState::Allocated, order, list: mt as u8 });
+        zl.count(Counter::pgalloc(z.ztype), order.nr_pages().0);
+        Some(pfn)
+    }
+
+    /// Give one highatomic pageblock back to ordinary use in the first zone of the walk that
+    /// has one to spare (kernel `unreserve_highatomic_pageblock`).
+    fn unreserve_highatomic(&self, w: &Walk<'_>, force: bool) -> bool {
+        for zi in w.zonelist.iter() {
+            let z = &self.zones[zi.index()];
+            if z.ztype > w.highest {
+                continue;
+            }
+            if z.lock(w.cpu.id, &self.events, &self.cfg).unreserve_highatomic_pageblock(w.mt, force)
+            {
+                return true;
+            }
+        }
+        false
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Free
+
+    /// Free the block of 2^`order` frames at `pfn` on `cpu`. A block that is not allocated
+    /// with exactly this order is refused with an error and left alone.
+    pub fn free_pages(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        let zone = self.claim_for_free(cpu, pfn, order)?;
+        if E::ENABLED {
+            self.events.record(&TraceEvent::PageFree { cpu: cpu.id, pfn, order });
+        }
+        let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
+        zl.count(Counter::Pgfree, order.nr_pages().0);
+        zl.free_one_page(pfn, order, Fpi::None);
+        Ok(())
+    }
+
+    /// Check a free request and claim the block (Allocated → Freeing). On success the caller
+    /// owns the block's head frame until it puts the block on a list.
+    pub(crate) fn claim_for_free(
+        &self,
+        cpu: Cpu,
+        pfn: Pfn,
+        order: Order,
+    ) -> Result<&Zone, FreeError> {
+        if !order.is_valid() {
+            return Err(FreeError::InvalidOrder(order));
+        }
+        if cpu.id.index() >= self.cpu_node.len() {
+            return Err(FreeError::InvalidCpu(cpu.id));
+        }
+        let zone = self.zone_of(pfn).ok_or(FreeError::ForeignFrame(pfn))?;
+        if !pfn.is_aligned(order) {
+            return Err(FreeError::Misaligned { pfn, order });
+        }
+        match zone.frame(pfn).claim_for_free(order) {
+            Ok(_) => Ok(zone),
+            Err(info) => Err(diagnose_bad_free(zone, pfn, order, info)),
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Reclaim and isolation hooks (for callers that model reclaim or move memory)
+
+    /// Mark background reclaim as running (or not) on a zone (kernel ZONE_RECLAIM_ACTIVE).
+    pub fn set_reclaim_active(&self, zone: ZoneIdx, active: bool) {
+        if let Some(z) = self.zones.get(zone.index()) {
+            if active {
+                z.set_flag(flags::RECLAIM_ACTIVE);
+            } else {
+                z.clear_flag(flags::RECLAIM_ACTIVE);
+            }
+        }
+    }
+
+    /// Drop a zone's watermark boost, as kswapd does after a boosted reclaim pass.
+    pub fn reset_watermark_boost(&self, zone: ZoneIdx) {
+        if let Some(z) = self.zones.get(zone.index()) {
+            z.watermark_boost.store(0, Relaxed);
+        }
+    }
+
+    /// Isolate the pageblock holding `pfn`: its free pages leave allocation until
+    /// [`unisolate_pageblock`](Self::unisolate_pageblock). Returns the block's former type,
+    /// or `None` if the frame is in no zone, the block is not wholly inside its zone, or it is
+    /// already isolated.
+    pub fn isolate_pageblock(&self, cpu: Cpu, pfn: Pfn) -> Option<MigrateType> {
+        let z = self.zone_of(pfn)?;
+        let mut zl = z.lock(cpu.id, &self.events, &self.cfg);
+        let old = z.pageblocks.get(pfn);
+        if old == MigrateType::Isolate {
+            return None;
+        }
+        zl.pageblock_census(pfn)?;
+        zl.split_covering_buddy(pfn);
+        let (start, _, _) = zl.pageblock_census(pfn)?;
+        zl.move_freepages_block(start, old, MigrateType::Isolate);
+        Some(old)
+    }
+
+    /// Give an isolated pageblock back as type `mt`, merging its free pages again.
+    pub fn unisolate_pageblock(&self, cpu: Cpu, pfn: Pfn, mt: MigrateType) -> bool {
+        let Some(z) = self.zone_of(pfn) else { return false };
+        let mut zl = z.lock(cpu.id, &self.events, &self.cfg);
+        if z.pageblocks.get(pfn) != MigrateType::Isolate || mt == MigrateType::Isolate {
+            return false;
+        }
+        let Some((start, _, _)) = zl.pageblock_census(pfn) else { return false };
+        // Take the block's free pages off the isolate lists and free them again as `mt`, so
+        // they merge with neighbours outside the block (kernel unset_migratetype_isolate).
+        z.pageblocks.set(start, mt);
+        let end = start.add(NrPages(PAGEBLOCK_NR_PAGES));
+        let mut p = start;
+        while p < end {
+            let info = z.frame(p).info();
+            let step = 1u64 << info.order.0;
+            match info.state {
+                FrameState::Buddy => {
+                    zl.del_from_free_list(p, info.order, MigrateType::Isolate);
+                    zl.free_one_page_locked(p, info.order, mt, Fpi::ToTail);
+                    p = Pfn(p.0 + step);
+                }
+                FrameState::Allocated | FrameState::Pcp => p = Pfn(p.0 + step),
+                _ => p = Pfn(p.0 + 1),
+            }
+        }
+        true
+    }
+}
+
+/// The zonelist walk's fixed inputs.
+struct Walk<'a> {
+    cpu: Cpu,
+    zonelist: &'a [ZoneIdx],
+    gfp: Gfp,
+    order: Order,
+    mt: MigrateType,
+    highest: ZoneType,
+    preferred: &'a Zone,
+}
+
+/// Name what is wrong with freeing `pfn` as `order`, given the head frame's state.
+fn diagnose_bad_free(zone: &Zone, pfn: Pfn, order: Order, info: FrameInfo) -> FreeError {
+    match info.state {
+        FrameState::Allocated => FreeError::WrongOrder { pfn, given: order, allocated: info.order },
+        FrameState::Buddy | FrameState::Pcp | FrameState::Freeing => FreeError::DoubleFree { pfn },
+        FrameState::Reserved => FreeError::NotAllocated { pfn },
+        FrameState::Tail => {
+            // Inside some block: find the head that covers it.
+            for o in 1..=MAX_PAGE_ORDER {
+                let head = pfn.align_down(Order(o));
+                if head == pfn || !zone.spans(head) {
+                    continue;
+                }
+                let h = zone.frame(head).info();
+                let covers = head.0 + (1u64 << h.order.0) > pfn.0;
+                if covers && h.state == FrameState::Allocated && h.order.0 >= o {
+                    return FreeError::TailPage { pfn, head };
+                }
+                if covers && h.state != FrameState::Tail && h.state != FrameState::Reserved {
+                    break;
+                }
+            }
+            FreeError::NotAllocated { pfn }
+        }
+    }
+}
+
+/// Build the zones of every node and the nodes' zonelists.
+type ZonesAndNodes = (Box<[Zone]>, Box<[Node]>);
+
+fn build_zones(map: &MemoryMap) -> Result<ZonesAndNodes, MapError> {
+    let nr_nodes = map.nr_nodes();
+    let mut zones = Vec::new();
+    let mut nodes = Vec::with_capacity(nr_nodes);
+    for n in 0..nr_nodes {
+        let node = NodeId(n as u32);
+        let mut slots = [None; NR_ZONE_TYPES];
+        for zt in ZoneType::ALL {
+            let pieces = map.zone_pieces(node, zt);
+            let (Some(first), Some(last)) = (pieces.first(), pieces.iter().map(|r| r.end).max())
+            else {
+                continue;
+            };
+            if last.0 - first.start.0 >= u64::from(u32::MAX) {
+                return Err(MapError::ZoneTooLarge { node, zone: zt });
+            }
+            if zones.len() >= usize::from(u16::MAX) {
+                return Err(MapError::TooManyNodesOrCpus);
+            }
+            let idx = ZoneIdx(zones.len() as u16);
+            let mut z = Zone::new(idx, node, zt, first.start, last);
+            z.present_pages = pieces.iter().map(|r| r.end.0 - r.start.0).sum();
+            z.cma_pages = pieces
+                .iter()
+                .flat_map(|r| map.cma.iter().map(move |c| (r, c)))
+                .map(|(r, c)| r.end.min(c.end).0.saturating_sub(r.start.max(c.start).0))
+                .sum();
+            slots[zt.index()] = Some(idx);
+            zones.push(z);
+        }
+        let nr_cpus = map.node_cpus.get(n).copied().unwrap_or(0);
+        nodes.push(Node { zones: slots, zonelist: Box::new([]), nr_cpus });
+    }
+    // Spans must not interleave: each frame belongs to at most one zone.
+    for (i, a) in zones.iter().enumerate() {
+        for b in &zones[i + 1..] {
+            if a.start_pfn < b.end_pfn && b.start_pfn < a.end_pfn {
+                return Err(MapError::InterleavedZones {
+                    zone: b.ztype,
+                    node_a: a.node,
+                    node_b: b.node,
+                });
+            }
+        }
+    }
+    for n in 0..nr_nodes {
+        let mut order: Vec<usize> = (0..nr_nodes).collect();
+        order.sort_by_key(|&m| (m.abs_diff(n), m));
+        let mut list = Vec::new();
+        for m in order {
+            for zt in ZoneType::ALL.iter().rev() {
+                if let Some(i) = nodes[m].zones[zt.index()] {
+                    if zones[i.index()].present_pages > 0 {
+                        list.push(i);
+                    }
+                }
+            }
+        }
+        nodes[n].zonelist = list.into_boxed_slice();
+    }
+    Ok((zones.into_boxed_slice(), nodes.into_boxed_slice()))
+}

@@ -1,0 +1,402 @@
+//! A zone: its frames, its buddy free areas behind the zone lock, its watermarks and flags.
+//!
+//! Locking: `Zone::lock` (the zone lock) protects `ZoneFree` (the free lists and the
+//! highatomic count), every pageblock relabel, and every mem_map entry whose frame heads a free
+//! buddy block. The atomics outside the lock (`nr_free_pages`, the free-area summaries,
+//! watermarks, flags) are written under it, or by sizing updates, and read racily by
+//! watermark checks, as the kernel reads them.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+
+use crate::events::EventSink;
+use crate::list::ListHead;
+use crate::mem_map::{Frame, FrameInfo, FrameState};
+use crate::migratetype::{MigrateType, MIGRATE_TYPES};
+use crate::pageblock::Pageblocks;
+use crate::stats::{Counter, Counters};
+use crate::sync::{Mutex, MutexGuard};
+use crate::types::{
+    CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType, NR_PAGE_ORDERS, NR_ZONE_TYPES,
+};
+
+/// Zone flag bits (kernel `zone_flags`).
+pub mod flags {
+    /// A fragmenting fallback boosted the watermark; the next allocation wakes kswapd.
+    pub const BOOSTED_WATERMARK: u32 = 1 << 0;
+    /// Background reclaim is running on this zone.
+    pub const RECLAIM_ACTIVE: u32 = 1 << 1;
+    /// A fast watermark check against HIGH failed; cleared by a PCP drain that lifts the zone
+    /// back above HIGH (6.7+).
+    pub const BELOW_HIGH: u32 = 1 << 2;
+}
+
+/// Watermark indices (kernel `enum zone_watermarks`).
+pub const WMARK_MIN: usize = 0;
+/// The low watermark.
+pub const WMARK_LOW: usize = 1;
+/// The high watermark.
+pub const WMARK_HIGH: usize = 2;
+/// The promotion watermark.
+pub const WMARK_PROMO: usize = 3;
+
+/// Free blocks of one order: a list per migratetype.
+/// Invariant: `nr_free == Σ lists[mt].len()`.
+#[derive(Debug, Default)]
+pub struct FreeArea {
+    pub(crate) lists: [ListHead; MIGRATE_TYPES],
+    pub(crate) nr_free: u64,
+}
+
+/// What the zone lock protects.
+#[derive(Debug, Default)]
+pub struct ZoneFree {
+    pub(crate) area: [FreeArea; NR_PAGE_ORDERS],
+    /// Pages in HIGHATOMIC-labelled pageblocks.
+    pub(crate) nr_reserved_highatomic: u64,
+}
+
+/// One zone of one node.
+#[derive(Debug)]
+pub struct Zone {
+    pub(crate) idx: ZoneIdx,
+    pub(crate) node: NodeId,
+    pub(crate) ztype: ZoneType,
+    /// First frame of the span.
+    pub(crate) start_pfn: Pfn,
+    /// One past the last frame of the span.
+    pub(crate) end_pfn: Pfn,
+    /// Frames in the span that exist (holes excluded).
+    pub(crate) present_pages: u64,
+    /// Frames handed to the allocator.
+    pub(crate) managed_pages: AtomicU64,
+    /// Managed frames in CMA pageblocks.
+    pub(crate) cma_pages: u64,
+    /// One entry per frame of the span; index = pfn - start_pfn.
+    pub(crate) mem_map: Box<[Frame]>,
+    pub(crate) pageblocks: Pageblocks,
+    lock: Mutex<ZoneFree>,
+    /// NR_FREE_PAGES: pages in buddy lists, ISOLATE lists excluded (PCP pages are not free).
+    pub(crate) nr_free_pages: AtomicU64,
+    /// NR_FREE_CMA_PAGES.
+    pub(crate) nr_free_cma: AtomicU64,
+    /// Free pages on HIGHATOMIC lists (6.12+ watermark math).
+    pub(crate) nr_free_highatomic: AtomicU64,
+    /// Racy-read copy of each order's `nr_free`.
+    area_nr_free: [AtomicU64; NR_PAGE_ORDERS],
+    /// Racy-read bitmask of each order's non-empty migratetype lists.
+    area_mask: [AtomicU8; NR_PAGE_ORDERS],
+    /// Unboosted watermarks, indexed by `WMARK_*`.
+    pub(crate) watermark: [AtomicU64; 4],
+    pub(crate) watermark_boost: AtomicU64,
+    /// `lowmem_reserve[highest_zoneidx]`: pages kept back from requests that could have used a
+    /// higher zone.
+    pub(crate) lowmem_reserve: [AtomicU64; NR_ZONE_TYPES],
+    pub(crate) flags: AtomicU32,
+    /// Counters owned by the zone lock.
+    pub(crate) counters: Counters,
+}
+
+impl Zone {
+    /// A zone spanning `start..end` with every frame reserved and nothing free yet.
+    pub(crate) fn new(idx: ZoneIdx, node: NodeId, ztype: ZoneType, start: Pfn, end: Pfn) -> Zone {
+        let n = (end.0 - start.0) as usize;
+        let mem_map: Vec<Frame> = (0..n).map(|_| Frame::new()).collect();
+        Zone {
+            idx,
+            node,
+            ztype,
+            start_pfn: start,
+            end_pfn: end,
+            present_pages: 0,
+            managed_pages: AtomicU64::new(0),
+            cma_pages: 0,
+            mem_map: mem_map.into_boxed_slice(),
+            pageblocks: Pageblocks::new(start, end, MigrateType::Movable),
+            lock: Mutex::new(ZoneFree::default()),
+            nr_free_pages: AtomicU64::new(0),
+            nr_free_cma: AtomicU64::new(0),
+            nr_free_highatomic: AtomicU64::new(0),
+            area_nr_free: core::array::from_fn(|_| AtomicU64::new(0)),
+            area_mask: core::array::from_fn(|_| AtomicU8::new(0)),
+            watermark: core::array::from_fn(|_| AtomicU64::new(0)),
+            watermark_boost: AtomicU64::new(0),
+            lowmem_reserve: core::array::from_fn(|_| AtomicU64::new(0)),
+            flags: AtomicU32::new(0),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Index of this zone in its allocator.
+    pub fn idx(&self) -> ZoneIdx {
+        self.idx
+    }
+
+    /// Node.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    /// Zone type.
+    pub fn zone_type(&self) -> ZoneType {
+        self.ztype
+    }
+
+    /// First frame of the span.
+    pub fn start_pfn(&self) -> Pfn {
+        self.start_pfn
+    }
+
+    /// Frames spanned, holes included.
+    pub fn spanned_pages(&self) -> NrPages {
+        self.end_pfn.offset_from(self.start_pfn)
+    }
+
+    /// Frames that exist.
+    pub fn present_pages(&self) -> NrPages {
+        NrPages(self.present_pages)
+    }
+
+    /// Frames the allocator manages.
+    pub fn managed_pages(&self) -> NrPages {
+        NrPages(self.managed_pages.load(Relaxed))
+    }
+
+    /// Managed frames in CMA areas.
+    pub fn cma_pages(&self) -> NrPages {
+        NrPages(self.cma_pages)
+    }
+
+    /// Has the zone any managed memory?
+    pub fn is_populated(&self) -> bool {
+        self.managed_pages.load(Relaxed) > 0
+    }
+
+    /// NR_FREE_PAGES: pages on the buddy lists (ISOLATE excluded).
+    pub fn free_pages(&self) -> NrPages {
+        NrPages(self.nr_free_pages.load(Relaxed))
+    }
+
+    /// Free pages on CMA lists.
+    pub fn free_cma_pages(&self) -> NrPages {
+        NrPages(self.nr_free_cma.load(Relaxed))
+    }
+
+    /// Watermark `w` (`WMARK_*`) including the current boost, as the kernel's accessors add it.
+    #[inline]
+    pub fn wmark_pages(&self, w: usize) -> u64 {
+        self.watermark[w].load(Relaxed) + self.watermark_boost.load(Relaxed)
+    }
+
+    /// The current watermark boost.
+    pub fn watermark_boost(&self) -> u64 {
+        self.watermark_boost.load(Relaxed)
+    }
+
+    /// Protection against requests whose highest allowed zone is `highest`.
+    pub fn lowmem_reserve(&self, highest: ZoneType) -> u64 {
+        self.lowmem_reserve[highest.index()].load(Relaxed)
+    }
+
+    /// Number of free blocks of `order` (all lists), racy.
+    #[inline]
+    pub fn nr_free(&self, order: Order) -> u64 {
+        self.area_nr_free[order.index()].load(Relaxed)
+    }
+
+    /// Is the free list of (`order`, `mt`) non-empty? Racy.
+    #[inline]
+    pub fn has_free(&self, order: Order, mt: MigrateType) -> bool {
+        self.area_mask[order.index()].load(Relaxed) & (1 << mt as u8) != 0
+    }
+
+    /// Is flag bit `f` (see [`flags`]) set?
+    #[inline]
+    pub fn test_flag(&self, f: u32) -> bool {
+        self.flags.load(Relaxed) & f != 0
+    }
+
+    /// Set flag bit `f`.
+    #[inline]
+    pub fn set_flag(&self, f: u32) {
+        if !self.test_flag(f) {
+            self.flags.fetch_or(f, Relaxed);
+        }
+    }
+
+    /// Clear flag bit `f`; returns whether it was set.
+    #[inline]
+    pub fn clear_flag(&self, f: u32) -> bool {
+        self.test_flag(f) && self.flags.fetch_and(!f, Relaxed) & f != 0
+    }
+
+    /// The migratetype of the pageblock holding `pfn` (which the zone spans).
+    pub fn pageblock_type(&self, pfn: Pfn) -> Option<MigrateType> {
+        self.spans(pfn).then(|| self.pageblocks.get(pfn))
+    }
+
+    /// Pages in highatomic pageblocks.
+    pub fn nr_reserved_highatomic(&self) -> u64 {
+        self.lock.lock().nr_reserved_highatomic
+    }
+
+    /// Does `pfn` lie in this zone's span?
+    #[inline]
+    pub fn spans(&self, pfn: Pfn) -> bool {
+        self.start_pfn <= pfn && pfn < self.end_pfn
+    }
+
+    /// The frame index of `pfn` (which the zone spans).
+    #[inline]
+    pub(crate) fn index_of(&self, pfn: Pfn) -> u32 {
+        (pfn.0 - self.start_pfn.0) as u32
+    }
+
+    /// The frame of index `idx`.
+    #[inline]
+    pub(crate) fn pfn_of(&self, idx: u32) -> Pfn {
+        Pfn(self.start_pfn.0 + idx as u64)
+    }
+
+    /// The metadata of `pfn` (which the zone spans).
+    #[inline]
+    pub(crate) fn frame(&self, pfn: Pfn) -> &Frame {
+        &self.mem_map[(pfn.0 - self.start_pfn.0) as usize]
+    }
+
+    /// Take the zone lock on behalf of `cpu`, counting the acquisition.
+    pub(crate) fn lock<'a, E: EventSink>(
+        &'a self,
+        cpu: CpuId,
+        events: &'a E,
+        cfg: &'a CoreConfig,
+    ) -> ZoneLocked<'a, E> {
+        let free = self.lock.lock();
+        self.counters.add_locked(Counter::ZoneLockAcquire, 1);
+        ZoneLocked { zone: self, free, cpu, events, cfg }
+    }
+
+    /// Read-only view of the free lists under the lock, for validators and /proc views.
+    pub(crate) fn with_free<R>(&self, f: impl FnOnce(&ZoneFree) -> R) -> R {
+        f(&self.lock.lock())
+    }
+}
+
+/// Allocator-wide settings the buddy code consults (copied from the policy and tunables).
+#[derive(Clone, Copy, Debug)]
+pub struct CoreConfig {
+    /// watermark_boost_factor; 0 disables boosting.
+    pub boost_factor: u64,
+    /// page_group_by_mobility_disabled.
+    pub grouping_disabled: bool,
+    /// Which requests ALLOC_NOFRAGMENT floors at pageblock order.
+    pub nofragment: crate::policy::NoFragment,
+}
+
+/// The zone lock held: every operation on the free lists goes through this guard.
+#[derive(Debug)]
+pub struct ZoneLocked<'a, E: EventSink> {
+    pub(crate) zone: &'a Zone,
+    pub(crate) free: MutexGuard<'a, ZoneFree>,
+    pub(crate) cpu: CpuId,
+    pub(crate) events: &'a E,
+    pub(crate) cfg: &'a CoreConfig,
+}
+
+impl<E: EventSink> ZoneLocked<'_, E> {
+    /// Add or remove `pages` from the free counters of migratetype `mt` (ISOLATE pages are
+    /// not free for the zone's accounting).
+    #[inline]
+    pub(crate) fn account_freepages(&self, mt: MigrateType, pages: i64) {
+        fn bump(a: &AtomicU64, d: i64) {
+            a.store(a.load(Relaxed).wrapping_add_signed(d), Relaxed);
+        }
+        let z = self.zone;
+        match mt {
+            MigrateType::Isolate => {}
+            MigrateType::Cma => {
+                bump(&z.nr_free_pages, pages);
+                bump(&z.nr_free_cma, pages);
+            }
+            MigrateType::HighAtomic => {
+                bump(&z.nr_free_pages, pages);
+                bump(&z.nr_free_highatomic, pages);
+            }
+            _ => bump(&z.nr_free_pages, pages),
+        }
+    }
+
+    fn publish_area(&self, order: Order) {
+        let area = &self.free.area[order.index()];
+        let mut mask = 0u8;
+        for (i, l) in area.lists.iter().enumerate() {
+            if !l.is_empty() {
+                mask |= 1 << i;
+            }
+        }
+        self.zone.area_nr_free[order.index()].store(area.nr_free, Relaxed);
+        self.zone.area_mask[order.index()].store(mask, Relaxed);
+    }
+
+    /// Put the free block at `pfn` on the (`order`, `mt`) list, at the tail or the head.
+    /// Does not touch the free-page counters.
+    #[inline]
+    pub(crate) fn add_to_free_list(&mut self, pfn: Pfn, order: Order, mt: MigrateType, tail: bool) {
+        let zone = self.zone;
+        let idx = zone.index_of(pfn);
+        zone.mem_map[idx as usize].set_info(FrameInfo {
+            state: FrameState::Buddy,
+            order,
+            list: mt as u8,
+        });
+        let area = &mut self.free.area[order.index()];
+        if tail {
+            area.lists[mt.index()].push_tail(&zone.mem_map, idx);
+        } else {
+            area.lists[mt.index()].push_head(&zone.mem_map, idx);
+        }
+        area.nr_free += 1;
+        self.publish_area(order);
+    }
+
+    /// Take the free block at `pfn` off its list; its head becomes `Tail` until the caller
+    /// gives it a new state. Does not touch the free-page counters.
+    #[inline]
+    pub(crate) fn del_from_free_list(&mut self, pfn: Pfn, order: Order, mt: MigrateType) {
+        let zone = self.zone;
+        let idx = zone.index_of(pfn);
+        let area = &mut self.free.area[order.index()];
+        area.lists[mt.index()].unlink(&zone.mem_map, idx);
+        area.nr_free -= 1;
+        zone.mem_map[idx as usize].set_info(FrameInfo::TAIL);
+        self.publish_area(order);
+    }
+
+    /// Move a free block to the tail of another migratetype's list, moving its accounting.
+    pub(crate) fn move_to_free_list(
+        &mut self,
+        pfn: Pfn,
+        order: Order,
+        old: MigrateType,
+        new: MigrateType,
+    ) {
+        self.del_from_free_list(pfn, order, old);
+        self.add_to_free_list(pfn, order, new, true);
+        let pages = order.nr_pages().0 as i64;
+        self.account_freepages(old, -pages);
+        self.account_freepages(new, pages);
+    }
+
+    /// The head block of the (`order`, `mt`) list.
+    #[inline]
+    pub(crate) fn first_free(&self, order: Order, mt: MigrateType) -> Option<Pfn> {
+        self.free.area[order.index()].lists[mt.index()].head().map(|i| self.zone.pfn_of(i))
+    }
+
+    /// Count an event under the zone lock.
+    #[inline]
+    pub(crate) fn count(&self, c: Counter, n: u64) {
+        self.zone.counters.add_locked(c, n);
+    }
+}

@@ -1,0 +1,404 @@
+//! Behaviour of the zoned buddy allocator through the public API: every scenario ends with the
+//! validator, so a broken invariant fails the test that caused it.
+
+use pagealloc::debug::{census, validate};
+use pagealloc::{
+    AllocError, Counter, CpuId, FreeError, Gfp, MemoryMap, MigrateType, NodeId, Order,
+    PageAllocator, Pfn, Policy, Tunables, ZoneType,
+};
+
+const MIB: u64 = 1 << 20;
+
+fn machine(bytes: u64) -> PageAllocator {
+    let map = MemoryMap::single_node(2, bytes).expect("valid map");
+    PageAllocator::new(map, Tunables::default(), Policy::modern()).expect("valid allocator")
+}
+
+fn check(pa: &PageAllocator) {
+    if let Err(v) = validate(pa) {
+        panic!("invariant broken: {v}");
+    }
+}
+
+#[test]
+fn fresh_allocator_has_everything_free_and_merged() {
+    let pa = machine(64 * MIB);
+    check(&pa);
+    assert_eq!(pa.managed_pages().0, 16384);
+    assert_eq!(pa.nr_free_pages().0, 16384);
+    // 64 MiB from address 0: DMA (16 MiB) and DMA32 (48 MiB), all in order-10 blocks.
+    let dma = pa.zone_by_type(NodeId(0), ZoneType::Dma).expect("dma zone");
+    assert_eq!(dma.managed_pages().0, 4096);
+    assert_eq!(dma.nr_free(Order::MAX), 4);
+    let dma32 = pa.zone_by_type(NodeId(0), ZoneType::Dma32).expect("dma32 zone");
+    assert_eq!(dma32.nr_free(Order::MAX), 12);
+    assert!(pa.zone_by_type(NodeId(0), ZoneType::Normal).is_none());
+}
+
+#[test]
+fn holes_and_unaligned_ranges_are_never_handed_out() {
+    let mut map = MemoryMap::new();
+    map.add_range(NodeId(0), 0x1800..0x9f000)
+        .unwrap()
+        .add_range(NodeId(0), 0x100000..(5 * MIB + 0x800))
+        .unwrap()
+        .set_cpus(NodeId(0), 1);
+    let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
+    check(&pa);
+    assert_eq!(pa.managed_pages().0, (0x9f - 2) + (5 * 256 - 256));
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let mut got = Vec::new();
+    while let Ok(p) = pa.alloc_pages(cpu, Gfp::KERNEL | Gfp::MEMALLOC, Order(0)) {
+        assert!((2..0x9f).contains(&p.0) || (0x100..0x500).contains(&p.0), "hole handed out: {p}");
+        got.push(p);
+    }
+    assert_eq!(got.len() as u64, pa.managed_pages().0);
+    for p in got {
+        pa.free_pages(cpu, p, Order(0)).unwrap();
+    }
+    check(&pa);
+    assert_eq!(pa.nr_free_pages(), pa.managed_pages());
+}
+
+#[test]
+fn split_and_merge_restore_the_initial_state() {
+    let pa = machine(32 * MIB);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let before: Vec<u64> =
+        pa.zones().iter().flat_map(|z| Order::all().map(|o| z.nr_free(o))).collect();
+    let mut live = Vec::new();
+    for i in 0..200u64 {
+        let order = Order((i % 11) as u8);
+        let gfp = [Gfp::KERNEL, Gfp::HIGHUSER_MOVABLE, Gfp::KERNEL_RECLAIMABLE][(i % 3) as usize];
+        if let Ok(p) = pa.alloc_pages(cpu, gfp, order) {
+            assert!(p.is_aligned(order));
+            live.push((p, order));
+        }
+        if i % 4 == 3 {
+            let (p, o) = live.remove(live.len() / 2);
+            pa.free_pages(cpu, p, o).unwrap();
+        }
+        check(&pa);
+    }
+    for (p, o) in live.drain(..) {
+        pa.free_pages(cpu, p, o).unwrap();
+    }
+    check(&pa);
+    let after: Vec<u64> =
+        pa.zones().iter().flat_map(|z| Order::all().map(|o| z.nr_free(o))).collect();
+    assert_eq!(before, after, "freeing everything must merge back to the same blocks");
+    let c = census(&pa);
+    assert_eq!(c.allocated, 0);
+    assert_eq!(c.free, c.managed);
+}
+
+#[test]
+fn bad_frees_are_typed_errors_and_change_nothing() {
+    let pa = machine(32 * MIB);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(2)).unwrap();
+    let free_before = pa.nr_free_pages();
+    let cases = [
+        (p, Order(11), FreeError::InvalidOrder(Order(11))),
+        (Pfn(1 << 30), Order(0), FreeError::ForeignFrame(Pfn(1 << 30))),
+        (Pfn(p.0 + 1), Order(1), FreeError::Misaligned { pfn: Pfn(p.0 + 1), order: Order(1) }),
+        (p, Order(1), FreeError::WrongOrder { pfn: p, given: Order(1), allocated: Order(2) }),
+        (p, Order(3), FreeError::Misaligned { pfn: p, order: Order(3) }),
+        (Pfn(p.0 + 2), Order(0), FreeError::TailPage { pfn: Pfn(p.0 + 2), head: p }),
+    ];
+    for (pfn, order, want) in cases {
+        if want == (FreeError::Misaligned { pfn: p, order: Order(3) }) && p.is_aligned(Order(3)) {
+            continue;
+        }
+        assert_eq!(pa.free_pages(cpu, pfn, order), Err(want));
+        assert_eq!(pa.nr_free_pages(), free_before);
+        check(&pa);
+    }
+    pa.free_pages(cpu, p, Order(2)).unwrap();
+    assert_eq!(pa.free_pages(cpu, p, Order(2)), Err(FreeError::DoubleFree { pfn: p }));
+    // A frame inside a free block, not its head:
+    assert_eq!(
+        pa.free_pages(cpu, Pfn(p.0 + 1), Order(0)),
+        Err(FreeError::NotAllocated { pfn: Pfn(p.0 + 1) })
+    );
+    let bogus = pagealloc::Cpu::clone(&cpu);
+    let _ = bogus;
+    check(&pa);
+    assert_eq!(
+        pa.alloc_pages(cpu, Gfp::KERNEL, Order(11)),
+        Err(AllocError::InvalidOrder(Order(11)))
+    );
+}
+
+#[test]
+fn exhaustion_stops_at_the_watermark_the_flags_allow_and_recovers() {
+    let pa = machine(64 * MIB);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let mut normal = Vec::new();
+    while let Ok(p) = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)) {
+        normal.push(p);
+    }
+    let left_kernel = pa.nr_free_pages().0;
+    // GFP_KERNEL may take each zone down to its min watermark plus the zone's protection
+    // against Normal-capable requests, no further.
+    let floor: u64 =
+        pa.zones().iter().map(|z| z.wmark_pages(0) + z.lowmem_reserve(ZoneType::Normal) + 1).sum();
+    assert!(left_kernel > 0 && left_kernel <= floor, "{left_kernel} pages left, floor {floor}");
+    // __GFP_HIGH may dig deeper.
+    let mut atomic = Vec::new();
+    while let Ok(p) = pa.alloc_pages(cpu, Gfp::ATOMIC, Order(0)) {
+        atomic.push(p);
+    }
+    assert!(!atomic.is_empty());
+    assert!(pa.nr_free_pages().0 < left_kernel);
+    assert!(matches!(
+        pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)),
+        Err(AllocError::OutOfMemory { .. })
+    ));
+    assert!(pa.vm_events().get(Counter::AllocFail) >= 2);
+    check(&pa);
+    for p in normal.into_iter().chain(atomic) {
+        pa.free_pages(cpu, p, Order(0)).unwrap();
+    }
+    check(&pa);
+    assert_eq!(pa.nr_free_pages(), pa.managed_pages());
+    assert!(pa.alloc_pages(cpu, Gfp::KERNEL, Order(10)).is_ok());
+}
+
+#[test]
+fn unmovable_allocations_claim_movable_pageblocks_and_log_extfrag() {
+    let pa = machine(64 * MIB);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    // Every pageblock starts MOVABLE: the first unmovable allocation must fall back.
+    let p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).unwrap();
+    let z = pa.zone_of(p).unwrap();
+    assert_eq!(z.pageblock_type(p), Some(MigrateType::Unmovable), "a whole free block is claimed");
+    let ev = pa.vm_events();
+    assert_eq!(
+        ev.get(Counter::ExtfragWholeUnmovable) + ev.get(Counter::ExtfragFragmentingUnmovable),
+        1
+    );
+    assert!(ev.get(Counter::PageblockClaim) >= 1);
+    // The next unmovable allocations come from the claimed block without falling back.
+    for _ in 0..100 {
+        pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).unwrap();
+    }
+    let ev2 = pa.vm_events();
+    assert_eq!(ev2.get(Counter::ExtfragWholeUnmovable), ev.get(Counter::ExtfragWholeUnmovable));
+    check(&pa);
+}
+
+/// A machine with DMA32 and Normal, where Normal's pageblocks are all movable-occupied so an
+/// unmovable request can only fragment Normal or use DMA32.
+fn spread_machine(nofragment: bool) -> (PageAllocator, Vec<Pfn>) {
+    let mut map = MemoryMap::new();
+    map.add_range(NodeId(0), (4096 * MIB)..(4096 * MIB + 64 * MIB))
+        .unwrap()
+        .add_range(NodeId(0), (16 * MIB)..(80 * MIB))
+        .unwrap()
+        .set_cpus(NodeId(0), 1);
+    let mut policy = Policy::modern();
+    policy.alloc_nofragment = if nofragment {
+        pagealloc::policy::NoFragment::BelowPageblock
+    } else {
+        pagealloc::policy::NoFragment::Off
+    };
+    let pa = PageAllocator::new(map, Tunables::default(), policy).unwrap();
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let normal = pa.zone_by_type(NodeId(0), ZoneType::Normal).unwrap();
+    // Fill all memory with movable pages, then free DMA32 entirely and every even frame of
+    // Normal: each Normal pageblock is half free in order-0 holes that cannot merge, so
+    // Normal has no whole free pageblock, while DMA32 is all whole free blocks.
+    let mut kept = Vec::new();
+    while let Ok(p) = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE | Gfp::MEMALLOC, Order(0)) {
+        kept.push(p);
+    }
+    kept.retain(|&p| {
+        let keep = normal.spans(p) && p.0 % 2 == 1;
+        if !keep {
+            pa.free_pages(cpu, p, Order(0)).unwrap();
+        }
+        keep
+    });
+    assert_eq!(normal.nr_free(Order::PAGEBLOCK) + normal.nr_free(Order::MAX), 0);
+    check(&pa);
+    (pa, kept)
+}
+
+#[test]
+fn nofragment_spreads_to_dma32_before_fragmenting_normal() {
+    for nofragment in [false, true] {
+        let (pa, _kept) = spread_machine(nofragment);
+        let cpu = pa.cpu(CpuId(0)).unwrap();
+        let before = pa.vm_events();
+        let p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).unwrap();
+        let zone = pa.zone_of(p).unwrap().zone_type();
+        let d = pa.vm_events().since(&before);
+        if nofragment {
+            assert_eq!(zone, ZoneType::Dma32, "NOFRAGMENT must try DMA32 first");
+            assert_eq!(d.get(Counter::NofragmentLowerZone), 1);
+            assert_eq!(d.get(Counter::ExtfragFragmentingUnmovable), 0);
+        } else {
+            assert_eq!(zone, ZoneType::Normal);
+            assert_eq!(d.get(Counter::ExtfragFragmentingUnmovable), 1);
+        }
+        check(&pa);
+    }
+}
+
+#[test]
+fn atomic_high_order_allocations_build_a_highatomic_reserve() {
+    let pa = machine(256 * MIB);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    // Drain memory to below the low watermark so the fast path fails and the slow path runs
+    // with ALLOC_HIGHATOMIC for an atomic order-1 request.
+    let mut held = Vec::new();
+    while let Ok(p) = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)) {
+        held.push(p);
+    }
+    for p in held.drain(..64) {
+        pa.free_pages(cpu, p, Order(0)).unwrap();
+    }
+    let got = pa.alloc_pages(cpu, Gfp::ATOMIC, Order(1));
+    assert!(got.is_ok());
+    let ev = pa.vm_events();
+    assert_eq!(ev.get(Counter::HighatomicReserve), 1);
+    let z = pa.zone_of(got.unwrap()).unwrap();
+    assert_eq!(z.nr_reserved_highatomic(), 512);
+    check(&pa);
+}
+
+#[test]
+fn isolated_pageblocks_hold_their_free_pages_back() {
+    let pa = machine(32 * MIB);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let p = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE, Order(0)).unwrap();
+    let free0 = pa.nr_free_pages().0;
+    let old = pa.isolate_pageblock(cpu, p).unwrap();
+    assert_eq!(old, MigrateType::Movable);
+    assert_eq!(pa.nr_free_pages().0, free0 - 511);
+    check(&pa);
+    // A page freed into an isolated block stays isolated.
+    pa.free_pages(cpu, p, Order(0)).unwrap();
+    assert_eq!(pa.nr_free_pages().0, free0 - 511);
+    check(&pa);
+    assert!(pa.unisolate_pageblock(cpu, p, MigrateType::Movable));
+    assert_eq!(pa.nr_free_pages().0, free0 + 1);
+    check(&pa);
+    assert_eq!(pa.nr_free_pages(), pa.managed_pages());
+}
+
+#[test]
+fn cma_is_for_movable_allocations_only() {
+    let mut map = MemoryMap::new();
+    map.add_range(NodeId(0), (16 * MIB)..(48 * MIB)).unwrap().set_cpus(NodeId(0), 1);
+    map.add_cma_range(Pfn(4096)..Pfn(4096 + 2048)).unwrap(); // 8 MiB of CMA
+    let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let z = pa.zone_by_type(NodeId(0), ZoneType::Dma32).unwrap();
+    assert_eq!(z.cma_pages().0, 2048);
+    assert_eq!(z.free_cma_pages().0, 2048);
+    let mut unmovable = Vec::new();
+    while let Ok(p) = pa.alloc_pages(cpu, Gfp::KERNEL | Gfp::MEMALLOC, Order(0)) {
+        assert!(!(4096..6144).contains(&p.0), "unmovable allocation from CMA at {p}");
+        unmovable.push(p);
+    }
+    assert_eq!(z.free_cma_pages().0, 2048);
+    let movable = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE | Gfp::MEMALLOC, Order(0)).unwrap();
+    assert!((4096..6144).contains(&movable.0));
+    check(&pa);
+}
+
+#[test]
+fn zonelists_prefer_the_local_node() {
+    let mut map = MemoryMap::new();
+    map.add_range(NodeId(0), (4096 * MIB)..(4160 * MIB))
+        .unwrap()
+        .add_range(NodeId(1), (4160 * MIB)..(4224 * MIB))
+        .unwrap()
+        .set_cpus(NodeId(0), 1)
+        .set_cpus(NodeId(1), 1);
+    let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
+    for (c, node) in [(0, NodeId(0)), (1, NodeId(1))] {
+        let cpu = pa.cpu(CpuId(c)).unwrap();
+        let p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).unwrap();
+        assert_eq!(pa.zone_of(p).unwrap().node(), node);
+    }
+    assert!(pa.cpu(CpuId(2)).is_none());
+    check(&pa);
+}
+
+/// A sink that keeps every record.
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<pagealloc::TraceEvent>>);
+
+impl pagealloc::EventSink for Recorder {
+    fn record(&self, event: &pagealloc::TraceEvent) {
+        self.0.lock().unwrap().push(*event);
+    }
+}
+
+#[test]
+fn trace_events_mirror_the_kmem_tracepoints() {
+    use pagealloc::TraceEvent as T;
+    let map = MemoryMap::single_node(2, 64 * MIB).unwrap();
+    let pa =
+        PageAllocator::with_events(map, Tunables::default(), Policy::modern(), Recorder::default())
+            .unwrap();
+    let cpu = pa.cpu(CpuId(1)).unwrap();
+    let p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(2)).unwrap();
+    pa.free_pages(cpu, p, Order(2)).unwrap();
+    let log = pa.events().0.lock().unwrap().clone();
+    let names: Vec<_> = log.iter().map(|e| e.name()).collect();
+    // A whole-pageblock steal is carved without __rmqueue_smallest, so (as in the kernel) no
+    // mm_page_alloc_zone_locked record precedes the extfrag one.
+    assert_eq!(names, ["mm_page_alloc_extfrag", "mm_page_alloc", "mm_page_free"], "{log:?}");
+    match log[0] {
+        T::PageAllocExtfrag {
+            pfn,
+            alloc_order,
+            fallback_order,
+            alloc_migratetype,
+            fallback_migratetype,
+            change_ownership,
+            ..
+        } => {
+            assert_eq!(pfn, p);
+            assert_eq!(alloc_order, Order(2));
+            assert_eq!(fallback_order, Order::MAX);
+            assert_eq!(alloc_migratetype, MigrateType::Unmovable);
+            assert_eq!(fallback_migratetype, MigrateType::Movable);
+            assert!(change_ownership);
+            assert!(!log[0].is_fragmenting());
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(
+        log[1],
+        T::PageAlloc {
+            cpu: CpuId(1),
+            pfn: Some(p),
+            order: Order(2),
+            gfp: Gfp::KERNEL,
+            migratetype: MigrateType::Unmovable
+        }
+    );
+    assert_eq!(log[2], T::PageFree { cpu: CpuId(1), pfn: p, order: Order(2) });
+    // The next unmovable request comes from the claimed block's own lists.
+    let q = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).unwrap();
+    let log2 = pa.events().0.lock().unwrap().clone();
+    assert_eq!(
+        log2[3],
+        T::PageAllocZoneLocked {
+            cpu: CpuId(1),
+            pfn: q,
+            order: Order(0),
+            migratetype: MigrateType::Unmovable,
+            percpu_refill: true
+        }
+    );
+    // A failure is traced with no frame.
+    while pa.alloc_pages(cpu, Gfp::NOWAIT | Gfp::DMA, Order(10)).is_ok() {}
+    let log = pa.events().0.lock().unwrap();
+    assert!(matches!(log.last(), Some(T::PageAlloc { pfn: None, order: Order(10), .. })));
+}
