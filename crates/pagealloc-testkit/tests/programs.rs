@@ -61,5 +61,8 @@ fn exhaustion_and_recovery_on_the_tiny_machine() {
     let (stats, _) =
         run(&pa, &ops, RunOptions { validate_every: 50, free_all_at_end: true }).unwrap();
     assert!(stats.alloc_failures > 0, "the program must exhaust memory: {stats:?}");
+    let on_pcp: u64 = pa.zones().iter().map(|z| z.pcp_pages()).sum();
+    assert_eq!(pa.nr_free_pages().0 + on_pcp, pa.managed_pages().0);
+    pa.drain_all_pages(pa.cpu(pagealloc::CpuId(0)).unwrap(), None);
     assert_eq!(pa.nr_free_pages(), pa.managed_pages());
 }

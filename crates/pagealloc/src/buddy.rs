@@ -263,7 +263,7 @@ mod tests {
     use super::Fpi;
     use crate::migratetype::MigrateType;
     use crate::types::{CpuId, Order, Pfn};
-    use crate::{Gfp, MemoryMap, PageAllocator, Policy, Tunables};
+    use crate::{MemoryMap, PageAllocator, Policy, Tunables};
 
     fn allocator() -> PageAllocator {
         let map = MemoryMap::single_node(1, 32 << 20).unwrap();
@@ -275,15 +275,14 @@ mod tests {
     #[test]
     fn expand_puts_upper_halves_at_the_head() {
         let pa = allocator();
-        let cpu = pa.cpu(CpuId(0)).unwrap();
-        let a = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE, Order(0)).unwrap();
+        let z = pa.zone_by_type(crate::NodeId(0), crate::ZoneType::Dma32).unwrap();
+        let mut zl = z.lock(CpuId(0), &pa.events, &pa.cfg);
+        let mt = MigrateType::Movable;
+        let a = zl.rmqueue_smallest(Order(0), mt).unwrap();
         assert!(a.is_aligned(Order::MAX), "a fresh order-10 block was split");
-        let b = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE, Order(0)).unwrap();
-        assert_eq!(b, Pfn(a.0 + 1));
-        let c = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE, Order(1)).unwrap();
-        assert_eq!(c, Pfn(a.0 + 2));
-        let d = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE, Order(9)).unwrap();
-        assert_eq!(d, Pfn(a.0 + 512));
+        assert_eq!(zl.rmqueue_smallest(Order(0), mt), Some(Pfn(a.0 + 1)));
+        assert_eq!(zl.rmqueue_smallest(Order(1), mt), Some(Pfn(a.0 + 2)));
+        assert_eq!(zl.rmqueue_smallest(Order(9), mt), Some(Pfn(a.0 + 512)));
     }
 
     /// A freed block goes to the tail of its list when its enclosing block's buddy is free

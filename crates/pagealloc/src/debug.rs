@@ -6,10 +6,12 @@
 
 use alloc::format;
 use alloc::string::String;
+use alloc::vec::Vec;
 
 use crate::events::EventSink;
 use crate::mem_map::FrameState;
 use crate::migratetype::{MigrateType, MIGRATE_TYPES};
+use crate::pcp::PerCpuPages;
 use crate::types::{Order, Pfn, ZoneIdx, MAX_PAGE_ORDER, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
 use crate::zone::Zone;
 use crate::PageAllocator;
@@ -47,7 +49,7 @@ pub struct Census {
 /// Check every invariant of every zone.
 pub fn validate<E: EventSink>(pa: &PageAllocator<E>) -> Result<(), Violation> {
     for z in pa.zones() {
-        validate_zone(z)?;
+        validate_zone(pa, z)?;
     }
     Ok(())
 }
@@ -56,6 +58,7 @@ pub fn validate<E: EventSink>(pa: &PageAllocator<E>) -> Result<(), Violation> {
 pub fn census<E: EventSink>(pa: &PageAllocator<E>) -> Census {
     let mut total = Census::default();
     for z in pa.zones() {
+        let _pagesets: Vec<_> = z.pcp.iter().map(|s| s.pcp.lock()).collect();
         let c = z.with_free(|_| frame_census(z)).unwrap_or_default();
         total.managed += c.managed;
         total.free += c.free;
@@ -69,8 +72,15 @@ fn fail(z: &Zone, what: String) -> Violation {
     Violation { zone: z.idx(), what }
 }
 
-/// Check one zone's invariants under its lock.
-pub fn validate_zone(z: &Zone) -> Result<(), Violation> {
+/// Check one zone's invariants: every pageset's lists under its lock, then the free lists and
+/// every frame under the zone lock, with all of those locks held (pageset locks first, the
+/// allocator's lock order) so the census sees one consistent state.
+pub fn validate_zone<E: EventSink>(pa: &PageAllocator<E>, z: &Zone) -> Result<(), Violation> {
+    let pagesets: Vec<_> = z.pcp.iter().map(|s| s.pcp.lock()).collect();
+    let layout = pa.policy().pcp_lists;
+    for (cpu, pcp) in pagesets.iter().enumerate() {
+        check_pageset(z, layout, cpu, pcp)?;
+    }
     z.with_free(|free| {
         let map = &z.mem_map;
         let (mut nr_free_pages, mut cma, mut highatomic) = (0u64, 0u64, 0u64);
@@ -197,6 +207,64 @@ pub fn validate_zone(z: &Zone) -> Result<(), Violation> {
         }
         Ok(())
     })
+}
+
+/// A pageset's lists hold `Pcp` heads of the list's order, and add up to its count.
+fn check_pageset(
+    z: &Zone,
+    layout: crate::policy::PcpLists,
+    cpu: usize,
+    pcp: &PerCpuPages,
+) -> Result<(), Violation> {
+    let mut pages = 0i64;
+    for (pindex, list) in pcp.lists.iter().enumerate() {
+        if pindex >= layout.nr_lists() {
+            if !list.is_empty() {
+                return Err(fail(
+                    z,
+                    format!("cpu {cpu}: list {pindex} is beyond the layout but holds blocks"),
+                ));
+            }
+            continue;
+        }
+        let order = layout.pindex_order(pindex).unwrap_or(Order(0));
+        let mut n = 0u32;
+        for idx in list.iter(&z.mem_map) {
+            n += 1;
+            let info = z.mem_map[idx as usize].info();
+            if info.state != FrameState::Pcp || info.order != order || info.list as usize != pindex
+            {
+                return Err(fail(
+                    z,
+                    format!("cpu {cpu}: {} on pcp list {pindex} is {info:?}", z.pfn_of(idx)),
+                ));
+            }
+            if !z.pfn_of(idx).is_aligned(order) {
+                return Err(fail(
+                    z,
+                    format!("cpu {cpu}: pcp block {} is misaligned", z.pfn_of(idx)),
+                ));
+            }
+            pages += 1 << order.0;
+        }
+        if n != list.len() {
+            return Err(fail(
+                z,
+                format!("cpu {cpu}: pcp list {pindex} has {n} members, says {}", list.len()),
+            ));
+        }
+    }
+    if pages != i64::from(pcp.count) {
+        return Err(fail(
+            z,
+            format!("cpu {cpu}: pcp count {} but lists hold {pages} pages", pcp.count),
+        ));
+    }
+    let (lo, hi, high) = (pcp.high_min, pcp.high_max, pcp.high);
+    if high != 0 && lo <= hi && !(lo <= high && high <= hi) {
+        return Err(fail(z, format!("cpu {cpu}: pcp high {high} outside [{lo}, {hi}]")));
+    }
+    Ok(())
 }
 
 /// Two free buddies of the same order must have merged, unless they sit in pageblocks whose

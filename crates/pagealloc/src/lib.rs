@@ -46,6 +46,7 @@ pub mod memory_map;
 pub mod migratetype;
 pub mod page_alloc;
 pub mod pageblock;
+pub mod pcp;
 pub mod policy;
 pub mod sizing;
 pub mod stats;
@@ -60,13 +61,15 @@ pub use crate::gfp::{AllocFlags, Gfp};
 pub use crate::memory_map::{MapError, MemoryMap, ZoneLimits};
 pub use crate::migratetype::MigrateType;
 pub use crate::page_alloc::{BuildError, Cpu, PageAllocator};
+pub use crate::pcp::drain::CacheInfo;
+pub use crate::pcp::PcpSnapshot;
 pub use crate::policy::{Policy, Tunables};
 pub use crate::stats::{Counter, VmEvents};
 pub use crate::types::{CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType};
 pub use crate::zone::Zone;
 
-/// May blocks of this order sit on the per-CPU lists? Orders 0..=3 and the THP order
-/// (kernel `pcp_allowed_order`).
+/// May blocks of this order sit on the per-CPU lists of a modern kernel? Orders 0..=3 and the
+/// THP order (kernel `pcp_allowed_order`; the policy's `pcp_lists` decides what is cached).
 #[inline]
 pub const fn pcp_allowed_order(order: Order) -> bool {
     order.0 <= types::PAGE_ALLOC_COSTLY_ORDER || order.0 == types::PAGEBLOCK_ORDER

@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::ops::Range;
 
+use crate::pcp::drain::CacheInfo;
 use crate::types::{CpuId, NodeId, Pfn, ZoneType, PAGE_SIZE};
 
 /// Where the low zones end (exclusive). x86-64: DMA below 16 MiB, DMA32 below 4 GiB.
@@ -149,6 +150,8 @@ pub struct MemoryMap {
     pub(crate) node_cpus: Vec<u32>,
     pub(crate) cma: Vec<Range<Pfn>>,
     pub(crate) limits: ZoneLimits,
+    /// Every CPU's caches, for the FREE_HIGH_BATCH decision.
+    pub(crate) cpu_cache: CacheInfo,
 }
 
 impl MemoryMap {
@@ -214,6 +217,14 @@ impl MemoryMap {
         }
         self.cma.push(pfns);
         Ok(self)
+    }
+
+    /// Describe every CPU's caches (the LLC slice decides FREE_HIGH_BATCH; kernel-spec §2.7).
+    /// Default: unknown (0), which leaves the flag off. Per-CPU values can be set later with
+    /// `PageAllocator::set_cpu_cache`.
+    pub fn set_cpu_cache(&mut self, cache: CacheInfo) -> &mut MemoryMap {
+        self.cpu_cache = cache;
+        self
     }
 
     /// Give `node` `n` CPUs. CPU numbers are assigned in node order: node 0's CPUs first.

@@ -16,6 +16,7 @@ use crate::migratetype::MigrateType;
 use crate::policy::{Policy, Tunables};
 use crate::sizing;
 use crate::stats::{Counter, Counters, VmEvents};
+use crate::sync::Mutex;
 use crate::types::{
     CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType, MAX_PAGE_ORDER, NR_ZONE_TYPES,
     PAGEBLOCK_NR_PAGES,
@@ -94,6 +95,10 @@ pub struct PageAllocator<E: EventSink = NoEvents> {
     /// Counters updated with no lock held.
     pub(crate) counters: Counters,
     pub(crate) events: E,
+    /// vmstat ticks each CPU has run.
+    pub(crate) cpu_ticks: Box<[AtomicU64]>,
+    /// Serialises drain_all_pages.
+    pub(crate) drain_mutex: Mutex<()>,
 }
 
 impl PageAllocator<NoEvents> {
@@ -143,9 +148,14 @@ impl<E: EventSink> PageAllocator<E> {
             min_free_kbytes: AtomicU64::new(0),
             counters: Counters::default(),
             events,
+            cpu_ticks: (0..nr_cpus).map(|_| AtomicU64::new(0)).collect(),
+            drain_mutex: Mutex::new(()),
         };
         pa.populate(&map);
         pa.init_min_free_kbytes();
+        for c in 0..nr_cpus {
+            pa.set_cpu_cache(CpuId(c), map.cpu_cache);
+        }
         let mut pa = pa;
         pa.cfg.grouping_disabled = pa.mobility_grouping_disabled();
         Ok(pa)
@@ -258,6 +268,9 @@ impl<E: EventSink> PageAllocator<E> {
         self.counters.fold_into(&mut v);
         for z in self.zones.iter() {
             z.counters.fold_into(&mut v);
+            for slot in z.pcp.iter() {
+                slot.stats.fold_into(&mut v);
+            }
         }
         v
     }
@@ -322,6 +335,7 @@ impl<E: EventSink> PageAllocator<E> {
             z.watermark[WMARK_PROMO].store(w.promo, Relaxed);
             z.watermark_boost.store(0, Relaxed);
         }
+        self.zone_pcp_update();
         for node in self.nodes.iter() {
             let zones: Vec<(ZoneType, NrPages)> = ZoneType::ALL
                 .iter()
@@ -342,6 +356,26 @@ impl<E: EventSink> PageAllocator<E> {
                         slot.store(v, Relaxed);
                     }
                 }
+            }
+        }
+    }
+
+    /// Push batch, high_min and high_max to every pageset (kernel
+    /// `zone_set_pageset_high_and_batch`, run after every watermark change).
+    fn zone_pcp_update(&self) {
+        let online = self.nr_cpus();
+        for z in self.zones.iter() {
+            let node_cpus = self.nodes[z.node.index()].nr_cpus;
+            let sizes = crate::pcp::zone_pcp_sizes(
+                &self.policy,
+                &self.tunables,
+                z.managed_pages(),
+                z.wmark_pages(WMARK_LOW),
+                node_cpus,
+                online,
+            );
+            for slot in z.pcp.iter() {
+                slot.pcp.lock().update(sizes);
             }
         }
     }
@@ -415,11 +449,12 @@ impl<E: EventSink> PageAllocator<E> {
         }
         if gfp.can_direct_reclaim() {
             // A frame allocator has no page cache to reclaim; what the kernel's slow path does
-            // after reclaim fails to help: give back highatomic blocks, then retry.
-            if self.unreserve_highatomic(&walk, false) {
-                if let Some(p) = self.get_page_from_freelist(&walk, slow) {
-                    return Ok(p);
-                }
+            // after reclaim fails to help: give back a highatomic block and drain every
+            // pageset, then retry.
+            self.unreserve_highatomic(&walk, false);
+            self.drain_all_pages(cpu, None);
+            if let Some(p) = self.get_page_from_freelist(&walk, slow) {
+                return Ok(p);
             }
             if self.unreserve_highatomic(&walk, true) {
                 if let Some(p) = self.get_page_from_freelist(&walk, slow) {
@@ -504,7 +539,9 @@ impl<E: EventSink> PageAllocator<E> {
             || flags.has(AllocFlags::NO_WATERMARKS)
     }
 
-    /// Take a block from zone `z` (kernel `rmqueue`).
+    /// Take a block from zone `z` (kernel `rmqueue`): from the CPU's pageset when the policy
+    /// caches this order, else (or if the pageset is busy or its refill found nothing) from
+    /// the buddy lists.
     fn rmqueue(
         &self,
         cpu: Cpu,
@@ -513,7 +550,13 @@ impl<E: EventSink> PageAllocator<E> {
         mt: MigrateType,
         flags: AllocFlags,
     ) -> Option<Pfn> {
-        let page = self.rmqueue_buddy(cpu, z, order, mt, flags);
+        let mut page = None;
+        if self.policy.pcp_lists.caches_order(order) {
+            page = self.rmqueue_pcplist(cpu, z, order, mt, flags);
+        }
+        if page.is_none() {
+            page = self.rmqueue_buddy(cpu, z, order, mt, flags);
+        }
         if flags.has(AllocFlags::KSWAPD) && z.clear_flag(flags::BOOSTED_WATERMARK) {
             self.counters.add_shared(Counter::KswapdWake, 1);
         }
@@ -571,8 +614,13 @@ impl<E: EventSink> PageAllocator<E> {
     /// with exactly this order is refused with an error and left alone.
     pub fn free_pages(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         let zone = self.claim_for_free(cpu, pfn, order)?;
+        let cpu = Cpu { id: cpu.id, node: self.cpu_node[cpu.id.index()] };
         if E::ENABLED {
             self.events.record(&TraceEvent::PageFree { cpu: cpu.id, pfn, order });
+        }
+        if self.policy.pcp_lists.caches_order(order) && self.free_unref_page(cpu, zone, pfn, order)
+        {
+            return Ok(());
         }
         let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
         zl.count(Counter::Pgfree, order.nr_pages().0);
@@ -623,6 +671,7 @@ impl<E: EventSink> PageAllocator<E> {
         if let Some(z) = self.zones.get(zone.index()) {
             z.watermark_boost.store(0, Relaxed);
         }
+        self.zone_pcp_update();
     }
 
     /// Isolate the pageblock holding `pfn`: its free pages leave allocation until
@@ -734,7 +783,7 @@ fn build_zones(map: &MemoryMap) -> Result<ZonesAndNodes, MapError> {
                 return Err(MapError::TooManyNodesOrCpus);
             }
             let idx = ZoneIdx(zones.len() as u16);
-            let mut z = Zone::new(idx, node, zt, first.start, last);
+            let mut z = Zone::new(idx, node, zt, first.start, last, map.nr_cpus());
             z.present_pages = pieces.iter().map(|r| r.end.0 - r.start.0).sum();
             z.cma_pages = pieces
                 .iter()

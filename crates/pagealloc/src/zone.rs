@@ -15,6 +15,7 @@ use crate::list::ListHead;
 use crate::mem_map::{Frame, FrameInfo, FrameState};
 use crate::migratetype::{MigrateType, MIGRATE_TYPES};
 use crate::pageblock::Pageblocks;
+use crate::pcp::{PcpSlot, PcpSnapshot};
 use crate::stats::{Counter, Counters};
 use crate::sync::{Mutex, MutexGuard};
 use crate::types::{
@@ -96,11 +97,20 @@ pub struct Zone {
     pub(crate) flags: AtomicU32,
     /// Counters owned by the zone lock.
     pub(crate) counters: Counters,
+    /// One pageset per CPU, indexed by CPU number.
+    pub(crate) pcp: Box<[PcpSlot]>,
 }
 
 impl Zone {
     /// A zone spanning `start..end` with every frame reserved and nothing free yet.
-    pub(crate) fn new(idx: ZoneIdx, node: NodeId, ztype: ZoneType, start: Pfn, end: Pfn) -> Zone {
+    pub(crate) fn new(
+        idx: ZoneIdx,
+        node: NodeId,
+        ztype: ZoneType,
+        start: Pfn,
+        end: Pfn,
+        nr_cpus: u32,
+    ) -> Zone {
         let n = (end.0 - start.0) as usize;
         let mem_map: Vec<Frame> = (0..n).map(|_| Frame::new()).collect();
         Zone {
@@ -125,6 +135,7 @@ impl Zone {
             lowmem_reserve: core::array::from_fn(|_| AtomicU64::new(0)),
             flags: AtomicU32::new(0),
             counters: Counters::default(),
+            pcp: (0..nr_cpus).map(|_| PcpSlot::new()).collect(),
         }
     }
 
@@ -239,6 +250,16 @@ impl Zone {
     /// Pages in highatomic pageblocks.
     pub fn nr_reserved_highatomic(&self) -> u64 {
         self.lock.lock().nr_reserved_highatomic
+    }
+
+    /// CPU `cpu`'s pageset for this zone, as it is now.
+    pub fn pcp(&self, cpu: CpuId) -> Option<PcpSnapshot> {
+        self.pcp.get(cpu.index()).map(PcpSlot::snapshot)
+    }
+
+    /// Pages on every CPU's pageset of this zone.
+    pub fn pcp_pages(&self) -> u64 {
+        self.pcp.iter().map(|s| s.snapshot().count.max(0) as u64).sum()
     }
 
     /// Does `pfn` lie in this zone's span?

@@ -57,6 +57,7 @@ fn holes_and_unaligned_ranges_are_never_handed_out() {
         pa.free_pages(cpu, p, Order(0)).unwrap();
     }
     check(&pa);
+    pa.drain_all_pages(cpu, None);
     assert_eq!(pa.nr_free_pages(), pa.managed_pages());
 }
 
@@ -83,6 +84,9 @@ fn split_and_merge_restore_the_initial_state() {
     for (p, o) in live.drain(..) {
         pa.free_pages(cpu, p, o).unwrap();
     }
+    check(&pa);
+    // Freed blocks may sit on per-CPU lists; once drained, everything must have merged.
+    pa.drain_all_pages(cpu, None);
     check(&pa);
     let after: Vec<u64> =
         pa.zones().iter().flat_map(|z| Order::all().map(|o| z.nr_free(o))).collect();
@@ -161,6 +165,7 @@ fn exhaustion_stops_at_the_watermark_the_flags_allow_and_recovers() {
         pa.free_pages(cpu, p, Order(0)).unwrap();
     }
     check(&pa);
+    pa.drain_all_pages(cpu, None);
     assert_eq!(pa.nr_free_pages(), pa.managed_pages());
     assert!(pa.alloc_pages(cpu, Gfp::KERNEL, Order(10)).is_ok());
 }
@@ -350,9 +355,14 @@ fn trace_events_mirror_the_kmem_tracepoints() {
     pa.free_pages(cpu, p, Order(2)).unwrap();
     let log = pa.events().0.lock().unwrap().clone();
     let names: Vec<_> = log.iter().map(|e| e.name()).collect();
-    // A whole-pageblock steal is carved without __rmqueue_smallest, so (as in the kernel) no
-    // mm_page_alloc_zone_locked record precedes the extfrag one.
-    assert_eq!(names, ["mm_page_alloc_extfrag", "mm_page_alloc", "mm_page_free"], "{log:?}");
+    // The order-2 request refills the CPU's list: the first block comes from a whole-pageblock
+    // steal (carved without __rmqueue_smallest, so no zone_locked record, as in the kernel),
+    // the second from the claimed block; the free stays on the per-CPU list.
+    assert_eq!(
+        names,
+        ["mm_page_alloc_extfrag", "mm_page_alloc_zone_locked", "mm_page_alloc", "mm_page_free"],
+        "{log:?}"
+    );
     match log[0] {
         T::PageAllocExtfrag {
             pfn,
@@ -375,6 +385,16 @@ fn trace_events_mirror_the_kmem_tracepoints() {
     }
     assert_eq!(
         log[1],
+        T::PageAllocZoneLocked {
+            cpu: CpuId(1),
+            pfn: Pfn(p.0 + 4),
+            order: Order(2),
+            migratetype: MigrateType::Unmovable,
+            percpu_refill: true
+        }
+    );
+    assert_eq!(
+        log[2],
         T::PageAlloc {
             cpu: CpuId(1),
             pfn: Some(p),
@@ -383,20 +403,12 @@ fn trace_events_mirror_the_kmem_tracepoints() {
             migratetype: MigrateType::Unmovable
         }
     );
-    assert_eq!(log[2], T::PageFree { cpu: CpuId(1), pfn: p, order: Order(2) });
-    // The next unmovable request comes from the claimed block's own lists.
-    let q = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).unwrap();
+    assert_eq!(log[3], T::PageFree { cpu: CpuId(1), pfn: p, order: Order(2) });
+    // Draining the per-CPU list traces each block.
+    pa.drain_all_pages(cpu, None);
     let log2 = pa.events().0.lock().unwrap().clone();
-    assert_eq!(
-        log2[3],
-        T::PageAllocZoneLocked {
-            cpu: CpuId(1),
-            pfn: q,
-            order: Order(0),
-            migratetype: MigrateType::Unmovable,
-            percpu_refill: true
-        }
-    );
+    assert!(log2[4..].iter().all(|e| matches!(e, T::PagePcpuDrain { order: Order(2), .. })));
+    assert_eq!(log2.len(), 6, "two order-2 blocks drained: {log2:?}");
     // A failure is traced with no frame.
     while pa.alloc_pages(cpu, Gfp::NOWAIT | Gfp::DMA, Order(10)).is_ok() {}
     let log = pa.events().0.lock().unwrap();

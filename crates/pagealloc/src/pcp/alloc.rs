@@ -1,0 +1,248 @@
+//! The allocation side of a pageset: `rmqueue_pcplist`, the refill size `nr_pcp_alloc` and
+//! the bulk refill `rmqueue_bulk` (kernel-spec §3.4–3.6, presets-reference §3.5, §3.7).
+
+use crate::events::EventSink;
+use crate::gfp::AllocFlags;
+use crate::mem_map::{FrameInfo, FrameState};
+use crate::migratetype::MigrateType;
+use crate::pcp::PerCpuPages;
+use crate::policy::{FreeBatchSizing, HighDecay, PcpLocking, Policy, RefillSizing};
+use crate::sizing::pcp_clamp;
+use crate::stats::Counter;
+use crate::types::{Order, Pfn};
+use crate::zone::{flags, Zone};
+use crate::{Cpu, PageAllocator};
+
+impl PerCpuPages {
+    /// Clamp `high` into [high_min, high_max] with the kernel's clamp semantics, store it and
+    /// return it (the lazy clamp at the top of `nr_pcp_alloc` and `nr_pcp_high`).
+    #[inline]
+    pub(crate) fn clamp_high(&mut self) -> i32 {
+        self.high = pcp_clamp(self.high, self.high_min, self.high_max);
+        self.high
+    }
+
+    /// How many blocks of `order` to refill an empty list with (kernel `nr_pcp_alloc`). May
+    /// grow `high` and `alloc_factor`. `s` is PCP_BATCH_SCALE_MAX; `zone_flags` the zone's
+    /// flag bits.
+    pub(crate) fn nr_pcp_alloc(
+        &mut self,
+        policy: &Policy,
+        s: u8,
+        zone_flags: u32,
+        order: Order,
+    ) -> i32 {
+        let base = self.batch;
+        let high = self.clamp_high();
+        if high < base {
+            // Boot pageset or a PCP sized below its batch: one block at a time.
+            return 1;
+        }
+        let scaled = policy.refill_sizing == RefillSizing::AllocFactor && order.0 == 0;
+        let mut b = if scaled { base << self.alloc_factor } else { base };
+        if self.high_min != self.high_max {
+            // Auto-tuning: grow high by the amount asked for, unless the zone is short of
+            // memory (ZONE_BELOW_HIGH with that mechanism; kswapd running before it).
+            let gate =
+                if policy.zone_below_high { flags::BELOW_HIGH } else { flags::RECLAIM_ACTIVE };
+            if zone_flags & gate == 0 {
+                self.high = (high + b).min(self.high_max);
+            }
+        }
+        if scaled {
+            let maxn = (self.high - self.count - base).max(base);
+            if b <= maxn && self.alloc_factor < s {
+                self.alloc_factor += 1;
+            }
+            b = b.min(maxn);
+        }
+        if b > 1 {
+            b = (b >> order.0).max(2);
+        }
+        b
+    }
+
+    /// Bookkeeping every PCP allocation does before taking a block: the recent-free signal
+    /// decays (kernel: `free_count >>= 1`, or `free_factor >>= 1` before 6.7).
+    #[inline]
+    fn note_alloc(&mut self, policy: &Policy) {
+        match policy.free_batch_sizing {
+            FreeBatchSizing::Batch => {}
+            FreeBatchSizing::FreeFactor
+            | FreeBatchSizing::FreeFactorCapped
+            | FreeBatchSizing::FreeFactorCappedInclusive => self.free_factor >>= 1,
+            FreeBatchSizing::FreeCountV1 | FreeBatchSizing::FreeCount => self.free_count >>= 1,
+        }
+        self.active = true;
+    }
+}
+
+impl<E: EventSink> PageAllocator<E> {
+    /// Take a block of `order` from `cpu`'s pageset for `zone`, refilling its list from the
+    /// buddy lists if empty (kernel `rmqueue_pcplist`). `None` when the pageset is busy (the
+    /// caller then goes to the buddy lists, as the kernel does) or the refill found nothing.
+    pub(crate) fn rmqueue_pcplist(
+        &self,
+        cpu: Cpu,
+        zone: &Zone,
+        order: Order,
+        mt: MigrateType,
+        alloc_flags: AllocFlags,
+    ) -> Option<Pfn> {
+        let policy = &self.policy;
+        let pindex = policy.pcp_lists.pindex(order, mt as u8)?;
+        let slot = &zone.pcp[cpu.id.index()];
+        let mut pcp = match policy.pcp_locking {
+            PcpLocking::SpinlockTrylock => match slot.pcp.try_lock() {
+                Some(g) => g,
+                None => {
+                    self.counters.add_shared(Counter::PcpTrylockFail, 1);
+                    return None;
+                }
+            },
+            PcpLocking::LocalIrqOff => slot.pcp.lock(),
+        };
+        pcp.note_alloc(policy);
+        if pcp.lists[pindex].is_empty() {
+            let s = self.tunables.pcp_batch_scale_max;
+            let n = pcp.nr_pcp_alloc(
+                policy,
+                s,
+                zone.flags.load(core::sync::atomic::Ordering::Relaxed),
+                order,
+            );
+            let got = self.rmqueue_bulk(cpu, zone, &mut pcp, order, n, pindex, mt, alloc_flags);
+            slot.stats.add_locked(Counter::PcpRefill, 1);
+            slot.stats.add_locked(Counter::PcpRefillPages, (got as u64) << order.0);
+            if got == 0 {
+                return None;
+            }
+        }
+        let idx = pcp.lists[pindex].pop_head(&zone.mem_map)?;
+        pcp.count -= 1 << order.0;
+        if policy.high_decay == HighDecay::CountMinLimited {
+            pcp.count_min = pcp.count_min.min(pcp.count);
+        }
+        zone.mem_map[idx as usize].set_info(FrameInfo {
+            state: FrameState::Allocated,
+            order,
+            list: mt as u8,
+        });
+        slot.stats.add_locked(Counter::PcpAlloc, 1);
+        slot.stats.add_locked(Counter::pgalloc(zone.ztype), order.nr_pages().0);
+        Some(zone.pfn_of(idx))
+    }
+
+    /// Move up to `n` blocks of `order` from the buddy lists to the tail of list `pindex`,
+    /// under one zone-lock hold (kernel `rmqueue_bulk`). Returns how many it got; stops at the
+    /// first failure.
+    #[allow(clippy::too_many_arguments)]
+    fn rmqueue_bulk(
+        &self,
+        cpu: Cpu,
+        zone: &Zone,
+        pcp: &mut PerCpuPages,
+        order: Order,
+        n: i32,
+        pindex: usize,
+        mt: MigrateType,
+        alloc_flags: AllocFlags,
+    ) -> i32 {
+        let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
+        let mut got = 0;
+        while got < n {
+            let Some(pfn) = zl.rmqueue(order, mt, alloc_flags) else { break };
+            let idx = zone.index_of(pfn);
+            zone.mem_map[idx as usize].set_info(FrameInfo {
+                state: FrameState::Pcp,
+                order,
+                list: pindex as u8,
+            });
+            pcp.lists[pindex].push_tail(&zone.mem_map, idx);
+            pcp.count += 1 << order.0;
+            got += 1;
+        }
+        got
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcp::PcpSlot;
+    use crate::sizing::PcpSizes;
+
+    fn pcp(high_min: u32, high_max: u32) -> PerCpuPages {
+        let mut p = PcpSlot::new().pcp.into_inner();
+        p.update(PcpSizes { batch: 63, high_min, high_max });
+        p
+    }
+
+    /// kernel-spec §5.5, first trace: pure order-0 allocation from an empty pageset.
+    #[test]
+    fn refill_sizes_and_high_growth_follow_the_reference_trace() {
+        let policy = Policy::modern();
+        let mut p = pcp(3132, 20480);
+        let mut sizes = std::vec::Vec::new();
+        let mut highs = std::vec::Vec::new();
+        let mut factors = std::vec::Vec::new();
+        for _ in 0..14 {
+            // Each refill happens with count 0 (the list was used up since).
+            sizes.push(p.nr_pcp_alloc(&policy, 5, 0, Order(0)));
+            highs.push(p.high);
+            factors.push(p.alloc_factor);
+        }
+        assert_eq!(
+            sizes,
+            [63, 126, 252, 504, 1008, 2016, 2016, 2016, 2016, 2016, 2016, 2016, 2016, 2016]
+        );
+        assert_eq!(
+            highs,
+            [
+                3195, 3321, 3573, 4077, 5085, 7101, 9117, 11133, 13149, 15165, 17181, 19197, 20480,
+                20480
+            ]
+        );
+        assert_eq!(factors[..7], [1, 2, 3, 4, 5, 5, 5]);
+    }
+
+    #[test]
+    fn higher_orders_refill_in_blocks_and_do_not_scale() {
+        let policy = Policy::modern();
+        for (order, want) in [(1, 31), (2, 15), (3, 7), (9, 2)] {
+            let mut p = pcp(3132, 20480);
+            assert_eq!(p.nr_pcp_alloc(&policy, 5, 0, Order(order)), want, "order {order}");
+            assert_eq!(p.alloc_factor, 0);
+            assert_eq!(p.high, 3132 + 63, "grows by batch");
+        }
+    }
+
+    #[test]
+    fn below_high_stops_growth_and_boot_pagesets_take_one_block() {
+        let policy = Policy::modern();
+        let mut p = pcp(3132, 20480);
+        assert_eq!(p.nr_pcp_alloc(&policy, 5, flags::BELOW_HIGH, Order(0)), 63);
+        assert_eq!(p.high, 3132);
+        let mut boot = PcpSlot::new().pcp.into_inner();
+        assert_eq!(boot.nr_pcp_alloc(&policy, 5, 0, Order(0)), 1);
+        // Before 6.7: a fixed batch, no growth.
+        let old = Policy::preset("tune-base").unwrap();
+        let mut p = pcp(3132, 3132);
+        for _ in 0..3 {
+            assert_eq!(p.nr_pcp_alloc(&old, 5, 0, Order(0)), 63);
+        }
+        assert_eq!(p.high, 3132);
+    }
+
+    /// maxn limits an order-0 refill by what fits below high.
+    #[test]
+    fn order0_refill_is_limited_by_room_below_high() {
+        let policy = Policy::modern();
+        let mut p = pcp(3132, 3132);
+        p.count = 3000;
+        p.alloc_factor = 3;
+        // b = 63 << 3 = 504; maxn = max(3132 - 3000 - 63, 63) = 69.
+        assert_eq!(p.nr_pcp_alloc(&policy, 5, 0, Order(0)), 69);
+        assert_eq!(p.alloc_factor, 3, "no bump when the request did not fit");
+    }
+}

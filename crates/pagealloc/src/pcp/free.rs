@@ -1,0 +1,381 @@
+//! The free side of a pageset: `free_unref_page_commit`, the flush threshold `nr_pcp_high`,
+//! the drain size `nr_pcp_free` and the bulk drain `free_pcppages_bulk` (kernel-spec §4,
+//! presets-reference §1.2, §2, §3).
+
+use alloc::vec::Vec;
+
+use crate::buddy::Fpi;
+use crate::events::{EventSink, TraceEvent};
+use crate::gfp::AllocFlags;
+use crate::mem_map::{FrameInfo, FrameState};
+use crate::migratetype::MigrateType;
+use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
+use crate::policy::{
+    BuddyPrefetch, BulkFree, FreeBatchSizing, FreeHigh, FreeHighDrain, PcpLocking, PgfreeUnit,
+    Policy, ReclaimActiveLimit, RefillSizing,
+};
+use crate::sizing::pcp_clamp;
+use crate::stats::{Counter, DrainReason};
+use crate::types::{Order, Pfn, ZoneType, PAGE_ALLOC_COSTLY_ORDER};
+use crate::zone::{flags, Zone, WMARK_HIGH};
+use crate::{Cpu, PageAllocator};
+
+impl PerCpuPages {
+    /// The recent-free signal: is this pageset mostly freeing right now?
+    #[inline]
+    fn freeing_signal(&self, policy: &Policy) -> bool {
+        match policy.free_batch_sizing {
+            FreeBatchSizing::Batch => false,
+            FreeBatchSizing::FreeFactor
+            | FreeBatchSizing::FreeFactorCapped
+            | FreeBatchSizing::FreeFactorCappedInclusive => self.free_factor != 0,
+            FreeBatchSizing::FreeCountV1 | FreeBatchSizing::FreeCount => {
+                self.free_count >= self.batch
+            }
+        }
+    }
+
+    /// How much a free under memory pressure (reclaim active, zone below high) lowers `high`.
+    #[inline]
+    fn pressure_step(&self, policy: &Policy) -> i32 {
+        match policy.free_batch_sizing {
+            FreeBatchSizing::Batch => self.batch,
+            FreeBatchSizing::FreeFactor
+            | FreeBatchSizing::FreeFactorCapped
+            | FreeBatchSizing::FreeFactorCappedInclusive => shl(self.batch, self.free_factor),
+            FreeBatchSizing::FreeCountV1 => self.free_count,
+            FreeBatchSizing::FreeCount => self.free_count.max(self.batch),
+        }
+    }
+
+    /// What an overflowing burst of frees asks `high` to grow to, minus one batch.
+    #[inline]
+    fn grow_step(&self, policy: &Policy) -> i32 {
+        match policy.free_batch_sizing {
+            FreeBatchSizing::Batch => 0,
+            FreeBatchSizing::FreeFactor
+            | FreeBatchSizing::FreeFactorCapped
+            | FreeBatchSizing::FreeFactorCappedInclusive => shl(self.batch, self.free_factor),
+            FreeBatchSizing::FreeCountV1 | FreeBatchSizing::FreeCount => self.free_count,
+        }
+    }
+
+    /// Decide free_high for a block of `order` just pushed (count includes it), and keep
+    /// PREV_FREE_HIGH_ORDER up to date.
+    pub(crate) fn free_high_decision(&mut self, policy: &Policy, order: Order) -> bool {
+        let high_order = order.0 >= 1 && order.0 <= PAGE_ALLOC_COSTLY_ORDER;
+        let cache_ok = self.flags & PCPF_FREE_HIGH_BATCH == 0 || self.count >= self.batch;
+        let signal = high_order && self.freeing_signal(policy) && cache_ok;
+        let free_high = match policy.free_high {
+            FreeHigh::Off => false,
+            FreeHigh::AnyHighOrder => signal,
+            FreeHigh::Consecutive => signal && self.flags & PCPF_PREV_FREE_HIGH_ORDER != 0,
+        };
+        if high_order {
+            self.flags |= PCPF_PREV_FREE_HIGH_ORDER;
+        } else {
+            self.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
+        }
+        free_high
+    }
+
+    /// The flush threshold for this free (kernel `nr_pcp_high`), and why a drain at it would
+    /// happen. May move `high`.
+    pub(crate) fn nr_pcp_high(
+        &mut self,
+        policy: &Policy,
+        s: u8,
+        zone_flags: u32,
+        free_high: bool,
+    ) -> (i32, DrainReason) {
+        let high = self.clamp_high();
+        if high == 0 {
+            return (0, DrainReason::High);
+        }
+        if free_high {
+            if policy.free_high_drain == FreeHighDrain::CappedShrinkHigh {
+                self.high = (high - shl(self.batch, s)).max(self.high_min);
+            }
+            return (0, DrainReason::FreeHigh);
+        }
+        if zone_flags & flags::RECLAIM_ACTIVE != 0 {
+            match policy.reclaim_active_limit {
+                ReclaimActiveLimit::Off => {}
+                ReclaimActiveLimit::Cap => {
+                    return ((4 * self.batch).min(high), DrainReason::Reclaim)
+                }
+                ReclaimActiveLimit::CapAndShrink => {
+                    self.high = (high - self.pressure_step(policy)).max(self.high_min);
+                    return ((4 * self.batch).min(self.high), DrainReason::Reclaim);
+                }
+            }
+        }
+        if self.high_min == self.high_max {
+            return (high, DrainReason::High);
+        }
+        if policy.zone_below_high && zone_flags & flags::BELOW_HIGH != 0 {
+            self.high = (high - self.pressure_step(policy)).max(self.high_min);
+            return (self.count.max(self.high_min), DrainReason::BelowHigh);
+        }
+        if self.count >= high {
+            // A burst of frees overflowed: let high follow it (the drain still happens now).
+            let need = self.grow_step(policy).saturating_add(self.batch);
+            if self.high < need {
+                self.high = pcp_clamp(need, self.high_min, self.high_max);
+            }
+        }
+        (high, DrainReason::High)
+    }
+
+    /// How many pages to drain (kernel `nr_pcp_free`). May bump `free_factor`.
+    pub(crate) fn nr_pcp_free(
+        &mut self,
+        policy: &Policy,
+        s: u8,
+        high: i32,
+        free_high: bool,
+    ) -> i32 {
+        let batch = self.batch;
+        if free_high {
+            return match policy.free_high_drain {
+                FreeHighDrain::All => self.count,
+                FreeHighDrain::CappedShrinkHigh => self.count.min(shl(batch, s)),
+            };
+        }
+        if high < batch {
+            return 1;
+        }
+        let (lo, hi) = (batch, high - batch);
+        let mut factor = |capped: bool, inclusive: bool| {
+            let n = shl(batch, self.free_factor);
+            let room = if inclusive { n <= hi } else { n < hi };
+            if room && (!capped || self.free_factor < s) {
+                self.free_factor += 1;
+            }
+            pcp_clamp(n, lo, hi)
+        };
+        match policy.free_batch_sizing {
+            FreeBatchSizing::Batch => batch,
+            FreeBatchSizing::FreeFactor => factor(false, false),
+            FreeBatchSizing::FreeFactorCapped => factor(true, false),
+            FreeBatchSizing::FreeFactorCappedInclusive => factor(true, true),
+            FreeBatchSizing::FreeCountV1 | FreeBatchSizing::FreeCount => {
+                pcp_clamp(self.free_count, lo, hi)
+            }
+        }
+    }
+}
+
+/// `v << by` saturating at `i32::MAX` (a free_factor grows until the product passes high).
+#[inline]
+fn shl(v: i32, by: u8) -> i32 {
+    i32::try_from(i64::from(v) << by.min(40)).unwrap_or(i32::MAX)
+}
+
+impl<E: EventSink> PageAllocator<E> {
+    /// Free a claimed block through `cpu`'s pageset when the policy caches its order and the
+    /// pageset is available (kernel `free_unref_page`). Returns false when the caller must free
+    /// it to the buddy lists instead.
+    pub(crate) fn free_unref_page(&self, cpu: Cpu, zone: &Zone, pfn: Pfn, order: Order) -> bool {
+        let policy = &self.policy;
+        let mt = zone.pageblocks.get(pfn);
+        if mt == MigrateType::Isolate {
+            return false;
+        }
+        // HIGHATOMIC and CMA blocks ride on the MOVABLE list; draining returns them home.
+        let pcp_mt = if mt.is_mergeable() { mt } else { MigrateType::Movable };
+        let Some(pindex) = policy.pcp_lists.pindex(order, pcp_mt as u8) else { return false };
+        let slot = &zone.pcp[cpu.id.index()];
+        let mut pcp = match policy.pcp_locking {
+            PcpLocking::SpinlockTrylock => match slot.pcp.try_lock() {
+                Some(g) => g,
+                None => {
+                    self.counters.add_shared(Counter::PcpTrylockFail, 1);
+                    return false;
+                }
+            },
+            PcpLocking::LocalIrqOff => slot.pcp.lock(),
+        };
+        self.free_unref_page_commit(cpu, zone, slot, &mut pcp, pfn, order, pindex);
+        true
+    }
+
+    /// Put the block on its list and drain if the pageset is over its threshold (kernel
+    /// `free_unref_page_commit`).
+    #[allow(clippy::too_many_arguments)]
+    fn free_unref_page_commit(
+        &self,
+        cpu: Cpu,
+        zone: &Zone,
+        slot: &PcpSlot,
+        pcp: &mut PerCpuPages,
+        pfn: Pfn,
+        order: Order,
+        pindex: usize,
+    ) {
+        let policy = &self.policy;
+        let s = self.tunables.pcp_batch_scale_max;
+        if policy.refill_sizing == RefillSizing::AllocFactor {
+            pcp.alloc_factor >>= 1;
+        }
+        let pgfree = match policy.pgfree_unit {
+            PgfreeUnit::Pages => order.nr_pages().0,
+            PgfreeUnit::Blocks => 1,
+        };
+        slot.stats.add_locked(Counter::Pgfree, pgfree);
+        slot.stats.add_locked(Counter::PcpFree, 1);
+        let idx = zone.index_of(pfn);
+        zone.mem_map[idx as usize].set_info(FrameInfo {
+            state: FrameState::Pcp,
+            order,
+            list: pindex as u8,
+        });
+        pcp.lists[pindex].push_head(&zone.mem_map, idx);
+        pcp.count += 1 << order.0;
+        pcp.active = true;
+        let free_high = pcp.free_high_decision(policy, order);
+        if matches!(
+            policy.free_batch_sizing,
+            FreeBatchSizing::FreeCount | FreeBatchSizing::FreeCountV1
+        ) && pcp.free_count < shl(pcp.batch, s)
+        {
+            pcp.free_count += 1 << order.0;
+        }
+        let zone_flags = zone.flags.load(core::sync::atomic::Ordering::Relaxed);
+        let (high, reason) = pcp.nr_pcp_high(policy, s, zone_flags, free_high);
+        if pcp.count >= high {
+            let n = pcp.nr_pcp_free(policy, s, high, free_high);
+            self.free_pcppages_bulk(cpu, zone, slot, pcp, n, pindex, reason);
+            if policy.zone_below_high
+                && zone.test_flag(flags::BELOW_HIGH)
+                && zone.watermark_ok(
+                    Order(0),
+                    zone.wmark_pages(WMARK_HIGH),
+                    ZoneType::Movable,
+                    AllocFlags(0),
+                )
+            {
+                zone.clear_flag(flags::BELOW_HIGH);
+            }
+        }
+    }
+
+    /// Return up to `n` pages from the pageset to the buddy lists, oldest blocks first
+    /// (kernel `free_pcppages_bulk`). `start` is the list that overflowed (0 for drains).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn free_pcppages_bulk(
+        &self,
+        cpu: Cpu,
+        zone: &Zone,
+        slot: &PcpSlot,
+        pcp: &mut PerCpuPages,
+        n: i32,
+        start: usize,
+        reason: DrainReason,
+    ) {
+        let mut n = n.min(pcp.count);
+        if n <= 0 {
+            return;
+        }
+        let (events, pages) = reason.counters();
+        slot.stats.add_locked(events, 1);
+        slot.stats.add_locked(pages, n as u64);
+        let layout = self.policy.pcp_lists;
+        let nr_lists = layout.nr_lists();
+        let prefetch_budget = pcp.batch;
+        if self.policy.bulk_free == BulkFree::TwoPassRoundRobin {
+            // Pass 1, without the zone lock: pick blocks round-robin with the batch_free
+            // allowance; pass 2 frees them in that order under one zone-lock hold.
+            let mut picked: Vec<(u32, Order)> = Vec::new();
+            let (mut pindex, mut batch_free) = (0usize, 0i32);
+            while n > 0 {
+                loop {
+                    batch_free += 1;
+                    pindex = (pindex + 1) % nr_lists;
+                    if !pcp.lists[pindex].is_empty() {
+                        break;
+                    }
+                }
+                if batch_free == nr_lists as i32 {
+                    // Only one list holds anything: take everything asked from it.
+                    batch_free = n;
+                }
+                let order = layout.pindex_order(pindex).unwrap_or(Order(0));
+                while let Some(idx) = pcp.lists[pindex].pop_tail(&zone.mem_map) {
+                    n -= 1 << order.0;
+                    pcp.count -= 1 << order.0;
+                    if (picked.len() as i32) < prefetch_budget {
+                        self.prefetch_buddy(zone, zone.pfn_of(idx), order);
+                    }
+                    picked.push((idx, order));
+                    batch_free -= 1;
+                    if n <= 0 || batch_free == 0 || pcp.lists[pindex].is_empty() {
+                        break;
+                    }
+                }
+            }
+            let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
+            for (idx, order) in picked {
+                free_to_buddy(&mut zl, cpu, zone, idx, order);
+            }
+            return;
+        }
+        let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
+        // v2 (5.18) probes the start list first; v1 probes the one after it.
+        let mut pindex = match self.policy.bulk_free {
+            BulkFree::SinglePassAfterStart => start + 1,
+            _ => start,
+        } % nr_lists;
+        let mut prefetched = 0;
+        while n > 0 {
+            while pcp.lists[pindex].is_empty() {
+                pindex = (pindex + 1) % nr_lists;
+            }
+            let order = layout.pindex_order(pindex).unwrap_or(Order(0));
+            while let Some(idx) = pcp.lists[pindex].pop_tail(&zone.mem_map) {
+                n -= 1 << order.0;
+                pcp.count -= 1 << order.0;
+                if prefetched < prefetch_budget {
+                    self.prefetch_buddy(zone, zone.pfn_of(idx), order);
+                    prefetched += 1;
+                }
+                free_to_buddy(&mut zl, cpu, zone, idx, order);
+                if n <= 0 || pcp.lists[pindex].is_empty() {
+                    break;
+                }
+            }
+            pindex = (pindex + 1) % nr_lists;
+        }
+    }
+
+    /// Touch the buddy frame a bulk free is about to merge with, as the kernel's prefetch did
+    /// (a cache effect only; which frame depends on the policy).
+    #[inline]
+    fn prefetch_buddy(&self, zone: &Zone, pfn: Pfn, order: Order) {
+        let buddy = match self.policy.bulk_free_prefetch {
+            BuddyPrefetch::Off => return,
+            BuddyPrefetch::Order0Buddy => pfn.buddy(Order(0)),
+            BuddyPrefetch::OrderBuddy => pfn.buddy(order),
+        };
+        if zone.spans(buddy) {
+            core::hint::black_box(zone.frame(buddy).info());
+        }
+    }
+}
+
+/// Free one block taken off a pageset into the buddy lists, as its pageblock's type
+/// (looked up now: 6.10 semantics), and trace it.
+fn free_to_buddy<E: EventSink>(
+    zl: &mut crate::zone::ZoneLocked<'_, E>,
+    cpu: Cpu,
+    zone: &Zone,
+    idx: u32,
+    order: Order,
+) {
+    let pfn = zone.pfn_of(idx);
+    let mt = zone.pageblocks.get(pfn);
+    zl.free_one_page_locked(pfn, order, mt, Fpi::None);
+    if E::ENABLED {
+        zl.events.record(&TraceEvent::PagePcpuDrain { cpu: cpu.id, pfn, order, migratetype: mt });
+    }
+}

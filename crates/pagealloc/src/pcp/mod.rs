@@ -1,0 +1,257 @@
+//! Per-CPU pagesets (kernel `struct per_cpu_pages`): a small cache of free blocks per
+//! (zone, CPU) in front of the buddy lists, so most allocations and frees never touch the zone
+//! lock (kernel-spec §1.5–1.6, §3.4–3.6, §4, §5).
+//!
+//! Every mechanism the seeds changed is switched by [`Policy`]: the list layout, how `high`
+//! is sized and tuned, refill and drain sizes, `free_high`, bulk-free list selection, decay.
+//! The functions keep the kernel's names: [`alloc`] has `rmqueue_pcplist`, `nr_pcp_alloc` and
+//! `rmqueue_bulk`; [`free`] has `free_unref_page_commit`, `nr_pcp_high`, `nr_pcp_free` and
+//! `free_pcppages_bulk`; [`drain`] has `decay_pcp_high`, `drain_zone_pages`,
+//! `drain_pages_zone` and `drain_all_pages`.
+//!
+//! Locking: each pageset sits behind its own lock. The local allocation and free paths only
+//! try-lock it under [`PcpLocking::SpinlockTrylock`] and fall back to the zone on failure;
+//! drains and decay always lock it. Lock order: pageset lock, then zone lock.
+
+pub(crate) mod alloc;
+pub mod drain;
+pub(crate) mod free;
+
+use crate::list::ListHead;
+use crate::policy::{PcpHigh, Policy, Tunables, MAX_NR_PCP_LISTS};
+use crate::sizing::{self, PcpSizes};
+use crate::stats::Counters;
+use crate::sync::Mutex;
+
+#[cfg(doc)]
+use crate::policy::PcpLocking;
+
+/// PCPF_PREV_FREE_HIGH_ORDER: the last free on this pageset was of order 1..=3.
+pub const PCPF_PREV_FREE_HIGH_ORDER: u8 = 0x01;
+/// PCPF_FREE_HIGH_BATCH: this CPU's cache share is large; free_high keeps `batch` pages.
+pub const PCPF_FREE_HIGH_BATCH: u8 = 0x02;
+
+/// One per-CPU pageset. Everything here is protected by the pageset's lock (the `Mutex` in
+/// [`PcpSlot`]). Invariants: `count == Σ lists[i].len() << order(i)`; once used,
+/// `high_min <= high <= high_max` except transiently as kernel-spec §1.5 and §8.3 describe.
+/// Counts are `i32` as the kernel's `int`s: they are compared with differences that can go
+/// negative (`high - count - batch`).
+#[derive(Debug)]
+pub struct PerCpuPages {
+    /// Pages (not blocks) on all lists.
+    pub(crate) count: i32,
+    /// The flush threshold in force; 0 until first use, then clamped lazily.
+    pub(crate) high: i32,
+    /// Lower bound of `high`.
+    pub(crate) high_min: i32,
+    /// Upper bound of `high` (== high_min when tuning is off).
+    pub(crate) high_max: i32,
+    /// Refill and drain chunk.
+    pub(crate) batch: i32,
+    /// `PCPF_*` bits.
+    pub(crate) flags: u8,
+    /// Refill scale exponent (RefillSizing::AllocFactor), 0..=S.
+    pub(crate) alloc_factor: u8,
+    /// Remote-node drain countdown, in ticks.
+    pub(crate) expire: u8,
+    /// Drain scale exponent of the 5.14–6.6 forms (FreeBatchSizing::FreeFactor*).
+    pub(crate) free_factor: u8,
+    /// Pages freed recently (FreeBatchSizing::FreeCount*), halved by each allocation.
+    pub(crate) free_count: i32,
+    /// Lowest count after an allocation since the last decay (HighDecay::CountMinLimited).
+    pub(crate) count_min: i32,
+    /// Activity since the last tick: the vmstat-fold signal that re-arms `expire`.
+    pub(crate) active: bool,
+    /// Free blocks, indexed by pindex; head = most recently freed.
+    pub(crate) lists: [ListHead; MAX_NR_PCP_LISTS],
+}
+
+impl PerCpuPages {
+    /// The boot pageset: every free goes straight back, every refill takes one block.
+    pub(crate) const fn new() -> PerCpuPages {
+        PerCpuPages {
+            count: 0,
+            high: 0,
+            high_min: 0,
+            high_max: 0,
+            batch: 1,
+            flags: 0,
+            alloc_factor: 0,
+            expire: 0,
+            free_factor: 0,
+            free_count: 0,
+            count_min: 0,
+            active: false,
+            lists: [ListHead::new(); MAX_NR_PCP_LISTS],
+        }
+    }
+
+    /// Pages on all lists.
+    pub fn count(&self) -> i32 {
+        self.count
+    }
+
+    /// The flush threshold in force (0 before first use).
+    pub fn high(&self) -> i32 {
+        self.high
+    }
+
+    /// Lower bound of `high`.
+    pub fn high_min(&self) -> i32 {
+        self.high_min
+    }
+
+    /// Upper bound of `high`.
+    pub fn high_max(&self) -> i32 {
+        self.high_max
+    }
+
+    /// Refill and drain chunk.
+    pub fn batch(&self) -> i32 {
+        self.batch
+    }
+
+    /// `PCPF_*` flag bits.
+    pub fn flags(&self) -> u8 {
+        self.flags
+    }
+
+    /// The refill scale exponent.
+    pub fn alloc_factor(&self) -> u8 {
+        self.alloc_factor
+    }
+
+    /// The recent-free counter (free_count, or free_factor for the older forms).
+    pub fn free_count(&self) -> i32 {
+        self.free_count
+    }
+
+    /// The 5.14–6.6 drain scale exponent.
+    pub fn free_factor(&self) -> u8 {
+        self.free_factor
+    }
+
+    /// Blocks on list `pindex`.
+    pub fn list_len(&self, pindex: usize) -> u32 {
+        self.lists.get(pindex).map_or(0, ListHead::len)
+    }
+
+    /// Push new sizes (kernel `pageset_update`): `high` itself is left alone and re-clamped
+    /// on next use.
+    pub(crate) fn update(&mut self, sizes: PcpSizes) {
+        self.batch = sizes.batch as i32;
+        self.high_min = sizes.high_min as i32;
+        self.high_max = sizes.high_max as i32;
+    }
+}
+
+/// A pageset, its lock and the counters it owns, on its own cache lines.
+#[derive(Debug)]
+#[repr(align(64))]
+pub struct PcpSlot {
+    pub(crate) pcp: Mutex<PerCpuPages>,
+    /// Counters updated under `pcp`'s lock.
+    pub(crate) stats: Counters,
+}
+
+impl PcpSlot {
+    pub(crate) fn new() -> PcpSlot {
+        PcpSlot { pcp: Mutex::new(PerCpuPages::new()), stats: Counters::default() }
+    }
+
+    /// A copy of the pageset's state, taken under its lock.
+    pub fn snapshot(&self) -> PcpSnapshot {
+        let p = self.pcp.lock();
+        PcpSnapshot {
+            count: p.count,
+            high: p.high,
+            high_min: p.high_min,
+            high_max: p.high_max,
+            batch: p.batch,
+            flags: p.flags,
+            alloc_factor: p.alloc_factor,
+            free_factor: p.free_factor,
+            free_count: p.free_count,
+        }
+    }
+}
+
+/// A pageset's fields at one moment (what `/proc/zoneinfo` prints, and more).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PcpSnapshot {
+    /// Pages on all lists.
+    pub count: i32,
+    /// Flush threshold in force.
+    pub high: i32,
+    /// Lower bound of high.
+    pub high_min: i32,
+    /// Upper bound of high.
+    pub high_max: i32,
+    /// Refill and drain chunk.
+    pub batch: i32,
+    /// `PCPF_*` bits.
+    pub flags: u8,
+    /// Refill scale exponent.
+    pub alloc_factor: u8,
+    /// Older drain scale exponent.
+    pub free_factor: u8,
+    /// Recent frees, pages.
+    pub free_count: i32,
+}
+
+/// Batch, high_min and high_max for a zone's pagesets under `policy` (kernel
+/// `zone_set_pageset_high_and_batch`). An unpopulated zone gets the boot pageset.
+pub(crate) fn zone_pcp_sizes(
+    policy: &Policy,
+    tunables: &Tunables,
+    managed: crate::types::NrPages,
+    low_wmark_with_boost: u64,
+    node_cpus: u32,
+    num_online_cpus: u32,
+) -> PcpSizes {
+    if managed.0 == 0 {
+        return sizing::BOOT_PCP_SIZES;
+    }
+    let batch = sizing::zone_batchsize(managed);
+    let fraction = tunables.percpu_pagelist_high_fraction;
+    let static_high = |fraction| {
+        sizing::zone_highsize(
+            low_wmark_with_boost,
+            managed,
+            batch,
+            node_cpus,
+            0,
+            num_online_cpus,
+            fraction,
+        )
+    };
+    match policy.pcp_high {
+        PcpHigh::SixTimesBatch => {
+            // 6 × the unclamped batch: tiny zones printed high 0, batch 1 on those kernels.
+            let high = sizing::legacy_pcp_high(sizing::zone_batchsize_raw(
+                managed,
+                sizing::BATCH_CAP_PAGES,
+            ));
+            PcpSizes { batch, high_min: high, high_max: high }
+        }
+        PcpHigh::StaticLowWmark => {
+            let high = static_high(fraction);
+            PcpSizes { batch, high_min: high, high_max: high }
+        }
+        PcpHigh::AutoTune => {
+            sizing::pcp_sizes(
+                low_wmark_with_boost,
+                managed,
+                node_cpus,
+                0,
+                num_online_cpus,
+                fraction,
+            )
+            .unwrap_or_else(|_| {
+                // Tunables::validate refuses fractions 1..=7 before we get here.
+                let high = static_high(0);
+                PcpSizes { batch, high_min: high, high_max: high }
+            })
+        }
+    }
+}
