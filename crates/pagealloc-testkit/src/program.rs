@@ -100,6 +100,30 @@ pub enum Op {
         /// Which live block.
         slot: u32,
     },
+    /// One vmstat interval on a CPU: decay of high, remote-node expiry.
+    Tick {
+        /// CPU.
+        cpu: u32,
+    },
+    /// Drain every CPU's pagesets (the slow path's drain_all_pages), from a CPU.
+    DrainAll {
+        /// CPU doing it.
+        cpu: u32,
+    },
+    /// Drain one CPU's pagesets from another CPU.
+    DrainCpu {
+        /// CPU doing it.
+        cpu: u32,
+        /// CPU whose pagesets are emptied.
+        target: u32,
+    },
+    /// Mark background reclaim as running (or finished) on a zone.
+    ReclaimActive {
+        /// Zone index (modulo the zone count).
+        zone: u16,
+        /// Running?
+        on: bool,
+    },
     /// Attempt a free that must fail.
     BadFree {
         /// CPU.
@@ -118,13 +142,15 @@ pub struct Mix {
     pub alloc: f64,
     /// Probability an operation is a bad free.
     pub bad_free: f64,
+    /// Probability an operation is a tick, a drain or a reclaim toggle.
+    pub housekeeping: f64,
     /// Probability an allocation is above order 3 (orders 0..=3 share the rest).
     pub high_order: f64,
 }
 
 impl Default for Mix {
     fn default() -> Mix {
-        Mix { alloc: 0.55, bad_free: 0.03, high_order: 0.1 }
+        Mix { alloc: 0.55, bad_free: 0.03, housekeeping: 0.01, high_order: 0.1 }
     }
 }
 
@@ -136,9 +162,16 @@ pub fn random_program(seed: u64, len: usize, nr_cpus: u32, mix: Mix) -> Vec<Op> 
             let cpu = rng.below(u64::from(nr_cpus.max(1))) as u32;
             let slot = rng.next_u64() as u32;
             let r = rng.next_u64() as f64 / u64::MAX as f64;
-            if r < mix.bad_free {
+            if r < mix.housekeeping {
+                match rng.below(4) {
+                    0 => Op::Tick { cpu },
+                    1 => Op::DrainAll { cpu },
+                    2 => Op::DrainCpu { cpu, target: slot },
+                    _ => Op::ReclaimActive { zone: slot as u16, on: rng.chance(0.5) },
+                }
+            } else if r < mix.housekeeping + mix.bad_free {
                 Op::BadFree { cpu, slot, kind: BadFree::ALL[rng.below(6) as usize] }
-            } else if r < mix.bad_free + mix.alloc {
+            } else if r < mix.housekeeping + mix.bad_free + mix.alloc {
                 let order = if rng.chance(mix.high_order) {
                     4 + rng.below(7) as u8
                 } else {

@@ -93,6 +93,15 @@ pub fn run<E: EventSink>(
                 }
                 stats.frees += 1;
             }
+            Op::Tick { cpu } => {
+                pa.tick(cpu_of(cpu));
+            }
+            Op::DrainAll { cpu } => pa.drain_all_pages(cpu_of(cpu), None),
+            Op::DrainCpu { cpu, target } => pa.drain_pages(cpu_of(cpu), CpuId(target % nr_cpus)),
+            Op::ReclaimActive { zone, on } => {
+                let nr_zones = pa.zones().len() as u16;
+                pa.set_reclaim_active(pagealloc::ZoneIdx(zone % nr_zones), on);
+            }
             Op::BadFree { cpu, slot, kind } => {
                 let Some((pfn, order)) = bad_free_target(&oracle, &freed, slot, kind) else {
                     continue;
@@ -101,6 +110,7 @@ pub fn run<E: EventSink>(
                     continue;
                 }
                 let free_before = pa.nr_free_pages();
+                let pcp_before: u64 = pa.zones().iter().map(|z| z.pcp_pages()).sum();
                 match pa.free_pages(cpu_of(cpu), pfn, order) {
                     Ok(()) => {
                         return Err(fail(format!(
@@ -115,8 +125,9 @@ pub fn run<E: EventSink>(
                     }
                     Err(_) => {}
                 }
-                if pa.nr_free_pages() != free_before {
-                    return Err(fail("a refused free changed the free page count".into()));
+                let pcp_after: u64 = pa.zones().iter().map(|z| z.pcp_pages()).sum();
+                if pa.nr_free_pages() != free_before || pcp_after != pcp_before {
+                    return Err(fail("a refused free changed the free page counts".into()));
                 }
                 stats.bad_frees += 1;
             }
@@ -142,6 +153,19 @@ pub fn run<E: EventSink>(
             })?;
         }
         check_state(pa, &oracle).map_err(|what| Failure { step: end, op: None, what })?;
+        // Once every pageset is drained, every page is back and merged as far as it can.
+        pa.drain_all_pages(cpu, None);
+        if pa.nr_free_pages() != pa.managed_pages() && isolated_pages(pa) == 0 {
+            return Err(Failure {
+                step: end,
+                op: None,
+                what: format!(
+                    "after freeing and draining everything {} of {} pages are free",
+                    pa.nr_free_pages().0,
+                    pa.managed_pages().0
+                ),
+            });
+        }
     }
     Ok((stats, oracle))
 }
@@ -158,6 +182,12 @@ pub fn check_state<E: EventSink>(pa: &PageAllocator<E>, oracle: &Oracle) -> Resu
         ));
     }
     Ok(())
+}
+
+/// Pages on ISOLATE lists (not counted as free).
+fn isolated_pages<E: EventSink>(pa: &PageAllocator<E>) -> u64 {
+    let c = census(pa);
+    c.free.saturating_sub(pa.nr_free_pages().0)
 }
 
 fn pick(oracle: &Oracle, slot: u32) -> Option<(Pfn, crate::oracle::Live)> {

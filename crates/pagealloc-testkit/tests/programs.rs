@@ -13,9 +13,12 @@ fn op() -> impl Strategy<Value = Op> {
     let bad = prop::sample::select(BadFree::ALL.to_vec());
     let order = prop_oneof![8 => 0u8..=3, 2 => 4u8..=10];
     prop_oneof![
-        6 => (0u32..4, gfp, order).prop_map(|(cpu, gfp, order)| Op::Alloc { cpu, gfp, order }),
-        5 => (0u32..4, any::<u32>()).prop_map(|(cpu, slot)| Op::Free { cpu, slot }),
-        1 => (0u32..4, any::<u32>(), bad).prop_map(|(cpu, slot, kind)| Op::BadFree { cpu, slot, kind }),
+        12 => (0u32..4, gfp, order).prop_map(|(cpu, gfp, order)| Op::Alloc { cpu, gfp, order }),
+        10 => (0u32..4, any::<u32>()).prop_map(|(cpu, slot)| Op::Free { cpu, slot }),
+        2 => (0u32..4, any::<u32>(), bad).prop_map(|(cpu, slot, kind)| Op::BadFree { cpu, slot, kind }),
+        1 => (0u32..4).prop_map(|cpu| Op::Tick { cpu }),
+        1 => (0u32..4, 0u32..4).prop_map(|(cpu, target)| Op::DrainCpu { cpu, target }),
+        1 => (0u16..8, any::<bool>()).prop_map(|(zone, on)| Op::ReclaimActive { zone, on }),
     ]
 }
 
@@ -23,30 +26,40 @@ fn shape() -> impl Strategy<Value = Shape> {
     prop::sample::select(Shape::ALL.to_vec())
 }
 
+fn preset() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(pagealloc::policy::PRESET_NAMES.to_vec())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     #[test]
-    fn random_programs_keep_every_invariant(shape in shape(), ops in prop::collection::vec(op(), 1..200)) {
-        let pa = PageAllocator::new(shape.map(), Tunables::default(), Policy::modern()).unwrap();
+    fn random_programs_keep_every_invariant(
+        shape in shape(),
+        preset in preset(),
+        ops in prop::collection::vec(op(), 1..200),
+    ) {
+        let policy = Policy::preset(preset).unwrap();
+        let pa = PageAllocator::new(shape.map(), Tunables::default(), policy).unwrap();
         if let Err(f) = run(&pa, &ops, RunOptions::default()) {
-            prop_assert!(false, "{shape:?}: {f}");
+            prop_assert!(false, "{shape:?} {preset}: {f}");
         }
     }
 }
 
-/// Long seeded programs, checked less often, on every shape: the allocator under sustained
-/// churn, including exhaustion of the tiny machine.
+/// Long seeded programs, checked less often, on every shape and every preset: the allocator
+/// under sustained churn, including exhaustion of the tiny machine.
 #[test]
-fn long_programs_on_every_shape() {
-    for shape in Shape::ALL {
-        for seed in 0..4u64 {
-            let pa =
-                PageAllocator::new(shape.map(), Tunables::default(), Policy::modern()).unwrap();
-            let ops = random_program(seed, 3000, pa.nr_cpus(), Mix::default());
+fn long_programs_on_every_shape_and_preset() {
+    for &preset in pagealloc::policy::PRESET_NAMES {
+        for shape in Shape::ALL {
+            let seed = preset.len() as u64 * 31 + shape as u64;
+            let policy = Policy::preset(preset).unwrap();
+            let pa = PageAllocator::new(shape.map(), Tunables::default(), policy).unwrap();
+            let ops = random_program(seed, 2000, pa.nr_cpus(), Mix::default());
             let (stats, _) =
                 run(&pa, &ops, RunOptions { validate_every: 97, free_all_at_end: true })
-                    .unwrap_or_else(|f| panic!("{shape:?} seed {seed}: {f}"));
+                    .unwrap_or_else(|f| panic!("{shape:?} {preset} seed {seed}: {f}"));
             assert!(stats.allocs > 0 && stats.frees > 0, "{shape:?}: {stats:?}");
         }
     }
@@ -56,7 +69,7 @@ fn long_programs_on_every_shape() {
 #[test]
 fn exhaustion_and_recovery_on_the_tiny_machine() {
     let pa = PageAllocator::new(Shape::Tiny.map(), Tunables::default(), Policy::modern()).unwrap();
-    let mix = Mix { alloc: 0.9, bad_free: 0.0, high_order: 0.3 };
+    let mix = Mix { alloc: 0.9, bad_free: 0.0, housekeeping: 0.0, high_order: 0.3 };
     let ops = random_program(42, 4000, 1, mix);
     let (stats, _) =
         run(&pa, &ops, RunOptions { validate_every: 50, free_all_at_end: true }).unwrap();

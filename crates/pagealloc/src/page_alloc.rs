@@ -613,12 +613,26 @@ impl<E: EventSink> PageAllocator<E> {
     /// Free the block of 2^`order` frames at `pfn` on `cpu`. A block that is not allocated
     /// with exactly this order is refused with an error and left alone.
     pub fn free_pages(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        self.free_pages_routed(cpu, pfn, order, true)
+    }
+
+    /// Free a block, through `cpu`'s pageset if `allow_pcp` and the policy caches its order,
+    /// else straight to the buddy lists (kernel `free_unref_page` / `__free_pages_ok`).
+    pub(crate) fn free_pages_routed(
+        &self,
+        cpu: Cpu,
+        pfn: Pfn,
+        order: Order,
+        allow_pcp: bool,
+    ) -> Result<(), FreeError> {
         let zone = self.claim_for_free(cpu, pfn, order)?;
         let cpu = Cpu { id: cpu.id, node: self.cpu_node[cpu.id.index()] };
         if E::ENABLED {
             self.events.record(&TraceEvent::PageFree { cpu: cpu.id, pfn, order });
         }
-        if self.policy.pcp_lists.caches_order(order) && self.free_unref_page(cpu, zone, pfn, order)
+        if allow_pcp
+            && self.policy.pcp_lists.caches_order(order)
+            && self.free_unref_page(cpu, zone, pfn, order)
         {
             return Ok(());
         }

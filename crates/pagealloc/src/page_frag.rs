@@ -1,0 +1,310 @@
+//! The page_frag cache: network drivers carve RX/TX buffers of a few hundred bytes to a few
+//! KiB out of 32 KiB (order-3) pages, one reference per fragment (kernel-spec §6, 6.13+ form,
+//! where the offset counts up). The last fragment freed frees the page — through the per-CPU
+//! lists or straight to the buddy lists as [`Policy::page_frag_free`] says (seed 003).
+//!
+//! The page's reference count lives in its head frame's owner word (`Frame::aux`) while a cache
+//! or fragments hold it. The cache keeps a bias of references it has not handed out yet, so
+//! carving a fragment touches no shared state.
+//!
+//! Not modelled: pfmemalloc pages (pages from the emergency reserves are reused like any
+//! other), because the allocator does not tag them.
+
+use core::sync::atomic::Ordering::{AcqRel, Relaxed};
+
+use crate::error::{AllocError, FreeError};
+use crate::events::EventSink;
+use crate::gfp::Gfp;
+use crate::mem_map::FrameState;
+use crate::policy::PageFragFree;
+use crate::types::{Order, Pfn, PAGE_SIZE};
+use crate::{Cpu, PageAllocator};
+
+#[cfg(doc)]
+use crate::policy::Policy;
+
+/// The size the cache tries to refill with (PAGE_FRAG_CACHE_MAX_SIZE): 32 KiB.
+pub const PAGE_FRAG_CACHE_MAX_SIZE: u32 = 32768;
+/// Its order.
+pub const PAGE_FRAG_CACHE_MAX_ORDER: Order = Order(3);
+
+/// A fragment: `len` bytes at byte `offset` of the block whose first frame is `page`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frag {
+    /// First frame of the page the fragment was carved from (what `page_frag_free` needs).
+    pub page: Pfn,
+    /// Byte offset in that page.
+    pub offset: u32,
+}
+
+/// One page_frag cache (the kernel keeps one per CPU and per NAPI context).
+#[derive(Debug, Default)]
+pub struct PageFragCache {
+    /// The page being carved, with its order.
+    page: Option<(Pfn, Order)>,
+    /// Next free byte (6.13+: counts up from 0).
+    offset: u32,
+    /// References the cache still holds on the page (handed out one per fragment).
+    pagecnt_bias: u32,
+}
+
+impl PageFragCache {
+    /// An empty cache; the first allocation refills it.
+    pub const fn new() -> PageFragCache {
+        PageFragCache { page: None, offset: 0, pagecnt_bias: 0 }
+    }
+
+    /// The page being carved and its order, if any.
+    pub fn page(&self) -> Option<(Pfn, Order)> {
+        self.page
+    }
+
+    /// Carve `fragsz` bytes aligned to `align` (a power of two, 1 for none) on `cpu`
+    /// (kernel `page_frag_alloc_align`). Fails if no page can be had, or if `fragsz` exceeds
+    /// a page and does not fit what is left of the cache's page.
+    pub fn alloc<E: EventSink>(
+        &mut self,
+        pa: &PageAllocator<E>,
+        cpu: Cpu,
+        fragsz: u32,
+        gfp: Gfp,
+        align: u32,
+    ) -> Result<Frag, AllocError> {
+        let align = align.max(1).next_power_of_two();
+        let (mut page, mut order) = match self.page {
+            Some(p) => p,
+            None => self.refill(pa, cpu, gfp)?,
+        };
+        let mut size = (PAGE_SIZE as u32) << order.0;
+        let mut offset = self.offset.next_multiple_of(align);
+        if offset.saturating_add(fragsz) > size {
+            if fragsz as u64 > PAGE_SIZE {
+                // Keep the page: releasing it under memory pressure would not help.
+                return Err(AllocError::OutOfMemory { order });
+            }
+            let refs = pa.frag_refs(page).ok_or(AllocError::OutOfMemory { order })?;
+            if refs.fetch_sub(self.pagecnt_bias, AcqRel) == self.pagecnt_bias {
+                // Every fragment came back: reuse the page.
+                refs.store(PAGE_FRAG_CACHE_MAX_SIZE + 1, Relaxed);
+                self.pagecnt_bias = PAGE_FRAG_CACHE_MAX_SIZE + 1;
+            } else {
+                // Fragments are still out; the last page_frag_free frees the page.
+                self.page = None;
+                (page, order) = self.refill(pa, cpu, gfp)?;
+                size = (PAGE_SIZE as u32) << order.0;
+                if fragsz > size {
+                    return Err(AllocError::OutOfMemory { order });
+                }
+            }
+            offset = 0;
+        }
+        self.pagecnt_bias -= 1;
+        self.offset = offset + fragsz;
+        Ok(Frag { page, offset })
+    }
+
+    /// Get a fresh page: order 3 without reclaim or reserves, else order 0 with the caller's
+    /// flags (kernel `__page_frag_cache_refill`).
+    fn refill<E: EventSink>(
+        &mut self,
+        pa: &PageAllocator<E>,
+        cpu: Cpu,
+        gfp: Gfp,
+    ) -> Result<(Pfn, Order), AllocError> {
+        let big = (gfp | Gfp::COMP | Gfp::NOWARN | Gfp::NOMEMALLOC) & !Gfp::DIRECT_RECLAIM;
+        let (page, order) = match pa.alloc_pages(cpu, big, PAGE_FRAG_CACHE_MAX_ORDER) {
+            Ok(p) => (p, PAGE_FRAG_CACHE_MAX_ORDER),
+            Err(_) => (pa.alloc_pages(cpu, gfp, Order(0))?, Order(0)),
+        };
+        // The allocation's own reference plus one per fragment the cache may hand out.
+        if let Some(refs) = pa.frag_refs(page) {
+            refs.store(PAGE_FRAG_CACHE_MAX_SIZE + 1, Relaxed);
+        }
+        self.page = Some((page, order));
+        self.pagecnt_bias = PAGE_FRAG_CACHE_MAX_SIZE + 1;
+        self.offset = 0;
+        Ok((page, order))
+    }
+
+    /// Give back the references the cache still holds, freeing the page if no fragment is
+    /// out (kernel `page_frag_cache_drain`).
+    pub fn drain<E: EventSink>(&mut self, pa: &PageAllocator<E>, cpu: Cpu) {
+        if let Some((page, order)) = self.page.take() {
+            if let Some(refs) = pa.frag_refs(page) {
+                if refs.fetch_sub(self.pagecnt_bias, AcqRel) == self.pagecnt_bias {
+                    // The cache owned the block; a failure here would be our own bug.
+                    let _ = pa.free_frag_page(cpu, page, order);
+                }
+            }
+        }
+        self.pagecnt_bias = 0;
+        self.offset = 0;
+    }
+}
+
+impl<E: EventSink> PageAllocator<E> {
+    /// The reference count of an allocated page_frag page.
+    fn frag_refs(&self, page: Pfn) -> Option<&core::sync::atomic::AtomicU32> {
+        let zone = self.zone_of(page)?;
+        let frame = zone.frame(page);
+        (frame.info().state == FrameState::Allocated).then(|| frame.aux())
+    }
+
+    /// Drop one fragment's reference on `page`; the last one frees the page, through the
+    /// per-CPU lists or not as the policy says (kernel `page_frag_free`).
+    pub fn page_frag_free(&self, cpu: Cpu, page: Pfn) -> Result<(), FreeError> {
+        let zone = self.zone_of(page).ok_or(FreeError::ForeignFrame(page))?;
+        let info = zone.frame(page).info();
+        if info.state != FrameState::Allocated {
+            return Err(FreeError::NotAllocated { pfn: page });
+        }
+        let refs = zone.frame(page).aux();
+        // Refuse to go below zero: that would be a fragment freed twice.
+        let prev = refs
+            .fetch_update(AcqRel, Relaxed, |r| r.checked_sub(1))
+            .map_err(|_| FreeError::DoubleFree { pfn: page })?;
+        if prev == 1 {
+            self.free_frag_page(cpu, page, info.order)?;
+        }
+        Ok(())
+    }
+
+    /// Free a page_frag page whose last reference is gone.
+    fn free_frag_page(&self, cpu: Cpu, page: Pfn, order: Order) -> Result<(), FreeError> {
+        let through_pcp = match self.policy.page_frag_free {
+            PageFragFree::Buddy => false,
+            PageFragFree::PcpOrder0 => order.0 == 0,
+            PageFragFree::Pcp => true,
+        };
+        self.free_pages_routed(cpu, page, order, through_pcp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::debug::validate;
+    use crate::{Counter, CpuId, MemoryMap, NodeId, Policy, Tunables};
+
+    fn machine(policy: Policy, mib: u64) -> PageAllocator {
+        let mut map = MemoryMap::new();
+        map.add_range(NodeId(0), (4096 << 20)..((4096 + mib) << 20))
+            .unwrap()
+            .set_cpus(NodeId(0), 2);
+        PageAllocator::new(map, Tunables::default(), policy).unwrap()
+    }
+
+    #[test]
+    fn fragments_are_carved_upwards_and_aligned() {
+        let pa = machine(Policy::modern(), 64);
+        let cpu = pa.cpu(CpuId(0)).unwrap();
+        let mut nc = PageFragCache::new();
+        let a = nc.alloc(&pa, cpu, 1500, Gfp::ATOMIC, 1).unwrap();
+        let b = nc.alloc(&pa, cpu, 1500, Gfp::ATOMIC, 1).unwrap();
+        let c = nc.alloc(&pa, cpu, 100, Gfp::ATOMIC, 64).unwrap();
+        assert_eq!((a.offset, b.offset, c.offset), (0, 1500, 3008));
+        assert_eq!(a.page, b.page);
+        assert_eq!(nc.page(), Some((a.page, Order(3))));
+        // A fragment bigger than a page that does not fit fails without dropping the page.
+        assert!(nc.alloc(&pa, cpu, 32000, Gfp::ATOMIC, 1).is_err());
+        assert_eq!(nc.page().map(|p| p.0), Some(a.page));
+        validate(&pa).unwrap();
+    }
+
+    #[test]
+    fn the_last_fragment_frees_the_page_and_an_idle_page_is_reused() {
+        let pa = machine(Policy::modern(), 64);
+        let cpu = pa.cpu(CpuId(0)).unwrap();
+        let mut nc = PageFragCache::new();
+        // 21 fragments of 1500 bytes fill 31500 of 32768 bytes.
+        let frags: std::vec::Vec<_> =
+            (0..21).map(|_| nc.alloc(&pa, cpu, 1500, Gfp::ATOMIC, 1).unwrap()).collect();
+        let first = frags[0].page;
+        assert!(frags.iter().all(|f| f.page == first));
+        for f in &frags {
+            pa.page_frag_free(cpu, f.page).unwrap();
+        }
+        // Every fragment is back but the cache still holds its bias: the page lives on and is
+        // reused from offset 0 when the next fragment does not fit.
+        let next = nc.alloc(&pa, cpu, 1500, Gfp::ATOMIC, 1).unwrap();
+        assert_eq!(next, Frag { page: first, offset: 0 });
+        // With a fragment out, exhaustion moves to a new page; freeing that fragment and
+        // draining the cache frees both pages.
+        let more: std::vec::Vec<_> =
+            (0..21).map(|_| nc.alloc(&pa, cpu, 1500, Gfp::ATOMIC, 1).unwrap()).collect();
+        assert_ne!(more[20].page, first);
+        pa.page_frag_free(cpu, next.page).unwrap();
+        for f in &more {
+            pa.page_frag_free(cpu, f.page).unwrap();
+        }
+        nc.drain(&pa, cpu);
+        assert_eq!(pa.page_frag_free(cpu, first), Err(FreeError::NotAllocated { pfn: first }));
+        validate(&pa).unwrap();
+        assert_eq!(crate::debug::census(&pa).allocated, 0);
+    }
+
+    /// Seed 003: with `pfrag-buddy` every last-fragment free takes the zone lock; through the
+    /// per-CPU lists (`pfrag-pcp` for order 0, `modern` for order 3 too) most do not.
+    #[test]
+    fn frag_page_frees_follow_the_policy() {
+        for (preset, order3_via_pcp) in
+            [("pfrag-buddy", false), ("pfrag-pcp", false), ("modern", true)]
+        {
+            let pa = machine(Policy::preset(preset).unwrap(), 64);
+            let cpu = pa.cpu(CpuId(0)).unwrap();
+            let mut nc = PageFragCache::new();
+            let f = nc.alloc(&pa, cpu, 4000, Gfp::ATOMIC, 1).unwrap();
+            assert_eq!(nc.page().unwrap().1, Order(3), "{preset}");
+            nc.drain(&pa, cpu);
+            let before = pa.vm_events();
+            pa.page_frag_free(cpu, f.page).unwrap();
+            let d = pa.vm_events().since(&before);
+            let via_pcp = d.get(Counter::PcpFree) == 1;
+            assert_eq!(via_pcp, order3_via_pcp, "{preset}: {d:?}");
+            assert_eq!(d.get(Counter::ZoneLockAcquire), u64::from(!via_pcp), "{preset}");
+            validate(&pa).unwrap();
+        }
+    }
+
+    /// When no order-3 block is free the cache falls back to an order-0 page, and `pfrag-pcp`
+    /// frees that one through the per-CPU list while `pfrag-buddy` does not.
+    #[test]
+    fn order0_fallback_pages_and_their_free_path() {
+        for (preset, via_pcp) in [("pfrag-buddy", false), ("pfrag-pcp", true)] {
+            let pa = machine(Policy::preset(preset).unwrap(), 16);
+            let cpu = pa.cpu(CpuId(0)).unwrap();
+            // Hold every other page so no free block above order 0 remains.
+            let mut held = std::vec::Vec::new();
+            while let Ok(p) = pa.alloc_pages(cpu, Gfp::KERNEL | Gfp::MEMALLOC, Order(0)) {
+                held.push(p);
+            }
+            for p in held.iter().filter(|p| p.0 % 2 == 0) {
+                pa.free_pages(cpu, *p, Order(0)).unwrap();
+            }
+            pa.drain_all_pages(cpu, None);
+            let mut nc = PageFragCache::new();
+            let f = nc.alloc(&pa, cpu, 1000, Gfp::ATOMIC, 1).unwrap();
+            assert_eq!(nc.page().unwrap().1, Order(0), "{preset}");
+            nc.drain(&pa, cpu);
+            let before = pa.vm_events();
+            pa.page_frag_free(cpu, f.page).unwrap();
+            assert_eq!(
+                pa.vm_events().since(&before).get(Counter::PcpFree) == 1,
+                via_pcp,
+                "{preset}"
+            );
+            validate(&pa).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_fragment_freed_too_often_is_an_error() {
+        let pa = machine(Policy::modern(), 64);
+        let cpu = pa.cpu(CpuId(0)).unwrap();
+        let p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).unwrap();
+        pa.zone_of(p).unwrap().frame(p).aux().store(1, Relaxed);
+        pa.page_frag_free(cpu, p).unwrap();
+        assert_eq!(pa.page_frag_free(cpu, p), Err(FreeError::NotAllocated { pfn: p }));
+        validate(&pa).unwrap();
+    }
+}
