@@ -145,6 +145,9 @@ impl PerCpuPages {
     }
 }
 
+// The kernel's per_cpu_pages fits in four cache lines; so does ours (lists are 12 bytes each).
+const _: () = assert!(size_of::<PerCpuPages>() <= 256);
+
 /// A pageset, its lock and the counters it owns, on its own cache lines.
 #[derive(Debug)]
 #[repr(align(64))]
