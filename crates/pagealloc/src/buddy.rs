@@ -130,12 +130,14 @@ impl<E: EventSink> ZoneLocked<'_, E> {
             }
             self.del_from_free_list(buddy, order, buddy_mt);
             if buddy_mt != mt {
-                // Both mergeable: relabel the buddy's block so a later split puts the pieces
-                // on lists matching their pageblock (6.10 hygiene).
                 let pages = order.nr_pages().0 as i64;
                 self.account_freepages(buddy_mt, -pages);
                 self.account_freepages(mt, pages);
-                zone.pageblocks.set(buddy, mt);
+                if self.cfg.hygiene {
+                    // Both mergeable: relabel the buddy's block so a later split puts the
+                    // pieces on lists matching their pageblock (6.10 hygiene).
+                    zone.pageblocks.set(buddy, mt);
+                }
             }
             pfn = Pfn(pfn.0 & buddy.0);
             order = Order(order.0 + 1);
@@ -152,7 +154,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
     /// the caller's to count (boot hand-over is not a free).
     pub(crate) fn free_one_page(&mut self, pfn: Pfn, order: Order, fpi: Fpi) {
         let zone = self.zone;
-        if order.0 > PAGEBLOCK_ORDER {
+        if order.0 > PAGEBLOCK_ORDER && self.cfg.hygiene {
             let mut p = pfn;
             let end = pfn.add(order.nr_pages());
             while p < end {
@@ -209,6 +211,14 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         old: MigrateType,
         new: MigrateType,
     ) -> u64 {
+        let moved = self.move_freepages(start, old, new);
+        self.zone.pageblocks.set(start, new);
+        moved
+    }
+
+    /// Move every free block inside the pageblock at `start` to `new` lists, leaving the
+    /// block's label alone (the ≤ 6.9 `move_freepages_block`, which relabelled separately).
+    pub(crate) fn move_freepages(&mut self, start: Pfn, old: MigrateType, new: MigrateType) -> u64 {
         let zone = self.zone;
         let end = start.add(crate::types::NrPages(PAGEBLOCK_NR_PAGES));
         let mut moved = 0;
@@ -229,7 +239,6 @@ impl<E: EventSink> ZoneLocked<'_, E> {
                 p = Pfn(p.0 + 1);
             }
         }
-        zone.pageblocks.set(start, new);
         moved
     }
 

@@ -69,7 +69,26 @@ impl<E: EventSink> ZoneLocked<'_, E> {
             }
         }
         let block = self.first_free(o, fb)?;
+        if !self.cfg.hygiene {
+            // ≤ 6.9: move pages onto start_mt's lists, then allocate from them.
+            self.steal_suitable_fallback_legacy(block, o, fb, start_mt, flags, steal);
+            self.trace_extfrag(block, order, o, start_mt, fb);
+            return self.rmqueue_smallest(order, start_mt);
+        }
         let pfn = self.steal_suitable_fallback(block, o, order, start_mt, flags, steal);
+        self.trace_extfrag(pfn, order, o, start_mt, fb);
+        Some(pfn)
+    }
+
+    /// Count and trace one fallback (`mm_page_alloc_extfrag`).
+    fn trace_extfrag(
+        &self,
+        pfn: Pfn,
+        order: Order,
+        o: Order,
+        start_mt: MigrateType,
+        fb: MigrateType,
+    ) {
         let owner = self.zone.pageblocks.get(pfn);
         let fragmenting = o.0 < PAGEBLOCK_ORDER;
         self.count(Counter::extfrag(start_mt, fragmenting), 1);
@@ -84,7 +103,54 @@ impl<E: EventSink> ZoneLocked<'_, E> {
                 change_ownership: owner == start_mt,
             });
         }
-        Some(pfn)
+    }
+
+    /// The ≤ 6.9 steal (kernel-spec §3.9 "6.7–6.9 differences"): free pages are moved to the
+    /// requester's lists *before* deciding whether to relabel the block, and a block that is
+    /// not claimed is moved whole to the requester's list while keeping its label.
+    fn steal_suitable_fallback_legacy(
+        &mut self,
+        block: Pfn,
+        o: Order,
+        list_mt: MigrateType,
+        start_mt: MigrateType,
+        flags: AllocFlags,
+        whole_block: bool,
+    ) {
+        let zone = self.zone;
+        let block_type = zone.pageblocks.get(block);
+        let claimable = block_type != MigrateType::HighAtomic && o.0 < PAGEBLOCK_ORDER;
+        if block_type != MigrateType::HighAtomic && o.0 >= PAGEBLOCK_ORDER {
+            let mut p = block;
+            while p < block.add(o.nr_pages()) {
+                zone.pageblocks.set(p, start_mt);
+                p = p.add(NrPages(PAGEBLOCK_NR_PAGES));
+            }
+            self.count(Counter::PageblockClaim, 1 << (o.0 - PAGEBLOCK_ORDER));
+        }
+        if claimable {
+            if self.boost_watermark() && flags.has(AllocFlags::KSWAPD) {
+                zone.set_flag(flags::BOOSTED_WATERMARK);
+            }
+            if whole_block {
+                if let Some((start, _, movable)) = self.pageblock_census(block) {
+                    let free = self.move_freepages(start, list_mt, start_mt);
+                    let alike = if start_mt == MigrateType::Movable {
+                        movable
+                    } else if block_type == MigrateType::Movable {
+                        PAGEBLOCK_NR_PAGES - free - movable
+                    } else {
+                        0
+                    };
+                    if free + alike >= PAGEBLOCK_NR_PAGES / 2 || self.cfg.grouping_disabled {
+                        zone.pageblocks.set(start, start_mt);
+                        self.count(Counter::PageblockClaim, 1);
+                    }
+                    return;
+                }
+            }
+        }
+        self.move_to_free_list(block, o, list_mt, start_mt);
     }
 
     /// Take the free block `block` (order `o`, on its pageblock type's list) for an `order`

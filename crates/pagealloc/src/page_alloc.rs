@@ -144,6 +144,7 @@ impl<E: EventSink> PageAllocator<E> {
                 boost_factor,
                 grouping_disabled: false,
                 nofragment: policy.alloc_nofragment,
+                hygiene: policy.migratetype_hygiene,
             },
             min_free_kbytes: AtomicU64::new(0),
             counters: Counters::default(),

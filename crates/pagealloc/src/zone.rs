@@ -313,6 +313,9 @@ pub struct CoreConfig {
     pub grouping_disabled: bool,
     /// Which requests ALLOC_NOFRAGMENT floors at pageblock order.
     pub nofragment: crate::policy::NoFragment,
+    /// 6.10 freelist hygiene (a free block's list type is its pageblock's type); off = the
+    /// ≤ 6.9 rules.
+    pub hygiene: bool,
 }
 
 /// The zone lock held: every operation on the free lists goes through this guard.

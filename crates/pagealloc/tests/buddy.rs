@@ -414,3 +414,43 @@ fn trace_events_mirror_the_kmem_tracepoints() {
     let log = pa.events().0.lock().unwrap();
     assert!(matches!(log.last(), Some(T::PageAlloc { pfn: None, order: Order(10), .. })));
 }
+
+/// 6.10's freelist hygiene vs the ≤ 6.9 rules (kernel-spec §3.9): a single-block steal from a
+/// movable pageblock leaves the remainder on the MOVABLE list (6.10+), or moves the found
+/// block to the UNMOVABLE list first so the remainder lands there (≤ 6.9). The pageblock keeps
+/// its label in both.
+#[test]
+fn migratetype_hygiene_decides_where_a_steals_remainder_goes() {
+    for hygiene in [true, false] {
+        let mut policy = Policy::modern();
+        policy.migratetype_hygiene = hygiene;
+        let mut map = MemoryMap::new();
+        map.add_range(NodeId(0), (4096 * MIB)..(4112 * MIB)).unwrap().set_cpus(NodeId(0), 1);
+        let pa = PageAllocator::new(map, Tunables::default(), policy).unwrap();
+        let cpu = pa.cpu(CpuId(0)).unwrap();
+        let z = pa.zone_by_type(NodeId(0), ZoneType::Normal).unwrap();
+        let mut held = Vec::new();
+        while let Ok(p) = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE | Gfp::MEMALLOC, Order(0)) {
+            held.push(p);
+        }
+        // Free 32 aligned pages in one pageblock: an order-5 movable block, 480 pages of its
+        // pageblock still allocated as movable (too few free or alike to claim the block).
+        let base = Pfn(z.start_pfn().0 + 512);
+        held.retain(|&p| {
+            let inside = p.0 >= base.0 && p.0 < base.0 + 32;
+            if inside {
+                pa.free_pages(cpu, p, Order(0)).unwrap();
+            }
+            !inside
+        });
+        pa.drain_all_pages(cpu, None);
+        assert_eq!(z.nr_free(Order(5)), 1);
+        // Order 4 is not cached per CPU: this goes straight to the buddy fallback.
+        let got = pa.alloc_pages(cpu, Gfp::KERNEL | Gfp::MEMALLOC, Order(4)).unwrap();
+        assert_eq!(got, base);
+        assert_eq!(z.pageblock_type(base), Some(MigrateType::Movable), "no claim");
+        assert_eq!(z.has_free(Order(4), MigrateType::Unmovable), !hygiene, "hygiene {hygiene}");
+        assert_eq!(z.has_free(Order(4), MigrateType::Movable), hygiene, "hygiene {hygiene}");
+        check(&pa);
+    }
+}

@@ -316,7 +316,7 @@ impl<E: EventSink> PageAllocator<E> {
             }
             let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
             for (idx, order) in picked {
-                free_to_buddy(&mut zl, cpu, zone, idx, order);
+                free_to_buddy(&mut zl, cpu, zone, idx, order, self.cfg.hygiene);
             }
             return;
         }
@@ -339,7 +339,7 @@ impl<E: EventSink> PageAllocator<E> {
                     self.prefetch_buddy(zone, zone.pfn_of(idx), order);
                     prefetched += 1;
                 }
-                free_to_buddy(&mut zl, cpu, zone, idx, order);
+                free_to_buddy(&mut zl, cpu, zone, idx, order, self.cfg.hygiene);
                 if n <= 0 || pcp.lists[pindex].is_empty() {
                     break;
                 }
@@ -363,17 +363,24 @@ impl<E: EventSink> PageAllocator<E> {
     }
 }
 
-/// Free one block taken off a pageset into the buddy lists, as its pageblock's type
-/// (looked up now: 6.10 semantics), and trace it.
+/// Free one block taken off a pageset into the buddy lists, and trace it. Its type is its
+/// pageblock's, looked up now (6.10+), or (≤ 6.9) the type cached when it joined the pageset,
+/// unless its block has since been isolated.
 fn free_to_buddy<E: EventSink>(
     zl: &mut crate::zone::ZoneLocked<'_, E>,
     cpu: Cpu,
     zone: &Zone,
     idx: u32,
     order: Order,
+    hygiene: bool,
 ) {
     let pfn = zone.pfn_of(idx);
-    let mt = zone.pageblocks.get(pfn);
+    let block = zone.pageblocks.get(pfn);
+    let cached = zone.mem_map[idx as usize].aux().load(core::sync::atomic::Ordering::Relaxed);
+    let mt = match MigrateType::from_u8(cached as u8) {
+        Some(c) if !hygiene && block != MigrateType::Isolate => c,
+        _ => block,
+    };
     zl.free_one_page_locked(pfn, order, mt, Fpi::None);
     if E::ENABLED {
         zl.events.record(&TraceEvent::PagePcpuDrain { cpu: cpu.id, pfn, order, migratetype: mt });
