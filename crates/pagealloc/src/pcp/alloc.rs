@@ -153,11 +153,16 @@ impl<E: EventSink> PageAllocator<E> {
         while got < n {
             let Some(pfn) = zl.rmqueue(order, mt, alloc_flags) else { break };
             let idx = zone.index_of(pfn);
-            zone.mem_map[idx as usize].set_info(FrameInfo {
-                state: FrameState::Pcp,
-                order,
-                list: pindex as u8,
-            });
+            let frame = &zone.mem_map[idx as usize];
+            if !self.cfg.hygiene {
+                // ≤ 6.9 remembers which list the block came from (CMA, or the type asked).
+                let from = match zone.pageblocks.get(pfn) {
+                    MigrateType::Cma => MigrateType::Cma,
+                    _ => mt,
+                };
+                frame.aux().store(from as u32, core::sync::atomic::Ordering::Relaxed);
+            }
+            frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
             pcp.lists[pindex].push_tail(&zone.mem_map, idx);
             pcp.count += 1 << order.0;
             got += 1;
