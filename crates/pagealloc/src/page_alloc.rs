@@ -205,6 +205,11 @@ impl<E: EventSink> PageAllocator<E> {
         self.nodes.len()
     }
 
+    /// The vmstat threshold of a zone (what `/proc/zoneinfo` prints as `vm stats threshold`).
+    pub fn stat_threshold(&self, zone: &Zone) -> u32 {
+        sizing::stat_threshold(zone.managed_pages(), self.nr_cpus())
+    }
+
     /// CPUs on `node` (0 for a memory-only or unknown node).
     pub fn nr_cpus_of_node(&self, node: NodeId) -> u32 {
         self.nodes.get(node.index()).map_or(0, |n| n.nr_cpus)

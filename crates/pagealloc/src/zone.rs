@@ -252,6 +252,31 @@ impl Zone {
         self.lock.lock().nr_reserved_highatomic
     }
 
+    /// Free blocks on each (order, migratetype) list, taken under the zone lock (what
+    /// `/proc/pagetypeinfo` prints).
+    pub fn free_list_counts(&self) -> [[u64; MIGRATE_TYPES]; NR_PAGE_ORDERS] {
+        self.with_free(|f| {
+            core::array::from_fn(|o| {
+                core::array::from_fn(|mt| u64::from(f.area[o].lists[mt].len()))
+            })
+        })
+    }
+
+    /// Pageblocks labelled with each migratetype, counted as `/proc/pagetypeinfo` does:
+    /// stepping 512 frames at a time from the zone's first frame and skipping frames that are
+    /// not managed memory.
+    pub fn pageblock_type_counts(&self) -> [u64; MIGRATE_TYPES] {
+        let mut counts = [0u64; MIGRATE_TYPES];
+        let mut p = self.start_pfn;
+        while p < self.end_pfn {
+            if self.frame(p).info().state != FrameState::Reserved {
+                counts[self.pageblocks.get(p).index()] += 1;
+            }
+            p = Pfn(p.0 + crate::types::PAGEBLOCK_NR_PAGES);
+        }
+        counts
+    }
+
     /// CPU `cpu`'s pageset for this zone, as it is now.
     pub fn pcp(&self, cpu: CpuId) -> Option<PcpSnapshot> {
         self.pcp.get(cpu.index()).map(PcpSlot::snapshot)
