@@ -76,6 +76,8 @@ pub(crate) struct Node {
     /// Populated zones: this node's from highest type to lowest, then other nodes' by
     /// distance (|node difference|, then node number).
     pub(crate) zonelist: Box<[ZoneIdx]>,
+    /// The first zonelist entry a request may use, by the highest zone type it allows.
+    pub(crate) preferred: [Option<ZoneIdx>; NR_ZONE_TYPES],
     pub(crate) nr_cpus: u32,
 }
 
@@ -408,7 +410,10 @@ impl<E: EventSink> PageAllocator<E> {
         let highest = gfp.zone();
         let mt =
             if self.cfg.grouping_disabled { MigrateType::Unmovable } else { gfp.migratetype() };
-        let res = self.alloc_inner(cpu, gfp, order, mt, highest);
+        let res = match self.alloc_fast(cpu, gfp, order, mt, highest) {
+            Some(p) => Ok(p),
+            None => self.alloc_inner(cpu, gfp, order, mt, highest),
+        };
         if E::ENABLED {
             self.events.record(&TraceEvent::PageAlloc {
                 cpu: cpu.id,
@@ -419,6 +424,39 @@ impl<E: EventSink> PageAllocator<E> {
             });
         }
         res
+    }
+
+    /// The common case, taken before the full zonelist walk: the preferred zone is above its
+    /// HIGH watermark (so the walk would go straight to it) and the CPU's list for this order
+    /// and type is non-empty (so neither the zone-flag-dependent refill nor a fallback runs).
+    /// The state changes are exactly those of that walk's PCP hit; anything else returns
+    /// `None` untouched and the walk runs.
+    #[inline]
+    fn alloc_fast(
+        &self,
+        cpu: Cpu,
+        gfp: Gfp,
+        order: Order,
+        mt: MigrateType,
+        highest: ZoneType,
+    ) -> Option<Pfn> {
+        if !self.policy.pcp_lists.caches_order(order) {
+            return None;
+        }
+        let zi = self.nodes[cpu.node.index()].preferred[highest.index()]?;
+        let z = &self.zones[zi.index()];
+        let flags =
+            if mt == MigrateType::Movable { AllocFlags::CMA } else { AllocFlags::default() };
+        if z.test_flag(flags::BELOW_HIGH)
+            || !z.watermark_fast(order, z.wmark_pages(WMARK_HIGH), highest, flags)
+        {
+            return None;
+        }
+        let p = self.pcp_take(cpu, z, order, mt)?;
+        if gfp.intersects(Gfp::KSWAPD_RECLAIM) && z.clear_flag(flags::BOOSTED_WATERMARK) {
+            self.counters.add_shared(Counter::KswapdWake, 1);
+        }
+        Some(p)
     }
 
     fn alloc_inner(
@@ -571,6 +609,7 @@ impl<E: EventSink> PageAllocator<E> {
 
     /// Take a block straight from the buddy lists (kernel `rmqueue_buddy`), marking it
     /// allocated before the zone lock drops so pageblock censuses see it.
+    #[inline(never)]
     fn rmqueue_buddy(
         &self,
         cpu: Cpu,
@@ -599,6 +638,8 @@ impl<E: EventSink> PageAllocator<E> {
 
     /// Give one highatomic pageblock back to ordinary use in the first zone of the walk that
     /// has one to spare (kernel `unreserve_highatomic_pageblock`).
+    #[cold]
+    #[inline(never)]
     fn unreserve_highatomic(&self, w: &Walk<'_>, force: bool) -> bool {
         for zi in w.zonelist.iter() {
             let z = &self.zones[zi.index()];
@@ -814,7 +855,12 @@ fn build_zones(map: &MemoryMap) -> Result<ZonesAndNodes, MapError> {
             zones.push(z);
         }
         let nr_cpus = map.node_cpus.get(n).copied().unwrap_or(0);
-        nodes.push(Node { zones: slots, zonelist: Box::new([]), nr_cpus });
+        nodes.push(Node {
+            zones: slots,
+            zonelist: Box::new([]),
+            preferred: [None; NR_ZONE_TYPES],
+            nr_cpus,
+        });
     }
     // Spans must not interleave: each frame belongs to at most one zone.
     for (i, a) in zones.iter().enumerate() {
@@ -841,6 +887,8 @@ fn build_zones(map: &MemoryMap) -> Result<ZonesAndNodes, MapError> {
                 }
             }
         }
+        nodes[n].preferred = ZoneType::ALL
+            .map(|highest| list.iter().copied().find(|i| zones[i.index()].ztype <= highest));
         nodes[n].zonelist = list.into_boxed_slice();
     }
     Ok((zones.into_boxed_slice(), nodes.into_boxed_slice()))

@@ -103,24 +103,50 @@ impl<E: EventSink> PageAllocator<E> {
             PcpLocking::LocalIrqOff => slot.pcp.lock(),
         };
         pcp.note_alloc(policy);
-        if pcp.lists[pindex].is_empty() {
-            let s = self.tunables.pcp_batch_scale_max;
-            let n = pcp.nr_pcp_alloc(
-                policy,
-                s,
-                zone.flags.load(core::sync::atomic::Ordering::Relaxed),
-                order,
-            );
-            let got = self.rmqueue_bulk(cpu, zone, &mut pcp, order, n, pindex, mt, alloc_flags);
-            slot.stats.add_locked(Counter::PcpRefill, 1);
-            slot.stats.add_locked(Counter::PcpRefillPages, (got as u64) << order.0);
-            if got == 0 {
-                return None;
-            }
+        if pcp.lists[pindex].is_empty()
+            && self.pcp_refill(cpu, zone, slot, &mut pcp, order, pindex, mt, alloc_flags) == 0
+        {
+            return None;
         }
-        let idx = pcp.lists[pindex].pop_head(&zone.mem_map)?;
+        Some(self.pcp_pop(zone, slot, &mut pcp, order, pindex, mt))
+    }
+
+    /// Take the head block of a non-empty list without refilling; `None` (and no state
+    /// change) if the pageset is busy or the list is empty. The fast lane of `alloc_pages`.
+    #[inline]
+    pub(crate) fn pcp_take(
+        &self,
+        cpu: Cpu,
+        zone: &Zone,
+        order: Order,
+        mt: MigrateType,
+    ) -> Option<Pfn> {
+        let policy = &self.policy;
+        let pindex = policy.pcp_lists.pindex(order, mt as u8)?;
+        let slot = &zone.pcp[cpu.id.index()];
+        let mut pcp = slot.pcp.try_lock()?;
+        if pcp.lists[pindex].is_empty() {
+            return None;
+        }
+        pcp.note_alloc(policy);
+        Some(self.pcp_pop(zone, slot, &mut pcp, order, pindex, mt))
+    }
+
+    /// Pop the head block of non-empty list `pindex` and hand it out (the hit half of
+    /// `__rmqueue_pcplist`).
+    #[inline]
+    fn pcp_pop(
+        &self,
+        zone: &Zone,
+        slot: &crate::pcp::PcpSlot,
+        pcp: &mut PerCpuPages,
+        order: Order,
+        pindex: usize,
+        mt: MigrateType,
+    ) -> Pfn {
+        let idx = pcp.lists[pindex].pop_head(&zone.mem_map).unwrap_or(crate::mem_map::NIL);
         pcp.count -= 1 << order.0;
-        if policy.high_decay == HighDecay::CountMinLimited {
+        if self.policy.high_decay == HighDecay::CountMinLimited {
             pcp.count_min = pcp.count_min.min(pcp.count);
         }
         zone.mem_map[idx as usize].set_info(FrameInfo {
@@ -130,13 +156,38 @@ impl<E: EventSink> PageAllocator<E> {
         });
         slot.stats.add_locked(Counter::PcpAlloc, 1);
         slot.stats.add_locked(Counter::pgalloc(zone.ztype), order.nr_pages().0);
-        Some(zone.pfn_of(idx))
+        zone.pfn_of(idx)
+    }
+
+    /// Refill the empty list `pindex` (kernel `__rmqueue_pcplist`'s slow half): size the
+    /// refill, take the blocks, count it. Kept out of line so the hit path stays small.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn pcp_refill(
+        &self,
+        cpu: Cpu,
+        zone: &Zone,
+        slot: &crate::pcp::PcpSlot,
+        pcp: &mut PerCpuPages,
+        order: Order,
+        pindex: usize,
+        mt: MigrateType,
+        alloc_flags: AllocFlags,
+    ) -> i32 {
+        let s = self.tunables.pcp_batch_scale_max;
+        let zone_flags = zone.flags.load(core::sync::atomic::Ordering::Relaxed);
+        let n = pcp.nr_pcp_alloc(&self.policy, s, zone_flags, order);
+        let got = self.rmqueue_bulk(cpu, zone, pcp, order, n, pindex, mt, alloc_flags);
+        slot.stats.add_locked(Counter::PcpRefill, 1);
+        slot.stats.add_locked(Counter::PcpRefillPages, (got as u64) << order.0);
+        got
     }
 
     /// Move up to `n` blocks of `order` from the buddy lists to the tail of list `pindex`,
     /// under one zone-lock hold (kernel `rmqueue_bulk`). Returns how many it got; stops at the
     /// first failure.
     #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
     fn rmqueue_bulk(
         &self,
         cpu: Cpu,

@@ -263,6 +263,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// Return up to `n` pages from the pageset to the buddy lists, oldest blocks first
     /// (kernel `free_pcppages_bulk`). `start` is the list that overflowed (0 for drains).
     #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
     pub(crate) fn free_pcppages_bulk(
         &self,
         cpu: Cpu,
