@@ -44,8 +44,11 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         flags: AllocFlags,
     ) -> Option<Pfn> {
         // With ALLOC_NOFRAGMENT only whole pageblocks may change hands on this pass.
+        // Never below the request: with the v5 "all orders" floor an order-10 request would
+        // otherwise accept an order-9 block, which ≤ 6.9 only moved (harmless) but a 6.10-style
+        // steal would hand out as if it were order 10.
         let min_order = if flags.has(AllocFlags::NOFRAGMENT) && self.cfg.nofragment.floors(order) {
-            PAGEBLOCK_ORDER
+            PAGEBLOCK_ORDER.max(order.0)
         } else {
             order.0
         };

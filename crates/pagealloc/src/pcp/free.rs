@@ -225,11 +225,14 @@ impl<E: EventSink> PageAllocator<E> {
         slot.stats.add_locked(Counter::Pgfree, pgfree);
         slot.stats.add_locked(Counter::PcpFree, 1);
         let idx = zone.index_of(pfn);
-        zone.mem_map[idx as usize].set_info(FrameInfo {
-            state: FrameState::Pcp,
-            order,
-            list: pindex as u8,
-        });
+        let frame = &zone.mem_map[idx as usize];
+        if !self.cfg.hygiene {
+            // ≤ 6.9 caches the block's type at free time and drains it back as that type.
+            frame
+                .aux()
+                .store(zone.pageblocks.get(pfn) as u32, core::sync::atomic::Ordering::Relaxed);
+        }
+        frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
         pcp.lists[pindex].push_head(&zone.mem_map, idx);
         pcp.count += 1 << order.0;
         pcp.active = true;

@@ -4,8 +4,8 @@
 //!
 //! Every mechanism the seeds changed is switched by [`Policy`]: the list layout, how `high`
 //! is sized and tuned, refill and drain sizes, `free_high`, bulk-free list selection, decay.
-//! The functions keep the kernel's names: [`alloc`] has `rmqueue_pcplist`, `nr_pcp_alloc` and
-//! `rmqueue_bulk`; [`free`] has `free_unref_page_commit`, `nr_pcp_high`, `nr_pcp_free` and
+//! The functions keep the kernel's names: `alloc.rs` has `rmqueue_pcplist`, `nr_pcp_alloc` and
+//! `rmqueue_bulk`; `free.rs` has `free_unref_page_commit`, `nr_pcp_high`, `nr_pcp_free` and
 //! `free_pcppages_bulk`; [`drain`] has `decay_pcp_high`, `drain_zone_pages`,
 //! `drain_pages_zone` and `drain_all_pages`.
 //!
