@@ -138,13 +138,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
             if whole_block {
                 if let Some((start, _, movable)) = self.pageblock_census(block) {
                     let free = self.move_freepages(start, list_mt, start_mt);
-                    let alike = if start_mt == MigrateType::Movable {
-                        movable
-                    } else if block_type == MigrateType::Movable {
-                        PAGEBLOCK_NR_PAGES - free - movable
-                    } else {
-                        0
-                    };
+                    let alike = alike_pages(start_mt, block_type, free, movable);
                     if free + alike >= PAGEBLOCK_NR_PAGES / 2 || self.cfg.grouping_disabled {
                         zone.pageblocks.set(start, start_mt);
                         self.count(Counter::PageblockClaim, 1);
@@ -189,13 +183,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
             }
             if whole_block {
                 if let Some((start, free, movable)) = self.pageblock_census(block) {
-                    let alike = if start_mt == MigrateType::Movable {
-                        movable
-                    } else if block_type == MigrateType::Movable {
-                        PAGEBLOCK_NR_PAGES - free - movable
-                    } else {
-                        0
-                    };
+                    let alike = alike_pages(start_mt, block_type, free, movable);
                     if free + alike >= PAGEBLOCK_NR_PAGES / 2 || self.cfg.grouping_disabled {
                         self.move_freepages_block(start, block_type, start_mt);
                         self.count(Counter::PageblockClaim, 1);
@@ -303,5 +291,18 @@ impl<E: EventSink> ZoneLocked<'_, E> {
             return true;
         }
         false
+    }
+}
+
+/// Pages of a pageblock that are "like" the requester's type (kernel-spec §3.9): its movable
+/// allocations for a movable request; for another request in a movable block, what is
+/// neither free nor movable; otherwise none. Claim when free + alike ≥ half a pageblock.
+fn alike_pages(start_mt: MigrateType, block_type: MigrateType, free: u64, movable: u64) -> u64 {
+    if start_mt == MigrateType::Movable {
+        movable
+    } else if block_type == MigrateType::Movable {
+        PAGEBLOCK_NR_PAGES.saturating_sub(free + movable)
+    } else {
+        0
     }
 }

@@ -92,16 +92,7 @@ impl<E: EventSink> PageAllocator<E> {
         let policy = &self.policy;
         let pindex = policy.pcp_lists.pindex(order, mt as u8)?;
         let slot = &zone.pcp[cpu.id.index()];
-        let mut pcp = match policy.pcp_locking {
-            PcpLocking::SpinlockTrylock => match slot.pcp.try_lock() {
-                Some(g) => g,
-                None => {
-                    self.counters.add_shared(Counter::PcpTrylockFail, 1);
-                    return None;
-                }
-            },
-            PcpLocking::LocalIrqOff => slot.pcp.lock(),
-        };
+        let mut pcp = self.lock_local_pcp(slot)?;
         pcp.note_alloc(policy);
         if pcp.lists[pindex].is_empty()
             && self.pcp_refill(cpu, zone, slot, &mut pcp, order, pindex, mt, alloc_flags) == 0
@@ -109,6 +100,26 @@ impl<E: EventSink> PageAllocator<E> {
             return None;
         }
         Some(self.pcp_pop(zone, slot, &mut pcp, order, pindex, mt))
+    }
+
+    /// Lock a pageset on the local allocation or free path: only try under
+    /// [`PcpLocking::SpinlockTrylock`] (a busy pageset sends the caller to the zone, as the
+    /// kernel does), wait under [`PcpLocking::LocalIrqOff`].
+    #[inline]
+    pub(crate) fn lock_local_pcp<'a>(
+        &self,
+        slot: &'a crate::pcp::PcpSlot,
+    ) -> Option<crate::sync::MutexGuard<'a, PerCpuPages>> {
+        match self.policy.pcp_locking {
+            PcpLocking::SpinlockTrylock => {
+                let g = slot.pcp.try_lock();
+                if g.is_none() {
+                    self.counters.add_shared(Counter::PcpTrylockFail, 1);
+                }
+                g
+            }
+            PcpLocking::LocalIrqOff => Some(slot.pcp.lock()),
+        }
     }
 
     /// Take the head block of a non-empty list without refilling; `None` (and no state

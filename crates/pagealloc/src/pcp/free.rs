@@ -11,8 +11,8 @@ use crate::mem_map::{FrameInfo, FrameState};
 use crate::migratetype::MigrateType;
 use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
 use crate::policy::{
-    BuddyPrefetch, BulkFree, FreeBatchSizing, FreeHigh, FreeHighDrain, PcpLocking, PgfreeUnit,
-    Policy, ReclaimActiveLimit, RefillSizing,
+    BuddyPrefetch, BulkFree, FreeBatchSizing, FreeHigh, FreeHighDrain, PgfreeUnit, Policy,
+    ReclaimActiveLimit, RefillSizing,
 };
 use crate::sizing::pcp_clamp;
 use crate::stats::{Counter, DrainReason};
@@ -186,16 +186,7 @@ impl<E: EventSink> PageAllocator<E> {
         let pcp_mt = if mt.is_mergeable() { mt } else { MigrateType::Movable };
         let Some(pindex) = policy.pcp_lists.pindex(order, pcp_mt as u8) else { return false };
         let slot = &zone.pcp[cpu.id.index()];
-        let mut pcp = match policy.pcp_locking {
-            PcpLocking::SpinlockTrylock => match slot.pcp.try_lock() {
-                Some(g) => g,
-                None => {
-                    self.counters.add_shared(Counter::PcpTrylockFail, 1);
-                    return false;
-                }
-            },
-            PcpLocking::LocalIrqOff => slot.pcp.lock(),
-        };
+        let Some(mut pcp) = self.lock_local_pcp(slot) else { return false };
         self.free_unref_page_commit(cpu, zone, slot, &mut pcp, pfn, order, pindex);
         true
     }
