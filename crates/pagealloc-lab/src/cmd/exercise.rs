@@ -2,10 +2,12 @@
 //! user's choosing, checked against the oracle and the validator, with a summary of what the
 //! allocator did (per-zone free blocks by order, counters).
 
-use anyhow::{bail, Context, Result};
-use pagealloc::{MemoryMap, NodeId, PageAllocator, Policy, Tunables};
+use anyhow::{bail, Result};
+use pagealloc::{MemoryMap, NodeId, PageAllocator};
 use pagealloc_testkit::program::{random_program, Mix};
 use pagealloc_testkit::runner::{run as run_program, RunOptions};
+
+use crate::preset_file::resolve;
 
 /// Arguments of `pagealloc exercise`.
 #[derive(Debug, clap::Args)]
@@ -29,8 +31,10 @@ pub struct Args {
     /// Run the validator after every this many operations (0: only at the end).
     #[arg(long, default_value_t = 10_000)]
     pub validate_every: usize,
-    /// Policy preset.
-    #[arg(long, default_value = "modern")]
+    /// Policy preset: a built-in preset name (`pagealloc presets` lists them) or a preset file
+    /// (.toml: a built-in base plus switch and tunable overrides, see `pagealloc presets
+    /// --help`), whose tunables are used too.
+    #[arg(long, default_value = "modern", value_name = "NAME_OR_FILE")]
     pub preset: String,
     /// Print one JSON document instead of text.
     #[arg(long)]
@@ -42,15 +46,14 @@ pub fn run(args: &Args) -> Result<()> {
     if args.mib == 0 || args.nodes == 0 || args.cpus == 0 {
         bail!("--mib, --nodes and --cpus must be at least 1");
     }
-    let policy = Policy::preset(&args.preset)
-        .with_context(|| format!("unknown preset `{}` (see `pagealloc presets`)", args.preset))?;
+    let preset = resolve(&args.preset)?;
     let mut map = MemoryMap::new();
     let bytes = args.mib << 20;
     for n in 0..args.nodes {
         let start = u64::from(n) * bytes;
         map.add_range(NodeId(n), start..start + bytes)?.set_cpus(NodeId(n), args.cpus);
     }
-    let pa = PageAllocator::new(map, Tunables::default(), policy)?;
+    let pa = PageAllocator::new(map, preset.tunables, preset.policy)?;
     let ops = random_program(args.seed, args.ops, pa.nr_cpus(), Mix::default());
     let started = std::time::Instant::now();
     let opts = RunOptions { validate_every: args.validate_every, free_all_at_end: true };
@@ -74,10 +77,16 @@ pub fn run(args: &Args) -> Result<()> {
             .collect();
         let counters: serde_json::Map<_, _> =
             events.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect();
+        let tunables: serde_json::Map<_, _> = pa
+            .tunables()
+            .values()
+            .map(|(k, v)| (k.to_owned(), crate::cmd::presets::json_value(&v)))
+            .collect();
         let doc = serde_json::json!({
             "ops": args.ops,
             "seed": args.seed,
-            "preset": args.preset,
+            "preset": preset.name,
+            "tunables": tunables,
             "allocs": stats.allocs,
             "alloc_failures": stats.alloc_failures,
             "frees": stats.frees,
@@ -88,6 +97,17 @@ pub fn run(args: &Args) -> Result<()> {
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
+    }
+    if let Some(file) = &preset.file {
+        let overrides: Vec<String> =
+            preset.overrides.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        println!(
+            "preset {} from {}: {} with {}",
+            preset.name,
+            file.display(),
+            preset.base,
+            if overrides.is_empty() { "no changes".to_owned() } else { overrides.join(", ") }
+        );
     }
     println!(
         "{} operations ({} allocations, {} refused, {} frees, {} bad frees refused) in {:.2?}; \

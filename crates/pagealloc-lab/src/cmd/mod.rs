@@ -1,3 +1,6 @@
 //! One module per verb of the `pagealloc` command.
 
+pub mod bench;
 pub mod exercise;
+pub mod presets;
+pub mod sizing;

@@ -1,0 +1,801 @@
+//! Real memory: [`PageHeap`], the page allocator over an `mmap`ed arena, and the page sources
+//! `pagealloc bench` compares it with.
+//!
+//! This is the one module of the project whose code touches raw memory, so it is the one
+//! module allowed `unsafe` (the workspace denies it everywhere else); every `unsafe` block
+//! carries a `// SAFETY:` argument. Everything it exports is safe to use except
+//! [`PageHeap::dealloc`], which gives memory back by raw pointer.
+//!
+//! # Frames and addresses
+//!
+//! The arena is aligned to the largest block (4 MiB, order 10), and a frame number is the
+//! *virtual* page number of its address: `pfn = addr >> 12`. Block alignment in frames is then
+//! alignment in bytes, and turning one into the other is a shift. The whole arena is one
+//! ZONE_NORMAL ([`ZoneLimits::NORMAL_ONLY`]) of one node.
+//!
+//! # Blocks as tokens
+//!
+//! The benchmark handles blocks through [`PageBlock`], an owned token (not `Clone`, built only
+//! here) that remembers which source handed it out and its order. Freeing consumes it, so safe
+//! code can neither free a block twice nor free it into the wrong allocator, and
+//! [`PageBlock::touch`] can write the block's first bytes without `unsafe` at the call site.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use allocator_api2::alloc::{AllocError as ApiAllocError, Allocator};
+use buddy_system_allocator::LockedFrameAllocator;
+use pagealloc::mem_map::Frame;
+use pagealloc::pcp::PcpSlot;
+use pagealloc::types::{MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGE_SHIFT, PAGE_SIZE};
+use pagealloc::{
+    AllocError, BuildError, Cpu, CpuId, FreeError, Gfp, MemoryMap, NodeId, Order, PageAllocator,
+    Pfn, Policy, Tunables, Zone, ZoneLimits,
+};
+
+/// Bytes of the largest block (order [`MAX_PAGE_ORDER`]); arenas are aligned to it.
+const MAX_BLOCK_BYTES: usize = (PAGE_SIZE as usize) << MAX_PAGE_ORDER;
+
+/// Bytes in a block of `order`.
+#[inline]
+pub const fn block_bytes(order: u8) -> usize {
+    (PAGE_SIZE as usize) << order
+}
+
+// ---------------------------------------------------------------------------------------------
+// The arena
+
+/// How the arena is backed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum HugePages {
+    /// Ordinary 4 KiB pages (whatever the system's THP setting does to an anonymous mapping).
+    #[default]
+    None,
+    /// Ask for transparent huge pages (`madvise(MADV_HUGEPAGE)`).
+    Thp,
+    /// Map 2 MiB pages from the hugetlb pool (`MAP_HUGETLB`); needs `vm.nr_hugepages`.
+    Hugetlb,
+}
+
+/// Why an arena or a heap could not be set up.
+#[derive(Debug)]
+pub enum HeapError {
+    /// The size is zero, not a whole number of pages, or overflows.
+    BadSize(usize),
+    /// `mmap` failed.
+    Map(std::io::Error),
+    /// `madvise` failed.
+    Advise(std::io::Error),
+    /// The allocator refused the memory map.
+    Build(BuildError),
+}
+
+impl fmt::Display for HeapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeapError::BadSize(n) => write!(f, "arena size {n} is not a non-zero number of pages"),
+            HeapError::Map(e) => write!(
+                f,
+                "mmap of the arena failed: {e} (with --huge hugetlb, vm.nr_hugepages must cover \
+                 the arena plus 4 MiB)"
+            ),
+            HeapError::Advise(e) => write!(f, "madvise(MADV_HUGEPAGE) failed: {e}"),
+            HeapError::Build(e) => write!(f, "building the allocator: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HeapError {}
+
+/// An anonymous private mapping of `len` bytes whose start is aligned to 4 MiB. Unmapped on
+/// drop. Holds addresses as integers (it hands out no references), so it is `Send + Sync`.
+#[derive(Debug)]
+struct Arena {
+    base: usize,
+    len: usize,
+}
+
+impl Arena {
+    fn map(len: usize, huge: HugePages, prefault: bool) -> Result<Arena, HeapError> {
+        let granule = if huge == HugePages::Hugetlb { 2 << 20 } else { PAGE_SIZE as usize };
+        if len == 0 || len % granule != 0 {
+            return Err(HeapError::BadSize(len));
+        }
+        let over = len.checked_add(MAX_BLOCK_BYTES).ok_or(HeapError::BadSize(len))?;
+        // Hugetlb pages are reserved at mmap time (no MAP_NORESERVE): an empty pool fails
+        // here with ENOMEM instead of raising SIGBUS at the first touch.
+        let flags = libc::MAP_PRIVATE
+            | libc::MAP_ANONYMOUS
+            | if huge == HugePages::Hugetlb { libc::MAP_HUGETLB } else { libc::MAP_NORESERVE };
+        // SAFETY: an anonymous mapping at an address of the kernel's choosing (null hint, no
+        // MAP_FIXED) cannot alias any existing Rust object; all arguments are plain values.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), over, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)
+        };
+        if p == libc::MAP_FAILED {
+            return Err(HeapError::Map(std::io::Error::last_os_error()));
+        }
+        let start = p as usize;
+        let base = start.next_multiple_of(MAX_BLOCK_BYTES);
+        let head = base - start;
+        let tail = over - head - len;
+        // Give back the unaligned slack before and after the aligned part. Both pieces are
+        // multiples of the granule: `start` is granule-aligned, and so are 4 MiB and `len`.
+        if head > 0 {
+            // SAFETY: `start..base` is part of the mapping just made, nothing refers to it.
+            unsafe { libc::munmap(p, head) };
+        }
+        if tail > 0 {
+            // SAFETY: `base+len..start+over` is the end of the same mapping, unreferenced.
+            unsafe { libc::munmap((base + len) as *mut libc::c_void, tail) };
+        }
+        let arena = Arena { base, len };
+        if huge == HugePages::Thp {
+            // SAFETY: advice on a range this arena owns; it changes no contents.
+            let r = unsafe { libc::madvise(base as *mut libc::c_void, len, libc::MADV_HUGEPAGE) };
+            if r != 0 {
+                return Err(HeapError::Advise(std::io::Error::last_os_error()));
+            }
+        }
+        if prefault {
+            // MAP_POPULATE does not combine with the trimming above; touch instead. The
+            // memory is anonymous zero-filled, and no reference to it exists yet.
+            for off in (0..len).step_by(granule) {
+                // SAFETY: `base + off` is inside the mapping, writable, and unreferenced.
+                unsafe { std::ptr::write_volatile((base + off) as *mut u8, 0) };
+            }
+        }
+        Ok(arena)
+    }
+
+    #[inline]
+    fn contains(&self, addr: usize, bytes: usize) -> bool {
+        addr >= self.base && addr.checked_add(bytes).is_some_and(|end| end <= self.base + self.len)
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        // SAFETY: the range is the mapping this arena made and owns. Every block token and
+        // every `&PageHeap` allocator borrows the arena's owner, and we are being dropped, so
+        // no safe code can still reach the memory; raw pointers from `alloc_pages` kept past
+        // this point may not be dereferenced (the heap's documentation says so).
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Blocks and sources
+
+/// Ids of sources, so a block can say where it came from.
+static NEXT_SOURCE_ID: AtomicU32 = AtomicU32::new(1);
+
+fn next_source_id() -> u32 {
+    NEXT_SOURCE_ID.fetch_add(1, Relaxed)
+}
+
+/// A block of `4096 << order` bytes, page-aligned (and, from the buddy allocators, aligned to
+/// its size), owned by whoever holds the token. The token borrows its source (`'a`), so the
+/// source — and the memory behind it — outlives the block. Dropping the token leaks the block;
+/// give it back with [`PageSource::free_block`].
+#[derive(Debug)]
+pub struct PageBlock<'a> {
+    ptr: NonNull<u8>,
+    order: u8,
+    source: u32,
+    _source: PhantomData<&'a ()>,
+}
+
+// SAFETY: a block is plain memory with no thread affinity; every source here accepts a free
+// from any thread (PageHeap and the frame allocator lock; the global allocators are
+// thread-safe by the GlobalAlloc contract). The token is the only handle on the block.
+unsafe impl Send for PageBlock<'_> {}
+
+impl<'a> PageBlock<'a> {
+    #[inline]
+    fn new(ptr: NonNull<u8>, order: u8, source: u32) -> PageBlock<'a> {
+        PageBlock { ptr, order, source, _source: PhantomData }
+    }
+
+    /// The block's address.
+    #[inline]
+    pub fn addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+
+    /// The block's order.
+    #[inline]
+    pub fn order(&self) -> u8 {
+        self.order
+    }
+
+    /// Write `tag` into the block's first 8 bytes (touching its first page).
+    #[inline]
+    pub fn touch(&mut self, tag: u64) {
+        // SAFETY: the token owns a live block of at least 4096 bytes, page-aligned, so 8 bytes
+        // at its start are in bounds and aligned for a u64; the borrow `'a` keeps the source
+        // (and its mapping) alive; `&mut self` excludes any other access through this token,
+        // and no other token names the same block.
+        unsafe { self.ptr.as_ptr().cast::<u64>().write_volatile(tag) }
+    }
+
+    /// Read back the first 8 bytes.
+    #[inline]
+    pub fn tag(&self) -> u64 {
+        // SAFETY: as in `touch`; the bytes were written by `touch` or are the zero/garbage
+        // contents of owned memory, which any u64 bit pattern may hold.
+        unsafe { self.ptr.as_ptr().cast::<u64>().read_volatile() }
+    }
+}
+
+/// Why a source refused a block back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BlockFreeError {
+    /// The block came from another source (it is leaked, not freed).
+    Foreign,
+    /// The page allocator refused the free.
+    Refused(FreeError),
+}
+
+impl fmt::Display for BlockFreeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BlockFreeError::Foreign => {
+                f.write_str("block freed into a source that did not make it")
+            }
+            BlockFreeError::Refused(e) => write!(f, "free refused: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BlockFreeError {}
+
+/// Something that hands out blocks of `4096 << order` bytes: what `pagealloc bench` measures.
+pub trait PageSource: Sync {
+    /// A block of `order` (0..=10), or `None` when the source has none.
+    fn alloc_block(&self, order: u8) -> Option<PageBlock<'_>>;
+    /// Give a block back.
+    fn free_block(&self, block: PageBlock<'_>) -> Result<(), BlockFreeError>;
+    /// The alignment every block of `order` has (a power of two): a page unless the source
+    /// aligns blocks to their size.
+    fn align(&self, _order: u8) -> usize {
+        PAGE_SIZE as usize
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PageHeap
+
+/// How to build a [`PageHeap`].
+#[derive(Clone, Debug)]
+pub struct HeapOptions {
+    /// Arena size in bytes (a multiple of 4 KiB; of 2 MiB with [`HugePages::Hugetlb`]).
+    pub bytes: usize,
+    /// CPUs of the allocator's machine; `None`: the CPUs the system has configured.
+    pub cpus: Option<u32>,
+    /// Policy of the allocator.
+    pub policy: Policy,
+    /// Tunables of the allocator.
+    pub tunables: Tunables,
+    /// GFP flags of every allocation.
+    pub gfp: Gfp,
+    /// Huge-page backing of the arena.
+    pub huge: HugePages,
+    /// Fault every page of the arena in at start (part of the reported init time).
+    pub prefault: bool,
+}
+
+impl HeapOptions {
+    /// `bytes` of arena, the modern policy, default tunables, GFP_KERNEL, every system CPU.
+    pub fn new(bytes: usize) -> HeapOptions {
+        HeapOptions {
+            bytes,
+            cpus: None,
+            policy: Policy::modern(),
+            tunables: Tunables::default(),
+            gfp: Gfp::KERNEL,
+            huge: HugePages::None,
+            prefault: false,
+        }
+    }
+}
+
+/// The page allocator over real memory: an `mmap`ed arena whose frames a [`PageAllocator`]
+/// manages. Hands out page-aligned blocks of `4096 << order` bytes, aligned to their size.
+///
+/// The current CPU comes from `sched_getcpu()`; a stale answer (the thread migrated) is
+/// harmless, since every pageset is behind its lock — it only costs locality.
+#[derive(Debug)]
+pub struct PageHeap {
+    pa: PageAllocator,
+    /// Frame → allocator-CPU table is `cpu % nr_cpus`; the handles, precomputed.
+    cpus: Box<[Cpu]>,
+    gfp: Gfp,
+    id: u32,
+    init_time: Duration,
+    /// Declared last: unmapped after the allocator (which never touches the memory) is gone.
+    arena: Arena,
+}
+
+impl PageHeap {
+    /// Map an arena and build an allocator over it with every frame free.
+    pub fn new(opts: &HeapOptions) -> Result<PageHeap, HeapError> {
+        let started = Instant::now();
+        let arena = Arena::map(opts.bytes, opts.huge, opts.prefault)?;
+        let cpus = opts.cpus.unwrap_or_else(configured_cpus).max(1);
+        let mut map = MemoryMap::new();
+        map.with_zone_limits(ZoneLimits::NORMAL_ONLY);
+        map.add_range(NodeId(0), arena.base as u64..(arena.base + arena.len) as u64)
+            .map_err(|e| HeapError::Build(e.into()))?
+            .set_cpus(NodeId(0), cpus);
+        let pa = PageAllocator::new(map, opts.tunables, opts.policy).map_err(HeapError::Build)?;
+        let cpus = (0..pa.nr_cpus()).filter_map(|c| pa.cpu(CpuId(c))).collect();
+        let init_time = started.elapsed();
+        Ok(PageHeap { pa, cpus, gfp: opts.gfp, id: next_source_id(), init_time, arena })
+    }
+
+    /// The allocator underneath (for counters, validation, snapshots).
+    pub fn allocator(&self) -> &PageAllocator {
+        &self.pa
+    }
+
+    /// Time to map the arena and build the allocator over it (every frame freed to the buddy
+    /// lists), measured once by [`PageHeap::new`].
+    pub fn init_time(&self) -> Duration {
+        self.init_time
+    }
+
+    /// Bytes of allocator metadata per managed frame: the per-frame array plus every zone's
+    /// fixed parts (the zone, its pagesets, its pageblock flags) and the allocator itself,
+    /// spread over the frames.
+    pub fn metadata_bytes_per_frame(&self) -> f64 {
+        let zones = self.pa.zones();
+        let per_zone: usize = zones
+            .iter()
+            .map(|z: &Zone| {
+                let spanned = z.spanned_pages().0 as usize;
+                let pageblocks = spanned.div_ceil(PAGEBLOCK_NR_PAGES as usize) + 1;
+                spanned * size_of::<Frame>()
+                    + size_of::<Zone>()
+                    + self.pa.nr_cpus() as usize * size_of::<PcpSlot>()
+                    + pageblocks
+            })
+            .sum();
+        let total = per_zone + size_of::<PageAllocator>();
+        total as f64 / self.pa.managed_pages().0.max(1) as f64
+    }
+
+    /// The allocator CPU to use for the calling thread: the CPU it runs on, folded into the
+    /// allocator's CPU count.
+    #[inline]
+    pub fn current_cpu(&self) -> Cpu {
+        // SAFETY: sched_getcpu takes no arguments and touches no memory of ours.
+        let c = unsafe { libc::sched_getcpu() };
+        let n = self.cpus.len();
+        let i = if c < 0 { 0 } else { c as usize };
+        self.cpus[if i < n { i } else { i % n }]
+    }
+
+    #[inline]
+    fn pfn_of(addr: usize) -> Pfn {
+        Pfn((addr >> PAGE_SHIFT) as u64)
+    }
+
+    /// Allocate a block of `4096 << order` bytes, aligned to its size, on the current CPU.
+    /// Its contents are whatever the last user left (zero on first use). The pointer is valid
+    /// for reads and writes of the whole block until the block is given back with
+    /// [`dealloc`](Self::dealloc) or the heap is dropped, whichever comes first.
+    #[inline]
+    pub fn alloc_pages(&self, order: Order) -> Result<NonNull<u8>, AllocError> {
+        let pfn = self.pa.alloc_pages(self.current_cpu(), self.gfp, order)?;
+        let addr = (pfn.0 as usize) << PAGE_SHIFT;
+        debug_assert!(self.arena.contains(addr, block_bytes(order.0)));
+        // The address is inside the arena (the allocator hands out only frames of the map),
+        // hence non-null.
+        NonNull::new(addr as *mut u8).ok_or(AllocError::OutOfMemory { order })
+    }
+
+    /// Give back a block [`alloc_pages`](Self::alloc_pages) returned. A pointer that is not
+    /// the start of a block allocated with exactly this order — freed already, foreign to the
+    /// arena, misaligned, a tail page, another order — is refused with an error and changes
+    /// nothing.
+    ///
+    /// # Safety
+    ///
+    /// If `ptr` is a live block of this heap of this order, the call ends its life: nothing
+    /// may read or write the block afterwards through any pointer obtained before the call
+    /// (the heap will hand the memory to someone else). For any other `ptr` the call is
+    /// refused and has no effect, so it cannot cause harm.
+    #[inline]
+    pub unsafe fn dealloc(&self, ptr: NonNull<u8>, order: Order) -> Result<(), FreeError> {
+        let addr = ptr.as_ptr() as usize;
+        let pfn = Self::pfn_of(addr);
+        if !self.arena.contains(addr, PAGE_SIZE as usize) {
+            return Err(FreeError::ForeignFrame(pfn));
+        }
+        self.pa.free_pages(self.current_cpu(), pfn, order)
+    }
+
+    /// The order of the block that serves `layout`: size and alignment rounded up to a
+    /// power-of-two number of pages (at least one). `None` above order 10.
+    pub fn order_for(layout: Layout) -> Option<Order> {
+        let bytes = layout.size().max(layout.align()).max(PAGE_SIZE as usize);
+        let pages = bytes.div_ceil(PAGE_SIZE as usize).checked_next_power_of_two()?;
+        let order = pages.trailing_zeros() as u8;
+        (order <= MAX_PAGE_ORDER).then_some(Order(order))
+    }
+}
+
+impl PageSource for PageHeap {
+    #[inline]
+    fn alloc_block(&self, order: u8) -> Option<PageBlock<'_>> {
+        let ptr = self.alloc_pages(Order(order)).ok()?;
+        Some(PageBlock::new(ptr, order, self.id))
+    }
+
+    #[inline]
+    fn free_block(&self, block: PageBlock<'_>) -> Result<(), BlockFreeError> {
+        if block.source != self.id {
+            return Err(BlockFreeError::Foreign);
+        }
+        // SAFETY: the token was the only handle on this live block and is consumed here.
+        unsafe { self.dealloc(block.ptr, Order(block.order)) }.map_err(BlockFreeError::Refused)
+    }
+
+    fn align(&self, order: u8) -> usize {
+        block_bytes(order)
+    }
+}
+
+// SAFETY (the trait's contract): a returned block is memory of the arena, valid for reads and
+// writes of its whole length (`4096 << order` >= the layout's size), aligned to its length (>=
+// the layout's alignment), and stays valid until deallocated or the heap is dropped — the
+// heap cannot be dropped or moved while `&PageHeap` allocators exist. The allocator never
+// hands the same frame to two live blocks (frame ownership, `ARCHITECTURE.md`). Cloning
+// `&PageHeap` gives the same heap, so any copy may free any block.
+unsafe impl Allocator for PageHeap {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, ApiAllocError> {
+        let order = PageHeap::order_for(layout).ok_or(ApiAllocError)?;
+        let ptr = self.alloc_pages(order).map_err(|_| ApiAllocError)?;
+        Ok(NonNull::slice_from_raw_parts(ptr, block_bytes(order.0)))
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        // A layout that fits the block rounds to the block's order (any size between the
+        // requested one and the block length does, and the alignment is the one requested).
+        let Some(order) = PageHeap::order_for(layout) else { return };
+        // SAFETY: the caller guarantees `ptr` is a live block of this heap allocated for a
+        // layout fitting `layout`, and gives up access to it.
+        let r = unsafe { self.dealloc(ptr, order) };
+        debug_assert!(r.is_ok(), "Allocator::deallocate of a block the heap refused: {r:?}");
+    }
+
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old_layout: Layout,
+        new_layout: Layout,
+    ) -> Result<NonNull<[u8]>, ApiAllocError> {
+        // SAFETY: forwarded contract (ptr is live with old_layout; new size >= old size).
+        unsafe { self.resize(ptr, old_layout, new_layout) }
+    }
+
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old_layout: Layout,
+        new_layout: Layout,
+    ) -> Result<NonNull<[u8]>, ApiAllocError> {
+        // SAFETY: forwarded contract (ptr is live with old_layout; new size <= old size).
+        unsafe { self.resize(ptr, old_layout, new_layout) }
+    }
+}
+
+impl PageHeap {
+    /// Keep the block when the new layout needs the same order, else move to a new block.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a live block of this heap whose layout fits `old`.
+    unsafe fn resize(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, ApiAllocError> {
+        let old_order = PageHeap::order_for(old).ok_or(ApiAllocError)?;
+        let new_order = PageHeap::order_for(new).ok_or(ApiAllocError)?;
+        if new_order == old_order {
+            return Ok(NonNull::slice_from_raw_parts(ptr, block_bytes(old_order.0)));
+        }
+        let fresh = self.alloc_pages(new_order).map_err(|_| ApiAllocError)?;
+        let n = old.size().min(new.size());
+        // SAFETY: `ptr` is valid for `old.size()` bytes (caller), `fresh` for
+        // `block_bytes(new_order) >= new.size()` bytes; distinct live blocks never overlap.
+        unsafe { std::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.as_ptr(), n) };
+        // SAFETY: the old block is live (caller) and its contents were moved out above; the
+        // Allocator contract forbids the caller from using `ptr` after a successful resize.
+        let r = unsafe { self.dealloc(ptr, old_order) };
+        debug_assert!(r.is_ok(), "resize freed a block the heap refused: {r:?}");
+        Ok(NonNull::slice_from_raw_parts(fresh, block_bytes(new_order.0)))
+    }
+}
+
+/// CPUs the system has configured (what `sched_getcpu` may answer), at least 1.
+fn configured_cpus() -> u32 {
+    // SAFETY: sysconf reads a system constant; no memory of ours is involved.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    if n > 0 {
+        n as u32
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Peers
+
+/// A general-purpose allocator asked for `Layout::from_size_align(4096 << order, 4096)`.
+#[derive(Debug)]
+pub struct GlobalPages<A> {
+    alloc: A,
+    id: u32,
+}
+
+impl<A: GlobalAlloc + Sync> GlobalPages<A> {
+    /// Wrap `alloc`.
+    pub fn new(alloc: A) -> GlobalPages<A> {
+        GlobalPages { alloc, id: next_source_id() }
+    }
+
+    #[inline]
+    fn layout(order: u8) -> Layout {
+        // 4096 << order is a multiple of its alignment and far below isize::MAX for order
+        // <= 10 (checked by the caller), so this cannot fail.
+        Layout::from_size_align(block_bytes(order), PAGE_SIZE as usize).expect("page layout")
+    }
+}
+
+impl<A: GlobalAlloc + Sync> PageSource for GlobalPages<A> {
+    #[inline]
+    fn alloc_block(&self, order: u8) -> Option<PageBlock<'_>> {
+        if order > MAX_PAGE_ORDER {
+            return None;
+        }
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { self.alloc.alloc(Self::layout(order)) };
+        Some(PageBlock::new(NonNull::new(ptr)?, order, self.id))
+    }
+
+    #[inline]
+    fn free_block(&self, block: PageBlock<'_>) -> Result<(), BlockFreeError> {
+        if block.source != self.id {
+            return Err(BlockFreeError::Foreign);
+        }
+        // SAFETY: the token proves the block came from this allocator's `alloc` with this
+        // order's layout and has not been freed (tokens are unique and consumed here).
+        unsafe { self.alloc.dealloc(block.ptr.as_ptr(), Self::layout(block.order)) };
+        Ok(())
+    }
+}
+
+/// `buddy_system_allocator`'s locked frame allocator, handing out frame numbers `0..n` that
+/// stand for the pages of an arena of the same size as the heap's (so blocks can be touched).
+pub struct BuddyFrames {
+    frames: LockedFrameAllocator<33>,
+    arena: Arena,
+    id: u32,
+}
+
+impl fmt::Debug for BuddyFrames {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BuddyFrames").field("arena", &self.arena).finish_non_exhaustive()
+    }
+}
+
+impl BuddyFrames {
+    /// Frames for `bytes` of arena.
+    pub fn new(bytes: usize) -> Result<BuddyFrames, HeapError> {
+        let arena = Arena::map(bytes, HugePages::None, false)?;
+        let frames = LockedFrameAllocator::<33>::new();
+        frames.lock().add_frame(0, bytes >> PAGE_SHIFT);
+        Ok(BuddyFrames { frames, arena, id: next_source_id() })
+    }
+}
+
+impl PageSource for BuddyFrames {
+    #[inline]
+    fn alloc_block(&self, order: u8) -> Option<PageBlock<'_>> {
+        if order > MAX_PAGE_ORDER {
+            return None;
+        }
+        let frame = self.frames.lock().alloc(1 << order)?;
+        let addr = self.arena.base + (frame << PAGE_SHIFT);
+        if !self.arena.contains(addr, block_bytes(order)) {
+            return None;
+        }
+        Some(PageBlock::new(NonNull::new(addr as *mut u8)?, order, self.id))
+    }
+
+    #[inline]
+    fn free_block(&self, block: PageBlock<'_>) -> Result<(), BlockFreeError> {
+        if block.source != self.id {
+            return Err(BlockFreeError::Foreign);
+        }
+        let frame = (block.addr() - self.arena.base) >> PAGE_SHIFT;
+        self.frames.lock().dealloc(frame, 1 << block.order);
+        Ok(())
+    }
+
+    fn align(&self, order: u8) -> usize {
+        block_bytes(order)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allocator_api2::vec::Vec as ApiVec;
+    use pagealloc::debug::validate;
+
+    fn heap(mib: usize) -> PageHeap {
+        let mut o = HeapOptions::new(mib << 20);
+        o.cpus = Some(2);
+        PageHeap::new(&o).expect("heap")
+    }
+
+    fn drained_and_valid(h: &PageHeap) {
+        let pa = h.allocator();
+        pa.drain_all_pages(pa.cpu(CpuId(0)).unwrap(), None);
+        assert_eq!(pa.nr_free_pages(), pa.managed_pages());
+        validate(pa).expect("invariants");
+    }
+
+    #[test]
+    fn alloc_write_free_round_trip() {
+        let h = heap(16);
+        let p = h.alloc_pages(Order(1)).unwrap();
+        let n = block_bytes(1);
+        // SAFETY: `p` is a live 8 KiB block owned by this test.
+        let s = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), n) };
+        s.fill(0xa5);
+        assert!(s.iter().all(|&b| b == 0xa5));
+        // SAFETY: the slice is not used after this point.
+        unsafe { h.dealloc(p, Order(1)) }.unwrap();
+        drained_and_valid(&h);
+    }
+
+    #[test]
+    fn blocks_of_every_order_are_aligned_to_their_size_and_inside_the_arena() {
+        let h = heap(64);
+        for o in 0..=MAX_PAGE_ORDER {
+            let p = h.alloc_pages(Order(o)).unwrap();
+            let a = p.as_ptr() as usize;
+            assert_eq!(a % block_bytes(o), 0, "order {o} at {a:#x}");
+            assert!(h.arena.contains(a, block_bytes(o)));
+            let mut b = PageBlock::new(p, o, h.id);
+            b.touch(u64::from(o));
+            assert_eq!(b.tag(), u64::from(o));
+            h.free_block(b).unwrap();
+        }
+        drained_and_valid(&h);
+    }
+
+    #[test]
+    fn vec_in_the_heap_grows_over_several_pages() {
+        let h = heap(16);
+        let mut v: ApiVec<u64, &PageHeap> = ApiVec::new_in(&h);
+        for i in 0..5_000u64 {
+            v.push(i);
+        }
+        assert!(v.capacity() * 8 >= 4 * 4096);
+        assert_eq!(v.as_ptr() as usize % 4096, 0);
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+        v.truncate(10);
+        v.shrink_to_fit();
+        assert_eq!(v.iter().sum::<u64>(), 45);
+        drop(v);
+        drained_and_valid(&h);
+    }
+
+    #[test]
+    fn allocator_trait_refuses_what_no_block_serves() {
+        let h = heap(16);
+        let too_big = Layout::from_size_align(block_bytes(MAX_PAGE_ORDER) + 1, 4096).unwrap();
+        assert_eq!(h.allocate(too_big), Err(ApiAllocError));
+        let too_aligned = Layout::from_size_align(4096, 8 << 20).unwrap();
+        assert_eq!(h.allocate(too_aligned), Err(ApiAllocError));
+        // Alignment up to the block size is served by rounding the block up.
+        let l = Layout::from_size_align(4096, 64 << 10).unwrap();
+        let b = h.allocate(l).unwrap();
+        assert_eq!(b.len(), 64 << 10);
+        assert_eq!(b.cast::<u8>().as_ptr() as usize % (64 << 10), 0);
+        // SAFETY: `b` was allocated above with `l` and is not used again.
+        unsafe { h.deallocate(b.cast(), l) };
+        assert_eq!(PageHeap::order_for(Layout::new::<u8>()), Some(Order(0)));
+        assert_eq!(PageHeap::order_for(Layout::array::<u8>(4097).unwrap()), Some(Order(1)));
+        assert_eq!(PageHeap::order_for(Layout::array::<u8>(3 << 20).unwrap()), Some(Order(10)));
+        drained_and_valid(&h);
+    }
+
+    #[test]
+    fn double_and_foreign_frees_are_errors_that_change_nothing() {
+        let h = heap(16);
+        let p = h.alloc_pages(Order(0)).unwrap();
+        let q = h.alloc_pages(Order(2)).unwrap();
+        // SAFETY: `p` is live and never used again; the second call frees a freed block,
+        // which the contract allows (it is refused).
+        unsafe {
+            h.dealloc(p, Order(0)).unwrap();
+            let pfn = PageHeap::pfn_of(p.as_ptr() as usize);
+            assert_eq!(h.dealloc(p, Order(0)), Err(FreeError::DoubleFree { pfn }));
+        }
+        // SAFETY: wrong order, a tail page and a foreign address are all refused untouched.
+        unsafe {
+            assert!(matches!(h.dealloc(q, Order(1)), Err(FreeError::WrongOrder { .. })));
+            let tail = NonNull::new(q.as_ptr().add(4096)).unwrap();
+            assert!(matches!(h.dealloc(tail, Order(0)), Err(FreeError::TailPage { .. })));
+            let mut local = 0u8;
+            let foreign = NonNull::from(&mut local);
+            assert!(matches!(h.dealloc(foreign, Order(0)), Err(FreeError::ForeignFrame(_))));
+            h.dealloc(q, Order(2)).unwrap();
+        }
+        // Tokens: a block from another source is refused (and leaked, not freed).
+        let other = GlobalPages::new(std::alloc::System);
+        let b = other.alloc_block(0).unwrap();
+        let addr = b.addr();
+        assert_eq!(h.free_block(b), Err(BlockFreeError::Foreign));
+        let b2 = PageBlock::new(NonNull::new(addr as *mut u8).unwrap(), 0, other.id);
+        other.free_block(b2).unwrap();
+        drained_and_valid(&h);
+    }
+
+    #[test]
+    fn exhaustion_is_an_error_and_everything_comes_back() {
+        let h = heap(8);
+        let mut held = Vec::new();
+        let err = loop {
+            match h.alloc_pages(Order(0)) {
+                Ok(p) => held.push(p),
+                Err(e) => break e,
+            }
+            assert!(held.len() <= 2048, "more pages than the arena has");
+        };
+        assert!(matches!(err, AllocError::OutOfMemory { .. }), "{err:?}");
+        assert!(!held.is_empty());
+        let big = Layout::from_size_align(4096, 4096).unwrap();
+        assert_eq!(h.allocate(big), Err(ApiAllocError));
+        for p in held {
+            // SAFETY: every held block is live and unused.
+            unsafe { h.dealloc(p, Order(0)) }.unwrap();
+        }
+        drained_and_valid(&h);
+        assert!(h.metadata_bytes_per_frame() >= size_of::<Frame>() as f64);
+    }
+
+    #[test]
+    fn peers_hand_out_distinct_aligned_blocks() {
+        let buddy = BuddyFrames::new(16 << 20).unwrap();
+        let sys = GlobalPages::new(std::alloc::System);
+        let sources: [&dyn PageSource; 2] = [&buddy, &sys];
+        for s in sources {
+            let mut blocks: Vec<PageBlock<'_>> =
+                (0..=4).map(|o| s.alloc_block(o).unwrap()).collect();
+            for (i, b) in blocks.iter_mut().enumerate() {
+                assert_eq!(b.addr() % 4096, 0);
+                b.touch(i as u64);
+            }
+            for (i, b) in blocks.iter().enumerate() {
+                assert_eq!(b.tag(), i as u64);
+            }
+            for b in blocks {
+                s.free_block(b).unwrap();
+            }
+        }
+        assert!(buddy.alloc_block(MAX_PAGE_ORDER + 1).is_none());
+    }
+}

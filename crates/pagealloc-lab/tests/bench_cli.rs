@@ -1,0 +1,65 @@
+//! `pagealloc bench --quick`: every allocator runs every pattern and the output has the
+//! promised shape. (Nothing here is timed; the quick run only has to finish and pass its own
+//! checks.)
+
+use assert_cmd::Command;
+
+fn pagealloc() -> Command {
+    Command::cargo_bin("pagealloc").expect("binary built")
+}
+
+const PATTERNS: [&str; 7] =
+    ["pair-1", "pair-64", "pair-1024", "pair-64-2t", "order3-64", "mix-0-10", "cross-thread"];
+const ALLOCATORS: [&str; 5] =
+    ["pagealloc", "mimalloc", "jemalloc", "system", "buddy_system_allocator"];
+
+#[test]
+fn quick_json_has_a_row_for_every_allocator_and_pattern() {
+    let out = pagealloc().args(["bench", "--quick", "--json"]).assert().success();
+    let doc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), PATTERNS.len() * ALLOCATORS.len());
+    for p in PATTERNS {
+        for a in ALLOCATORS {
+            let row = rows
+                .iter()
+                .find(|r| r["pattern"] == p && r["allocator"] == a)
+                .unwrap_or_else(|| panic!("no row for {a} / {p}"));
+            assert!(row["ns_per_pair"].as_f64().unwrap() > 0.0, "{row}");
+            assert!(row["stddev"].as_f64().unwrap() >= 0.0, "{row}");
+            assert!(row["threads"].as_u64().unwrap() >= 1);
+            assert!(row["outstanding"].as_u64().unwrap() >= 1);
+            assert!(row.get("order").is_some());
+        }
+    }
+    let meta = doc["pagealloc"]["metadata_bytes_per_frame"].as_f64().unwrap();
+    assert!((16.0..17.0).contains(&meta), "{meta}");
+    assert!(doc["pagealloc"]["init_ms"].as_f64().unwrap() > 0.0);
+    assert!(!doc["machine"]["cpu_model"].as_str().unwrap().is_empty());
+}
+
+#[test]
+fn table_names_the_work_and_the_ratio() {
+    let out = pagealloc()
+        .args(["bench", "--quick", "--patterns", "pair-1,cross-thread"])
+        .args(["--allocators", "pagealloc,system"])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("8-byte tag"), "{text}");
+    assert!(text.contains("bytes/frame"), "{text}");
+    assert!(text.contains("pagealloc vs best peer"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("pair-1 ")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("cross-thread")), "{text}");
+    assert!(!text.lines().any(|l| l.starts_with("pair-64")), "{text}");
+}
+
+#[test]
+fn unknown_pattern_or_allocator_is_a_clear_error() {
+    let out = pagealloc().args(["bench", "--quick", "--patterns", "pair-2"]).assert().failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("unknown pattern `pair-2`"), "{err}");
+    let out = pagealloc().args(["bench", "--quick", "--allocators", "tcmalloc"]).assert().failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("unknown allocator `tcmalloc`"), "{err}");
+}
