@@ -376,16 +376,19 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         }
     }
 
-    fn publish_area(&self, order: Order) {
+    /// Publish one list's change to the racy-read summaries (its order's `nr_free` and the
+    /// list's bit in the non-empty mask).
+    #[inline]
+    fn publish_area(&self, order: Order, mt: MigrateType) {
         let area = &self.free.area[order.index()];
-        let mut mask = 0u8;
-        for (i, l) in area.lists.iter().enumerate() {
-            if !l.is_empty() {
-                mask |= 1 << i;
-            }
-        }
         self.zone.area_nr_free[order.index()].store(area.nr_free, Relaxed);
-        self.zone.area_mask[order.index()].store(mask, Relaxed);
+        let mask = &self.zone.area_mask[order.index()];
+        let bit = 1u8 << mt as u8;
+        let old = mask.load(Relaxed);
+        let new = if area.lists[mt.index()].is_empty() { old & !bit } else { old | bit };
+        if new != old {
+            mask.store(new, Relaxed);
+        }
     }
 
     /// Put the free block at `pfn` on the (`order`, `mt`) list, at the tail or the head.
@@ -406,7 +409,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
             area.lists[mt.index()].push_head(&zone.mem_map, idx);
         }
         area.nr_free += 1;
-        self.publish_area(order);
+        self.publish_area(order, mt);
     }
 
     /// Take the free block at `pfn` off its list; its head becomes `Tail` until the caller
@@ -419,7 +422,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         area.lists[mt.index()].unlink(&zone.mem_map, idx);
         area.nr_free -= 1;
         zone.mem_map[idx as usize].set_info(FrameInfo::TAIL);
-        self.publish_area(order);
+        self.publish_area(order, mt);
     }
 
     /// Move a free block to the tail of another migratetype's list, moving its accounting.
