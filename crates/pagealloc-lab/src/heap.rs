@@ -333,6 +333,13 @@ impl PageHeap {
             .map_err(|e| HeapError::Build(e.into()))?
             .set_cpus(NodeId(0), cpus);
         let pa = PageAllocator::new(map, opts.tunables, opts.policy).map_err(HeapError::Build)?;
+        // FREE_HIGH_BATCH needs each CPU's share of its last-level cache (kernel-spec §2.7).
+        let sysfs = std::path::Path::new("/sys/devices/system/cpu");
+        for c in 0..pa.nr_cpus() {
+            if let Some(cache) = crate::cacheinfo::read(sysfs, c) {
+                pa.set_cpu_cache(CpuId(c), cache);
+            }
+        }
         let cpus = (0..pa.nr_cpus()).filter_map(|c| pa.cpu(CpuId(c))).collect();
         let init_time = started.elapsed();
         Ok(PageHeap { pa, cpus, gfp: opts.gfp, id: next_source_id(), init_time, arena })

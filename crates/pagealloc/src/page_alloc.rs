@@ -147,6 +147,7 @@ impl<E: EventSink> PageAllocator<E> {
                 grouping_disabled: false,
                 nofragment: policy.alloc_nofragment,
                 hygiene: policy.migratetype_hygiene,
+                clock: None,
             },
             min_free_kbytes: AtomicU64::new(0),
             counters: Counters::default(),
@@ -195,6 +196,14 @@ impl<E: EventSink> PageAllocator<E> {
                 }
             }
         }
+    }
+
+    /// Give the allocator a monotonic clock in nanoseconds (e.g. `Instant`-based in std,
+    /// a TSC read in a kernel): from then on the time each zone-lock hold lasts is added to
+    /// `Counter::ZoneLockHeldNs`. Without one nothing is timed and nothing is paid.
+    pub fn with_clock(mut self, now_ns: fn() -> u64) -> Self {
+        self.cfg.clock = Some(now_ns);
+        self
     }
 
     /// Number of CPUs.

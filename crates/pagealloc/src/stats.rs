@@ -53,6 +53,8 @@ counters! {
     AllocFail => "allocfail",
     /// Times the zone lock was taken.
     ZoneLockAcquire => "zone_lock_acquire",
+    /// Nanoseconds the zone lock was held (only with a clock, `PageAllocator::with_clock`).
+    ZoneLockHeldNs => "zone_lock_held_ns",
     /// Fragmenting fallbacks (a pageblock of another type split) by requested type.
     ExtfragFragmentingUnmovable => "extfrag_fragmenting_unmovable",
     /// … requested MOVABLE.

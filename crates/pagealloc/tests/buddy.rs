@@ -454,3 +454,26 @@ fn migratetype_hygiene_decides_where_a_steals_remainder_goes() {
         check(&pa);
     }
 }
+
+/// A clock that advances 7 ns per reading, so every timed hold counts exactly 7.
+fn ticking_clock() -> u64 {
+    static NOW: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NOW.fetch_add(7, std::sync::atomic::Ordering::Relaxed)
+}
+
+#[test]
+fn zone_lock_hold_time_is_counted_only_with_a_clock() {
+    let untimed = machine(32 * MIB);
+    let timed = machine(32 * MIB).with_clock(ticking_clock);
+    let before = timed.vm_events();
+    for pa in [&untimed, &timed] {
+        let cpu = pa.cpu(CpuId(0)).unwrap();
+        let p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(5)).unwrap(); // order 5: buddy path
+        pa.free_pages(cpu, p, Order(5)).unwrap();
+    }
+    assert_eq!(untimed.vm_events().get(Counter::ZoneLockHeldNs), 0);
+    let ev = timed.vm_events().since(&before);
+    // Each hold reads the clock once on taking the lock and once on dropping it: 7 ns apart.
+    assert!(ev.get(Counter::ZoneLockAcquire) >= 2);
+    assert_eq!(ev.get(Counter::ZoneLockHeldNs), 7 * ev.get(Counter::ZoneLockAcquire), "{ev:?}");
+}
