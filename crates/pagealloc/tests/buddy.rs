@@ -53,6 +53,11 @@ fn holes_and_unaligned_ranges_are_never_handed_out() {
         got.push(p);
     }
     assert_eq!(got.len() as u64, pa.managed_pages().0);
+    // A frame in the hole between the two ranges (inside the DMA zone's span) is not memory.
+    assert_eq!(
+        pa.free_pages(cpu, Pfn(0xa0), Order(0)),
+        Err(FreeError::NotAllocated { pfn: Pfn(0xa0) })
+    );
     for p in got {
         pa.free_pages(cpu, p, Order(0)).unwrap();
     }
