@@ -99,7 +99,7 @@ impl<E: EventSink> PageAllocator<E> {
         {
             return None;
         }
-        Some(self.pcp_pop(zone, slot, &mut pcp, order, pindex, mt))
+        self.pcp_pop(zone, slot, &mut pcp, order, pindex, mt)
     }
 
     /// Lock a pageset on the local allocation or free path: only try under
@@ -140,10 +140,10 @@ impl<E: EventSink> PageAllocator<E> {
             return None;
         }
         pcp.note_alloc(policy);
-        Some(self.pcp_pop(zone, slot, &mut pcp, order, pindex, mt))
+        self.pcp_pop(zone, slot, &mut pcp, order, pindex, mt)
     }
 
-    /// Pop the head block of non-empty list `pindex` and hand it out (the hit half of
+    /// Pop the head block of list `pindex` and hand it out (`None` only if it is empty) (the hit half of
     /// `__rmqueue_pcplist`).
     #[inline]
     fn pcp_pop(
@@ -154,8 +154,8 @@ impl<E: EventSink> PageAllocator<E> {
         order: Order,
         pindex: usize,
         mt: MigrateType,
-    ) -> Pfn {
-        let idx = pcp.lists[pindex].pop_head(&zone.mem_map).unwrap_or(crate::mem_map::NIL);
+    ) -> Option<Pfn> {
+        let idx = pcp.lists[pindex].pop_head(&zone.mem_map)?;
         pcp.count -= 1 << order.0;
         if self.policy.high_decay == HighDecay::CountMinLimited {
             pcp.count_min = pcp.count_min.min(pcp.count);
@@ -167,7 +167,7 @@ impl<E: EventSink> PageAllocator<E> {
         });
         slot.stats.add_locked(Counter::PcpAlloc, 1);
         slot.stats.add_locked(Counter::pgalloc(zone.ztype), order.nr_pages().0);
-        zone.pfn_of(idx)
+        Some(zone.pfn_of(idx))
     }
 
     /// Refill the empty list `pindex` (kernel `__rmqueue_pcplist`'s slow half): size the

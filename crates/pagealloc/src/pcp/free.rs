@@ -371,10 +371,11 @@ fn free_to_buddy<E: EventSink>(
 ) {
     let pfn = zone.pfn_of(idx);
     let block = zone.pageblocks.get(pfn);
-    let cached = zone.mem_map[idx as usize].aux().load(core::sync::atomic::Ordering::Relaxed);
-    let mt = match MigrateType::from_u8(cached as u8) {
-        Some(c) if !hygiene && block != MigrateType::Isolate => c,
-        _ => block,
+    let mt = if hygiene || block == MigrateType::Isolate {
+        block
+    } else {
+        let cached = zone.mem_map[idx as usize].aux().load(core::sync::atomic::Ordering::Relaxed);
+        MigrateType::from_u8(cached as u8).unwrap_or(block)
     };
     zl.free_one_page_locked(pfn, order, mt, Fpi::None);
     if E::ENABLED {
