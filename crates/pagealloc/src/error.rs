@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::types::{CpuId, Order, Pfn};
+use crate::types::{CpuId, NodeId, Order, Pfn};
 
 /// Why an allocation failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -12,6 +12,8 @@ pub enum AllocError {
     InvalidOrder(Order),
     /// The CPU is not one of the machine's.
     InvalidCpu(CpuId),
+    /// The node is not one of the machine's.
+    InvalidNode(NodeId),
     /// No zone the flags allow had a free block above the watermark the flags allow, after
     /// draining the per-CPU lists and releasing the highatomic reserve where the flags permit.
     OutOfMemory {
@@ -25,6 +27,7 @@ impl fmt::Display for AllocError {
         match self {
             AllocError::InvalidOrder(o) => write!(f, "order {o} is above the largest order 10"),
             AllocError::InvalidCpu(c) => write!(f, "cpu {} does not exist", c.0),
+            AllocError::InvalidNode(n) => write!(f, "node {} does not exist", n.0),
             AllocError::OutOfMemory { order } => {
                 write!(f, "out of memory for an order-{order} block")
             }

@@ -6,7 +6,7 @@
 
 use crate::gfp::Gfp;
 use crate::migratetype::MigrateType;
-use crate::types::{CpuId, Order, Pfn};
+use crate::types::{CpuId, Order, Pfn, ZoneIdx};
 
 /// One trace record. Field names follow the tracepoints' printed fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +115,18 @@ pub trait EventSink: Sync {
 
     /// Take one record.
     fn record(&self, event: &TraceEvent);
+
+    /// `cpu` took `zone`'s lock. Not a kernel tracepoint: it lets a model runner charge lock
+    /// waiting and hold time in virtual time (the kernel's `lock:contention_*` events play
+    /// this part for a real machine). Called with the lock held.
+    #[inline]
+    fn zone_lock_taken(&self, _cpu: CpuId, _zone: ZoneIdx) {}
+
+    /// `cpu` is about to release `zone`'s lock after `list_ops` free-list insertions and
+    /// removals (each one touches a `struct page` and a list head: the hold's work). Called
+    /// with the lock still held.
+    #[inline]
+    fn zone_lock_released(&self, _cpu: CpuId, _zone: ZoneIdx, _list_ops: u32) {}
 }
 
 /// The sink that records nothing, at no cost.
@@ -134,5 +146,15 @@ impl<T: EventSink> EventSink for &T {
     #[inline]
     fn record(&self, event: &TraceEvent) {
         (**self).record(event);
+    }
+
+    #[inline]
+    fn zone_lock_taken(&self, cpu: CpuId, zone: ZoneIdx) {
+        (**self).zone_lock_taken(cpu, zone);
+    }
+
+    #[inline]
+    fn zone_lock_released(&self, cpu: CpuId, zone: ZoneIdx, list_ops: u32) {
+        (**self).zone_lock_released(cpu, zone, list_ops);
     }
 }

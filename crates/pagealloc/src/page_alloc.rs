@@ -409,13 +409,38 @@ impl<E: EventSink> PageAllocator<E> {
     /// Allocate a block of 2^`order` frames with `gfp`'s constraints on `cpu`. Returns its
     /// first frame.
     pub fn alloc_pages(&self, cpu: Cpu, gfp: Gfp, order: Order) -> Result<Pfn, AllocError> {
-        if !order.is_valid() {
-            return Err(AllocError::InvalidOrder(order));
-        }
         let Some(&node_id) = self.cpu_node.get(cpu.id.index()) else {
             return Err(AllocError::InvalidCpu(cpu.id));
         };
-        let cpu = Cpu { id: cpu.id, node: node_id };
+        self.alloc_pages_from(Cpu { id: cpu.id, node: node_id }, gfp, order)
+    }
+
+    /// Allocate as [`alloc_pages`](Self::alloc_pages) does, but walking `node`'s zonelist:
+    /// the kernel's allocation with a preferred node, as a task bound by `numactl -m NODE`
+    /// makes them (add [`Gfp::THISNODE`] to try no other node). The pageset used is still
+    /// `cpu`'s own, in whichever zone serves the request: a CPU allocating from a remote
+    /// node's zone fills and drains its pageset there, under that zone's lock.
+    pub fn alloc_pages_node(
+        &self,
+        cpu: Cpu,
+        node: NodeId,
+        gfp: Gfp,
+        order: Order,
+    ) -> Result<Pfn, AllocError> {
+        if self.cpu_node.get(cpu.id.index()).is_none() {
+            return Err(AllocError::InvalidCpu(cpu.id));
+        }
+        if node.index() >= self.nodes.len() {
+            return Err(AllocError::InvalidNode(node));
+        }
+        self.alloc_pages_from(Cpu { id: cpu.id, node }, gfp, order)
+    }
+
+    /// The allocation proper; `cpu.node` names the zonelist to walk.
+    fn alloc_pages_from(&self, cpu: Cpu, gfp: Gfp, order: Order) -> Result<Pfn, AllocError> {
+        if !order.is_valid() {
+            return Err(AllocError::InvalidOrder(order));
+        }
         let highest = gfp.zone();
         let mt =
             if self.cfg.grouping_disabled { MigrateType::Unmovable } else { gfp.migratetype() };

@@ -320,8 +320,11 @@ impl Zone {
     ) -> ZoneLocked<'a, E> {
         let free = self.lock.lock();
         self.counters.add_locked(Counter::ZoneLockAcquire, 1);
+        if E::ENABLED {
+            events.zone_lock_taken(cpu, self.idx);
+        }
         let held_since = cfg.clock.map(|now| now());
-        ZoneLocked { zone: self, free, cpu, events, cfg, held_since }
+        ZoneLocked { zone: self, free, cpu, events, cfg, held_since, list_ops: 0 }
     }
 
     /// Read-only view of the free lists under the lock, for validators and /proc views.
@@ -357,6 +360,9 @@ pub struct ZoneLocked<'a, E: EventSink> {
     pub(crate) cfg: &'a CoreConfig,
     /// Clock reading when the lock was taken, if the allocator has a clock.
     held_since: Option<u64>,
+    /// Free-list insertions and removals during this hold, for the event sink (counted only
+    /// when the sink is enabled): the work a model charges the hold for.
+    list_ops: u32,
 }
 
 impl<E: EventSink> Drop for ZoneLocked<'_, E> {
@@ -364,6 +370,9 @@ impl<E: EventSink> Drop for ZoneLocked<'_, E> {
     fn drop(&mut self) {
         if let (Some(now), Some(since)) = (self.cfg.clock, self.held_since) {
             self.zone.counters.add_locked(Counter::ZoneLockHeldNs, now().saturating_sub(since));
+        }
+        if E::ENABLED {
+            self.events.zone_lock_released(self.cpu, self.zone.idx, self.list_ops);
         }
     }
 }
@@ -425,6 +434,9 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         }
         area.nr_free += 1;
         self.publish_area(order, mt);
+        if E::ENABLED {
+            self.list_ops += 1;
+        }
     }
 
     /// Take the free block at `pfn` off its list; its head becomes `Tail` until the caller
@@ -438,6 +450,9 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         area.nr_free -= 1;
         zone.mem_map[idx as usize].set_info(FrameInfo::TAIL);
         self.publish_area(order, mt);
+        if E::ENABLED {
+            self.list_ops += 1;
+        }
     }
 
     /// Move a free block to the tail of another migratetype's list, moving its accounting.

@@ -1,0 +1,89 @@
+//! The hooks a model runner builds on: zone-lock notifications to an event sink, and
+//! allocation from a chosen node's zonelist (a task bound with `numactl -m`).
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use pagealloc::{
+    AllocError, Counter, CpuId, EventSink, Gfp, MemoryMap, NodeId, Order, PageAllocator, Policy,
+    TraceEvent, Tunables, ZoneIdx,
+};
+
+/// Counts lock notifications and the list work reported with them.
+#[derive(Debug, Default)]
+struct LockSink {
+    taken: AtomicU64,
+    released: AtomicU64,
+    list_ops: AtomicU64,
+    /// Blocks moved to or from a pageset while some lock was held.
+    blocks: AtomicU64,
+    /// 1 while a lock is held: records must come inside a taken/released pair.
+    held: AtomicU64,
+}
+
+impl EventSink for LockSink {
+    fn record(&self, e: &TraceEvent) {
+        if matches!(e, TraceEvent::PageAllocZoneLocked { .. } | TraceEvent::PagePcpuDrain { .. }) {
+            assert_eq!(self.held.load(Relaxed), 1, "{e:?} outside the zone lock");
+            self.blocks.fetch_add(1, Relaxed);
+        }
+    }
+    fn zone_lock_taken(&self, _cpu: CpuId, _zone: ZoneIdx) {
+        assert_eq!(self.held.swap(1, Relaxed), 0, "lock taken twice");
+        self.taken.fetch_add(1, Relaxed);
+    }
+    fn zone_lock_released(&self, _cpu: CpuId, _zone: ZoneIdx, list_ops: u32) {
+        assert_eq!(self.held.swap(0, Relaxed), 1, "released without being taken");
+        self.released.fetch_add(1, Relaxed);
+        self.list_ops.fetch_add(u64::from(list_ops), Relaxed);
+    }
+}
+
+#[test]
+fn lock_notifications_pair_up_and_report_the_work() {
+    let map = MemoryMap::single_node(2, 256 << 20).unwrap();
+    let sink = LockSink::default();
+    let pa = PageAllocator::with_events(map, Tunables::default(), Policy::modern(), &sink).unwrap();
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let pages: Vec<_> =
+        (0..500).map(|_| pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).unwrap()).collect();
+    for p in pages {
+        pa.free_pages(cpu, p, Order(0)).unwrap();
+    }
+    pa.drain_all_pages(cpu, None);
+    let taken = sink.taken.load(Relaxed);
+    assert!(taken > 0);
+    assert_eq!(taken, sink.released.load(Relaxed));
+    assert_eq!(taken, pa.vm_events().get(Counter::ZoneLockAcquire));
+    // Every block moved under the lock is at least one list insertion or removal.
+    let blocks = sink.blocks.load(Relaxed);
+    assert!(blocks >= 500, "{blocks}");
+    assert!(sink.list_ops.load(Relaxed) >= blocks);
+}
+
+#[test]
+fn alloc_pages_node_walks_the_chosen_nodes_zonelist() {
+    let mut map = MemoryMap::new();
+    map.add_range(NodeId(0), (4 << 30)..(4 << 30) + (64 << 20)).unwrap();
+    map.add_range(NodeId(1), (5 << 30)..(5 << 30) + (64 << 20)).unwrap();
+    map.set_cpus(NodeId(0), 1).set_cpus(NodeId(1), 1);
+    let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
+    let cpu0 = pa.cpu(CpuId(0)).unwrap();
+    assert_eq!(cpu0.node(), NodeId(0));
+
+    let local = pa.alloc_pages(cpu0, Gfp::KERNEL, Order(0)).unwrap();
+    assert_eq!(pa.zone_of(local).unwrap().node(), NodeId(0));
+    let remote = pa.alloc_pages_node(cpu0, NodeId(1), Gfp::KERNEL, Order(0)).unwrap();
+    let zone1 = pa.zone_of(remote).unwrap();
+    assert_eq!(zone1.node(), NodeId(1));
+    // The refill went to CPU 0's pageset in node 1's zone.
+    assert!(zone1.pcp(CpuId(0)).unwrap().count > 0);
+    assert_eq!(zone1.pcp(CpuId(1)).unwrap().count, 0);
+
+    assert_eq!(
+        pa.alloc_pages_node(cpu0, NodeId(2), Gfp::KERNEL, Order(0)),
+        Err(AllocError::InvalidNode(NodeId(2)))
+    );
+    pa.free_pages(cpu0, local, Order(0)).unwrap();
+    pa.free_pages(cpu0, remote, Order(0)).unwrap();
+    pagealloc::debug::validate(&pa).unwrap();
+}
