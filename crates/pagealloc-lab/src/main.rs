@@ -9,7 +9,11 @@ mod cmd;
 // The one module allowed unsafe code: real memory (mmap, raw blocks).
 #[allow(unsafe_code)]
 mod heap;
+#[allow(dead_code, reason = "wired into run, compare and reproduce next")]
+mod model;
 mod preset_file;
+#[allow(dead_code, reason = "wired into run, compare and reproduce next")]
+mod workload;
 // /proc views of a model run (used by `--show` once `run`/`replay` exist; tested now).
 #[cfg_attr(not(test), expect(dead_code, reason = "wired into --show by run/replay/reproduce"))]
 mod procfs;

@@ -1,0 +1,233 @@
+//! `trunc`: mmtests' `config-io-trunc` as it stood in February 2022 (seeds 000 and 004).
+//!
+//! What it imitates (workloads-reference §6): ten sparse files of 1 GiB are read with `cat`,
+//! which fills the page cache with zeroed order-0 movable pages, one per 4 KiB; then `rm`
+//! truncates them all, and the **system time of `rm`** is the metric ("elapsed", ms). The free
+//! side is a pure burst of order-0 frees on one CPU, released in batches of `PAGEVEC_SIZE`
+//! (15) pages: the case where the pageset overflows again and again into
+//! `free_pcppages_bulk`, whose cost per call the series changed.
+//!
+//! The model: one CPU runs `cat` (allocate, zero, copy out: one page per step), then one CPU
+//! runs `rm` (a pagevec of frees per step, plus the truncation's own per-page work). Both are
+//! unbound tasks in the benchmark; the model draws each one's CPU from the run's seed, which
+//! is the run-to-run variation of this otherwise deterministic workload. As mmtests does, the
+//! file size is cut by 10% until all files fit in half of a node's memory.
+//!
+//! Known biases: the page cache's own costs (xarray, LRU, memcg) are one assumed figure per
+//! page; readahead's batching is not modelled (one allocation per page, as 5.17's order-0
+//! page cache makes them); the file system is out of the picture, as the seed intended with
+//! sparse files.
+
+use anyhow::Result;
+use pagealloc::{Gfp, Order, Pfn};
+
+use super::{ns, ParamSpec, Params, WorkloadInfo};
+use crate::model::{Ctx, ModelInfo, Next, Workload};
+
+/// The registry entry.
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "trunc",
+    summary: "mmtests trunc: cat 10 sparse 1 GiB files into page cache, then time rm's truncation",
+    params: PARAMS,
+    default_machine: "skylake-1s",
+    build: |p| Box::new(Trunc::new(p)),
+};
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "files",
+        default: 10.0,
+        min: 1.0,
+        max: 1000.0,
+        unit: "files",
+        doc: "sparse files read and then removed",
+        source: "mmtests config-io-trunc TRUNC_NR_FILES=10 (workloads-reference §6.1)",
+        scaled: true,
+    },
+    ParamSpec {
+        name: "file_mib",
+        default: 1024.0,
+        min: 1.0,
+        max: 1_048_576.0,
+        unit: "MiB",
+        doc: "size of each file (cut by 10% until files × size fits in half a node's memory)",
+        source: "mmtests config-io-trunc TRUNC_FILESIZE=1 GiB, cut rule of trunc-bench (§6.1)",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "pagevec",
+        default: 15.0,
+        min: 1.0,
+        max: 4096.0,
+        unit: "pages",
+        doc: "pages released per batch by truncation",
+        source: "PAGEVEC_SIZE = 15 in 5.17 (include/linux/pagevec.h, §6.2)",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "fill_page_ns",
+        default: 300.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "ns",
+        doc: "cat's work per page besides the allocation and zeroing: readahead, page-cache \
+              insertion, copy to user",
+        source: "assumed: a 4 KiB copy_to_user from a hot page plus page-cache insertion on a \
+                 2018-2022 server core; not timed, does not enter the metric",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "trunc_page_ns",
+        default: 100.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "ns",
+        doc: "rm's work per page besides the free: page-cache deletion, LRU removal, uncharge",
+        source: "assumed: an xarray delete, an LRU unlink and a memcg uncharge per page, each a \
+                 few tens of ns on a 2018-2022 server core (no public per-page figure)",
+        scaled: false,
+    },
+];
+
+/// What the single active task is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Fill,
+    Truncate,
+    Done,
+}
+
+/// One run.
+#[derive(Debug)]
+pub struct Trunc {
+    files: u64,
+    file_mib: f64,
+    pagevec: usize,
+    fill_page: u64,
+    trunc_page: u64,
+    /// Pages per file after the cut.
+    pages_per_file: u64,
+    cat_cpu: u32,
+    rm_cpu: u32,
+    phase: Phase,
+    /// The page cache, in file order.
+    cache: Vec<Pfn>,
+    /// Next page to truncate.
+    next_free: usize,
+    rm_start: u64,
+    rm_end: u64,
+    failed: u64,
+}
+
+impl Trunc {
+    /// A run with these parameters.
+    pub fn new(p: &Params) -> Trunc {
+        Trunc {
+            files: p.count("files"),
+            file_mib: p.get("file_mib"),
+            pagevec: p.count("pagevec") as usize,
+            fill_page: ns(p.get("fill_page_ns")),
+            trunc_page: ns(p.get("trunc_page_ns")),
+            pages_per_file: 0,
+            cat_cpu: 0,
+            rm_cpu: 0,
+            phase: Phase::Fill,
+            cache: Vec::new(),
+            next_free: 0,
+            rm_start: 0,
+            rm_end: 0,
+            failed: 0,
+        }
+    }
+
+    fn total_pages(&self) -> u64 {
+        self.files * self.pages_per_file
+    }
+}
+
+impl Workload for Trunc {
+    fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
+        // mmtests: while files × size > MemTotal / nodes / 2, size -= size / 10.
+        let node_bytes =
+            info.node_managed_pages.iter().sum::<u64>() * 4096 / u64::from(info.nr_nodes);
+        let mut size = self.file_mib * (1 << 20) as f64;
+        while self.files as f64 * size > node_bytes as f64 / 2.0 && size >= 4096.0 {
+            size -= size / 10.0;
+        }
+        self.pages_per_file = (size / 4096.0) as u64;
+        let mut rng = pagealloc_testkit::rng::Rng::new(info.seed);
+        self.cat_cpu = rng.below(u64::from(info.nr_cpus)) as u32;
+        self.rm_cpu = rng.below(u64::from(info.nr_cpus)) as u32;
+        self.cache.reserve(self.total_pages() as usize);
+        // One task at a time, but both may share a CPU: run them as one scheduled CPU when
+        // they do, as two (the second waiting for the first) when they do not.
+        if self.cat_cpu == self.rm_cpu {
+            Ok(vec![self.cat_cpu])
+        } else {
+            Ok(vec![self.cat_cpu, self.rm_cpu])
+        }
+    }
+
+    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let cpu = ctx.cpu();
+        match self.phase {
+            Phase::Fill if cpu == self.cat_cpu => {
+                match ctx.alloc(Gfp::HIGHUSER_MOVABLE, Order(0)) {
+                    Some(p) => {
+                        ctx.touch(p, 4096);
+                        self.cache.push(p);
+                    }
+                    None => self.failed += 1,
+                }
+                ctx.work(self.fill_page);
+                if self.cache.len() as u64 + self.failed >= self.total_pages() {
+                    self.phase = Phase::Truncate;
+                    if self.rm_cpu != cpu {
+                        ctx.wake(self.rm_cpu, ctx.now());
+                        return Ok(Next::Done);
+                    }
+                    self.rm_start = ctx.now();
+                }
+                Ok(Next::Continue)
+            }
+            Phase::Fill => Ok(Next::Block),
+            Phase::Truncate => {
+                if self.next_free == 0 && self.rm_start == 0 {
+                    self.rm_start = ctx.now();
+                }
+                let end = (self.next_free + self.pagevec).min(self.cache.len());
+                for i in self.next_free..end {
+                    ctx.free(self.cache[i], Order(0))?;
+                    ctx.work(self.trunc_page);
+                }
+                self.next_free = end;
+                if end == self.cache.len() {
+                    self.cache.clear();
+                    self.rm_end = ctx.now();
+                    self.phase = Phase::Done;
+                    return Ok(Next::Done);
+                }
+                Ok(Next::Continue)
+            }
+            Phase::Done => Ok(Next::Done),
+        }
+    }
+
+    fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+        let rest = self.cache.split_off(self.next_free.min(self.cache.len()));
+        rest.into_iter().map(|p| (self.rm_cpu, p, Order(0))).collect()
+    }
+
+    fn metrics(&self) -> Vec<(String, f64)> {
+        vec![
+            ("elapsed".into(), (self.rm_end - self.rm_start) as f64 / 1e9),
+            ("pages".into(), self.total_pages() as f64),
+            ("alloc_failures".into(), self.failed as f64),
+        ]
+    }
+
+    fn progress(&self) -> f64 {
+        let total = self.total_pages().max(1) as f64;
+        (self.cache.len() as f64 + self.next_free as f64) / (2.0 * total)
+    }
+}
