@@ -9,6 +9,8 @@ mod cmd;
 // The one module allowed unsafe code: real memory (mmap, raw blocks).
 #[allow(unsafe_code)]
 mod heap;
+#[cfg_attr(not(test), expect(dead_code, reason = "used by compare and reproduce"))]
+mod mmtests;
 mod preset_file;
 // /proc views of a model run (used by `--show` once `run`/`replay` exist; tested now).
 #[cfg_attr(not(test), expect(dead_code, reason = "wired into --show by run/replay/reproduce"))]
