@@ -9,6 +9,8 @@ mod cmd;
 // The one module allowed unsafe code: real memory (mmap, raw blocks).
 #[allow(unsafe_code)]
 mod heap;
+#[cfg_attr(not(test), expect(dead_code, reason = "used by compare and reproduce"))]
+mod mmtests;
 #[allow(dead_code, reason = "wired into run, compare and reproduce next")]
 mod model;
 mod preset_file;
