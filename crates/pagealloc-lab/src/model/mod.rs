@@ -174,6 +174,12 @@ impl Ctx<'_> {
         self.v.now
     }
 
+    /// The allocator, to read its state (zones, watermarks, free pages) — not to allocate or
+    /// free, which go through the `Ctx` methods so that they are charged.
+    pub fn allocator(&self) -> &PageAllocator<ModelSink> {
+        self.pa
+    }
+
     /// This CPU's generator.
     pub fn rng(&mut self) -> &mut Rng {
         &mut self.v.rng
