@@ -19,6 +19,9 @@ mod workload;
 // /proc views of a model run (used by `--show` once `run`/`replay` exist; tested now).
 #[cfg_attr(not(test), expect(dead_code, reason = "wired into --show by run/replay/reproduce"))]
 mod procfs;
+// The seeds' published tables (data/published.toml), for `reproduce`.
+#[cfg_attr(not(test), expect(dead_code, reason = "used by reproduce"))]
+mod published;
 mod zoneinfo;
 
 /// The pagealloc lab: drive the page allocator, inspect it, compare policies.
