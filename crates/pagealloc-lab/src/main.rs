@@ -9,18 +9,14 @@ mod cmd;
 // The one module allowed unsafe code: real memory (mmap, raw blocks).
 #[allow(unsafe_code)]
 mod heap;
-#[cfg_attr(not(test), expect(dead_code, reason = "used by compare and reproduce"))]
 mod mmtests;
-#[allow(dead_code, reason = "wired into run, compare and reproduce next")]
+mod metrics;
 mod model;
 mod preset_file;
-#[allow(dead_code, reason = "wired into run, compare and reproduce next")]
+mod results;
+mod runs;
 mod workload;
-// /proc views of a model run (used by `--show` once `run`/`replay` exist; tested now).
-#[cfg_attr(not(test), expect(dead_code, reason = "wired into --show by run/replay/reproduce"))]
 mod procfs;
-// The seeds' published tables (data/published.toml), for `reproduce`.
-#[cfg_attr(not(test), expect(dead_code, reason = "used by reproduce"))]
 mod published;
 mod zoneinfo;
 
@@ -56,6 +52,20 @@ enum Command {
     /// input the file does not show (min_free_kbytes, watermark_scale_factor, CPUs per node).
     #[command(after_long_help = cmd::sizing::AFTER_HELP)]
     Sizing(cmd::sizing::Args),
+    /// Run a workload on the model of a machine under one preset; print its metrics.
+    ///
+    /// The model runs the machine's CPUs as virtual CPUs in clock order on one thread, charging
+    /// every allocator call from the cost profile and zone-lock waits in virtual time. Result
+    /// rows go to results/ (JSON lines) unless --no-save.
+    Run(cmd::run::Args),
+    /// Run a workload under several presets, a few samples each, and print the mmtests
+    /// comparison table (the first preset is the baseline).
+    Compare(cmd::compare::Args),
+    /// Reproduce the seed tables: our rows beside the published rows, with whether each change
+    /// from the baseline goes the published way.
+    Reproduce(cmd::reproduce::Args),
+    /// List the workload models with their parameters, defaults and sources.
+    Workloads(cmd::workloads::Args),
 }
 
 fn main() -> Result<()> {
@@ -65,5 +75,9 @@ fn main() -> Result<()> {
         Command::Bench(args) => cmd::bench::run(&args),
         Command::Presets(args) => cmd::presets::run(&args),
         Command::Sizing(args) => cmd::sizing::run(&args),
+        Command::Run(args) => cmd::run::run(&args),
+        Command::Compare(args) => cmd::compare::run(&args),
+        Command::Reproduce(args) => cmd::reproduce::run(&args),
+        Command::Workloads(args) => cmd::workloads::run(&args),
     }
 }

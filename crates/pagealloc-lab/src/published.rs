@@ -175,6 +175,10 @@ pub struct PublishedTable {
     /// Anything a reader must know; empty if nothing.
     #[serde(default)]
     pub note: String,
+    /// Workload parameters the panel implies (`NAME=VALUE`, as `run --param` takes them),
+    /// e.g. the MADV_HUGEPAGE configuration of a thpfioscale panel.
+    #[serde(default)]
+    pub params: Vec<String>,
     /// The rows, in printed order.
     #[serde(rename = "metric")]
     pub metrics: Vec<PublishedMetric>,

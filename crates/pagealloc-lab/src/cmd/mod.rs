@@ -1,6 +1,10 @@
 //! One module per verb of the `pagealloc` command.
 
 pub mod bench;
+pub mod compare;
 pub mod exercise;
 pub mod presets;
+pub mod reproduce;
+pub mod run;
 pub mod sizing;
+pub mod workloads;

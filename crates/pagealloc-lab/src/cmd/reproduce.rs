@@ -1,0 +1,386 @@
+//! `pagealloc reproduce [TABLE …]`: every seed table, our rows beside the published rows.
+//!
+//! Each table (and panel) names a workload, a machine and the presets of its columns; the lab
+//! runs the workload on the model of that machine under each preset, a few samples each, and
+//! prints our value beside the published one per metric, with a mark saying whether ours moves
+//! from the baseline column in the same direction as the published number. A published change
+//! counts as a direction when the table marks it significant (`*  x.xx%*`) or, where the table
+//! gives no noise, when it is at least [`FLAT_PCT`]%; ours, when the t-test over our samples
+//! says so (p < 0.10, the seeds' rule) or, with one sample, when it is at least [`FLAT_PCT`]%.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use serde_json::json;
+
+use super::run::Common;
+use crate::machine::Machine;
+use crate::mmtests::{self, Significance};
+use crate::published::{self, PublishedMetric, PublishedTable};
+use crate::preset_file::resolve;
+use crate::runs::{self, RunResult, RunSpec};
+use crate::workload::{self, WorkloadInfo};
+use crate::results;
+
+/// Changes smaller than this (percent, "positive = better") count as no change where there
+/// is no noise to judge them by.
+pub const FLAT_PCT: f64 = 1.0;
+
+/// Arguments of `pagealloc reproduce`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Tables to reproduce (ids such as `001-kbuild`; an id selects all its panels, an
+    /// `id@panel` just that one). Default: every table.
+    pub tables: Vec<String>,
+    /// Samples per preset (default: per table, see `docs/reproduction.md`; 2 with --quick).
+    #[arg(long)]
+    pub iterations: Option<u32>,
+    /// List the tables and panels with their workload, machine and presets, and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Write a self-contained HTML report here as well.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
+    /// Options shared with run and compare.
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// How a table is run: one variant per value of the table's parameter.
+#[derive(Debug)]
+struct Plan<'p> {
+    table: &'p PublishedTable,
+    workload: &'static WorkloadInfo,
+    machine: Machine,
+    /// (published param, run overrides).
+    variants: Vec<(String, Vec<String>)>,
+    samples: u32,
+    count_frames: bool,
+    /// Index of this plan's first spec in the job list.
+    first_spec: usize,
+}
+
+/// Samples per preset for a full run of a table (the published tables' own counts where
+/// they are cheap: trunc 10 iterations, netperf 5; fewer for the big machines).
+fn default_samples(base_id: &str) -> u32 {
+    match base_id {
+        "000-trunc" => 10,
+        "000-netperf-tcp" => 5,
+        "000-top-pfns" => 1,
+        "000-page-fault1" => 3,
+        _ => 3,
+    }
+}
+
+/// The run parameter a table's parameter value stands for.
+fn param_override(workload: &str, param: &str) -> Option<String> {
+    match workload {
+        "page-fault1" => param.strip_prefix("processes-").map(|n| format!("processes={n}")),
+        "netperf-tcp" => Some(format!("message_size={param}")),
+        _ => None,
+    }
+}
+
+/// Our metric for a published one.
+fn our_metric(name: &str) -> &str {
+    match name {
+        "page_fault1" => "ops_per_s",
+        "fault-base" => "fault_base_us",
+        "fault-huge" => "fault_huge_us",
+        "huge" => "huge_pct",
+        other => other,
+    }
+}
+
+fn plan<'p>(t: &'p PublishedTable, args: &Args) -> Result<Plan<'p>> {
+    let workload = workload::find(&t.workload)?;
+    let machine = Machine::resolve(&t.machine)?;
+    let mut variants: Vec<(String, Vec<String>)> = Vec::new();
+    for m in t.main_metrics() {
+        let over = param_override(&t.workload, &m.param);
+        let key = if over.is_some() { m.param.clone() } else { String::new() };
+        if !variants.iter().any(|(p, _)| *p == key) {
+            let mut o = t.params.clone();
+            o.extend(over);
+            variants.push((key, o));
+        }
+    }
+    let samples = args.iterations.unwrap_or(if args.common.quick {
+        2.min(default_samples(t.base_id()))
+    } else {
+        default_samples(t.base_id())
+    });
+    if samples == 0 {
+        bail!("--iterations must be at least 1");
+    }
+    Ok(Plan {
+        table: t,
+        workload,
+        machine,
+        variants,
+        samples,
+        count_frames: t.base_id() == "000-top-pfns",
+        first_spec: 0,
+    })
+}
+
+/// One published metric of one preset, with ours.
+#[derive(Debug)]
+struct Cell {
+    ours: f64,
+    published: f64,
+    same_direction: Option<bool>,
+}
+
+/// Direction of a change: -1, 0 (flat) or 1 in "positive = better" terms.
+fn direction(pct: f64, significant: bool) -> i8 {
+    if !pct.is_finite() || !significant {
+        0
+    } else if pct > 0.0 {
+        1
+    } else {
+        -1
+    }
+}
+
+/// Samples of our metric `name` for one variant and preset.
+fn our_samples(plan: &Plan<'_>, results: &[RunResult], v: usize, p: usize, m: &PublishedMetric) -> Vec<f64> {
+    let per_variant = plan.table.presets.len() * plan.samples as usize;
+    let start = plan.first_spec + v * per_variant + p * plan.samples as usize;
+    results[start..start + plan.samples as usize]
+        .iter()
+        .map(|r| {
+            if m.name == "allocs" {
+                // Position k of the printed list, which runs from the 5th most used up.
+                let rank = m.param.parse::<usize>().unwrap_or(1);
+                let frames = &r.outcome.most_used_frames;
+                frames.get(5usize.saturating_sub(rank)).map_or(f64::NAN, |f| f64::from(f.1))
+            } else {
+                let name = our_metric(&m.name);
+                r.metrics.iter().find(|x| x.name == name).map_or(f64::NAN, |x| x.value)
+            }
+        })
+        .collect()
+}
+
+/// Compare one published metric across the presets.
+fn cells(plan: &Plan<'_>, results: &[RunResult], m: &PublishedMetric) -> Vec<Cell> {
+    let v = plan.variants.iter().position(|(p, _)| *p == m.param).unwrap_or(0);
+    let better = match m.better {
+        published::Better::Lower => mmtests::Better::Lower,
+        published::Better::Higher => mmtests::Better::Higher,
+    };
+    let ours: Vec<Vec<f64>> =
+        (0..plan.table.presets.len()).map(|p| our_samples(plan, results, v, p, m)).collect();
+    let mean = |s: &[f64]| mmtests::summarize(s, better).map_or(f64::NAN, |x| x.mean);
+    let base_mean = mean(&ours[0]);
+    let has_markers = m.kind == published::Kind::Table && plan.table.significance != published::Significance::None;
+    (0..plan.table.presets.len())
+        .map(|p| {
+            let mut o = mean(&ours[p]);
+            if m.normalised {
+                o = 100.0 * o / base_mean;
+            }
+            let published = m.values[p];
+            let same_direction = (p > 0 && published.is_finite() && o.is_finite()).then(|| {
+                let pub_pct = m.better.pct(m.values[0], published);
+                let pub_sig = if has_markers { m.marked.get(p).copied().unwrap_or(false) } else { pub_pct.abs() >= FLAT_PCT };
+                let our_pct = mmtests::pct_better(base_mean, mean(&ours[p]), better);
+                let our_sig = if plan.samples >= 2 {
+                    mmtests::significant(&ours[0], &ours[p], better, Significance::TTest)
+                } else {
+                    our_pct.abs() >= FLAT_PCT
+                };
+                direction(pub_pct, pub_sig) == direction(our_pct, our_sig)
+            });
+            Cell { ours: o, published, same_direction }
+        })
+        .collect()
+}
+
+/// Run the command.
+pub fn run(args: &Args) -> Result<()> {
+    let all = published::published();
+    let chosen: Vec<&PublishedTable> = if args.tables.is_empty() {
+        all.tables.iter().collect()
+    } else {
+        let mut v = Vec::new();
+        for id in &args.tables {
+            let sel = all.select(id);
+            if sel.is_empty() {
+                bail!("no table `{id}`; the tables are: {}", published::TABLE_IDS.join(", "));
+            }
+            v.extend(sel);
+        }
+        v
+    };
+    if args.list {
+        for t in &chosen {
+            println!("{:<32} {:<26} {:<16} {}", t.id, t.workload, t.machine, t.presets.join(","));
+        }
+        return Ok(());
+    }
+    let scale = args.common.scale();
+    let cost = args.common.cost()?;
+    let mut plans = Vec::new();
+    let mut specs = Vec::new();
+    let mut skipped = Vec::new();
+    for t in chosen {
+        let mut p = match plan(t, args) {
+            Ok(p) => p,
+            Err(e) => {
+                skipped.push((t.id.clone(), format!("{e:#}")));
+                continue;
+            }
+        };
+        p.first_spec = specs.len();
+        for (_, overrides) in &p.variants {
+            let params = p.workload.params(overrides, scale)?;
+            for preset_name in &t.presets {
+                let preset = resolve(preset_name)?;
+                for i in 0..p.samples {
+                    specs.push(RunSpec {
+                        workload: p.workload,
+                        params: params.clone(),
+                        preset: preset.clone(),
+                        preset_name: preset_name.clone(),
+                        machine: p.machine.clone(),
+                        seed: args.common.seed + u64::from(i),
+                        sample: i,
+                        cost: cost.clone(),
+                        count_frames: p.count_frames,
+                        table: Some(t.id.clone()),
+                        show: Vec::new(),
+                    });
+                }
+            }
+        }
+        plans.push(p);
+    }
+    let results = runs::execute_all(&specs, "reproduce", args.common.json)?;
+    if !args.common.no_save {
+        let revision = results::revision();
+        let rows: Vec<_> =
+            specs.iter().zip(&results).flat_map(|(s, r)| runs::rows(s, r, &revision)).collect();
+        let path = results::save(&args.common.results, "reproduce", &rows)?;
+        if !args.common.json {
+            eprintln!("rows saved to {}", path.display());
+        }
+    }
+    let (mut agree, mut total) = (0u32, 0u32);
+    let mut tables_json = Vec::new();
+    let mut text = String::new();
+    for p in &plans {
+        let t = p.table;
+        let metrics: Vec<&PublishedMetric> = t.main_metrics().collect();
+        let per_metric: Vec<Vec<Cell>> = metrics.iter().map(|m| cells(p, &results, m)).collect();
+        let mut rows_json = Vec::new();
+        for (i, preset) in t.presets.iter().enumerate() {
+            let mut mj = serde_json::Map::new();
+            for (m, cs) in metrics.iter().zip(&per_metric) {
+                let c = &cs[i];
+                if let Some(s) = c.same_direction {
+                    total += 1;
+                    agree += u32::from(s);
+                }
+                let key = if m.param.is_empty() { m.name.clone() } else { format!("{}:{}", m.name, m.param) };
+                mj.insert(
+                    key,
+                    json!({"ours": finite(c.ours), "published": finite(c.published), "same_direction": c.same_direction}),
+                );
+            }
+            rows_json.push(json!({"preset": preset, "metrics": mj}));
+        }
+        tables_json.push(json!({
+            "id": t.id,
+            "seed": t.seed,
+            "workload": t.workload,
+            "machine": t.machine,
+            "baseline": t.baseline,
+            "samples": p.samples,
+            "rows": rows_json,
+        }));
+        render_text(&mut text, p, &metrics, &per_metric);
+    }
+    if args.common.json {
+        let skipped: BTreeMap<_, _> = skipped.into_iter().collect();
+        let doc = json!({
+            "tables": tables_json,
+            "skipped": skipped,
+            "same_direction": {"agree": agree, "total": total},
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{text}");
+        for (id, why) in &skipped {
+            println!("{id}: not run: {why}");
+        }
+        println!("same direction as published: {agree} of {total} changes");
+    }
+    Ok(())
+}
+
+/// JSON has no NaN: missing values are null.
+fn finite(x: f64) -> serde_json::Value {
+    if x.is_finite() {
+        json!((x * 1e4).round() / 1e4)
+    } else {
+        serde_json::Value::Null
+    }
+}
+
+/// One table as text: a row per (parameter, preset), a column pair per metric.
+fn render_text(out: &mut String, p: &Plan<'_>, metrics: &[&PublishedMetric], cells: &[Vec<Cell>]) {
+    use std::fmt::Write as _;
+    let t = p.table;
+    let _ = writeln!(out, "== {} — {}", t.id, t.title);
+    let _ = writeln!(
+        out,
+        "   seed {} (lines {}); {} on {} ({} CPUs), {} sample(s) per preset",
+        t.seed,
+        t.lines,
+        t.workload,
+        p.machine.name,
+        p.machine.nr_cpus(),
+        p.samples
+    );
+    // Group metrics by parameter: one block per parameter value.
+    let mut params: Vec<&str> = Vec::new();
+    for m in metrics {
+        if !params.contains(&m.param.as_str()) {
+            params.push(&m.param);
+        }
+    }
+    for param in params {
+        let idx: Vec<usize> = (0..metrics.len()).filter(|&i| metrics[i].param == param).collect();
+        let mut head = format!("   {:<14}", if param.is_empty() { "preset" } else { param });
+        for &i in &idx {
+            let norm = if metrics[i].normalised { " (base=100)" } else { "" };
+            let _ = write!(head, " {:>27}", format!("{}{norm}", metrics[i].name));
+        }
+        let _ = writeln!(out, "{head}");
+        let mut sub = format!("   {:<14}", "");
+        for _ in &idx {
+            let _ = write!(sub, " {:>12} {:>12}  ", "ours", "published");
+        }
+        let _ = writeln!(out, "{}", sub.trim_end());
+        for (r, preset) in t.presets.iter().enumerate() {
+            let mut line = format!("   {preset:<14}");
+            for &i in &idx {
+                let c = &cells[i][r];
+                let mark = match c.same_direction {
+                    Some(true) => "✓",
+                    Some(false) => "✗",
+                    None => " ",
+                };
+                let _ = write!(line, " {:>12.2} {:>12.2} {mark}", c.ours, c.published);
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+    if !t.note.is_empty() {
+        let _ = writeln!(out, "   note: {}", t.note.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    let _ = writeln!(out);
+}

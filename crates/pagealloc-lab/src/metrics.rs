@@ -1,0 +1,93 @@
+//! The metrics of a model run, named as the seed tables name them, with unit and direction.
+//!
+//! The runner's own metrics are computed here from its outcome; a workload's own (build time,
+//! throughput, latencies) come from the workload, and get their unit and direction from
+//! [`workload_metric_meta`].
+
+use pagealloc::{Counter, MigrateType};
+
+use crate::mmtests::Better;
+use crate::model::RunOutcome;
+
+/// One named value of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Metric {
+    /// Name (seed 001's column names for the generic ones).
+    pub name: String,
+    /// Value.
+    pub value: f64,
+    /// Unit.
+    pub unit: &'static str,
+    /// Which way is better.
+    pub better: Better,
+    /// What it is, for `--help`-like listings and reports.
+    pub doc: &'static str,
+}
+
+/// Unit, direction and meaning of a workload metric by name.
+pub fn workload_metric_meta(name: &str) -> (&'static str, Better, &'static str) {
+    match name {
+        "elapsed" => ("ms", Better::Lower, "system time of the timed phase (trunc: rm)"),
+        "build_time" => ("s", Better::Lower, "virtual seconds until the build's last job ends"),
+        "score" => ("MB/s", Better::Higher, "aggregate bandwidth of all pairs"),
+        "throughput" => ("Mbit/s", Better::Higher, "payload throughput"),
+        "packets_per_s" => ("pkt/s", Better::Higher, "packets forwarded per second"),
+        "ops_per_s" => ("ops/s", Better::Higher, "page faults per second, all processes"),
+        "fault_base_us" => ("us", Better::Lower, "latency of a 2 MiB step faulted as base pages"),
+        "fault_huge_us" => ("us", Better::Lower, "latency of a 2 MiB step faulted as a THP"),
+        "huge_pct" => ("%", Better::Higher, "2 MiB steps that got a huge page"),
+        _ => ("", Better::Lower, "workload metric"),
+    }
+}
+
+const MIB_PAGES: f64 = 256.0;
+
+/// Every metric of a run: the workload's, then the runner's.
+pub fn of_outcome(o: &RunOutcome) -> Vec<Metric> {
+    let mut v: Vec<Metric> = o
+        .workload
+        .iter()
+        .map(|(name, value)| {
+            let (unit, better, doc) = workload_metric_meta(name);
+            Metric { name: name.clone(), value: *value, unit, better, doc }
+        })
+        .collect();
+    let e = &o.events;
+    let extfrag = |mt| e.get(Counter::extfrag(mt, true)) as f64;
+    let generic = [
+        ("elapsed_s", o.elapsed_ps as f64 / 1e12, "s", Better::Lower, "virtual time of the run"),
+        ("zone_lock_pct", o.zone_lock_pct(), "%", Better::Lower,
+         "zone-lock waiting / CPU time (the seeds' \"zone lock%\")"),
+        ("free_high", e.get(Counter::DrainFreeHigh) as f64, "drains", Better::Lower,
+         "pageset drains triggered by free_high"),
+        ("alloc_zone", e.get(Counter::PcpRefillPages) as f64, "pages", Better::Lower,
+         "pages moved from the zone into pagesets (seed 001's alloc_zone)"),
+        ("cache_miss_pct", o.cold_touch_pct(), "%", Better::Lower,
+         "cold page touches / all touches: a proxy for the seeds' cache miss rate%"),
+        ("pcp_peak_mib", o.pcp_peak_pages as f64 / MIB_PAGES, "MiB", Better::Lower,
+         "most memory held by all pagesets at a tick"),
+        ("pcp_end_mib", o.pcp_end_pages as f64 / MIB_PAGES, "MiB", Better::Lower,
+         "memory held by the pagesets when the workload ended"),
+        ("pcp_final_mib", o.pcp_final_pages as f64 / MIB_PAGES, "MiB", Better::Lower,
+         "memory held by the pagesets after the idle cool-down"),
+        ("zone_lock_acquire", e.get(Counter::ZoneLockAcquire) as f64, "", Better::Lower,
+         "zone-lock acquisitions"),
+        ("extfrag_lt9", [MigrateType::Unmovable, MigrateType::Movable, MigrateType::Reclaimable]
+            .into_iter().map(extfrag).sum(), "events", Better::Lower,
+         "fallbacks that split a pageblock (extfrag events with fallback order < 9)"),
+        ("extfrag_lt9_unmovable", extfrag(MigrateType::Unmovable), "events", Better::Lower,
+         "… of unmovable requests"),
+        ("extfrag_lt9_movable", extfrag(MigrateType::Movable), "events", Better::Lower,
+         "… of movable requests"),
+        ("extfrag_lt9_reclaimable", extfrag(MigrateType::Reclaimable), "events", Better::Lower,
+         "… of reclaimable requests"),
+        ("alloc_failures", o.ops.alloc_failures as f64, "", Better::Lower,
+         "allocation calls that failed"),
+    ];
+    for (name, value, unit, better, doc) in generic {
+        if !v.iter().any(|m| m.name == name) {
+            v.push(Metric { name: name.to_string(), value, unit, better, doc });
+        }
+    }
+    v
+}

@@ -1,0 +1,151 @@
+//! Results as tidy rows (JSON lines, DESIGN §6): one row per (workload, preset, runner,
+//! machine, seed, metric, sample), with the revision of the code that produced it. `compare`,
+//! `reproduce` and `plot` read rows; runs write them under `results/` unless told not to.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::mmtests::Better;
+
+/// One measured value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// Workload name.
+    pub workload: String,
+    /// Preset name (or preset file path).
+    pub preset: String,
+    /// `model` or `real`.
+    pub runner: String,
+    /// Machine name.
+    pub machine: String,
+    /// The run's seed.
+    pub seed: u64,
+    /// The workload's parameters as run (after `--scale`).
+    pub params: BTreeMap<String, f64>,
+    /// Metric name.
+    pub metric: String,
+    /// Which sample of this (workload, preset, machine, params, metric): 0, 1, …
+    pub sample: u32,
+    /// The value.
+    pub value: f64,
+    /// Its unit.
+    pub unit: String,
+    /// Which way is better.
+    pub better: Better,
+    /// The seed table this run was for, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    /// Code revision (`git describe`), or "unknown".
+    pub revision: String,
+    /// Wall-clock seconds the run took (not part of any deterministic output).
+    pub wall_s: f64,
+}
+
+/// The revision of the working tree, as `git describe --always --dirty` says, or "unknown".
+pub fn revision() -> String {
+    std::process::Command::new("git")
+        .args(["describe", "--always", "--dirty"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map_or_else(|| "unknown".to_string(), |s| s.trim().to_string())
+}
+
+/// Append `rows` to a new file `dir/<stem>-<UTC timestamp>.jsonl`; returns its path.
+pub fn save(dir: &Path, stem: &str, rows: &[Row]) -> Result<PathBuf> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let stem: String =
+        stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    let path = dir.join(format!("{stem}-{}.jsonl", utc_stamp(secs)));
+    let f = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = BufWriter::new(f);
+    for r in rows {
+        serde_json::to_writer(&mut w, r)?;
+        w.write_all(b"\n")?;
+    }
+    w.flush()?;
+    Ok(path)
+}
+
+/// Read every row of a JSON-lines file. A bad line is an error naming the file and line.
+pub fn load(path: &Path) -> Result<Vec<Row>> {
+    let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut rows = Vec::new();
+    for (i, line) in BufReader::new(f).lines().enumerate() {
+        let line = line.with_context(|| format!("reading {}", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(&line) {
+            Ok(r) => rows.push(r),
+            Err(e) => bail!("{}:{}: not a result row: {e}", path.display(), i + 1),
+        }
+    }
+    Ok(rows)
+}
+
+/// `YYYYmmdd-HHMMSS` in UTC for a Unix time (civil-from-days, proleptic Gregorian).
+fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_civil_dates() {
+        assert_eq!(utc_stamp(0), "19700101-000000");
+        // 2026-11-23 12:34:56 UTC.
+        assert_eq!(utc_stamp(1_795_437_296), "20261123-123456");
+        assert_eq!(utc_stamp(951_782_400), "20000229-000000");
+    }
+
+    #[test]
+    fn rows_round_trip_and_bad_lines_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let row = Row {
+            workload: "trunc".into(),
+            preset: "modern".into(),
+            runner: "model".into(),
+            machine: "lab-2cpu".into(),
+            seed: 3,
+            params: BTreeMap::from([("files".into(), 2.0)]),
+            metric: "elapsed".into(),
+            sample: 0,
+            value: 1.5,
+            unit: "ms".into(),
+            better: Better::Lower,
+            table: None,
+            revision: "abc".into(),
+            wall_s: 0.1,
+        };
+        let path = save(dir.path(), "run trunc/modern", &[row.clone(), row.clone()]).unwrap();
+        assert!(path.file_name().unwrap().to_str().unwrap().starts_with("run_trunc_modern-"));
+        assert_eq!(load(&path).unwrap(), vec![row.clone(), row]);
+        let bad = dir.path().join("bad.jsonl");
+        std::fs::write(&bad, "{}\n").unwrap();
+        let e = load(&bad).unwrap_err().to_string();
+        assert!(e.contains("bad.jsonl:1"), "{e}");
+    }
+}

@@ -1,0 +1,220 @@
+//! Model runs as jobs: a [`RunSpec`] says what to run, [`execute`] runs it and returns its
+//! metrics and rows, [`execute_all`] runs many on the machine's cores with a progress bar.
+//! `run`, `compare` and `reproduce` all go through here.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::machine::Machine;
+use crate::metrics::{self, Metric};
+use crate::model::cost::CostProfile;
+use crate::model::{Model, ModelSetup, RunOutcome, Topology};
+use crate::preset_file::ResolvedPreset;
+use crate::procfs;
+use crate::results::Row;
+use crate::workload::{Params, WorkloadInfo};
+
+/// One model run to make.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    /// The workload.
+    pub workload: &'static WorkloadInfo,
+    /// Its parameters (overrides and scale already applied).
+    pub params: Params,
+    /// The policy and tunables.
+    pub preset: ResolvedPreset,
+    /// The name the preset was given by (a built-in name or a file path).
+    pub preset_name: String,
+    /// The machine.
+    pub machine: Machine,
+    /// The seed.
+    pub seed: u64,
+    /// Which sample this is.
+    pub sample: u32,
+    /// Costs.
+    pub cost: CostProfile,
+    /// Count allocations per frame (for the most-used-frames table).
+    pub count_frames: bool,
+    /// Seed table this run serves, if any.
+    pub table: Option<String>,
+    /// `/proc` views of the final state to render.
+    pub show: Vec<ProcView>,
+}
+
+/// A `/proc` file the lab can render from a model's state, in the kernel's byte layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProcView {
+    /// `/proc/buddyinfo`.
+    Buddyinfo,
+    /// `/proc/pagetypeinfo`.
+    Pagetypeinfo,
+    /// `/proc/zoneinfo` (6.13 layout, with high_min and high_max).
+    Zoneinfo,
+    /// `/proc/vmstat` (the allocator's counters).
+    Vmstat,
+}
+
+impl ProcView {
+    /// The file's name under /proc.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProcView::Buddyinfo => "buddyinfo",
+            ProcView::Pagetypeinfo => "pagetypeinfo",
+            ProcView::Zoneinfo => "zoneinfo",
+            ProcView::Vmstat => "vmstat",
+        }
+    }
+}
+
+/// A finished run.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The metrics.
+    pub metrics: Vec<Metric>,
+    /// The runner's full outcome (series for plots, most used frames…).
+    pub outcome: RunOutcome,
+    /// Wall-clock seconds.
+    pub wall_s: f64,
+    /// The `/proc` views asked for, rendered from the final state: (name, text).
+    pub views: Vec<(&'static str, String)>,
+}
+
+/// Where each of the machine's CPUs sits, for the model.
+pub fn topology(m: &Machine) -> Topology {
+    let n = m.nr_cpus();
+    Topology {
+        cpu_node: (0..n).map(|c| m.node_of_cpu(c) as u32).collect(),
+        cpu_llc: (0..n).map(|c| m.llc_domain(c) as u32).collect(),
+        llc_bytes: (0..m.nr_llc_domains()).map(|d| m.llc_bytes_of_domain(d)).collect(),
+    }
+}
+
+/// Build the model for `spec`.
+pub fn build(spec: &RunSpec) -> Result<Model> {
+    let setup = ModelSetup {
+        map: spec.machine.memory_map()?,
+        tunables: spec.machine.tunables(spec.preset.tunables.clone()),
+        policy: spec.preset.policy.clone(),
+        topology: topology(&spec.machine),
+        cost: spec.cost.clone(),
+        seed: spec.seed,
+        cooldown_s: 30,
+        count_frames: spec.count_frames,
+        validate: false,
+    };
+    Model::new(setup).with_context(|| format!("building machine `{}`", spec.machine.name))
+}
+
+/// Run `spec`; `progress` hears its progress (0..=1).
+pub fn execute(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult> {
+    let started = Instant::now();
+    let mut model = build(spec)?;
+    let mut w = (spec.workload.build)(&spec.params);
+    let outcome = model.run(w.as_mut(), progress).with_context(|| {
+        format!(
+            "{} on {} with {} (seed {})",
+            spec.workload.name, spec.machine.name, spec.preset_name, spec.seed
+        )
+    })?;
+    let pa = model.allocator();
+    let views = spec
+        .show
+        .iter()
+        .map(|v| {
+            let text = match v {
+                ProcView::Buddyinfo => procfs::buddyinfo(pa),
+                ProcView::Pagetypeinfo => procfs::pagetypeinfo(pa),
+                ProcView::Zoneinfo => procfs::zoneinfo(pa, procfs::PagesetLayout::V6_13),
+                ProcView::Vmstat => procfs::vmstat(pa),
+            };
+            (v.name(), text)
+        })
+        .collect();
+    Ok(RunResult {
+        metrics: metrics::of_outcome(&outcome),
+        outcome,
+        wall_s: started.elapsed().as_secs_f64(),
+        views,
+    })
+}
+
+/// The result rows of a finished run.
+pub fn rows(spec: &RunSpec, r: &RunResult, revision: &str) -> Vec<Row> {
+    let params: BTreeMap<String, f64> =
+        spec.params.iter().map(|(k, v)| (k.to_string(), v)).collect();
+    r.metrics
+        .iter()
+        .map(|m| Row {
+            workload: spec.workload.name.to_string(),
+            preset: spec.preset_name.clone(),
+            runner: "model".into(),
+            machine: spec.machine.name.clone(),
+            seed: spec.seed,
+            params: params.clone(),
+            metric: m.name.clone(),
+            sample: spec.sample,
+            value: m.value,
+            unit: m.unit.to_string(),
+            better: m.better,
+            table: spec.table.clone(),
+            revision: revision.to_string(),
+            wall_s: r.wall_s,
+        })
+        .collect()
+}
+
+/// Run every spec, two at a time on this machine's cores (each run is single-threaded and
+/// deterministic, so the order they run in changes nothing), with a progress bar on stderr
+/// unless `quiet`. Results come back in the specs' order.
+pub fn execute_all(specs: &[RunSpec], label: &str, quiet: bool) -> Result<Vec<RunResult>> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(specs.len());
+    let bar = if quiet || specs.is_empty() {
+        ProgressBar::hidden()
+    } else {
+        let b = ProgressBar::new(specs.len() as u64 * 1000);
+        b.set_style(
+            ProgressStyle::with_template("{prefix} [{elapsed_precise}] {wide_bar} {msg}")
+                .expect("a valid template"),
+        );
+        b.set_prefix(label.to_string());
+        b
+    };
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<Option<Result<RunResult>>>> =
+        Mutex::new((0..specs.len()).map(|_| None).collect());
+    let partial: Mutex<Vec<u64>> = Mutex::new(vec![0; specs.len()]);
+    std::thread::scope(|s| {
+        for _ in 0..workers.max(1) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(spec) = specs.get(i) else { break };
+                bar.set_message(format!(
+                    "{} {} #{}",
+                    spec.workload.name, spec.preset_name, spec.sample
+                ));
+                let mut report = |f: f64| {
+                    let mut p = partial.lock().expect("no panics while held");
+                    let now = (f.clamp(0.0, 1.0) * 1000.0) as u64;
+                    if now > p[i] {
+                        bar.inc(now - p[i]);
+                        p[i] = now;
+                    }
+                };
+                let r = execute(spec, &mut report);
+                report(1.0);
+                done.lock().expect("no panics while held")[i] = Some(r);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    done.into_inner()
+        .expect("no panics while held")
+        .into_iter()
+        .map(|r| r.expect("every spec ran"))
+        .collect()
+}
