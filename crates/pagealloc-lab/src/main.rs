@@ -9,6 +9,7 @@ mod cmd;
 // The one module allowed unsafe code: real memory (mmap, raw blocks).
 #[allow(unsafe_code)]
 mod heap;
+mod machine;
 mod preset_file;
 // /proc views of a model run (used by `--show` once `run`/`replay` exist; tested now).
 #[cfg_attr(not(test), expect(dead_code, reason = "wired into --show by run/replay/reproduce"))]
@@ -47,6 +48,14 @@ enum Command {
     /// input the file does not show (min_free_kbytes, watermark_scale_factor, CPUs per node).
     #[command(after_long_help = cmd::sizing::AFTER_HELP)]
     Sizing(cmd::sizing::Args),
+    /// List the machines the model runs on: nodes, CPUs, memory and its zones, LLC domains,
+    /// caches per CPU, tunables, and every assumption behind the numbers.
+    ///
+    /// Without arguments: every built-in machine. With names or machine files (.toml): just
+    /// those. `--cpus N` shows them as the model's `--cpus N` override builds them; `--json`
+    /// prints one document; `--toml` prints each as a machine file to start your own from.
+    #[command(after_long_help = cmd::machines::AFTER_HELP)]
+    Machines(cmd::machines::Args),
 }
 
 fn main() -> Result<()> {
@@ -56,5 +65,6 @@ fn main() -> Result<()> {
         Command::Bench(args) => cmd::bench::run(&args),
         Command::Presets(args) => cmd::presets::run(&args),
         Command::Sizing(args) => cmd::sizing::run(&args),
+        Command::Machines(args) => cmd::machines::run(&args),
     }
 }

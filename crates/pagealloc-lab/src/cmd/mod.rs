@@ -2,5 +2,6 @@
 
 pub mod bench;
 pub mod exercise;
+pub mod machines;
 pub mod presets;
 pub mod sizing;
