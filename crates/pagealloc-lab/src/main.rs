@@ -9,15 +9,16 @@ mod cmd;
 // The one module allowed unsafe code: real memory (mmap, raw blocks).
 #[allow(unsafe_code)]
 mod heap;
-mod mmtests;
+mod machine;
 mod metrics;
+mod mmtests;
 mod model;
 mod preset_file;
+mod procfs;
+mod published;
 mod results;
 mod runs;
 mod workload;
-mod procfs;
-mod published;
 mod zoneinfo;
 
 /// The pagealloc lab: drive the page allocator, inspect it, compare policies.
@@ -66,6 +67,14 @@ enum Command {
     Reproduce(cmd::reproduce::Args),
     /// List the workload models with their parameters, defaults and sources.
     Workloads(cmd::workloads::Args),
+    /// List the machines the model runs on: nodes, CPUs, memory and its zones, LLC domains,
+    /// caches per CPU, tunables, and every assumption behind the numbers.
+    ///
+    /// Without arguments: every built-in machine. With names or machine files (.toml): just
+    /// those. `--cpus N` shows them as the model's `--cpus N` override builds them; `--json`
+    /// prints one document; `--toml` prints each as a machine file to start your own from.
+    #[command(after_long_help = cmd::machines::AFTER_HELP)]
+    Machines(cmd::machines::Args),
 }
 
 fn main() -> Result<()> {
@@ -79,5 +88,6 @@ fn main() -> Result<()> {
         Command::Compare(args) => cmd::compare::run(&args),
         Command::Reproduce(args) => cmd::reproduce::run(&args),
         Command::Workloads(args) => cmd::workloads::run(&args),
+        Command::Machines(args) => cmd::machines::run(&args),
     }
 }

@@ -267,10 +267,10 @@ pub fn parse(path: &Path, text: &str) -> Result<ResolvedPreset> {
 }
 
 /// A byte range of the file.
-type Span = std::ops::Range<usize>;
+pub(crate) type Span = std::ops::Range<usize>;
 
 /// A table's entries in the order they appear in the file (the parser's map is sorted by key).
-fn in_file_order<'a, 'i>(
+pub(crate) fn in_file_order<'a, 'i>(
     table: &'a DeTable<'i>,
 ) -> Vec<(&'a Spanned<std::borrow::Cow<'i, str>>, &'a Spanned<DeValue<'i>>)> {
     let mut entries: Vec<_> = table.iter().collect();
@@ -279,7 +279,7 @@ fn in_file_order<'a, 'i>(
 }
 
 /// The TOML kind of a value, with its article, for messages.
-fn kind_of(value: &DeValue<'_>) -> &'static str {
+pub(crate) fn kind_of(value: &DeValue<'_>) -> &'static str {
     match value {
         DeValue::String(_) => "a string",
         DeValue::Integer(_) => "an integer",
@@ -291,26 +291,28 @@ fn kind_of(value: &DeValue<'_>) -> &'static str {
     }
 }
 
-/// The file being read, for messages.
-struct Source<'a> {
-    path: &'a Path,
-    text: &'a str,
+/// The file being read, for messages (also used by `machine::file`).
+pub(crate) struct Source<'a> {
+    /// The file's path, as given.
+    pub(crate) path: &'a Path,
+    /// Its text.
+    pub(crate) text: &'a str,
 }
 
 impl Source<'_> {
     /// The 1-based line of byte offset `at`.
-    fn line(&self, at: usize) -> usize {
+    pub(crate) fn line(&self, at: usize) -> usize {
         let at = at.min(self.text.len());
         self.text.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1
     }
 
     /// `FILE:LINE: message`.
-    fn error(&self, span: Span, msg: impl std::fmt::Display) -> anyhow::Error {
+    pub(crate) fn error(&self, span: Span, msg: impl std::fmt::Display) -> anyhow::Error {
         anyhow!("{}:{}: {msg}", self.path.display(), self.line(span.start))
     }
 
     /// A TOML syntax error, with the offending line and a caret under the spot.
-    fn malformed(&self, e: &toml::de::Error) -> anyhow::Error {
+    pub(crate) fn malformed(&self, e: &toml::de::Error) -> anyhow::Error {
         let at = e.span().map_or(0, |s| s.start).min(self.text.len());
         let line = self.line(at);
         let line_start = self.text[..at].rfind('\n').map_or(0, |i| i + 1);

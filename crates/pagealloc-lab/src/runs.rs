@@ -107,7 +107,10 @@ pub fn build(spec: &RunSpec) -> Result<Model> {
         count_frames: spec.count_frames,
         validate: false,
     };
-    Model::new(setup).with_context(|| format!("building machine `{}`", spec.machine.name))
+    let model =
+        Model::new(setup).with_context(|| format!("building machine `{}`", spec.machine.name))?;
+    spec.machine.apply_cpu_caches(model.allocator());
+    Ok(model)
 }
 
 /// Run `spec`; `progress` hears its progress (0..=1).

@@ -111,7 +111,9 @@ pub fn run(args: &Args) -> Result<()> {
             .chunks(k)
             .map(|c| {
                 c.iter()
-                    .map(|r| r.metrics.iter().find(|m| m.name == name).map_or(f64::NAN, |m| m.value))
+                    .map(|r| {
+                        r.metrics.iter().find(|m| m.name == name).map_or(f64::NAN, |m| m.value)
+                    })
                     .collect()
             })
             .collect()

@@ -134,12 +134,12 @@ fn toml_value(v: &SwitchValue) -> String {
 
 /// Append `text` to `out` wrapped at [`WIDTH`]: the first line indented by `indent` spaces,
 /// the others by `hang`.
-fn wrap(out: &mut String, indent: usize, hang: usize, text: &str) {
+pub(crate) fn wrap(out: &mut String, indent: usize, hang: usize, text: &str) {
     wrap_atoms(out, indent, hang, text.split_whitespace());
 }
 
 /// As [`wrap`], breaking lines only between `atoms` (which are joined by single spaces).
-fn wrap_atoms<'a>(
+pub(crate) fn wrap_atoms<'a>(
     out: &mut String,
     indent: usize,
     hang: usize,

@@ -17,11 +17,11 @@ use serde_json::json;
 use super::run::Common;
 use crate::machine::Machine;
 use crate::mmtests::{self, Significance};
-use crate::published::{self, PublishedMetric, PublishedTable};
 use crate::preset_file::resolve;
+use crate::published::{self, PublishedMetric, PublishedTable};
+use crate::results;
 use crate::runs::{self, RunResult, RunSpec};
 use crate::workload::{self, WorkloadInfo};
-use crate::results;
 
 /// Changes smaller than this (percent, "positive = better") count as no change where there
 /// is no noise to judge them by.
@@ -145,7 +145,13 @@ fn direction(pct: f64, significant: bool) -> i8 {
 }
 
 /// Samples of our metric `name` for one variant and preset.
-fn our_samples(plan: &Plan<'_>, results: &[RunResult], v: usize, p: usize, m: &PublishedMetric) -> Vec<f64> {
+fn our_samples(
+    plan: &Plan<'_>,
+    results: &[RunResult],
+    v: usize,
+    p: usize,
+    m: &PublishedMetric,
+) -> Vec<f64> {
     let per_variant = plan.table.presets.len() * plan.samples as usize;
     let start = plan.first_spec + v * per_variant + p * plan.samples as usize;
     results[start..start + plan.samples as usize]
@@ -175,7 +181,8 @@ fn cells(plan: &Plan<'_>, results: &[RunResult], m: &PublishedMetric) -> Vec<Cel
         (0..plan.table.presets.len()).map(|p| our_samples(plan, results, v, p, m)).collect();
     let mean = |s: &[f64]| mmtests::summarize(s, better).map_or(f64::NAN, |x| x.mean);
     let base_mean = mean(&ours[0]);
-    let has_markers = m.kind == published::Kind::Table && plan.table.significance != published::Significance::None;
+    let has_markers = m.kind == published::Kind::Table
+        && plan.table.significance != published::Significance::None;
     (0..plan.table.presets.len())
         .map(|p| {
             let mut o = mean(&ours[p]);
@@ -185,7 +192,11 @@ fn cells(plan: &Plan<'_>, results: &[RunResult], m: &PublishedMetric) -> Vec<Cel
             let published = m.values[p];
             let same_direction = (p > 0 && published.is_finite() && o.is_finite()).then(|| {
                 let pub_pct = m.better.pct(m.values[0], published);
-                let pub_sig = if has_markers { m.marked.get(p).copied().unwrap_or(false) } else { pub_pct.abs() >= FLAT_PCT };
+                let pub_sig = if has_markers {
+                    m.marked.get(p).copied().unwrap_or(false)
+                } else {
+                    pub_pct.abs() >= FLAT_PCT
+                };
                 let our_pct = mmtests::pct_better(base_mean, mean(&ours[p]), better);
                 let our_sig = if plan.samples >= 2 {
                     mmtests::significant(&ours[0], &ours[p], better, Significance::TTest)
@@ -284,7 +295,11 @@ pub fn run(args: &Args) -> Result<()> {
                     total += 1;
                     agree += u32::from(s);
                 }
-                let key = if m.param.is_empty() { m.name.clone() } else { format!("{}:{}", m.name, m.param) };
+                let key = if m.param.is_empty() {
+                    m.name.clone()
+                } else {
+                    format!("{}:{}", m.name, m.param)
+                };
                 mj.insert(
                     key,
                     json!({"ours": finite(c.ours), "published": finite(c.published), "same_direction": c.same_direction}),
@@ -380,7 +395,8 @@ fn render_text(out: &mut String, p: &Plan<'_>, metrics: &[&PublishedMetric], cel
         }
     }
     if !t.note.is_empty() {
-        let _ = writeln!(out, "   note: {}", t.note.split_whitespace().collect::<Vec<_>>().join(" "));
+        let _ =
+            writeln!(out, "   note: {}", t.note.split_whitespace().collect::<Vec<_>>().join(" "));
     }
     let _ = writeln!(out);
 }

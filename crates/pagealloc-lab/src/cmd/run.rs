@@ -136,7 +136,9 @@ pub fn run(args: &Args) -> Result<()> {
         let metrics: serde_json::Map<_, _> = r
             .metrics
             .iter()
-            .map(|m| (m.name.clone(), json!({"value": m.value, "unit": m.unit, "better": m.better})))
+            .map(|m| {
+                (m.name.clone(), json!({"value": m.value, "unit": m.unit, "better": m.better}))
+            })
             .collect();
         let params: serde_json::Map<_, _> =
             spec.params.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
