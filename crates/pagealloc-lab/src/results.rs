@@ -144,7 +144,7 @@ mod tests {
         assert!(path.file_name().unwrap().to_str().unwrap().starts_with("run_trunc_modern-"));
         assert_eq!(load(&path).unwrap(), vec![row.clone(), row]);
         let bad = dir.path().join("bad.jsonl");
-        std::fs::write(&bad, "{}\n").unwrap();
+        fs::write(&bad, "{}\n").unwrap();
         let e = load(&bad).unwrap_err().to_string();
         assert!(e.contains("bad.jsonl:1"), "{e}");
     }

@@ -122,11 +122,18 @@ pub trait EventSink: Sync {
     #[inline]
     fn zone_lock_taken(&self, _cpu: CpuId, _zone: ZoneIdx) {}
 
-    /// `cpu` is about to release `zone`'s lock after `list_ops` free-list insertions and
-    /// removals (each one touches a `struct page` and a list head: the hold's work). Called
-    /// with the lock still held.
+    /// `cpu` is about to release `zone`'s lock after `list_ops` list operations: free-list
+    /// insertions and removals, and the pageset list pops and empty-list probes of a bulk
+    /// free (each touches a `struct page` or a list head: the hold's work). Called with the
+    /// lock still held.
     #[inline]
     fn zone_lock_released(&self, _cpu: CpuId, _zone: ZoneIdx, _list_ops: u32) {}
+
+    /// `cpu` did `ops` list operations on its pageset outside any zone lock: the first pass
+    /// of the pre-5.18 two-pass bulk free (probing lists round-robin, moving the chosen
+    /// blocks to a local list). Not a tracepoint; a model charges the time.
+    #[inline]
+    fn pcp_list_work(&self, _cpu: CpuId, _ops: u32) {}
 }
 
 /// The sink that records nothing, at no cost.
@@ -156,5 +163,10 @@ impl<T: EventSink> EventSink for &T {
     #[inline]
     fn zone_lock_released(&self, cpu: CpuId, zone: ZoneIdx, list_ops: u32) {
         (**self).zone_lock_released(cpu, zone, list_ops);
+    }
+
+    #[inline]
+    fn pcp_list_work(&self, cpu: CpuId, ops: u32) {
+        (**self).pcp_list_work(cpu, ops);
     }
 }

@@ -378,6 +378,15 @@ impl<E: EventSink> Drop for ZoneLocked<'_, E> {
 }
 
 impl<E: EventSink> ZoneLocked<'_, E> {
+    /// Count `n` list operations done under this hold besides the free lists' own (a
+    /// pageset's list pops, probes of empty lists), for the event sink.
+    #[inline]
+    pub(crate) fn add_list_ops(&mut self, n: u32) {
+        if E::ENABLED {
+            self.list_ops += n;
+        }
+    }
+
     /// Add or remove `pages` from the free counters of migratetype `mt` (ISOLATE pages are
     /// not free for the zone's accounting).
     #[inline]

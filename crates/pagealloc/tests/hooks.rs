@@ -18,6 +18,8 @@ struct LockSink {
     blocks: AtomicU64,
     /// 1 while a lock is held: records must come inside a taken/released pair.
     held: AtomicU64,
+    /// Pageset list work reported outside the zone lock.
+    pcp_work: AtomicU64,
 }
 
 impl EventSink for LockSink {
@@ -35,6 +37,10 @@ impl EventSink for LockSink {
         assert_eq!(self.held.swap(0, Relaxed), 1, "released without being taken");
         self.released.fetch_add(1, Relaxed);
         self.list_ops.fetch_add(u64::from(list_ops), Relaxed);
+    }
+    fn pcp_list_work(&self, _cpu: CpuId, ops: u32) {
+        assert_eq!(self.held.load(Relaxed), 0, "pcp_list_work under the zone lock");
+        self.pcp_work.fetch_add(u64::from(ops), Relaxed);
     }
 }
 
@@ -86,4 +92,39 @@ fn alloc_pages_node_walks_the_chosen_nodes_zonelist() {
     pa.free_pages(cpu0, local, Order(0)).unwrap();
     pa.free_pages(cpu0, remote, Order(0)).unwrap();
     pagealloc::debug::validate(&pa).unwrap();
+}
+
+/// The two-pass bulk free of 5.17 (`hpc-vanilla`) moves each drained block twice outside the
+/// zone lock and once more under it; the single pass (`hpc-opt`) pops it under the lock.
+#[test]
+fn bulk_free_reports_its_pageset_list_work_by_form() {
+    let run = |preset: &str| {
+        // Eight CPUs share the zone's high: one CPU's pageset overflows after a few thousand.
+        let map = MemoryMap::single_node(8, 256 << 20).unwrap();
+        let sink = LockSink::default();
+        let pa = PageAllocator::with_events(
+            map,
+            Tunables::default(),
+            Policy::preset(preset).unwrap(),
+            &sink,
+        )
+        .unwrap();
+        let cpu = pa.cpu(CpuId(0)).unwrap();
+        let pages: Vec<_> =
+            (0..20_000).map(|_| pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).unwrap()).collect();
+        for p in pages {
+            pa.free_pages(cpu, p, Order(0)).unwrap();
+        }
+        (sink.pcp_work.load(Relaxed), sink.list_ops.load(Relaxed), pa.vm_events())
+    };
+    let (two_pass, two_pass_ops, ev2) = run("hpc-vanilla");
+    let (single, single_ops, ev1) = run("hpc-opt");
+    let drained2 = ev2.get(Counter::DrainHighPages);
+    let drained1 = ev1.get(Counter::DrainHighPages);
+    assert!(drained2 > 0 && drained1 > 0, "{ev2}\n{ev1}");
+    assert_eq!(single, 0, "the single pass does its list work under the lock");
+    // Pass 1 probes at least one list and moves each block twice.
+    assert!(two_pass > 2 * drained2, "{two_pass} vs {drained2} drained");
+    // Under the lock both count at least one operation per drained block besides the buddy's.
+    assert!(two_pass_ops > drained2 && single_ops > drained1);
 }

@@ -283,10 +283,13 @@ impl<E: EventSink> PageAllocator<E> {
             // allowance; pass 2 frees them in that order under one zone-lock hold.
             let mut picked: Vec<(u32, Order)> = Vec::new();
             let (mut pindex, mut batch_free) = (0usize, 0i32);
+            // List probes and moves of pass 1, reported to the event sink (a model charges them).
+            let mut probes = 0u32;
             while n > 0 {
                 loop {
                     batch_free += 1;
                     pindex = (pindex + 1) % nr_lists;
+                    probes += 1;
                     if !pcp.lists[pindex].is_empty() {
                         break;
                     }
@@ -309,7 +312,13 @@ impl<E: EventSink> PageAllocator<E> {
                     }
                 }
             }
+            if E::ENABLED {
+                // Each picked block left a pageset list and joined the local one.
+                self.events.pcp_list_work(cpu.id, probes + 2 * picked.len() as u32);
+            }
             let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
+            // Pass 2 takes each block off the local list again.
+            zl.add_list_ops(picked.len() as u32);
             for (idx, order) in picked {
                 free_to_buddy(&mut zl, cpu, zone, idx, order, self.cfg.hygiene);
             }
@@ -325,9 +334,11 @@ impl<E: EventSink> PageAllocator<E> {
         while n > 0 {
             while pcp.lists[pindex].is_empty() {
                 pindex = (pindex + 1) % nr_lists;
+                zl.add_list_ops(1);
             }
             let order = layout.pindex_order(pindex).unwrap_or(Order(0));
             while let Some(idx) = pcp.lists[pindex].pop_tail(&zone.mem_map) {
+                zl.add_list_ops(1);
                 n -= 1 << order.0;
                 pcp.count -= 1 << order.0;
                 if prefetched < prefetch_budget {
