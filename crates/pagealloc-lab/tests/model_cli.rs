@@ -1,0 +1,152 @@
+//! The model's verbs on small inputs: `run`, `compare`, `reproduce`, `workloads` — output
+//! shape, JSON, determinism, saved rows, and clear errors for what does not exist.
+
+use assert_cmd::Command;
+
+fn pagealloc() -> Command {
+    Command::cargo_bin("pagealloc").expect("binary built")
+}
+
+fn stdout(out: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8(out.get_output().stdout.clone()).unwrap()
+}
+
+fn stderr(out: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8(out.get_output().stderr.clone()).unwrap()
+}
+
+#[test]
+fn run_prints_metrics_and_json() {
+    let out = pagealloc()
+        .args(["run", "trunc", "--machine", "lab-2cpu", "--quick", "--no-save", "--json"])
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["workload"], "trunc");
+    assert_eq!(doc["machine"], "lab-2cpu");
+    assert!(doc["metrics"]["elapsed"]["value"].as_f64().unwrap() > 0.0);
+    assert_eq!(doc["metrics"]["elapsed"]["better"], "lower");
+    assert_eq!(doc["params"]["files"], 1.0, "--quick scales files 10 → 1");
+
+    let out = pagealloc()
+        .args(["run", "trunc", "--machine", "lab-2cpu", "--quick", "--no-save"])
+        .args(["--show", "buddyinfo,vmstat"])
+        .assert()
+        .success();
+    let text = stdout(&out);
+    assert!(text.contains("zone_lock_pct"), "{text}");
+    assert!(text.contains("/proc/buddyinfo:\nNode 0, zone      DMA"), "{text}");
+    assert!(text.contains("pgfree "), "{text}");
+}
+
+#[test]
+fn run_saves_rows_unless_told_not_to() {
+    let dir = tempfile::tempdir().unwrap();
+    pagealloc()
+        .args(["run", "trunc", "--machine", "lab-2cpu", "--quick", "--results"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(files.len(), 1);
+    let text = std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first["workload"], "trunc");
+    assert_eq!(first["runner"], "model");
+    assert!(first["revision"].is_string());
+}
+
+#[test]
+fn compare_prints_an_mmtests_table() {
+    let out = pagealloc()
+        .args(["compare", "trunc", "--presets", "hpc-vanilla,hpc-opt", "--iterations", "2"])
+        .args(["--machine", "lab-2cpu", "--quick", "--no-save", "--metrics", "elapsed"])
+        .assert()
+        .success();
+    let text = stdout(&out);
+    for row in ["Min", "Amean", "Stddev", "CoeffVar", "Max", "BAmean-50"] {
+        assert!(text.lines().any(|l| l.starts_with(row) && l.contains("elapsed")), "{text}");
+    }
+    assert!(text.contains("hpc-vanilla") && text.contains("hpc-opt"), "{text}");
+
+    let out = pagealloc()
+        .args(["compare", "trunc", "--presets", "hpc-vanilla,hpc-opt", "--iterations", "2"])
+        .args(["--machine", "lab-2cpu", "--quick", "--no-save", "--json"])
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let cols = doc["metrics"]["elapsed"]["columns"].as_array().unwrap();
+    assert_eq!(cols.len(), 2);
+    assert_eq!(cols[0]["samples"].as_array().unwrap().len(), 2);
+    assert_eq!(cols[0]["pct"], 0.0);
+}
+
+#[test]
+fn reproduce_json_is_deterministic_and_shaped_as_documented() {
+    let run = || {
+        let out = pagealloc()
+            .args(["reproduce", "000-trunc@v2", "--quick", "--no-save", "--json"])
+            .assert()
+            .success();
+        stdout(&out)
+    };
+    let (a, b) = (run(), run());
+    assert_eq!(a, b, "same seed, same document");
+    let doc: serde_json::Value = serde_json::from_str(&a).unwrap();
+    let t = &doc["tables"][0];
+    assert_eq!(t["id"], "000-trunc@v2");
+    assert_eq!(t["seed"], "004_633c41842d9d9d64.txt");
+    assert_eq!(t["workload"], "trunc");
+    assert_eq!(t["machine"], "skylake-1s");
+    assert_eq!(t["baseline"], "hpc-vanilla");
+    let rows = t["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let base = &rows[0]["metrics"]["elapsed"];
+    assert_eq!(base["published"], 543.0);
+    assert!(base["ours"].as_f64().unwrap() > 0.0);
+    assert!(base["same_direction"].is_null(), "the baseline has no direction");
+    assert!(rows[1]["metrics"]["elapsed"]["same_direction"].is_boolean());
+    let total = doc["same_direction"]["total"].as_u64().unwrap();
+    assert_eq!(total, 2);
+    assert!(doc["same_direction"]["agree"].as_u64().unwrap() <= total);
+    assert!(!a.contains("wall"), "no timings in the deterministic document");
+}
+
+#[test]
+fn reproduce_lists_its_tables() {
+    let out = pagealloc().args(["reproduce", "--list"]).assert().success();
+    let text = stdout(&out);
+    for id in ["000-trunc", "001-kbuild", "002-thpfioscale", "003-page-frag", "000-top-pfns"] {
+        assert!(text.contains(id), "{text}");
+    }
+}
+
+#[test]
+fn unknown_names_are_clear_errors() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "nope"], "unknown workload `nope`"),
+        (&["run", "trunc", "--preset", "nope", "--no-save"], "nope"),
+        (&["run", "trunc", "--machine", "nope", "--no-save"], "nope"),
+        (&["run", "trunc", "--param", "files=0", "--no-save"], "out of range"),
+        (&["run", "trunc", "--param", "nope=1", "--no-save"], "no parameter `nope`"),
+        (&["compare", "nope", "--presets", "modern"], "unknown workload"),
+        (&["reproduce", "nope"], "no table `nope`"),
+        (&["workloads", "nope"], "unknown workload"),
+    ];
+    for (args, needle) in cases {
+        let out = pagealloc().args(*args).assert().failure();
+        let err = stderr(&out);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn workloads_lists_parameters_with_sources() {
+    let out = pagealloc().args(["workloads", "--json"]).assert().success();
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let list = doc["workloads"].as_array().unwrap();
+    let trunc = list.iter().find(|w| w["name"] == "trunc").unwrap();
+    let files = trunc["params"].as_array().unwrap().iter().find(|p| p["name"] == "files").unwrap();
+    assert_eq!(files["default"], 10.0);
+    assert!(files["source"].as_str().unwrap().contains("TRUNC_NR_FILES"));
+}
