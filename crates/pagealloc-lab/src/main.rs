@@ -13,9 +13,11 @@ mod machine;
 mod metrics;
 mod mmtests;
 mod model;
+mod plot;
 mod preset_file;
 mod procfs;
 mod published;
+mod report;
 mod results;
 mod runs;
 mod workload;
@@ -67,6 +69,9 @@ enum Command {
     Reproduce(cmd::reproduce::Args),
     /// List the workload models with their parameters, defaults and sources.
     Workloads(cmd::workloads::Args),
+    /// Draw SVG plots from saved result rows: pageset memory over time per preset, a few
+    /// CPUs' pageset count and high over time, per-preset bars of each metric.
+    Plot(cmd::plot::Args),
     /// List the machines the model runs on: nodes, CPUs, memory and its zones, LLC domains,
     /// caches per CPU, tunables, and every assumption behind the numbers.
     ///
@@ -88,6 +93,7 @@ fn main() -> Result<()> {
         Command::Compare(args) => cmd::compare::run(&args),
         Command::Reproduce(args) => cmd::reproduce::run(&args),
         Command::Workloads(args) => cmd::workloads::run(&args),
+        Command::Plot(args) => cmd::plot::run(&args),
         Command::Machines(args) => cmd::machines::run(&args),
     }
 }

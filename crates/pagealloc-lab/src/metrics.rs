@@ -42,6 +42,14 @@ pub fn workload_metric_meta(name: &str) -> (&'static str, Better, &'static str) 
 
 const MIB_PAGES: f64 = 256.0;
 
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
 /// Every metric of a run: the workload's, then the runner's.
 pub fn of_outcome(o: &RunOutcome) -> Vec<Metric> {
     let mut v: Vec<Metric> = o

@@ -215,6 +215,7 @@ pub struct PublishedMetric {
     pub pct: Option<Vec<f64>>,
     /// Decimals of the printed percentage.
     #[serde(default = "two")]
+    #[cfg_attr(not(test), expect(dead_code, reason = "the transcription tests read it"))]
     pub pct_decimals: u8,
     /// The significance marker per column (all false where none is printed; filled on load).
     #[serde(default)]
@@ -224,6 +225,7 @@ pub struct PublishedMetric {
     pub stddev: Option<Vec<f64>>,
     /// A marker printed after the row (`<---`), or `""`.
     #[serde(default)]
+    #[cfg_attr(not(test), expect(dead_code, reason = "kept as printed; the tests read it"))]
     pub flag: String,
     /// `000-top-pfns` only: the page frame printed with each count (`""` if none).
     #[serde(default)]
@@ -267,6 +269,7 @@ pub fn parse(text: &str) -> Result<Published> {
 
 impl Published {
     /// The table or panel with exactly this id.
+    #[cfg_attr(not(test), expect(dead_code, reason = "the tests look tables up by id"))]
     pub fn table(&self, id: &str) -> Option<&PublishedTable> {
         self.tables.iter().find(|t| t.id == id)
     }

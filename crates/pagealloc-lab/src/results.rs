@@ -40,6 +40,12 @@ pub struct Row {
     /// The seed table this run was for, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
+    /// For a point of a time series: the virtual second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t: Option<u32>,
+    /// For a per-CPU series: the CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
     /// Code revision (`git describe`), or "unknown".
     pub revision: String,
     /// Wall-clock seconds the run took (not part of any deterministic output).
@@ -137,6 +143,8 @@ mod tests {
             unit: "ms".into(),
             better: Better::Lower,
             table: None,
+            t: None,
+            cpu: None,
             revision: "abc".into(),
             wall_s: 0.1,
         };

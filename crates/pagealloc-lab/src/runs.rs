@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::machine::Machine;
 use crate::metrics::{self, Metric};
+use crate::mmtests::Better;
 use crate::model::cost::CostProfile;
 use crate::model::{Model, ModelSetup, RunOutcome, Topology};
 use crate::preset_file::ResolvedPreset;
@@ -146,30 +147,49 @@ pub fn execute(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResul
     })
 }
 
-/// The result rows of a finished run.
+/// The result rows of a finished run: one per metric, then the time series (pages held by
+/// all pagesets per virtual second; count and high of a few CPUs' pagesets).
 pub fn rows(spec: &RunSpec, r: &RunResult, revision: &str) -> Vec<Row> {
     let params: BTreeMap<String, f64> =
         spec.params.iter().map(|(k, v)| (k.to_string(), v)).collect();
-    r.metrics
-        .iter()
-        .map(|m| Row {
-            workload: spec.workload.name.to_string(),
-            preset: spec.preset_name.clone(),
-            runner: "model".into(),
-            machine: spec.machine.name.clone(),
-            seed: spec.seed,
-            params: params.clone(),
-            metric: m.name.clone(),
-            sample: spec.sample,
-            value: m.value,
-            unit: m.unit.to_string(),
-            better: m.better,
-            table: spec.table.clone(),
-            revision: revision.to_string(),
-            wall_s: r.wall_s,
-        })
-        .collect()
+    let row = |metric: &str, value: f64, unit: &str, better, t, cpu| Row {
+        workload: spec.workload.name.to_string(),
+        preset: spec.preset_name.clone(),
+        runner: "model".into(),
+        machine: spec.machine.name.clone(),
+        seed: spec.seed,
+        params: params.clone(),
+        metric: metric.to_string(),
+        sample: spec.sample,
+        value,
+        unit: unit.to_string(),
+        better,
+        table: spec.table.clone(),
+        t,
+        cpu,
+        revision: revision.to_string(),
+        wall_s: r.wall_s,
+    };
+    let mut out: Vec<Row> =
+        r.metrics.iter().map(|m| row(&m.name, m.value, m.unit, m.better, None, None)).collect();
+    for (i, &pages) in r.outcome.pcp_pages.iter().enumerate() {
+        let mib = pages as f64 / 256.0;
+        out.push(row(SERIES_PCP_MIB, mib, "MiB", Better::Lower, Some(i as u32 + 1), None));
+    }
+    for s in &r.outcome.pcp_cpu_samples {
+        let (t, cpu) = (Some(s.t), Some(s.cpu));
+        out.push(row(SERIES_CPU_COUNT, s.count as f64, "pages", Better::Lower, t, cpu));
+        out.push(row(SERIES_CPU_HIGH, s.high as f64, "pages", Better::Lower, t, cpu));
+    }
+    out
 }
+
+/// Series row: memory held by all pagesets at each virtual second.
+pub const SERIES_PCP_MIB: &str = "series:pcp_mib";
+/// Series row: pages on one CPU's pagesets at each virtual second.
+pub const SERIES_CPU_COUNT: &str = "series:pcp_count";
+/// Series row: that CPU's `high` (of the zone where it holds most).
+pub const SERIES_CPU_HIGH: &str = "series:pcp_high";
 
 /// Run every spec, two at a time on this machine's cores (each run is single-threaded and
 /// deterministic, so the order they run in changes nothing), with a progress bar on stderr

@@ -47,6 +47,9 @@ pub struct Args {
     /// Print only the mean row of each metric.
     #[arg(long)]
     pub mean_only: bool,
+    /// Also write a self-contained HTML page with the table and the plots here.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<std::path::PathBuf>,
     /// Options shared with run and reproduce.
     #[command(flatten)]
     pub common: Common,
@@ -82,10 +85,10 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let label = format!("{} on {}", w.name, machine.name);
     let results = runs::execute_all(&specs, &label, args.common.json)?;
+    let revision = results::revision();
+    let rows: Vec<_> =
+        specs.iter().zip(&results).flat_map(|(s, r)| runs::rows(s, r, &revision)).collect();
     if !args.common.no_save {
-        let revision = results::revision();
-        let rows: Vec<_> =
-            specs.iter().zip(&results).flat_map(|(s, r)| runs::rows(s, r, &revision)).collect();
         let path = results::save(&args.common.results, &format!("compare-{}", w.name), &rows)?;
         if !args.common.json {
             eprintln!("rows saved to {}", path.display());
@@ -140,6 +143,7 @@ pub fn run(args: &Args) -> Result<()> {
                         json!({
                             "preset": p,
                             "samples": s,
+                            "p": mmtests::t_test_p(base, s),
                             "mean": mean,
                             "stddev": sum.map_or(f64::NAN, |x| x.stddev),
                             "pct": mmtests::pct_better(base_mean, mean, *better),
@@ -182,7 +186,14 @@ pub fn run(args: &Args) -> Result<()> {
         machine.nr_cpus(),
         args.iterations
     );
-    println!("{}", mmtests::render_table(&title, &labels, &ms, &opts));
+    let rendered = mmtests::render_table(&title, &labels, &ms, &opts);
+    println!("{rendered}");
+    if let Some(path) = &args.report {
+        let html = crate::report::compare_page(&title, &rendered, &rows);
+        std::fs::write(path, html)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+        eprintln!("report written to {}", path.display());
+    }
     for (name, _, unit, _) in &table {
         if !unit.is_empty() {
             print!("{name}: {unit}  ");

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod compare;
 pub mod exercise;
 pub mod machines;
+pub mod plot;
 pub mod presets;
 pub mod reproduce;
 pub mod run;

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::run::Common;
@@ -83,7 +83,7 @@ fn param_override(workload: &str, param: &str) -> Option<String> {
 }
 
 /// Our metric for a published one.
-fn our_metric(name: &str) -> &str {
+pub fn our_metric(name: &str) -> &str {
     match name {
         "page_fault1" => "ops_per_s",
         "fault-base" => "fault_base_us",
@@ -127,10 +127,25 @@ fn plan<'p>(t: &'p PublishedTable, args: &Args) -> Result<Plan<'p>> {
 
 /// One published metric of one preset, with ours.
 #[derive(Debug)]
-struct Cell {
-    ours: f64,
-    published: f64,
-    same_direction: Option<bool>,
+pub struct Cell {
+    /// Our value (normalised like the published one).
+    pub ours: f64,
+    /// The published value.
+    pub published: f64,
+    /// Does ours move from the baseline the published way? `None` for the baseline and
+    /// where a value is missing.
+    pub same_direction: Option<bool>,
+}
+
+impl Cell {
+    /// ✓, ✗ or blank.
+    pub fn mark(&self) -> &'static str {
+        match self.same_direction {
+            Some(true) => "✓",
+            Some(false) => "✗",
+            None => " ",
+        }
+    }
 }
 
 /// Direction of a change: -1, 0 (flat) or 1 in "positive = better" terms.
@@ -279,61 +294,131 @@ pub fn run(args: &Args) -> Result<()> {
             eprintln!("rows saved to {}", path.display());
         }
     }
-    let (mut agree, mut total) = (0u32, 0u32);
-    let mut tables_json = Vec::new();
-    let mut text = String::new();
-    for p in &plans {
-        let t = p.table;
-        let metrics: Vec<&PublishedMetric> = t.main_metrics().collect();
-        let per_metric: Vec<Vec<Cell>> = metrics.iter().map(|m| cells(p, &results, m)).collect();
-        let mut rows_json = Vec::new();
-        for (i, preset) in t.presets.iter().enumerate() {
-            let mut mj = serde_json::Map::new();
-            for (m, cs) in metrics.iter().zip(&per_metric) {
-                let c = &cs[i];
-                if let Some(s) = c.same_direction {
-                    total += 1;
-                    agree += u32::from(s);
-                }
-                let key = if m.param.is_empty() {
-                    m.name.clone()
-                } else {
-                    format!("{}:{}", m.name, m.param)
-                };
-                mj.insert(
-                    key,
-                    json!({"ours": finite(c.ours), "published": finite(c.published), "same_direction": c.same_direction}),
-                );
-            }
-            rows_json.push(json!({"preset": preset, "metrics": mj}));
+    let reports: Vec<TableReport> = plans.iter().map(|p| table_report(p, &results)).collect();
+    let (agree, total) = reports.iter().fold((0, 0), |(a, t), r| {
+        let (ra, rt) = r.agreement();
+        (a + ra, t + rt)
+    });
+    if let Some(path) = &args.report {
+        let rows: Vec<_> =
+            specs.iter().zip(&results).flat_map(|(s, r)| runs::rows(s, r, "")).collect();
+        let html = crate::report::reproduce_page(&reports, &rows, &skipped, args.common.quick);
+        std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))?;
+        if !args.common.json {
+            eprintln!("report written to {}", path.display());
         }
-        tables_json.push(json!({
-            "id": t.id,
-            "seed": t.seed,
-            "workload": t.workload,
-            "machine": t.machine,
-            "baseline": t.baseline,
-            "samples": p.samples,
-            "rows": rows_json,
-        }));
-        render_text(&mut text, p, &metrics, &per_metric);
     }
     if args.common.json {
         let skipped: BTreeMap<_, _> = skipped.into_iter().collect();
+        let tables: Vec<_> = reports.iter().map(TableReport::to_json).collect();
         let doc = json!({
-            "tables": tables_json,
+            "tables": tables,
             "skipped": skipped,
             "same_direction": {"agree": agree, "total": total},
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        print!("{text}");
+        for r in &reports {
+            print!("{}", r.to_text());
+        }
         for (id, why) in &skipped {
             println!("{id}: not run: {why}");
         }
         println!("same direction as published: {agree} of {total} changes");
     }
     Ok(())
+}
+
+/// One table's outcome: every published metric, ours beside it, per preset.
+#[derive(Debug)]
+pub struct TableReport {
+    /// Panel id.
+    pub id: String,
+    /// Heading.
+    pub title: String,
+    /// Seed file and lines.
+    pub seed: String,
+    /// Lines of the seed.
+    pub lines: String,
+    /// Workload.
+    pub workload: String,
+    /// Machine name and CPUs.
+    pub machine: String,
+    /// CPUs of the machine.
+    pub cpus: u32,
+    /// The baseline preset.
+    pub baseline: String,
+    /// Presets, in column order.
+    pub presets: Vec<String>,
+    /// Samples per preset.
+    pub samples: u32,
+    /// The table's note.
+    pub note: String,
+    /// (name, param, normalised, unit) of each metric.
+    pub metrics: Vec<(String, String, bool, String)>,
+    /// `cells[metric][preset]`.
+    pub cells: Vec<Vec<Cell>>,
+}
+
+impl TableReport {
+    /// (changes in the published direction, changes judged).
+    pub fn agreement(&self) -> (u32, u32) {
+        let judged = self.cells.iter().flatten().filter_map(|c| c.same_direction);
+        judged.fold((0, 0), |(a, t), s| (a + u32::from(s), t + 1))
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        let rows: Vec<_> = self
+            .presets
+            .iter()
+            .enumerate()
+            .map(|(i, preset)| {
+                let mut mj = serde_json::Map::new();
+                for (m, cs) in self.metrics.iter().zip(&self.cells) {
+                    let c = &cs[i];
+                    let key = if m.1.is_empty() { m.0.clone() } else { format!("{}:{}", m.0, m.1) };
+                    mj.insert(
+                        key,
+                        json!({"ours": finite(c.ours), "published": finite(c.published),
+                               "same_direction": c.same_direction}),
+                    );
+                }
+                json!({"preset": preset, "metrics": mj})
+            })
+            .collect();
+        json!({
+            "id": self.id,
+            "seed": self.seed,
+            "workload": self.workload,
+            "machine": self.machine,
+            "baseline": self.baseline,
+            "samples": self.samples,
+            "rows": rows,
+        })
+    }
+}
+
+fn table_report(p: &Plan<'_>, results: &[RunResult]) -> TableReport {
+    let t = p.table;
+    let metrics: Vec<&PublishedMetric> = t.main_metrics().collect();
+    TableReport {
+        id: t.id.clone(),
+        title: t.title.clone(),
+        seed: t.seed.clone(),
+        lines: t.lines.clone(),
+        workload: t.workload.clone(),
+        machine: p.machine.name.clone(),
+        cpus: p.machine.nr_cpus(),
+        baseline: t.baseline.clone(),
+        presets: t.presets.clone(),
+        samples: p.samples,
+        note: t.note.split_whitespace().collect::<Vec<_>>().join(" "),
+        metrics: metrics
+            .iter()
+            .map(|m| (m.name.clone(), m.param.clone(), m.normalised, m.unit.clone()))
+            .collect(),
+        cells: metrics.iter().map(|m| cells(p, results, m)).collect(),
+    }
 }
 
 /// JSON has no NaN: missing values are null.
@@ -345,58 +430,56 @@ fn finite(x: f64) -> serde_json::Value {
     }
 }
 
-/// One table as text: a row per (parameter, preset), a column pair per metric.
-fn render_text(out: &mut String, p: &Plan<'_>, metrics: &[&PublishedMetric], cells: &[Vec<Cell>]) {
-    use std::fmt::Write as _;
-    let t = p.table;
-    let _ = writeln!(out, "== {} — {}", t.id, t.title);
-    let _ = writeln!(
-        out,
-        "   seed {} (lines {}); {} on {} ({} CPUs), {} sample(s) per preset",
-        t.seed,
-        t.lines,
-        t.workload,
-        p.machine.name,
-        p.machine.nr_cpus(),
-        p.samples
-    );
-    // Group metrics by parameter: one block per parameter value.
-    let mut params: Vec<&str> = Vec::new();
-    for m in metrics {
-        if !params.contains(&m.param.as_str()) {
-            params.push(&m.param);
-        }
-    }
-    for param in params {
-        let idx: Vec<usize> = (0..metrics.len()).filter(|&i| metrics[i].param == param).collect();
-        let mut head = format!("   {:<14}", if param.is_empty() { "preset" } else { param });
-        for &i in &idx {
-            let norm = if metrics[i].normalised { " (base=100)" } else { "" };
-            let _ = write!(head, " {:>27}", format!("{}{norm}", metrics[i].name));
-        }
-        let _ = writeln!(out, "{head}");
-        let mut sub = format!("   {:<14}", "");
-        for _ in &idx {
-            let _ = write!(sub, " {:>12} {:>12}  ", "ours", "published");
-        }
-        let _ = writeln!(out, "{}", sub.trim_end());
-        for (r, preset) in t.presets.iter().enumerate() {
-            let mut line = format!("   {preset:<14}");
+impl TableReport {
+    /// The table as text: a block per parameter value, a row per preset, a column pair per
+    /// metric, ✓/✗ for the direction.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let _ = writeln!(out, "== {} — {}", self.id, self.title);
+        let _ = writeln!(
+            out,
+            "   seed {} (lines {}); {} on {} ({} CPUs), {} sample(s) per preset",
+            self.seed, self.lines, self.workload, self.machine, self.cpus, self.samples
+        );
+        for (param, idx) in self.blocks() {
+            let mut head = format!("   {:<14}", if param.is_empty() { "preset" } else { param });
             for &i in &idx {
-                let c = &cells[i][r];
-                let mark = match c.same_direction {
-                    Some(true) => "✓",
-                    Some(false) => "✗",
-                    None => " ",
-                };
-                let _ = write!(line, " {:>12.2} {:>12.2} {mark}", c.ours, c.published);
+                let (name, _, norm, _) = &self.metrics[i];
+                let norm = if *norm { " (base=100)" } else { "" };
+                let _ = write!(head, " {:>27}", format!("{name}{norm}"));
             }
-            let _ = writeln!(out, "{}", line.trim_end());
+            let _ = writeln!(out, "{head}");
+            let mut sub = format!("   {:<14}", "");
+            for _ in &idx {
+                let _ = write!(sub, " {:>12} {:>12}  ", "ours", "published");
+            }
+            let _ = writeln!(out, "{}", sub.trim_end());
+            for (r, preset) in self.presets.iter().enumerate() {
+                let mut line = format!("   {preset:<14}");
+                for &i in &idx {
+                    let c = &self.cells[i][r];
+                    let _ = write!(line, " {:>12.2} {:>12.2} {}", c.ours, c.published, c.mark());
+                }
+                let _ = writeln!(out, "{}", line.trim_end());
+            }
         }
+        if !self.note.is_empty() {
+            let _ = writeln!(out, "   note: {}", self.note);
+        }
+        let _ = writeln!(out);
+        out
     }
-    if !t.note.is_empty() {
-        let _ =
-            writeln!(out, "   note: {}", t.note.split_whitespace().collect::<Vec<_>>().join(" "));
+
+    /// Metrics grouped by parameter value, in first-seen order: (param, metric indices).
+    pub fn blocks(&self) -> Vec<(&str, Vec<usize>)> {
+        let mut out: Vec<(&str, Vec<usize>)> = Vec::new();
+        for (i, m) in self.metrics.iter().enumerate() {
+            match out.iter_mut().find(|(p, _)| *p == m.1) {
+                Some((_, v)) => v.push(i),
+                None => out.push((&m.1, vec![i])),
+            }
+        }
+        out
     }
-    let _ = writeln!(out);
 }

@@ -1,0 +1,283 @@
+//! SVG plots, written by hand (no plotting crate, no scripts, no fonts to fetch): line charts
+//! of series over virtual time and bar charts of per-preset means. Rendering only — the data
+//! comes from result rows.
+
+use std::fmt::Write as _;
+
+/// Width and height of every chart, px.
+const W: f64 = 720.0;
+const H: f64 = 360.0;
+/// Margins: left (axis labels), right (legend), top (title), bottom (axis labels).
+const ML: f64 = 70.0;
+const MR: f64 = 170.0;
+const MT: f64 = 34.0;
+const MB: f64 = 46.0;
+
+/// Colours of successive series (colour-blind-safe Okabe–Ito palette).
+const PALETTE: &[&str] =
+    &["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
+
+/// One line of a line chart.
+#[derive(Clone, Debug)]
+pub struct Series {
+    /// Legend label.
+    pub label: String,
+    /// Points (x, y), in x order.
+    pub points: Vec<(f64, f64)>,
+    /// Drawn dashed (e.g. `high` beside the solid `count`).
+    pub dashed: bool,
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A "nice" step for about `n` ticks over `span`.
+fn nice_step(span: f64, n: f64) -> f64 {
+    if span <= 0.0 || !span.is_finite() {
+        return 1.0;
+    }
+    let raw = span / n;
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let nice = if f < 1.5 {
+        1.0
+    } else if f < 3.0 {
+        2.0
+    } else if f < 7.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * mag
+}
+
+fn fmt_tick(v: f64) -> String {
+    if v.abs() >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v.abs() >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if v.fract().abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn header(out: &mut String, title: &str) {
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = write!(out, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="20" text-anchor="middle" font-size="14" font-weight="bold">{}</text>"#,
+        (ML + W - MR) / 2.0,
+        esc(title)
+    );
+}
+
+/// Axes with ticks for x in `x0..x1` and y in `y0..y1`; returns the data → pixel maps.
+fn axes(
+    out: &mut String,
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+    x_label: &str,
+    y_label: &str,
+) -> (impl Fn(f64) -> f64, impl Fn(f64) -> f64) {
+    let (pw, ph) = (W - ML - MR, H - MT - MB);
+    let sx = move |x: f64| ML + (x - x0) / (x1 - x0).max(1e-12) * pw;
+    let sy = move |y: f64| MT + ph - (y - y0) / (y1 - y0).max(1e-12) * ph;
+    let _ = write!(
+        out,
+        r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##
+    );
+    let step = nice_step(y1 - y0, 5.0);
+    let mut y = (y0 / step).ceil() * step;
+    while y <= y1 + step * 1e-9 {
+        let py = sy(y);
+        let _ = write!(
+            out,
+            r##"<line x1="{ML}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            W - MR,
+            ML - 6.0,
+            py + 4.0,
+            fmt_tick(y)
+        );
+        y += step;
+    }
+    let step = nice_step(x1 - x0, 8.0);
+    let mut x = (x0 / step).ceil() * step;
+    while x <= x1 + step * 1e-9 {
+        let px = sx(x);
+        let _ = write!(
+            out,
+            r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#444"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            H - MB,
+            H - MB + 4.0,
+            H - MB + 17.0,
+            fmt_tick(x)
+        );
+        x += step;
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        (ML + W - MR) / 2.0,
+        H - 8.0,
+        esc(x_label)
+    );
+    let _ = write!(
+        out,
+        r#"<text transform="translate(16,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        MT + (H - MT - MB) / 2.0,
+        esc(y_label)
+    );
+    (sx, sy)
+}
+
+/// A line chart of `series` (empty series are skipped); y starts at 0.
+pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> String {
+    let pts =
+        series.iter().flat_map(|s| s.points.iter()).filter(|p| p.0.is_finite() && p.1.is_finite());
+    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+    for &(x, y) in pts {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    if y1 <= 0.0 {
+        y1 = 1.0;
+    }
+    y1 *= 1.05;
+    let mut out = String::new();
+    header(&mut out, title);
+    let (sx, sy) = axes(&mut out, (x0, x1), (0.0, y1), x_label, y_label);
+    for (i, s) in series.iter().enumerate() {
+        let colour = PALETTE[i % PALETTE.len()];
+        let path: Vec<String> =
+            s.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y))).collect();
+        if !path.is_empty() {
+            let dash = if s.dashed { r#" stroke-dasharray="5,3""# } else { "" };
+            let _ = write!(
+                out,
+                r#"<polyline fill="none" stroke="{colour}" stroke-width="1.6"{dash} points="{}"/>"#,
+                path.join(" ")
+            );
+        }
+        let ly = MT + 14.0 + 16.0 * i as f64;
+        let dash = if s.dashed { r#" stroke-dasharray="5,3""# } else { "" };
+        let _ = write!(
+            out,
+            r#"<line x1="{:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="2"{dash}/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            W - MR + 10.0,
+            W - MR + 30.0,
+            W - MR + 35.0,
+            ly + 4.0,
+            esc(&s.label)
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+/// One bar: label, value, and an error half-width (stddev) drawn as a whisker if > 0.
+#[derive(Clone, Debug)]
+pub struct Bar {
+    /// Label under the bar.
+    pub label: String,
+    /// Height.
+    pub value: f64,
+    /// Whisker half-height (0: none).
+    pub err: f64,
+}
+
+/// A bar chart; y starts at 0 (values below 0 are drawn as 0).
+pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
+    let y1 = bars.iter().map(|b| b.value + b.err).filter(|v| v.is_finite()).fold(0.0, f64::max);
+    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
+    let mut out = String::new();
+    header(&mut out, title);
+    let n = bars.len().max(1) as f64;
+    let (_, sy) = axes(&mut out, (0.0, 0.0), (0.0, y1), "", y_label);
+    let pw = W - ML - MR;
+    let slot = pw / n;
+    for (i, b) in bars.iter().enumerate() {
+        let colour = PALETTE[i % PALETTE.len()];
+        let v = if b.value.is_finite() { b.value.max(0.0) } else { 0.0 };
+        let x = ML + slot * (i as f64 + 0.15);
+        let w = slot * 0.7;
+        let _ = write!(
+            out,
+            r#"<rect x="{x:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="{colour}"/>"#,
+            sy(v),
+            sy(0.0) - sy(v)
+        );
+        if b.err > 0.0 && b.err.is_finite() {
+            let cx = x + w / 2.0;
+            let _ = write!(
+                out,
+                r##"<line x1="{cx:.1}" y1="{:.1}" x2="{cx:.1}" y2="{:.1}" stroke="#222"/>"##,
+                sy(v + b.err),
+                sy((v - b.err).max(0.0))
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
+            x + w / 2.0,
+            H - MB + 16.0,
+            esc(&b.label),
+            x + w / 2.0,
+            sy(v) - 4.0,
+            fmt_tick(v)
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_charts_are_svg_with_one_polyline_per_series() {
+        let s = vec![
+            Series { label: "a<b".into(), points: vec![(0.0, 1.0), (1.0, 2.0)], dashed: false },
+            Series { label: "c".into(), points: vec![(0.0, 3.0), (2.0, 0.5)], dashed: true },
+        ];
+        let svg = line_chart("t & u", "x", "y", &s);
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        assert!(svg.contains("a&lt;b") && svg.contains("t &amp; u"));
+        assert!(svg.contains("stroke-dasharray"));
+    }
+
+    #[test]
+    fn empty_and_degenerate_inputs_still_draw() {
+        assert!(line_chart("t", "x", "y", &[]).contains("</svg>"));
+        let flat = [Series { label: "z".into(), points: vec![(5.0, 0.0)], dashed: false }];
+        assert!(line_chart("t", "x", "y", &flat).contains("<polyline"));
+        let bars = [
+            Bar { label: "a".into(), value: 2.0, err: 0.5 },
+            Bar { label: "b".into(), value: f64::NAN, err: 0.0 },
+        ];
+        let svg = bar_chart("t", "y", &bars);
+        assert_eq!(svg.matches("<rect").count(), 4, "background, frame, two bars");
+    }
+
+    #[test]
+    fn nice_steps() {
+        assert_eq!(nice_step(10.0, 5.0), 2.0);
+        assert_eq!(nice_step(0.9, 5.0), 0.2);
+        assert_eq!(nice_step(7000.0, 8.0), 1000.0);
+    }
+}

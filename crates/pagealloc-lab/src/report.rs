@@ -1,0 +1,177 @@
+//! Self-contained HTML reports: one page with every table, ours beside published, and the
+//! plots inline as SVG. No scripts, no fonts, no network fetches — a reviewer can open it
+//! from disk or attach it to a mail.
+
+use std::fmt::Write as _;
+
+use crate::cmd::plot::charts;
+use crate::cmd::reproduce::TableReport;
+use crate::results::Row;
+
+const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\
+h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2.2em;border-bottom:1px solid #ccc}\
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em}\
+td,th{padding:.2em .6em;text-align:right;border-bottom:1px solid #eee}\
+th{background:#f4f4f4}td.l,th.l{text-align:left}.ok{color:#080}.no{color:#b00}\
+.meta{color:#555;font-size:.9em}.note{background:#fafafa;border-left:3px solid #ccc;\
+padding:.4em .8em;font-size:.85em}figure{display:inline-block;margin:.4em}\
+.summary td{font-size:1em}";
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+fn num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        "—".to_string()
+    }
+}
+
+/// The `reproduce --report` page.
+pub fn reproduce_page(
+    tables: &[TableReport],
+    rows: &[Row],
+    skipped: &[(String, String)],
+    quick: bool,
+) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>pagealloc: the seed \
+         tables reproduced</title><style>{STYLE}</style></head><body>"
+    );
+    let _ = write!(h, "<h1>pagealloc — the seed tables reproduced on the model</h1>");
+    let (agree, total) = tables.iter().fold((0, 0), |(a, t), r| {
+        let (x, y) = r.agreement();
+        (a + x, t + y)
+    });
+    let scale = if quick { "reduced scale (--quick)" } else { "full scale" };
+    let _ = write!(
+        h,
+        "<p class=\"meta\">{} tables and panels, {scale}. A ✓ marks a change from the baseline \
+         column that goes the way the published one goes (a published change counts when the \
+         table marks it significant, or is at least 1% where the table gives no noise; ours when \
+         the t-test over our samples says so at p&nbsp;&lt;&nbsp;0.10). Values marked base=100 \
+         are normalised to the first column, as the seed prints them.</p>",
+        tables.len()
+    );
+    let _ = write!(h, "<table class=\"summary\"><tr><th class=\"l\">table</th><th class=\"l\">workload</th><th class=\"l\">machine</th><th>same direction</th></tr>");
+    for t in tables {
+        let (a, n) = t.agreement();
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\"><a href=\"#{id}\">{id}</a></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{a} of {n}</td></tr>",
+            esc(&t.workload),
+            esc(&t.machine),
+            id = esc(&t.id)
+        );
+    }
+    let _ = write!(
+        h,
+        "<tr><th class=\"l\">all</th><th></th><th></th><th>{agree} of {total}</th></tr></table>"
+    );
+    for (id, why) in skipped {
+        let _ = write!(h, "<p class=\"no\">{}: not run: {}</p>", esc(id), esc(why));
+    }
+    for t in tables {
+        table_section(&mut h, t, rows);
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn table_section(h: &mut String, t: &TableReport, rows: &[Row]) {
+    let _ = write!(h, "<h2 id=\"{}\">{} — {}</h2>", esc(&t.id), esc(&t.id), esc(&t.title));
+    let _ = write!(
+        h,
+        "<p class=\"meta\">seed {} (lines {}); workload <b>{}</b> on <b>{}</b> ({} CPUs); {} \
+         sample(s) per preset; baseline {}</p>",
+        esc(&t.seed),
+        esc(&t.lines),
+        esc(&t.workload),
+        esc(&t.machine),
+        t.cpus,
+        t.samples,
+        esc(&t.baseline)
+    );
+    for (param, idx) in t.blocks() {
+        let _ = write!(
+            h,
+            "<table><tr><th class=\"l\">{}</th>",
+            esc(if param.is_empty() { "preset" } else { param })
+        );
+        for &i in &idx {
+            let (name, _, norm, unit) = &t.metrics[i];
+            let what = if *norm { "base=100".to_string() } else { unit.clone() };
+            let _ = write!(
+                h,
+                "<th colspan=\"3\">{} <span class=\"meta\">{}</span></th>",
+                esc(name),
+                esc(&what)
+            );
+        }
+        let _ = write!(h, "</tr><tr><th></th>");
+        for _ in &idx {
+            let _ = write!(h, "<th>ours</th><th>published</th><th></th>");
+        }
+        let _ = write!(h, "</tr>");
+        for (r, preset) in t.presets.iter().enumerate() {
+            let _ = write!(h, "<tr><td class=\"l\">{}</td>", esc(preset));
+            for &i in &idx {
+                let c = &t.cells[i][r];
+                let class = match c.same_direction {
+                    Some(true) => "ok",
+                    Some(false) => "no",
+                    None => "",
+                };
+                let _ = write!(
+                    h,
+                    "<td>{}</td><td>{}</td><td class=\"{class}\">{}</td>",
+                    num(c.ours),
+                    num(c.published),
+                    c.mark()
+                );
+            }
+            let _ = write!(h, "</tr>");
+        }
+        let _ = write!(h, "</table>");
+    }
+    if !t.note.is_empty() {
+        let _ = write!(h, "<p class=\"note\">{}</p>", esc(&t.note));
+    }
+    // This table's charts: pageset memory over time and each CPU's count/high for the first
+    // parameter value; bars for the metrics the table shows.
+    let mine: Vec<Row> =
+        rows.iter().filter(|r| r.table.as_deref() == Some(t.id.as_str())).cloned().collect();
+    let wanted: Vec<String> =
+        t.metrics.iter().map(|m| crate::cmd::reproduce::our_metric(&m.0).to_string()).collect();
+    let mut shown = 0;
+    for (stem, svg) in charts(&mine, &wanted) {
+        let keep = stem.starts_with("pcp-memory")
+            || stem.starts_with("bars")
+            || (stem.starts_with("pcp-cpu") && stem.contains(&t.baseline));
+        if keep && shown < 8 {
+            let _ = write!(h, "<figure>{svg}</figure>");
+            shown += 1;
+        }
+    }
+}
+
+/// The `compare --report` page: the mmtests table as text and the charts.
+pub fn compare_page(title: &str, table: &str, rows: &[Row]) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1><pre>{}</pre>",
+        esc(title),
+        esc(title),
+        esc(table)
+    );
+    for (_, svg) in charts(rows, &[]) {
+        let _ = write!(h, "<figure>{svg}</figure>");
+    }
+    h.push_str("</body></html>\n");
+    h
+}
