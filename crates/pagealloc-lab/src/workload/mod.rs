@@ -4,6 +4,7 @@
 //! never from the seed tables' results.
 
 pub mod kbuild;
+pub mod page_fault1;
 pub mod trunc;
 
 use anyhow::{bail, Result};
@@ -72,7 +73,7 @@ pub struct WorkloadInfo {
 }
 
 /// Every workload, by name.
-pub const WORKLOADS: &[WorkloadInfo] = &[kbuild::INFO, trunc::INFO];
+pub const WORKLOADS: &[WorkloadInfo] = &[kbuild::INFO, page_fault1::INFO, trunc::INFO];
 
 /// The workload called `name`.
 pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
