@@ -5,6 +5,7 @@
 
 pub mod kbuild;
 pub mod page_fault1;
+pub mod page_frag_rx;
 pub mod trunc;
 
 use anyhow::{bail, Result};
@@ -73,7 +74,8 @@ pub struct WorkloadInfo {
 }
 
 /// Every workload, by name.
-pub const WORKLOADS: &[WorkloadInfo] = &[kbuild::INFO, page_fault1::INFO, trunc::INFO];
+pub const WORKLOADS: &[WorkloadInfo] =
+    &[kbuild::INFO, page_fault1::INFO, page_frag_rx::INFO, trunc::INFO];
 
 /// The workload called `name`.
 pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
