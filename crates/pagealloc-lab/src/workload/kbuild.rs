@@ -386,10 +386,10 @@ impl Kbuild {
                     let j = self.next_job;
                     self.next_job += 1;
                     self.jobs_running += 1;
-                    let q = self.job(j);
-                    let slot = &mut self.slots[s];
-                    slot.queue = q;
-                    slot.queue.pop_front().expect("a job has a compiler process")
+                    let mut q = self.job(j);
+                    let Some(first) = q.pop_front() else { return false };
+                    self.slots[s].queue = q;
+                    first
                 } else {
                     return false;
                 }
@@ -679,6 +679,30 @@ mod tests {
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
         let c = run("tune-p7", 3, &["parallel=3"], 6);
         assert_ne!(format!("{a:?}"), format!("{c:?}"));
+    }
+
+    /// Slots spread one per core over both nodes by default, or packed on node 0.
+    #[test]
+    fn slots_spread_over_the_machine_or_pack_on_node0() {
+        let info = ModelInfo {
+            nr_cpus: 8,
+            nr_nodes: 2,
+            cpu_node: vec![0, 0, 0, 0, 1, 1, 1, 1],
+            cpu_llc: vec![0, 0, 0, 0, 1, 1, 1, 1],
+            node_managed_pages: vec![1 << 16; 2],
+            llc_bytes: vec![8 << 20; 2],
+            seed: 1,
+        };
+        let cpus = |extra: &[&str]| {
+            let mut params = vec!["parallel=4".to_string()];
+            params.extend(extra.iter().map(|s| s.to_string()));
+            let mut w = Kbuild::new(&INFO.params(&params, 1.0).unwrap());
+            w.start(&info).unwrap()
+        };
+        assert_eq!(cpus(&[]), vec![0, 2, 4, 6]);
+        assert_eq!(cpus(&["placement=1"]), vec![0, 1, 2, 3]);
+        let mut w = Kbuild::new(&INFO.params(&["mem_node=2".into()], 1.0).unwrap());
+        assert!(w.start(&info).is_err(), "node 2 does not exist");
     }
 
     /// More slots than CPUs: the CPUs share their slots' work and the build still ends.
