@@ -20,6 +20,10 @@
 //! per task (≈ 4 munmaps per CPU) at 320 tasks; a pageset fills and drains within one loop,
 //! so that is its steady state. `ops_per_s` counts the touches completed inside the window.
 //!
+//! Every task starts at a random point of its first loop (drawn from the run's seed): the real
+//! harness's tasks drift apart over its 6 s warm-up, while the model's would otherwise start
+//! and munmap in lockstep and a short window would catch one phase of that cycle.
+//!
 //! Known biases: hyperthreads as full CPUs (above); the per-fault kernel work is one assumed
 //! figure; the PMD page, the TLB-gather batch pages (GFP_NOWAIT order 0) and mmap/munmap's own
 //! syscall costs are left out; THP is assumed off (with THP enabled=always the 2 MiB-aligned
@@ -152,6 +156,9 @@ struct Task {
     faulted: u64,
     /// Pages unmapped so far (munmap in progress when `faulted` is complete).
     unmapped: usize,
+    /// Pages of the first loop: tasks start at a random point of their loop, as if already
+    /// running, so that a CPU's tasks and the CPUs do not munmap in lockstep.
+    first_loop: u64,
     /// Touches completed inside the window.
     ops: u64,
     loops: u64,
@@ -213,7 +220,8 @@ impl PageFault1 {
     fn run_task(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<()> {
         let (warmup, end) = (self.warmup, self.end());
         let task = &mut self.tasks[t];
-        if task.faulted < self.pages_per_loop {
+        let loop_pages = if task.loops == 0 { task.first_loop } else { self.pages_per_loop };
+        if task.faulted < loop_pages {
             ctx.work(self.fault);
             if task.faulted % PTRS_PER_PTE == 0 {
                 match ctx.alloc(GFP_PGTABLE, Order(0)) {
@@ -286,6 +294,7 @@ impl Workload for PageFault1 {
         }
         self.queues = (0..info.nr_cpus).map(|_| RunQueue::default()).collect();
         let ncores = cores.len() as u64;
+        let mut rng = pagealloc_testkit::rng::Rng::new(info.seed);
         for i in 0..self.processes {
             // hwloc core i % ncores; the (i / ncores)-th task of a core takes its threads in turn.
             let core = &cores[(i % ncores) as usize];
@@ -297,6 +306,7 @@ impl Workload for PageFault1 {
                 tables: Vec::new(),
                 faulted: 0,
                 unmapped: 0,
+                first_loop: 1 + rng.below(self.pages_per_loop),
                 ops: 0,
                 loops: 0,
             });
