@@ -90,7 +90,9 @@ pub struct Frame {
     prev: AtomicU32,
     /// Packed [`FrameInfo`].
     info: AtomicU32,
-    /// Owner-defined word: the page_frag reference count while a frag cache holds the page.
+    /// Owner-defined word. Allocated: the page's reference count, 1 when handed out (the
+    /// kernel's `set_page_refcounted`), which `page_frag_free` drops and a page_frag cache
+    /// raises. On a per-CPU list (≤ 6.9 rules): the cached migratetype.
     aux: AtomicU32,
 }
 

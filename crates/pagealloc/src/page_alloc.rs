@@ -666,6 +666,8 @@ impl<E: EventSink> PageAllocator<E> {
         }
         let pfn = page?;
         z.frame(pfn).set_info(FrameInfo { state: FrameState::Allocated, order, list: mt as u8 });
+        // The page's reference count (kernel set_page_refcounted): page_frag_free drops it.
+        z.frame(pfn).aux().store(1, Relaxed);
         zl.count(Counter::pgalloc(z.ztype), order.nr_pages().0);
         Some(pfn)
     }

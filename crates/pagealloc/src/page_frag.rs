@@ -297,6 +297,28 @@ mod tests {
         }
     }
 
+    /// page_pool pages (seed 003): a plain order-0 page holds one reference, and
+    /// page_frag_free dropping it frees the page, through the pageset only with `pfrag-pcp`.
+    #[test]
+    fn a_plain_page_is_freed_by_page_frag_free() {
+        for (preset, via_pcp) in [("pfrag-buddy", false), ("pfrag-pcp", true)] {
+            let pa = machine(Policy::preset(preset).unwrap(), 64);
+            let cpu = pa.cpu(CpuId(0)).unwrap();
+            // One page from the buddy lists (order 1 is not cached in 4.19), one from a pageset.
+            let big = pa.alloc_pages(cpu, Gfp::ATOMIC, Order(1)).unwrap();
+            let p = pa.alloc_pages(cpu, Gfp::ATOMIC, Order(0)).unwrap();
+            let before = pa.vm_events();
+            pa.page_frag_free(cpu, p).unwrap();
+            let d = pa.vm_events().since(&before);
+            assert_eq!(d.get(Counter::PcpFree) == 1, via_pcp, "{preset}");
+            assert_eq!(d.get(Counter::ZoneLockAcquire), u64::from(!via_pcp), "{preset}");
+            assert_eq!(pa.page_frag_free(cpu, p), Err(FreeError::NotAllocated { pfn: p }));
+            pa.page_frag_free(cpu, big).unwrap();
+            validate(&pa).unwrap();
+            assert_eq!(crate::debug::census(&pa).allocated, 0);
+        }
+    }
+
     #[test]
     fn a_fragment_freed_too_often_is_an_error() {
         let pa = machine(Policy::modern(), 64);

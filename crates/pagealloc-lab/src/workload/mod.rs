@@ -3,6 +3,9 @@
 //! real benchmark behaves (`workloads-reference.md` in the project's shared references),
 //! never from the seed tables' results.
 
+pub mod kbuild;
+pub mod page_fault1;
+pub mod page_frag_rx;
 pub mod trunc;
 
 use anyhow::{bail, Result};
@@ -71,7 +74,8 @@ pub struct WorkloadInfo {
 }
 
 /// Every workload, by name.
-pub const WORKLOADS: &[WorkloadInfo] = &[trunc::INFO];
+pub const WORKLOADS: &[WorkloadInfo] =
+    &[kbuild::INFO, page_fault1::INFO, page_frag_rx::INFO, trunc::INFO];
 
 /// The workload called `name`.
 pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
@@ -129,6 +133,86 @@ impl WorkloadInfo {
 /// Nanoseconds to the model's picoseconds.
 pub fn ns(x: f64) -> u64 {
     (x * 1000.0).round().max(0.0) as u64
+}
+
+/// Hand-built machines for the workloads' `#[ignore]`d full-size runs, until the machines
+/// module ships them.
+#[cfg(test)]
+pub(crate) mod bigtest {
+    use pagealloc::{Counter, MemoryMap, NodeId, Policy, Tunables};
+
+    use crate::model::cost::CostProfile;
+    use crate::model::{Model, ModelSetup, RunOutcome, Topology};
+
+    /// `nodes` nodes of `cpus_per_node` CPUs (numbered node by node) and `gib_per_node` GiB
+    /// each, one LLC of `llc_kib` KiB per node.
+    pub(crate) fn numa_setup(
+        nodes: u32,
+        cpus_per_node: u32,
+        gib_per_node: u64,
+        llc_kib: u64,
+        preset: &str,
+        seed: u64,
+    ) -> ModelSetup {
+        let mut map = MemoryMap::new();
+        for n in 0..nodes {
+            let base = u64::from(n) * (gib_per_node << 30);
+            map.add_range(NodeId(n), base..base + (gib_per_node << 30))
+                .unwrap()
+                .set_cpus(NodeId(n), cpus_per_node);
+        }
+        let cpu_node: Vec<u32> =
+            (0..nodes).flat_map(|n| std::iter::repeat_n(n, cpus_per_node as usize)).collect();
+        ModelSetup {
+            map,
+            tunables: Tunables::default(),
+            policy: Policy::preset(preset).unwrap(),
+            topology: Topology {
+                cpu_llc: cpu_node.clone(),
+                cpu_node,
+                llc_bytes: vec![llc_kib << 10; nodes as usize],
+            },
+            cost: CostProfile::default_profile(),
+            seed,
+            cooldown_s: 5,
+            count_frames: false,
+            validate: false,
+        }
+    }
+
+    /// Run workload `name` with `params` on `setup` and print one line of what the seeds'
+    /// tables report, plus the workload's own metrics.
+    pub(crate) fn run_and_print(name: &str, params: &[String], setup: ModelSetup) -> RunOutcome {
+        let info = super::find(name).unwrap();
+        let p = info.params(params, 1.0).unwrap();
+        let mut w = (info.build)(&p);
+        let t = std::time::Instant::now();
+        let mut m = Model::new(setup).unwrap();
+        let built = t.elapsed().as_secs_f64();
+        let o = m.run(w.as_mut(), &mut |_| {}).unwrap();
+        let e = &o.events;
+        println!(
+            "  wall {:.1} s (build {built:.1} s), virtual {:.3} s, steps {}, zone lock {:.2}%, \
+             lock acquisitions {}, free_high drains {} ({} pages), alloc_zone {} pages in {} \
+             refills, high drains {}, pcp peak {} / end {} / final {} pages, cold {:.1}%",
+            t.elapsed().as_secs_f64(),
+            o.elapsed_ps as f64 / 1e12,
+            o.steps,
+            o.zone_lock_pct(),
+            e.get(Counter::ZoneLockAcquire),
+            e.get(Counter::DrainFreeHigh),
+            e.get(Counter::DrainFreeHighPages),
+            e.get(Counter::PcpRefillPages),
+            e.get(Counter::PcpRefill),
+            e.get(Counter::DrainHigh),
+            o.pcp_peak_pages,
+            o.pcp_end_pages,
+            o.pcp_final_pages,
+            o.cold_touch_pct(),
+        );
+        println!("  {:?}", o.workload);
+        o
+    }
 }
 
 #[cfg(test)]

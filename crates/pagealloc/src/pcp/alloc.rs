@@ -165,6 +165,8 @@ impl<E: EventSink> PageAllocator<E> {
             order,
             list: mt as u8,
         });
+        // The page's reference count (kernel set_page_refcounted): page_frag_free drops it.
+        zone.mem_map[idx as usize].aux().store(1, core::sync::atomic::Ordering::Relaxed);
         slot.stats.add_locked(Counter::PcpAlloc, 1);
         slot.stats.add_locked(Counter::pgalloc(zone.ztype), order.nr_pages().0);
         Some(zone.pfn_of(idx))

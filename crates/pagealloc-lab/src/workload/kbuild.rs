@@ -1,0 +1,752 @@
+//! `kbuild`: LKP's kernel build as seed 001's first table ran it, `numactl -m 1 -- make -j 112`
+//! of an allyesconfig kernel on a 2-socket, 224-CPU Sapphire Rapids (workloads-reference §1).
+//!
+//! What it imitates: make keeps `parallel` compile jobs running. A job is a short-lived
+//! compiler process (cc1) followed by a few small helper processes (the `sh -c` of the rule,
+//! the gcc driver, `as`, fixdep). Each process, on the CPU it runs on, allocates an order-1
+//! PGD (with page-table isolation) when it is created, then one order-0 movable anonymous
+//! page per page fault, with its own computation between faults, and an order-0 unmovable
+//! page-table page per 2 MiB it touches. At exit it frees every user page in a burst on the
+//! same CPU, then its page tables, then the PGD: "a large number of user pages freed without
+//! page allocation … then the PGD order-1 free", the pattern patch 1 of the series is about
+//! (§1.2). The compiler also writes its object file into the page cache (order-0 movable),
+//! which stays until the end of the build. When every job is done, one link process runs
+//! alone (the serial tail of the build). `numactl -m 1` makes every allocation, on whichever
+//! CPU, come from node 1's zone: one zone lock for the whole machine, remote for socket 0.
+//!
+//! Placement: `numactl -m 1` binds memory, not CPUs, so the scheduler spreads the 112 busy
+//! tasks over both sockets; with SMT it fills idle cores first, one task per core, so each
+//! job slot gets its own CPU spread evenly over the machine (`placement = 0`, the default).
+//! The corrected mail says exactly this: "processes running on socket 0 … use the normal zone
+//! of socket 1" (§1.1). The v1 text's "on one socket" reads as one socket's memory; the other
+//! reading (all 112 tasks on socket 0's CPUs) is `placement = 1`. A new process starts on the
+//! CPU its predecessor in the slot left: fork balancing prefers the most recently idled CPU.
+//!
+//! Volume and scale: an allyesconfig build compiles about 25,000 objects (assumed; §1.2 gives
+//! ≈ 5e8 faults per build, so ≈ 20,000 faults per object). The model runs `jobs` of them with
+//! their real sizes and rates, so the compile phase lasts ≈ `jobs` / 25,000 of the real one and
+//! the link is scaled down in the same ratio (`link_mib`); `build_time` is therefore the real
+//! build time × ≈ `jobs` / 25,000. The default, 1,792 jobs (16 per slot at -j 112), is 7% of
+//! the build: ≈ 11 s of compile phase and ≈ 1.5 s of link in virtual time, ≈ 25 s of wall time
+//! on the 224-CPU machine in a release build. The pagesets reach their steady state within a
+//! few exits per CPU (five exits per job, ≈ 0.65 s of CPU per job), well inside that.
+//!
+//! Known biases: one task per slot CPU, never migrating (≈ 10 K migrations/s machine-wide
+//! in the real run are not modelled); hyperthread siblings are not modelled (the 112 busy CPUs
+//! are one per core); fork/exec costs other than the PGD, kernel stacks and slab are left out;
+//! helpers run after the compiler rather than around it; cc1's own memory use (gcc frees
+//! little before exit) grows linearly over its life; the real build's serial steps beyond
+//! one link (kallsyms relinks, objtool on vmlinux.o) are folded into that one link.
+
+use std::collections::VecDeque;
+
+use anyhow::{bail, Result};
+use pagealloc::{Gfp, Order, Pfn};
+use pagealloc_testkit::rng::Rng;
+
+use super::{ns, ParamSpec, Params, WorkloadInfo};
+use crate::model::{Ctx, ModelInfo, Next, Workload};
+
+/// The registry entry.
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "kbuild",
+    summary: "LKP kbuild: numactl -m 1 -- make -j 112 of allyesconfig, short-lived compilers \
+              faulting anon memory and freeing it all at exit",
+    params: PARAMS,
+    default_machine: "spr-2s-224",
+    build: |p| Box::new(Kbuild::new(p)),
+};
+
+/// Objects an allyesconfig build compiles (assumed, see the module doc): the ratio of the
+/// model's volume to the real one.
+const REAL_OBJECTS: f64 = 25_000.0;
+/// Largest resident set of one process in the 2022 allyesconfig run (the final link),
+/// 2,845,254 kB [M-LKP-KBUILD-ICL].
+const REAL_LINK_MIB: f64 = 2_845_254.0 / 1024.0;
+/// Default number of jobs: the scaled-down build (see the module doc).
+const DEFAULT_JOBS: f64 = 1792.0;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "jobs",
+        default: DEFAULT_JOBS,
+        min: 1.0,
+        max: 1e6,
+        unit: "jobs",
+        doc: "compile jobs in the build (the real allyesconfig build has ≈ 25,000)",
+        source: "assumed volume: ≈ 25,000 objects per allyesconfig build scaled down so that a \
+                 run on the 224-CPU machine takes ≤ 30 s of wall time; build_time scales with it",
+        scaled: true,
+    },
+    ParamSpec {
+        name: "parallel",
+        default: 112.0,
+        min: 1.0,
+        max: 4096.0,
+        unit: "jobs",
+        doc: "make -j: compile jobs running at once, one slot each",
+        source: "`numactl -m 1 -- make -j 112` [M-PCP-REPLY], workloads-reference §1.1",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "mem_node",
+        default: 1.0,
+        min: -1.0,
+        max: 63.0,
+        unit: "node",
+        doc: "node every allocation comes from (numactl -m); -1 for each CPU's own node",
+        source: "`numactl -m 1` [M-PCP-REPLY], workloads-reference §1.1",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "placement",
+        default: 0.0,
+        min: 0.0,
+        max: 1.0,
+        unit: "0 = spread, 1 = node 0",
+        doc: "job slots spread evenly over all CPUs (one per core), or packed on node 0's CPUs",
+        source: "reading of §1.1: numactl -m binds memory only and the scheduler spreads busy \
+                 tasks over idle cores of both sockets (see the module doc)",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "fault_us",
+        default: 31.4,
+        min: 0.0,
+        max: 1e6,
+        unit: "µs",
+        doc: "CPU time of a compiler process per page fault (its computation between faults)",
+        source: "(user 40,321 s + system 8,017 s) / 1.537e9 page faults of the 2022 allyesconfig \
+                 run on 128 CPUs [M-LKP-KBUILD-ICL]; the 2023 kbuild8 run agrees (5.9 M faults/s \
+                 over ≈ 186 busy CPUs = 31.7 K/s per CPU) [M-LKP-KBUILD8], §1.2",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "job_mib",
+        default: 80.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "MiB",
+        doc: "mean memory faulted per compile job, all its processes together (each job's size \
+              is drawn uniformly from 25% to 175% of it)",
+        source: "≈ 5e8 faults per build (1.537e9 over 3 builds, one page allocated per fault) \
+                 [M-LKP-KBUILD-ICL] / ≈ 25,000 objects (assumed) ≈ 20,500 pages; the spread is \
+                 assumed (compile units differ widely)",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "helpers",
+        default: 4.0,
+        min: 0.0,
+        max: 64.0,
+        unit: "processes",
+        doc:
+            "small processes per job besides the compiler (each its own PGD, page tables and exit)",
+        source: "assumed from Kbuild's rule for a .o: `sh -c`, the gcc driver, `as`, fixdep",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "helper_mib",
+        default: 2.0,
+        min: 0.0,
+        max: 1e5,
+        unit: "MiB",
+        doc: "mean memory faulted by one helper process (taken out of job_mib)",
+        source: "assumed: a shell or driver process faults a few hundred anonymous pages \
+                 (heap, stack, relocated library data); `as` somewhat more",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "fixed_pt_pages",
+        default: 6.0,
+        min: 0.0,
+        max: 1000.0,
+        unit: "pages",
+        doc: "page-table pages of a process besides one PTE page per 2 MiB of anon memory",
+        source: "assumed: PTE pages for text, data, libraries, stack and vdso, plus PMD/PUD pages \
+                 for the distinct regions of the address space",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "obj_kib",
+        default: 256.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "KiB",
+        doc: "page cache written per job (the object file and its .cmd), kept to the build's end",
+        source: "assumed: with Cached ≈ 6.2 GB averaged over the 2022 run, source tree included \
+                 [M-LKP-KBUILD-ICL], outputs of a few hundred KiB per object are plausible",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "write_page_ns",
+        default: 500.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "ns",
+        doc: "work per page-cache page written besides its allocation and touch",
+        source: "assumed: write(2) path, page-cache insertion and LRU add per 4 KiB",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "exit_page_ns",
+        default: 100.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "ns",
+        doc: "exit's work per user page besides the free: PTE zap, rmap, memcg uncharge, LRU",
+        source: "assumed: as trunc_page_ns, a few tens of ns per step on a 2023 server core",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "link_mib",
+        default: REAL_LINK_MIB * DEFAULT_JOBS / REAL_OBJECTS,
+        min: 0.0,
+        max: 1e7,
+        unit: "MiB",
+        doc: "memory faulted by the final link, which runs alone after every job (0: no link)",
+        source: "largest process of the 2022 allyesconfig run, 2,845,254 kB [M-LKP-KBUILD-ICL], \
+                 scaled by jobs / 25,000 like the compile phase",
+        scaled: true,
+    },
+];
+
+/// Pages covered by one PTE page (x86-64, 4 KiB pages).
+const PTRS_PER_PTE: u64 = 512;
+/// User pages freed per step at exit: small enough that other CPUs interleave with the burst
+/// in virtual time (a step is ≈ 4 µs), large enough to keep the scheduler's overhead low.
+const EXIT_CHUNK: usize = 32;
+/// The PGD's order with page-table isolation (§1.2).
+const PGD_ORDER: Order = Order(1);
+/// Page-table pages: GFP_PGTABLE_USER = GFP_KERNEL_ACCOUNT | __GFP_ZERO (unmovable).
+const GFP_PGTABLE: Gfp = Gfp(Gfp::KERNEL.0 | Gfp::ZERO.0);
+
+/// What a process is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Created: allocate the PGD and the fixed page tables.
+    Exec,
+    /// Faulting in its memory.
+    Fault,
+    /// Writing its object file into the page cache.
+    Write,
+    /// Exiting: user pages freed in chunks.
+    ExitUser,
+    /// Exiting: page tables, then the PGD.
+    ExitTables,
+}
+
+/// One process's plan: pages to fault and page-cache pages to write before exit.
+#[derive(Clone, Copy, Debug)]
+struct ProcSpec {
+    anon: u64,
+    obj: u64,
+}
+
+/// A running process.
+#[derive(Debug)]
+struct Proc {
+    spec: ProcSpec,
+    phase: Phase,
+    pgd: Option<Pfn>,
+    anon: Vec<Pfn>,
+    tables: Vec<Pfn>,
+    /// Pages faulted, then pages written.
+    count: u64,
+    freed: usize,
+}
+
+/// A make job slot: runs one job's processes after another.
+#[derive(Debug)]
+struct Slot {
+    cpu: u32,
+    /// Processes of the current job still to start.
+    queue: VecDeque<ProcSpec>,
+    /// The running process.
+    cur: Option<Proc>,
+    /// Vectors kept for reuse across processes (a job's anon list is ≈ 20 K entries).
+    spare: Option<(Vec<Pfn>, Vec<Pfn>)>,
+    /// This slot is running the final link.
+    linking: bool,
+    done: bool,
+}
+
+/// One run.
+#[derive(Debug)]
+pub struct Kbuild {
+    jobs: u64,
+    parallel: u32,
+    mem_node: Option<u32>,
+    spread: bool,
+    fault: u64,
+    job_pages: f64,
+    helpers: u32,
+    helper_pages: f64,
+    fixed_pt: u64,
+    obj_pages: u64,
+    write_page: u64,
+    exit_page: u64,
+    link_pages: u64,
+    seed: u64,
+    slots: Vec<Slot>,
+    /// Slots of each CPU (a CPU runs its slots in turn when `parallel` exceeds the CPUs).
+    cpu_slots: Vec<Vec<usize>>,
+    /// Next slot each CPU runs a step of.
+    cpu_turn: Vec<usize>,
+    next_job: u64,
+    jobs_done: u64,
+    jobs_running: u64,
+    link_done: bool,
+    end_ps: u64,
+    /// Page cache written, with the CPU that wrote it (freed after the build).
+    page_cache: Vec<(u32, Pfn)>,
+    processes: u64,
+    faults: u64,
+    /// Page-cache pages written (`page_cache` is emptied by `held`).
+    cache_pages: u64,
+    failed: u64,
+}
+
+impl Kbuild {
+    /// A run with these parameters.
+    pub fn new(p: &Params) -> Kbuild {
+        let mem_node = p.get("mem_node").round();
+        Kbuild {
+            jobs: p.count("jobs"),
+            parallel: p.count("parallel") as u32,
+            mem_node: (mem_node >= 0.0).then_some(mem_node as u32),
+            spread: p.get("placement").round() == 0.0,
+            fault: ns(p.get("fault_us") * 1000.0),
+            job_pages: p.get("job_mib") * 256.0,
+            helpers: p.get("helpers").round() as u32,
+            helper_pages: p.get("helper_mib") * 256.0,
+            fixed_pt: p.get("fixed_pt_pages").round() as u64,
+            obj_pages: (p.get("obj_kib") / 4.0).ceil() as u64,
+            write_page: ns(p.get("write_page_ns")),
+            exit_page: ns(p.get("exit_page_ns")),
+            link_pages: (p.get("link_mib") * 256.0).round() as u64,
+            seed: 0,
+            slots: Vec::new(),
+            cpu_slots: Vec::new(),
+            cpu_turn: Vec::new(),
+            next_job: 0,
+            jobs_done: 0,
+            jobs_running: 0,
+            link_done: false,
+            end_ps: 0,
+            page_cache: Vec::new(),
+            processes: 0,
+            faults: 0,
+            cache_pages: 0,
+            failed: 0,
+        }
+    }
+
+    /// The processes of job `j`, drawn from a generator of its own so that a job is the same
+    /// whichever slot runs it.
+    fn job(&self, j: u64) -> VecDeque<ProcSpec> {
+        let mut rng = Rng::new(self.seed ^ (j + 1).wrapping_mul(0xd1b5_4a32_d192_ed03));
+        let mut uniform =
+            |lo: f64, hi: f64| lo + (hi - lo) * (rng.below(1 << 20) as f64 / (1 << 20) as f64);
+        let total = self.job_pages * uniform(0.25, 1.75);
+        let helpers: Vec<u64> = (0..self.helpers)
+            .map(|_| (self.helper_pages * uniform(0.5, 1.5)).round() as u64)
+            .collect();
+        let main = (total - helpers.iter().sum::<u64>() as f64).max(1.0).round() as u64;
+        let mut q = VecDeque::with_capacity(1 + helpers.len());
+        q.push_back(ProcSpec { anon: main, obj: self.obj_pages });
+        q.extend(helpers.into_iter().map(|anon| ProcSpec { anon, obj: 0 }));
+        q
+    }
+
+    fn alloc(&mut self, ctx: &mut Ctx<'_>, gfp: Gfp, order: Order) -> Option<Pfn> {
+        let p = match self.mem_node {
+            Some(n) => ctx.alloc_node(n, gfp, order),
+            None => ctx.alloc(gfp, order),
+        };
+        if p.is_none() {
+            self.failed += 1;
+        }
+        p
+    }
+
+    /// Start the slot's next process, taking a new job (or the link) when its job is over.
+    /// Returns false when the slot has nothing left to do.
+    fn start_next(&mut self, s: usize) -> bool {
+        let slot = &mut self.slots[s];
+        let spec = match slot.queue.pop_front() {
+            Some(spec) => spec,
+            None => {
+                if slot.linking {
+                    self.link_done = true;
+                    slot.linking = false;
+                    return false;
+                }
+                if self.next_job < self.jobs {
+                    let j = self.next_job;
+                    self.next_job += 1;
+                    self.jobs_running += 1;
+                    let mut q = self.job(j);
+                    let Some(first) = q.pop_front() else { return false };
+                    self.slots[s].queue = q;
+                    first
+                } else {
+                    return false;
+                }
+            }
+        };
+        let slot = &mut self.slots[s];
+        let (mut anon, mut tables) = slot.spare.take().unwrap_or_default();
+        anon.clear();
+        tables.clear();
+        anon.reserve(spec.anon as usize);
+        slot.cur =
+            Some(Proc { spec, phase: Phase::Exec, pgd: None, anon, tables, count: 0, freed: 0 });
+        self.processes += 1;
+        true
+    }
+
+    /// The slot's job ended with its last process: count it, and start the link if it was
+    /// the build's last job.
+    fn job_finished(&mut self, s: usize) {
+        if self.slots[s].linking {
+            return;
+        }
+        self.jobs_running -= 1;
+        self.jobs_done += 1;
+        if self.jobs_done == self.jobs && self.link_pages > 0 && !self.link_done {
+            let slot = &mut self.slots[s];
+            slot.linking = true;
+            slot.queue.push_back(ProcSpec { anon: self.link_pages, obj: 0 });
+        }
+    }
+
+    /// One step of slot `s`'s running process.
+    fn run_proc(&mut self, s: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+        let Some(mut p) = self.slots[s].cur.take() else { return Ok(()) };
+        match p.phase {
+            Phase::Exec => {
+                p.pgd = self.alloc(ctx, Gfp::KERNEL, PGD_ORDER);
+                for _ in 0..self.fixed_pt {
+                    if let Some(t) = self.alloc(ctx, GFP_PGTABLE, Order(0)) {
+                        ctx.touch(t, 4096);
+                        p.tables.push(t);
+                    }
+                }
+                p.phase = if p.spec.anon > 0 { Phase::Fault } else { Phase::Write };
+            }
+            Phase::Fault => {
+                ctx.work(self.fault);
+                // The first fault in each 2 MiB needs a PTE page first.
+                if p.count % PTRS_PER_PTE == 0 {
+                    if let Some(t) = self.alloc(ctx, GFP_PGTABLE, Order(0)) {
+                        ctx.touch(t, 4096);
+                        p.tables.push(t);
+                    }
+                }
+                if let Some(page) = self.alloc(ctx, Gfp::HIGHUSER_MOVABLE, Order(0)) {
+                    // The fault clears the whole page.
+                    ctx.touch(page, 4096);
+                    p.anon.push(page);
+                }
+                self.faults += 1;
+                p.count += 1;
+                if p.count >= p.spec.anon {
+                    p.count = 0;
+                    p.phase = Phase::Write;
+                }
+            }
+            Phase::Write => {
+                if p.count < p.spec.obj {
+                    if let Some(page) = self.alloc(ctx, Gfp::HIGHUSER_MOVABLE, Order(0)) {
+                        ctx.touch(page, 4096);
+                        self.page_cache.push((ctx.cpu(), page));
+                        self.cache_pages += 1;
+                    }
+                    ctx.work(self.write_page);
+                    p.count += 1;
+                } else {
+                    p.phase = Phase::ExitUser;
+                }
+            }
+            Phase::ExitUser => {
+                let end = (p.freed + EXIT_CHUNK).min(p.anon.len());
+                for &page in &p.anon[p.freed..end] {
+                    ctx.work(self.exit_page);
+                    ctx.free(page, Order(0))?;
+                }
+                p.freed = end;
+                if end == p.anon.len() {
+                    p.anon.clear();
+                    p.phase = Phase::ExitTables;
+                }
+            }
+            Phase::ExitTables => {
+                for t in p.tables.drain(..) {
+                    ctx.free(t, Order(0))?;
+                }
+                if let Some(pgd) = p.pgd.take() {
+                    ctx.free(pgd, PGD_ORDER)?;
+                }
+                self.slots[s].spare =
+                    Some((std::mem::take(&mut p.anon), std::mem::take(&mut p.tables)));
+                if self.slots[s].queue.is_empty() {
+                    self.job_finished(s);
+                }
+                return Ok(());
+            }
+        }
+        self.slots[s].cur = Some(p);
+        Ok(())
+    }
+}
+
+impl Workload for Kbuild {
+    fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
+        if let Some(n) = self.mem_node {
+            if n >= info.nr_nodes {
+                bail!("kbuild: mem_node {n} but the machine has {} node(s)", info.nr_nodes);
+            }
+        }
+        self.seed = info.seed;
+        let cpus: Vec<u32> = if self.spread {
+            (0..info.nr_cpus).collect()
+        } else {
+            (0..info.nr_cpus).filter(|&c| info.cpu_node[c as usize] == 0).collect()
+        };
+        if cpus.is_empty() {
+            bail!("kbuild: no CPU to place the jobs on");
+        }
+        // Slot i on the i-th of `parallel` evenly spaced CPUs: one per core when parallel is
+        // half the CPUs and siblings are numbered apart, wrapping round when it exceeds them.
+        let n = cpus.len() as u64;
+        let j = u64::from(self.parallel);
+        self.cpu_slots = vec![Vec::new(); info.nr_cpus as usize];
+        self.slots = (0..j)
+            .map(|i| {
+                let cpu = cpus[((i % n) * n / j.min(n)) as usize % cpus.len()];
+                Slot {
+                    cpu,
+                    queue: VecDeque::new(),
+                    cur: None,
+                    spare: None,
+                    linking: false,
+                    done: false,
+                }
+            })
+            .collect();
+        for (i, s) in self.slots.iter().enumerate() {
+            self.cpu_slots[s.cpu as usize].push(i);
+        }
+        self.cpu_turn = vec![0; info.nr_cpus as usize];
+        self.page_cache.reserve((self.jobs * self.obj_pages) as usize);
+        let mut running: Vec<u32> = self.slots.iter().map(|s| s.cpu).collect();
+        running.sort_unstable();
+        running.dedup();
+        Ok(running)
+    }
+
+    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let c = ctx.cpu() as usize;
+        let mine = &self.cpu_slots[c];
+        let nr = mine.len();
+        // The CPU's next slot that still has work (round robin: time-sharing when several).
+        let mut pick = None;
+        for k in 0..nr {
+            let s = self.cpu_slots[c][(self.cpu_turn[c] + k) % nr];
+            if !self.slots[s].done {
+                pick = Some((s, (self.cpu_turn[c] + k + 1) % nr));
+                break;
+            }
+        }
+        let Some((s, turn)) = pick else { return Ok(Next::Done) };
+        self.cpu_turn[c] = turn;
+        if self.slots[s].cur.is_none() && !self.start_next(s) {
+            self.slots[s].done = true;
+            self.end_ps = self.end_ps.max(ctx.now());
+            let all_done = self.cpu_slots[c].iter().all(|&s| self.slots[s].done);
+            return Ok(if all_done { Next::Done } else { Next::Continue });
+        }
+        self.run_proc(s, ctx)?;
+        Ok(Next::Continue)
+    }
+
+    fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+        let mut v: Vec<(u32, Pfn, Order)> =
+            self.page_cache.drain(..).map(|(c, p)| (c, p, Order(0))).collect();
+        for s in &mut self.slots {
+            if let Some(p) = s.cur.take() {
+                let cpu = s.cpu;
+                v.extend(p.anon[p.freed.min(p.anon.len())..].iter().map(|&q| (cpu, q, Order(0))));
+                v.extend(p.tables.iter().map(|&q| (cpu, q, Order(0))));
+                v.extend(p.pgd.map(|q| (cpu, q, PGD_ORDER)));
+            }
+        }
+        v
+    }
+
+    fn metrics(&self) -> Vec<(String, f64)> {
+        vec![
+            ("build_time".into(), self.end_ps as f64 / 1e12),
+            ("jobs".into(), self.jobs_done as f64),
+            ("processes".into(), self.processes as f64),
+            ("faults".into(), self.faults as f64),
+            ("page_cache_pages".into(), self.cache_pages as f64),
+            ("alloc_failures".into(), self.failed as f64),
+        ]
+    }
+
+    fn progress(&self) -> f64 {
+        let link = if self.link_pages > 0 { 1.0 } else { 0.0 };
+        (self.jobs_done as f64 + if self.link_done { link } else { 0.0 })
+            / (self.jobs as f64 + link).max(1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pagealloc::Counter;
+
+    use super::*;
+    use crate::model::tests::small_setup;
+    use crate::model::{Model, RunOutcome};
+
+    /// A small build: `jobs` jobs of 2 MiB on a one-node machine of `cpus` CPUs.
+    fn run(preset: &str, cpus: u32, extra: &[&str], seed: u64) -> RunOutcome {
+        let mut params: Vec<String> = [
+            "jobs=12",
+            "mem_node=0",
+            "job_mib=2",
+            "helpers=2",
+            "helper_mib=0.25",
+            "obj_kib=16",
+            "link_mib=1",
+            "fault_us=2",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        params.extend(extra.iter().map(|s| s.to_string()));
+        let p = INFO.params(&params, 1.0).unwrap();
+        let mut w = (INFO.build)(&p);
+        let mut m = Model::new(small_setup(cpus, 256, preset, seed)).unwrap();
+        m.run(w.as_mut(), &mut |_| {}).unwrap()
+    }
+
+    fn metric(o: &RunOutcome, name: &str) -> f64 {
+        o.workload.iter().find(|(k, _)| k == name).unwrap().1
+    }
+
+    #[test]
+    fn every_job_runs_and_every_page_comes_back() {
+        let o = run("tune-base", 4, &["parallel=4"], 1);
+        assert_eq!(metric(&o, "jobs"), 12.0);
+        assert_eq!(metric(&o, "alloc_failures"), 0.0);
+        // Compiler and two helpers per job, and the link.
+        assert_eq!(metric(&o, "processes"), 12.0 * 3.0 + 1.0);
+        let faults = metric(&o, "faults");
+        let cache = metric(&o, "page_cache_pages");
+        assert_eq!(cache, 12.0 * 4.0);
+        // The workload frees everything but the page cache itself; the runner frees that.
+        assert_eq!(o.ops.allocs as f64 - cache, o.ops.frees as f64);
+        // Faults: 2 MiB per job on average (25%..175%) plus the 1 MiB link.
+        assert!((12.0 * 512.0 * 0.25..12.0 * 512.0 * 1.75 + 256.0).contains(&faults), "{faults}");
+        // The build cannot beat its CPU time spread over the slots, plus the serial link.
+        let build = metric(&o, "build_time");
+        let floor = (faults - 256.0) * 2e-6 / 4.0 + 256.0 * 2e-6;
+        assert!(build > floor && build < 10.0 * floor, "{build} vs {floor}");
+        assert_eq!(o.elapsed_ps as f64 / 1e12, build);
+    }
+
+    #[test]
+    fn processes_free_order0_user_pages_then_an_order1_pgd() {
+        let o = run("tune-base", 2, &["parallel=2", "link_mib=0"], 3);
+        let procs = metric(&o, "processes") as u64;
+        // Order-0 pages and one PGD per process all go through the pagesets (6.6 caches
+        // orders 0..3), and the PGDs are the only order-1 blocks.
+        assert_eq!(o.events.get(Counter::PcpFree), o.ops.frees);
+        assert_eq!(
+            o.events.get(Counter::Pgfree) - o.ops.frees,
+            procs,
+            "each process's PGD frees 2 pages in one call"
+        );
+    }
+
+    #[test]
+    fn same_seed_same_run() {
+        let a = run("tune-p7", 3, &["parallel=3"], 5);
+        let b = run("tune-p7", 3, &["parallel=3"], 5);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        let c = run("tune-p7", 3, &["parallel=3"], 6);
+        assert_ne!(format!("{a:?}"), format!("{c:?}"));
+    }
+
+    /// Slots spread one per core over both nodes by default, or packed on node 0.
+    #[test]
+    fn slots_spread_over_the_machine_or_pack_on_node0() {
+        let info = ModelInfo {
+            nr_cpus: 8,
+            nr_nodes: 2,
+            cpu_node: vec![0, 0, 0, 0, 1, 1, 1, 1],
+            cpu_llc: vec![0, 0, 0, 0, 1, 1, 1, 1],
+            node_managed_pages: vec![1 << 16; 2],
+            llc_bytes: vec![8 << 20; 2],
+            seed: 1,
+        };
+        let cpus = |extra: &[&str]| {
+            let mut params = vec!["parallel=4".to_string()];
+            params.extend(extra.iter().map(|s| s.to_string()));
+            let mut w = Kbuild::new(&INFO.params(&params, 1.0).unwrap());
+            w.start(&info).unwrap()
+        };
+        assert_eq!(cpus(&[]), vec![0, 2, 4, 6]);
+        assert_eq!(cpus(&["placement=1"]), vec![0, 1, 2, 3]);
+        let mut w = Kbuild::new(&INFO.params(&["mem_node=2".into()], 1.0).unwrap());
+        assert!(w.start(&info).is_err(), "node 2 does not exist");
+    }
+
+    /// More slots than CPUs: the CPUs share their slots' work and the build still ends.
+    #[test]
+    fn oversubscribed_slots_share_their_cpu() {
+        let o = run("tune-base", 2, &["parallel=5"], 2);
+        assert_eq!(metric(&o, "jobs"), 12.0);
+        let spread = run("tune-base", 4, &["parallel=5"], 2);
+        assert!(metric(&spread, "build_time") < metric(&o, "build_time"));
+    }
+
+    /// Seed 001 patch 1: an exit's order-0 burst followed by the PGD's order-1 free drains the
+    /// whole pageset on 6.6 (free_high), and no longer does once two consecutive high-order
+    /// frees are required.
+    #[test]
+    fn exit_bursts_trigger_free_high_on_base_but_not_after_patch1() {
+        // Jobs large enough to overflow the small machine's pageset (high 1896 pages).
+        let big = ["parallel=2", "jobs=6", "job_mib=12"];
+        let base = run("tune-base", 2, &big, 4);
+        let p1 = run("tune-p1", 2, &big, 4);
+        let (b, p) =
+            (base.events.get(Counter::DrainFreeHigh), p1.events.get(Counter::DrainFreeHigh));
+        assert!(b > 0, "base drains on exit");
+        assert!(p < b / 4, "patch 1: {p} vs base {b}");
+    }
+
+    /// Seed 001's machine size: 2 × 112 CPUs, 2 × 256 GiB, a 105 MiB LLC per socket, every
+    /// preset of the table. Slow (minutes, release build):
+    /// `cargo test --release -p pagealloc-lab kbuild_full_size -- --ignored --nocapture`.
+    /// `KBUILD_PRESETS=tune-base,tune-p7` narrows the presets; `KBUILD_PARAMS=jobs=100,…`
+    /// overrides parameters.
+    #[test]
+    #[ignore]
+    fn kbuild_full_size_seed001() {
+        let presets = std::env::var("KBUILD_PRESETS").unwrap_or_else(|_| {
+            "tune-base,tune-p1,tune-p3,tune-p5,tune-p7,tune-p9,tune-p10".into()
+        });
+        let params: Vec<String> = std::env::var("KBUILD_PARAMS")
+            .map(|s| s.split(',').filter(|x| !x.is_empty()).map(String::from).collect())
+            .unwrap_or_default();
+        for preset in presets.split(',') {
+            println!("kbuild {preset} {params:?}");
+            let setup = crate::workload::bigtest::numa_setup(2, 112, 256, 105 << 10, preset, 1);
+            crate::workload::bigtest::run_and_print("kbuild", &params, setup);
+        }
+    }
+}
