@@ -3,6 +3,8 @@
 //! real benchmark behaves (`workloads-reference.md` in the project's shared references),
 //! never from the seed tables' results.
 
+pub mod lmbench_unix;
+pub(crate) mod net;
 pub mod trunc;
 
 use anyhow::{bail, Result};
@@ -71,7 +73,7 @@ pub struct WorkloadInfo {
 }
 
 /// Every workload, by name.
-pub const WORKLOADS: &[WorkloadInfo] = &[trunc::INFO];
+pub const WORKLOADS: &[WorkloadInfo] = &[trunc::INFO, lmbench_unix::INFO];
 
 /// The workload called `name`.
 pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
