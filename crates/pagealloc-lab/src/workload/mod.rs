@@ -5,6 +5,7 @@
 
 pub mod lmbench_unix;
 pub(crate) mod net;
+pub mod netperf_sctp;
 pub mod trunc;
 
 use anyhow::{bail, Result};
@@ -73,7 +74,7 @@ pub struct WorkloadInfo {
 }
 
 /// Every workload, by name.
-pub const WORKLOADS: &[WorkloadInfo] = &[trunc::INFO, lmbench_unix::INFO];
+pub const WORKLOADS: &[WorkloadInfo] = &[trunc::INFO, netperf_sctp::INFO, lmbench_unix::INFO];
 
 /// The workload called `name`.
 pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
