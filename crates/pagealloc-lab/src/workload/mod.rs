@@ -6,6 +6,7 @@
 pub mod lmbench_unix;
 pub(crate) mod net;
 pub mod netperf_sctp;
+pub mod netperf_tcp;
 pub mod trunc;
 
 use anyhow::{bail, Result};
@@ -74,7 +75,8 @@ pub struct WorkloadInfo {
 }
 
 /// Every workload, by name.
-pub const WORKLOADS: &[WorkloadInfo] = &[trunc::INFO, netperf_sctp::INFO, lmbench_unix::INFO];
+pub const WORKLOADS: &[WorkloadInfo] =
+    &[trunc::INFO, netperf_sctp::INFO, lmbench_unix::INFO, netperf_tcp::INFO];
 
 /// The workload called `name`.
 pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
