@@ -36,8 +36,9 @@
 //!
 //! Volume: LKP runs 300 s. The model runs `duration_s` virtual seconds; each pair sends
 //! ≈ 10^5 messages per virtual second, so every pageset sees thousands of refills and
-//! drains per virtual second and is in its steady state within milliseconds; the
-//! tick-driven decay of the tuned presets needs runs of a few seconds to act.
+//! drains per virtual second and is in its steady state within milliseconds. The tuned
+//! presets' decay of `high` runs at the once-a-second vmstat tick: the default 1.5 s holds
+//! one; longer runs (`--scale`) let it act more.
 //!
 //! Known biases: slab objects (`sctp_chunk`, `sctp_datamsg`, ulpevents, skb heads) are left
 //! out; per-message and per-packet stack costs are assumed figures; the SACK timer (200 ms)
@@ -76,14 +77,14 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "duration_s",
-        default: 0.5,
+        default: 1.5,
         min: 0.0001,
         max: 3600.0,
         unit: "virtual s",
         doc: "length of the run",
         source: "assumed: LKP runs 300 s (-l 300, §2.1); the pagesets reach their steady \
-                 state within milliseconds at these rates, and 0.5 s of 64 pairs keeps a \
-                 full-size run under 30 s of wall time",
+                 state within milliseconds at these rates; 1.5 s includes one vmstat tick \
+                 (the tuned presets' decay) and keeps a full-size run near 15 s of wall time",
         scaled: true,
     },
     ParamSpec {
