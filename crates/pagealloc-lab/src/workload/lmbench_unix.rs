@@ -522,6 +522,22 @@ mod tests {
         assert_eq!(o.ops.alloc_failures, 0);
     }
 
+    /// With only order 0 on the pagesets (hpc-revert), the pagesets see exactly the one
+    /// order-0 block of each write: allocated by the writers, freed by the readers.
+    #[test]
+    fn one_order_0_block_per_write() {
+        let o = run("hpc-revert", 4, &[]);
+        // Reads take skb 1 (36,544 B) then skb 2 (28,992 B): whole writes read = the
+        // order-0 blocks freed.
+        let read = (metric(&o, "bytes") / 65536.0).floor() as u64;
+        let (a, f) = (o.events.get(Counter::PcpAlloc), o.events.get(Counter::PcpFree));
+        assert_eq!(f, read);
+        // Writes in flight at the end: at most sk_sndbuf's worth (≈ 3) per pair, plus one.
+        assert!(a >= f && a - f <= 2 * 4, "{a} order-0 allocations, {f} frees");
+        // Four blocks per write; a pair may stop between its two skbs.
+        assert!(o.ops.allocs >= 4 * a && o.ops.allocs <= 4 * a + 2, "{}", o.ops.allocs);
+    }
+
     #[test]
     fn same_seed_same_run() {
         let (a, b) = (run("tune-p3", 9, &[]), run("tune-p3", 9, &[]));
