@@ -37,7 +37,7 @@
 
 use std::collections::VecDeque;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::net::Tasks;
@@ -389,7 +389,10 @@ impl LmbenchUnix {
             return Ok(Next::Block);
         };
         for _ in 0..skb.nfrags {
-            let (pfn, order) = self.p[i].frags.pop_front().expect("an skb's blocks are queued");
+            let (pfn, order) = self.p[i]
+                .frags
+                .pop_front()
+                .ok_or_else(|| anyhow!("pair {i}: an skb's blocks are missing"))?;
             // copy_to_user from the block, then consume_skb frees it on this CPU.
             ctx.touch(pfn, 4096 << order.0);
             ctx.free(pfn, order)?;

@@ -83,9 +83,7 @@ impl Tasks {
             rngs: Vec::with_capacity(n),
         };
         let emptiest = |free: &[Vec<u32>]| {
-            (0..free.len())
-                .max_by_key(|&i| (free[i].len(), std::cmp::Reverse(i)))
-                .expect("a machine has a node")
+            (0..free.len()).max_by_key(|&i| (free[i].len(), std::cmp::Reverse(i))).unwrap_or(0)
         };
         for _ in 0..groups {
             let mut node = emptiest(&free);

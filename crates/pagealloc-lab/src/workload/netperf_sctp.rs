@@ -47,7 +47,7 @@
 
 use std::collections::VecDeque;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::net::{order_of, PageCursor, Tasks};
@@ -355,7 +355,10 @@ impl NetperfSctp {
             ctx.work(self.packet_work);
             let mut wcursor = PageCursor::default();
             for j in 0..k as u64 {
-                let chunk = self.p[i].outq.pop_front().expect("k ≤ queued chunks");
+                let chunk = self.p[i]
+                    .outq
+                    .pop_front()
+                    .ok_or_else(|| anyhow!("pair {i}: packet of {k} chunks, fewer queued"))?;
                 // sctp_packet_pack: copy the chunk into the packet.
                 ctx.touch(chunk, self.wire);
                 wcursor.copy(ctx, pkt, PACKET_HDR + j * self.wire, self.wire);
@@ -423,7 +426,9 @@ impl NetperfSctp {
         }
         ctx.work(self.recv_work);
         let p = &mut self.p[i];
-        let pkt = *p.rxq.front().expect("checked non-empty");
+        let Some(&pkt) = p.rxq.front() else {
+            return Ok(Next::Block);
+        };
         let at = PACKET_HDR + u64::from(p.read_in_front) * self.wire + DATA_CHUNK_HDR;
         // copy_to_user of one message.
         p.rcursor.copy(ctx, pkt.pfn, at, self.msg);

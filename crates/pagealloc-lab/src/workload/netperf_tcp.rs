@@ -282,8 +282,8 @@ impl NetperfTcp {
     }
 
     /// `skb_page_frag_refill`: make the sender's frag page usable, reusing it in place if
-    /// no skb holds it any more. False if no page could be had.
-    fn refill(&mut self, ctx: &mut Ctx<'_>) -> bool {
+    /// no skb holds it any more. Its slot, or `None` if no page could be had.
+    fn refill(&mut self, ctx: &mut Ctx<'_>) -> Option<usize> {
         if let Some(slot) = self.frag {
             if self.pages[slot].refs == 0 {
                 if self.frag_off > 0 {
@@ -291,10 +291,10 @@ impl NetperfTcp {
                     self.frag_off = 0;
                     self.wcursor.reset();
                 }
-                return true;
+                return Some(slot);
             }
             if self.frag_off < self.size(slot) {
-                return true;
+                return Some(slot);
             }
             // put_page: the skbs' references remain; the last one frees the page.
             self.frag = None;
@@ -312,7 +312,7 @@ impl NetperfTcp {
                 }
                 None => {
                     self.alloc_failures += 1;
-                    return false;
+                    return None;
                 }
             },
         };
@@ -330,7 +330,7 @@ impl NetperfTcp {
         self.frag = Some(slot);
         self.frag_off = 0;
         self.wcursor.reset();
-        true
+        Some(slot)
     }
 
     /// Append `n` bytes at the frag's offset to the tail skb (coalescing with its last
@@ -382,10 +382,7 @@ impl NetperfTcp {
         ctx.work(self.send_work);
         let mut left = self.msg;
         while left > 0 {
-            if !self.refill(ctx) {
-                break;
-            }
-            let slot = self.frag.expect("refilled");
+            let Some(slot) = self.refill(ctx) else { break };
             let n = left.min(self.size(slot) - self.frag_off);
             // copy_from_user into the frag.
             self.wcursor.copy(ctx, self.pages[slot].pfn, self.frag_off, n);
@@ -430,7 +427,7 @@ impl NetperfTcp {
                 continue;
             }
             // The skb is consumed: its references go, freeing pages the sender left.
-            let seg = self.sent.pop_front().expect("front exists");
+            let Some(seg) = self.sent.pop_front() else { break };
             self.rpiece = 0;
             self.sent_bytes -= seg.len;
             for p in &seg.pieces {
