@@ -4,6 +4,10 @@
 //! never from the seed tables' results.
 
 pub mod kbuild;
+pub mod lmbench_unix;
+pub(crate) mod net;
+pub mod netperf_sctp;
+pub mod netperf_tcp;
 pub mod page_fault1;
 pub mod page_frag_rx;
 pub mod trunc;
@@ -75,7 +79,15 @@ pub struct WorkloadInfo {
 
 /// Every workload, by name.
 pub const WORKLOADS: &[WorkloadInfo] =
-    &[kbuild::INFO, page_fault1::INFO, page_frag_rx::INFO, trunc::INFO];
+    &[
+        kbuild::INFO,
+        netperf_sctp::INFO,
+        lmbench_unix::INFO,
+        netperf_tcp::INFO,
+        page_fault1::INFO,
+        trunc::INFO,
+        page_frag_rx::INFO,
+    ];
 
 /// The workload called `name`.
 pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
