@@ -3,6 +3,7 @@
 //! real benchmark behaves (`workloads-reference.md` in the project's shared references),
 //! never from the seed tables' results.
 
+pub mod thpfioscale;
 pub mod trunc;
 
 use anyhow::{bail, Result};
@@ -71,7 +72,7 @@ pub struct WorkloadInfo {
 }
 
 /// Every workload, by name.
-pub const WORKLOADS: &[WorkloadInfo] = &[trunc::INFO];
+pub const WORKLOADS: &[WorkloadInfo] = &[trunc::INFO, thpfioscale::INFO];
 
 /// The workload called `name`.
 pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
