@@ -385,6 +385,10 @@ struct File {
     pages: [u32; MAX_FILE_PAGES],
     /// Bumped when a page is evicted, so that FIFO entries of an earlier copy are stale.
     gen: [u8; MAX_FILE_PAGES],
+    /// PG_referenced of each page (bit = block).
+    accessed: u16,
+    /// PG_active of each page.
+    active: u16,
     /// Slab ids of its objects (NONE when not allocated).
     objs: [u32; NR_CACHES],
     /// Instantiation count, so that file-LRU entries of an earlier instance are stale.
@@ -401,6 +405,8 @@ impl File {
     const EMPTY: File = File {
         pages: [NONE; MAX_FILE_PAGES],
         gen: [0; MAX_FILE_PAGES],
+        accessed: 0,
+        active: 0,
         objs: [NONE; NR_CACHES],
         inst: 0,
         cached: 0,
@@ -745,6 +751,14 @@ impl ThpFioScale {
             if file.pages[b] == NONE || file.gen[b] != g {
                 continue;
             }
+            let bit = 1u16 << b;
+            if file.active & bit != 0 {
+                // An active page is deactivated, not evicted: it goes round once more.
+                file.active &= !bit;
+                self.fifo[node].push_back(e);
+                continue;
+            }
+            file.accessed &= !bit;
             let pfn = Pfn(u64::from(file.pages[b]));
             file.pages[b] = NONE;
             file.gen[b] = file.gen[b].wrapping_add(1);
@@ -800,6 +814,8 @@ impl ThpFioScale {
                 file.pages[b] = NONE;
                 file.gen[b] = file.gen[b].wrapping_add(1);
                 file.cached -= 1;
+                file.accessed &= !(1 << b);
+                file.active &= !(1 << b);
                 let node = self.pfn_node(ctx, pfn);
                 self.cached_pages[node] -= 1;
                 ctx.free(pfn, Order(0))?;
@@ -958,6 +974,9 @@ impl ThpFioScale {
         let file = &mut self.files[f];
         file.pages[b] = pfn_u32(pfn)?;
         file.cached += 1;
+        // mark_page_accessed: the write (FGP_ACCESSED) or the read that brought it in.
+        file.accessed |= 1 << b;
+        file.active &= !(1 << b);
         self.cached_pages[node] += 1;
         self.fifo[node].push_back(((f as u64) << 16) | ((b as u64) << 8) | u64::from(file.gen[b]));
         Ok(())
@@ -1073,6 +1092,14 @@ impl ThpFioScale {
             wait = self.read_latency;
         } else {
             ctx.touch(Pfn(u64::from(self.files[f].pages[b])), 4096);
+            // mark_page_accessed: a second access activates an inactive page.
+            let (file, bit) = (&mut self.files[f], 1u16 << b);
+            if file.active & bit == 0 && file.accessed & bit != 0 {
+                file.active |= bit;
+                file.accessed &= !bit;
+            } else {
+                file.accessed |= bit;
+            }
         }
         ctx.work(self.read_cost);
         let job = &mut self.jobs[j];
