@@ -1451,3 +1451,130 @@ impl Workload for ThpFioScale {
         0.4 * w + 0.3 * warm + 0.3 * t
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tests::small_setup;
+    use crate::model::{Model, ModelSetup, RunOutcome};
+    use crate::workload;
+    use pagealloc::{Counter, MemoryMap, NodeId, ZoneLimits};
+
+    /// An 8-CPU, 256 MiB one-node machine whose DMA32 zone is its first 96 MiB: the x86
+    /// zone shape (Normal above DMA32) at a size a test can fill one and a half times over.
+    /// `small_setup` gives DMA32 + Normal only from 4 GiB, ~40 times more pages to write.
+    fn setup(preset: &str, seed: u64) -> ModelSetup {
+        let mut s = small_setup(8, 256, preset, seed);
+        let mut map = MemoryMap::new();
+        map.with_zone_limits(ZoneLimits { dma_end: Pfn(0), dma32_end: Pfn::from_phys(96 << 20) });
+        map.add_range(NodeId(0), 0..256 << 20).unwrap().set_cpus(NodeId(0), 8);
+        s.map = map;
+        s
+    }
+
+    fn run(preset: &str, seed: u64, extra: &[&str]) -> RunOutcome {
+        let info = workload::find("thpfioscale").unwrap();
+        let mut over: Vec<String> = vec!["warmup=0.25".into()];
+        over.extend(extra.iter().map(|s| s.to_string()));
+        let params = info.params(&over, 1.0).unwrap();
+        let mut w = (info.build)(&params);
+        let mut m = Model::new(setup(preset, seed)).unwrap();
+        m.run(w.as_mut(), &mut |_| {}).unwrap()
+    }
+
+    fn metric(o: &RunOutcome, name: &str) -> f64 {
+        o.workload.iter().find(|(k, _)| k == name).unwrap().1
+    }
+
+    #[test]
+    fn slab_orders_follow_slub_calculate_order() {
+        // slabinfo of 8-CPU 4.x machines: dentry 21 objects/order 0, xfs_inode 34/order 3,
+        // radix_tree_node 28/order 2; with 48 CPUs min_objects is 28, so dentry needs order 1.
+        assert_eq!(slub_order(192, 8), (0, 21));
+        assert_eq!(slub_order(960, 8), (3, 34));
+        assert_eq!(slub_order(576, 8), (2, 28));
+        assert_eq!(slub_order(192, 48), (1, 42));
+        assert_eq!(slub_order(960, 48), (3, 34));
+    }
+
+    /// 150% of memory goes through the page cache without a failed page-cache allocation:
+    /// kswapd and direct reclaim keep the zones above their watermarks, and at the end every
+    /// page comes back (the runner's conservation check).
+    #[test]
+    fn reclaim_carries_the_writers_past_memory_size() {
+        let o = run("frag-vanilla", 1, &[]);
+        let managed = 256.0 * 256.0;
+        assert!(metric(&o, "pages_written") > 1.4 * managed, "{:?}", o.workload);
+        assert_eq!(metric(&o, "pagecache_failures"), 0.0);
+        assert!(metric(&o, "kswapd_pages") > 0.5 * managed);
+        assert!(metric(&o, "inode_evictions") > 0.0, "slab is shrunk too");
+        assert!(metric(&o, "read_misses") > 0.0 && metric(&o, "lookups") > 0.0);
+        // Every page allocated was freed: by reclaim, munmap, or at the end by the runner.
+        assert!(o.ops.frees > 0 && o.ops.allocs > o.ops.frees / 2);
+    }
+
+    #[test]
+    fn thp_metrics_are_sane() {
+        for madv in ["madv_hugepage=0", "madv_hugepage=1"] {
+            let o = run("frag-vanilla", 2, &[madv]);
+            // ¾ of 256 MiB, halved, in 2 MiB steps, one thread (8 CPUs: (8 - 4) / 4).
+            assert_eq!(metric(&o, "thp_steps"), 48.0, "{madv}");
+            let pct = metric(&o, "huge_pct");
+            assert!((0.0..=100.0).contains(&pct), "{madv}: {pct}");
+            let base = metric(&o, "fault_base_us");
+            let huge = metric(&o, "fault_huge_us");
+            if pct < 100.0 {
+                // 512 faults of at least fault_ns each, and not absurdly slow.
+                assert!(base > 512.0 * 0.6 && base < 100_000.0, "{madv}: {base}");
+            }
+            if pct > 0.0 {
+                assert!(huge > 0.0 && huge < 100_000.0, "{madv}: {huge}");
+            } else {
+                assert_eq!(huge, 0.0);
+            }
+            // Order-9 attempts that fail are counted by the runner.
+            let huge_steps = (pct / 100.0 * 48.0).round() as u64;
+            assert!(o.ops.alloc_failures >= 48 - huge_steps, "{madv}");
+        }
+    }
+
+    /// Slab (reclaimable) allocations claim movable pageblocks, and the page cache is
+    /// allocated from both zones.
+    #[test]
+    fn the_streams_reach_the_types_and_zones_intended() {
+        let o = run("frag-vanilla", 3, &[]);
+        assert!(o.events.get(Counter::PageblockClaim) > 0);
+        assert!(o.events.get(Counter::ExtfragWholeReclaimable) > 0);
+        assert!(o.events.get(Counter::PgallocDma32) > 0);
+        assert!(o.events.get(Counter::PgallocNormal) > 0);
+        // 4.20 caches order 0 only: the page cache goes through the pagesets.
+        assert!(o.events.get(Counter::PcpAlloc) > o.events.get(Counter::ZoneLockAcquire));
+    }
+
+    #[test]
+    fn same_seed_same_run() {
+        let (a, b) = (run("frag-lowzone", 5, &[]), run("frag-lowzone", 5, &[]));
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+
+    /// ALLOC_NOFRAGMENT is set for requests whose preferred zone is Normal: some movable
+    /// page-cache allocations are served by DMA32 on the first pass. Without the patch the
+    /// counter cannot move.
+    #[test]
+    fn lowzone_spreads_into_dma32() {
+        let lowzone = run("frag-lowzone", 4, &[]);
+        assert!(lowzone.events.get(Counter::NofragmentLowerZone) > 0);
+        let vanilla = run("frag-vanilla", 4, &[]);
+        assert_eq!(vanilla.events.get(Counter::NofragmentLowerZone), 0);
+        assert_eq!(vanilla.events.get(Counter::NofragmentRetry), 0);
+    }
+
+    #[test]
+    fn too_few_cpus_is_an_error_not_a_stall() {
+        let info = workload::find("thpfioscale").unwrap();
+        let mut w = (info.build)(&info.params(&[], 1.0).unwrap());
+        let mut m = Model::new(small_setup(4, 64, "frag-vanilla", 1)).unwrap();
+        let e = m.run(w.as_mut(), &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains("needs 6 CPUs"), "{e}");
+    }
+}
