@@ -36,8 +36,10 @@
 //!   the zonelist is above its LOW watermark (+ lowmem reserve) the fast path would fail, so the
 //!   kswapd of every node of the zonelist that is not balanced is woken; if none is above MIN
 //!   either, the allocating CPU reclaims `SWAP_CLUSTER_MAX` pages itself (direct reclaim,
-//!   charged to it) until one is. kswapd, on its own CPU, evicts batches of 32 pages until some
-//!   zone of its node is above HIGH (+ reserve): 4.20's `pgdat_balanced`. Each batch also scans
+//!   charged to it) until one is. kswapd, on its own CPU, runs passes until some zone of its
+//!   node is above HIGH (+ reserve), 4.20's `pgdat_balanced`; each pass evicts the sum of the
+//!   node's high watermarks (4.20 `kswapd_shrink_node`'s `nr_to_reclaim`), so it overshoots
+//!   and the lower zones get their share of the freed pages. Each batch of 32 also scans
 //!   the node's file LRU (dentry + inode as one unit, in instantiation order, second chance for
 //!   referenced files): 4.20's `do_shrink_slab` scans `freeable >> priority × 4 / seeks` objects
 //!   while the LRU scans `lru >> priority` pages, so with DEFAULT_SEEKS = 2 the model scans
@@ -534,6 +536,8 @@ pub struct ThpFioScale {
     thp: Vec<ThpThread>,
     kswapd_cpu: Vec<u32>,
     kswapd_running: Vec<bool>,
+    /// Pages left in kswapd's current reclaim pass, per node.
+    kswapd_left: Vec<u64>,
     writers_done: usize,
     thp_done: usize,
     stop: bool,
@@ -608,6 +612,7 @@ impl ThpFioScale {
             thp: Vec::new(),
             kswapd_cpu: Vec::new(),
             kswapd_running: Vec::new(),
+            kswapd_left: Vec::new(),
             writers_done: 0,
             thp_done: 0,
             stop: false,
@@ -1214,13 +1219,24 @@ impl ThpFioScale {
         if !self.zones_ready || !self.kswapd_running[node] {
             return Ok(Next::Block);
         }
-        if !self.balanced(ctx, node) {
+        // balance_pgdat: while the node is unbalanced, passes of kswapd_shrink_node, each
+        // reclaiming the sum of the node's high watermarks (4.20 `nr_to_reclaim`), 32 pages
+        // per step of the runner.
+        if self.kswapd_left[node] == 0 && !self.balanced(ctx, node) {
+            let pa = ctx.allocator();
+            self.kswapd_left[node] = self.node_zones[node]
+                .iter()
+                .map(|&z| pa.zones()[z].wmark_pages(WMARK_HIGH).max(SWAP_CLUSTER_MAX))
+                .sum();
             for &z in &self.node_zones[node] {
-                let pa = ctx.allocator();
                 pa.set_reclaim_active(pa.zones()[z].idx(), true);
             }
-            let got = self.reclaim(ctx, node, SWAP_CLUSTER_MAX)?;
+        }
+        if self.kswapd_left[node] > 0 {
+            let want = self.kswapd_left[node].min(SWAP_CLUSTER_MAX);
+            let got = self.reclaim(ctx, node, want)?;
             self.kswapd_pages += got;
+            self.kswapd_left[node] = if got == 0 { 0 } else { self.kswapd_left[node] - got };
             if got > 0 {
                 return Ok(Next::Continue);
             }
@@ -1361,6 +1377,7 @@ impl Workload for ThpFioScale {
         self.files_with_slab = vec![0; self.nr_nodes];
         self.shrink_credit = vec![0.0; self.nr_nodes];
         self.kswapd_running = vec![false; self.nr_nodes];
+        self.kswapd_left = vec![0; self.nr_nodes];
         let mut cpus: Vec<u32> =
             (0..info.nr_cpus).filter(|&c| self.roles[c as usize] != Role::Idle).collect();
         cpus.sort_unstable();
