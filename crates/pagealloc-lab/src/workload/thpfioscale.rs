@@ -30,8 +30,11 @@
 //!   file: every visit reads the whole file), look it up again if its inode was reclaimed
 //!   (new dentry, inode and cluster-buffer share), and read each block: a cached block costs
 //!   CPU only, a missing one allocates a page-cache page and waits for the device.
-//! - Reclaim (the workload's own; the allocator has none): the page cache is one FIFO per node,
-//!   oldest first (the kernel's node LRU without the active list). Before an allocation that
+//! - Reclaim (the workload's own; the allocator has none): the page cache is one queue per
+//!   node, oldest first (the kernel's node LRU), with the kernel's two-touch activation folded
+//!   in as a second chance: `mark_page_accessed` sets PG_referenced on the write or read that
+//!   brings a page in, a later read hit activates it, and reclaim sends an active page round
+//!   the queue once more (deactivation) instead of evicting it. Before an allocation that
 //!   may reclaim, the workload checks what the kernel's zonelist walk would find: if no zone of
 //!   the zonelist is above its LOW watermark (+ lowmem reserve) the fast path would fail, so the
 //!   kswapd of every node of the zonelist that is not balanced is woken; if none is above MIN
@@ -60,11 +63,14 @@
 //! THP program faults `thp_fraction` of its regions.
 //!
 //! Known biases: no compaction (the kernel's madvised THP faults compact; here only
-//! free order-9 blocks can succeed, so `huge_pct` under `madv_hugepage=1` is a lower bound); no
-//! active/inactive LRU, no dirty/writeback state (all evicted pages are clean), no readahead
-//! (one page per miss), no shadow-entry shrinker (radix nodes live as long as their inode);
-//! dentry and inode are reclaimed together; the device is a fixed latency and bandwidth; the
-//! kernel's watermark check is approximated by the order-0 check of every zone of the zonelist.
+//! free order-9 blocks can succeed, so `huge_pct` under `madv_hugepage=1` is a lower bound); one
+//! queue instead of active/inactive lists (no inactive-ratio balancing, no refault
+//! activation), no dirty/writeback state (all evicted pages are clean), no readahead (one page
+//! per miss), no shadow-entry shrinker (radix nodes live as long as their inode); dentry and
+//! inode are reclaimed together; XFS's short-lived allocations (transactions, log items and
+//! the CIL's kmalloc'd log vectors, bios) are left out, so the unmovable churn is only the
+//! long-lived metadata above; the device is a fixed latency and bandwidth; the kernel's
+//! watermark check is approximated by the order-0 check of every zone of the zonelist.
 
 use std::collections::VecDeque;
 
@@ -880,7 +886,7 @@ impl ThpFioScale {
             got = ctx.alloc(gfp, Order(order)).map(|p| (p, order, cap));
         }
         if got.is_none() {
-            let cap0 = if spec.size == 0 { cap } else { (4096 / spec.size) as u16 };
+            let cap0 = 4096u32.checked_div(spec.size).map_or(cap, |n| n as u16);
             got = self.alloc_reclaiming(ctx, spec.gfp, Order(0))?.map(|p| (p, 0, cap0));
         }
         let Some((pfn, order, cap)) = got else { return Ok(NONE) };
