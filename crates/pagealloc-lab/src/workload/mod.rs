@@ -10,6 +10,7 @@ pub mod netperf_sctp;
 pub mod netperf_tcp;
 pub mod page_fault1;
 pub mod page_frag_rx;
+pub mod thpfioscale;
 pub mod trunc;
 
 use anyhow::{bail, Result};
@@ -78,16 +79,16 @@ pub struct WorkloadInfo {
 }
 
 /// Every workload, by name.
-pub const WORKLOADS: &[WorkloadInfo] =
-    &[
-        kbuild::INFO,
-        netperf_sctp::INFO,
-        lmbench_unix::INFO,
-        netperf_tcp::INFO,
-        page_fault1::INFO,
-        trunc::INFO,
-        page_frag_rx::INFO,
-    ];
+pub const WORKLOADS: &[WorkloadInfo] = &[
+    kbuild::INFO,
+    netperf_sctp::INFO,
+    lmbench_unix::INFO,
+    netperf_tcp::INFO,
+    page_fault1::INFO,
+    trunc::INFO,
+    thpfioscale::INFO,
+    page_frag_rx::INFO,
+];
 
 /// The workload called `name`.
 pub fn find(name: &str) -> Result<&'static WorkloadInfo> {

@@ -1,0 +1,1603 @@
+//! `thpfioscale`: mmtests' `config-global-dhp__workload_thpfioscale` as it stood in November
+//! 2018 (seed 002, ALLOC_NOFRAGMENT).
+//!
+//! What it imitates (workloads-reference §7): four fio jobs write 64 KiB files "inefficiently"
+//! (`create_on_open=1`, `fallocate=none`) until 150% of memory has been written, which
+//! interleaves page-cache pages with the slab objects of each new file and forces reclaim;
+//! then four fio jobs read the same files at random, 4 KiB at a time, refaulting evicted pages
+//! while reclaim evicts others; after a warm-up as long as the write phase, a program faults
+//! half of ¾ of node 0's memory in 2 MiB steps with ((CPUs per node) − 4) / 4 threads, trying a
+//! transparent huge page for each step. The seed's primary metric is the number of
+//! `mm_page_alloc_extfrag` events with fallback order < 9 (the runner counts them:
+//! `extfrag_lt9`, by requested migratetype); the secondary metrics are the THP program's
+//! latency per 2 MiB step, split by whether the step got a huge page, and the share of huge
+//! steps.
+//!
+//! The model. CPUs: the fio jobs, the THP threads and one kswapd per node each get a CPU of
+//! their own, drawn from the run's seed (the THP threads all on one node, drawn too — the seed
+//! notes "a certain degree of luck on whether processes start on node 0 or not").
+//! - Writers: per file, a dentry and an XFS inode (reclaimable slab), an inode log item
+//!   (unmovable slab), a share of an inode cluster buffer (an unmovable page per 8 inodes) and
+//!   of a directory block (an unmovable page per 100 entries, kept to the end), then one
+//!   order-0 movable page-cache page per 4 KiB written and a radix-tree node (reclaimable slab)
+//!   with the first page. A writer is paced by the device's write bandwidth (dirty throttling).
+//! - Slab: SLUB-like caches with the slab order of SLUB's `calculate_order` (workloads-reference
+//!   §0) for the machine's CPU count; one current slab per (cache, CPU), a partial list per
+//!   (cache, node) that takes slabs an object was freed from; a slab page is freed when its
+//!   last object goes. High-order slab pages are tried without reclaim, then order 0 with it,
+//!   as SLUB's `allocate_slab` does.
+//! - Readers: pick a file at random (`file_service_type=random:16` with 16 blocks of 4 KiB per
+//!   file: every visit reads the whole file), look it up again if its inode was reclaimed
+//!   (new dentry, inode and cluster-buffer share), and read each block: a cached block costs
+//!   CPU only, a missing one allocates a page-cache page and waits for the device.
+//! - Reclaim (the workload's own; the allocator has none): the page cache is one queue per
+//!   node, oldest first (the kernel's node LRU), with the kernel's two-touch activation folded
+//!   in as a second chance: `mark_page_accessed` sets PG_referenced on the write or read that
+//!   brings a page in, a later read hit activates it, and reclaim sends an active page round
+//!   the queue once more (deactivation) instead of evicting it. Before an allocation that
+//!   may reclaim, the workload checks what the kernel's zonelist walk would find: if no zone of
+//!   the zonelist is above its LOW watermark (+ lowmem reserve) the fast path would fail, so the
+//!   kswapd of every node of the zonelist that is not balanced is woken; if none is above MIN
+//!   either, the allocating CPU reclaims `SWAP_CLUSTER_MAX` pages itself (direct reclaim,
+//!   charged to it) until one is. kswapd, on its own CPU, runs passes until some zone of its
+//!   node is above HIGH (+ reserve), 4.20's `pgdat_balanced`; each pass evicts the sum of the
+//!   node's high watermarks (4.20 `kswapd_shrink_node`'s `nr_to_reclaim`), so it overshoots
+//!   and the lower zones get their share of the freed pages. Each batch of 32 also scans
+//!   the node's file LRU (dentry + inode as one unit, in instantiation order, second chance for
+//!   referenced files): 4.20's `do_shrink_slab` scans `freeable >> priority × 4 / seeks` objects
+//!   while the LRU scans `lru >> priority` pages, so with DEFAULT_SEEKS = 2 the model scans
+//!   2 × (pages evicted / pages cached) × (files with slab on the node) files per batch. A
+//!   scanned file is freed (slab objects, the last cached page) only if it is not open, not
+//!   referenced since the last scan, and has at most one cached page (4.19/4.20's "mm: don't
+//!   reclaim inodes with many attached pages" rotated the others; reverted for 5.0).
+//! - THP threads: per 2 MiB step, one order-9 request (`TRANSHUGE_LIGHT`: the default
+//!   `defrag=madvise` without madvise; `TRANSHUGE` with `madv_hugepage=1`, which first reclaims
+//!   `compact_gap` = 1024 pages if the request fails, then retries once) plus a page-table page;
+//!   on failure 512 order-0 movable faults, one per step of the runner. Each step is zeroed and
+//!   then written by `memset`. Latency = virtual time from the step's start to its end. All of
+//!   it is freed at munmap when the thread ends; when the last thread ends fio is killed.
+//!
+//! Volume: as the benchmark, 150% of memory is written, so the page cache passes memory size
+//! and reclaim runs all along. `--scale` shortens the two later phases: the readers' warm-up
+//! before the THP program starts is `warmup` × the write phase's virtual duration, and the
+//! THP program faults `thp_fraction` of its regions.
+//!
+//! Known biases: no compaction (the kernel's madvised THP faults compact; here only
+//! free order-9 blocks can succeed, so `huge_pct` under `madv_hugepage=1` is a lower bound); one
+//! queue instead of active/inactive lists (no inactive-ratio balancing, no refault
+//! activation), no dirty/writeback state (all evicted pages are clean), no readahead (one page
+//! per miss), no shadow-entry shrinker (radix nodes live as long as their inode); dentry and
+//! inode are reclaimed together; XFS's short-lived allocations (transactions, log items and
+//! the CIL's kmalloc'd log vectors, bios) are left out, so the unmovable churn is only the
+//! long-lived metadata above; the device is a fixed latency and bandwidth; the kernel's
+//! watermark check is approximated by the order-0 check of every zone of the zonelist.
+
+use std::collections::VecDeque;
+
+use anyhow::{bail, Result};
+use pagealloc::zone::{WMARK_HIGH, WMARK_LOW, WMARK_MIN};
+use pagealloc::{AllocFlags, Gfp, Order, Pfn, ZoneType};
+use pagealloc_testkit::rng::Rng;
+
+use super::{ns, ParamSpec, Params, WorkloadInfo};
+use crate::model::{Ctx, ModelInfo, Next, Workload, PS_PER_S};
+
+/// The registry entry.
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "thpfioscale",
+    summary: "mmtests thpfioscale: fio fills 150% of memory with 64 KiB files (page cache + \
+              slab, with reclaim), random readers refault them, THP threads fault 2 MiB steps",
+    params: PARAMS,
+    default_machine: "skylake-1s",
+    build: |p| Box::new(ThpFioScale::new(p)),
+};
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "fio_threads",
+        default: 4.0,
+        min: 1.0,
+        max: 64.0,
+        unit: "jobs",
+        doc: "fio writer jobs, then as many reader jobs (each job has its own files)",
+        source: "mmtests config FIO_THREADS=4, bench script numjobs (workloads-reference §7.1)",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "file_kib",
+        default: 64.0,
+        min: 4.0,
+        max: 64.0,
+        unit: "KiB",
+        doc: "size of each file",
+        source: "thpfioscale-bench: file size 65536 B (workloads-reference §7.1)",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "fio_size_pct",
+        default: 150.0,
+        min: 1.0,
+        max: 1000.0,
+        unit: "% of memory",
+        doc: "total size of the files, as a share of the machine's memory",
+        source: "mmtests config FIO_SIZE = 1.5 × MemTotal (workloads-reference §7.1)",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "thp_threads",
+        default: 0.0,
+        min: 0.0,
+        max: 1024.0,
+        unit: "threads",
+        doc: "THP faulting threads; 0 = ((CPUs per node) − fio_threads) / 4, at least 1",
+        source: "mmtests config MIN=MAX threads = ((NUMCPUS/NUMNODES) − 4)/4 (§7.1)",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "thp_size_pct",
+        default: 75.0,
+        min: 1.0,
+        max: 100.0,
+        unit: "% of node 0",
+        doc: "THP_SIZE; the program faults half of it (nr_hpages = total/threads/2 MiB/2)",
+        source: "mmtests config THP_SIZE = ¾ of MMTESTS_NODE_SIZE[0]; thpfioscale.c halves it \
+                 (workloads-reference §7.1, inferred)",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "madv_hugepage",
+        default: 0.0,
+        min: 0.0,
+        max: 1.0,
+        unit: "bool",
+        doc: "1 = madvise(MADV_HUGEPAGE): order-9 requests with direct reclaim (GFP_TRANSHUGE)",
+        source: "config variant -madvhugepage (THPFIOSCALE_MADV_HUGEPAGE=yes); 4.20 \
+                 alloc_hugepage_direct_gfpmask with defrag=madvise (workloads-reference §7.2)",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "warmup",
+        default: 1.0,
+        min: 0.0,
+        max: 10.0,
+        unit: "× write time",
+        doc: "readers' warm-up before the THP program starts, in units of the write phase's \
+              duration",
+        source: "thpfioscale-bench: sleep INIT_TIME (the write phase's duration) before the \
+                 THP program (workloads-reference §7.1)",
+        scaled: true,
+    },
+    ParamSpec {
+        name: "thp_fraction",
+        default: 1.0,
+        min: 0.0,
+        max: 1.0,
+        unit: "fraction",
+        doc: "share of the THP program's 2 MiB regions that are faulted",
+        source: "the whole program (thpfioscale.c); lower only to shorten a run",
+        scaled: true,
+    },
+    ParamSpec {
+        name: "write_mbps",
+        default: 500.0,
+        min: 1.0,
+        max: 100_000.0,
+        unit: "MB/s",
+        doc: "device write bandwidth the writers are throttled to (all jobs together)",
+        source: "assumed: a 2018 SATA SSD (~500 MB/s sequential write); the seed does not name \
+                 the device. balance_dirty_pages paces buffered writers to writeback once \
+                 dirty pages pass the threshold, which 150% of memory reaches early",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "read_latency_us",
+        default: 100.0,
+        min: 0.0,
+        max: 100_000.0,
+        unit: "us",
+        doc: "device latency of a 4 KiB read that misses the page cache",
+        source: "assumed: random 4 KiB read of a 2018 SATA SSD at queue depth 1 (~100 µs); \
+                 the seed does not name the device",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "write_page_ns",
+        default: 1000.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "ns",
+        doc: "writer CPU work per 4 KiB besides allocating and copying the page: write() \
+              syscall, XFS delalloc mapping, page-cache insertion",
+        source: "assumed: a buffered 4 KiB write through XFS costs ~1-2 µs of CPU on a \
+                 2018 server core; only its sum with the bandwidth limit matters",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "create_us",
+        default: 20.0,
+        min: 0.0,
+        max: 100_000.0,
+        unit: "us",
+        doc: "CPU work of creating a file (open O_CREAT on XFS: transaction, inode allocation, \
+              directory insert)",
+        source: "assumed: XFS file creates run at tens of thousands per second per thread",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "lookup_us",
+        default: 5.0,
+        min: 0.0,
+        max: 100_000.0,
+        unit: "us",
+        doc: "CPU work of looking up a file whose inode was reclaimed (dentry + inode read, \
+              the cluster buffer read waits on the device on top)",
+        source: "assumed: path walk, XFS inode read and VFS inode setup, a few µs",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "read_ns",
+        default: 1000.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "ns",
+        doc: "reader CPU work per 4 KiB read besides the page copy (syscall, lookup in the \
+              page cache)",
+        source: "assumed: a cached 4 KiB pread costs ~1 µs of CPU",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "reclaim_page_ns",
+        default: 1000.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "ns",
+        doc: "reclaim CPU work per evicted clean page-cache page besides the free (LRU \
+              isolation, rmap/mapping checks, deletion from the page cache)",
+        source: "assumed: kswapd reclaims clean page cache at roughly 1 GB/s per thread",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "fault_ns",
+        default: 600.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "ns",
+        doc: "base-page fault overhead per 4 KiB besides the allocation and the zeroing \
+              (trap, page-table update, LRU add, memcg charge)",
+        source: "assumed: a 4.x anonymous fault costs ~1-2 µs with zeroing on a 2018 core \
+                 (will-it-scale page_fault1 rates of that era)",
+        scaled: false,
+    },
+    ParamSpec {
+        name: "thp_fault_ns",
+        default: 2000.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "ns",
+        doc: "huge-page fault overhead besides the allocation and the zeroing (trap, PMD \
+              install, page-table deposit, LRU add, memcg charge of 512 pages)",
+        source: "assumed: a few µs, the per-fault part of a THP fault",
+        scaled: false,
+    },
+];
+
+/// Pages per file at most (64 KiB).
+const MAX_FILE_PAGES: usize = 16;
+/// No frame / no slab / no file.
+const NONE: u32 = u32::MAX;
+/// Pages a reclaim pass evicts (kernel SWAP_CLUSTER_MAX).
+const SWAP_CLUSTER_MAX: u64 = 32;
+/// Pages direct reclaim frees for a failed order-9 request before compaction would run
+/// (kernel 4.20 `compact_gap(order)` = 2 << order, the target of `should_continue_reclaim`).
+const COMPACT_GAP_ORDER9: u64 = 2 << 9;
+/// Slab objects scanned per page-cache page scanned, relative to their population (4.20
+/// `do_shrink_slab`: `freeable >> priority × 4 / seeks` with DEFAULT_SEEKS = 2).
+const SLAB_SCAN_RATIO: f64 = 4.0 / 2.0;
+/// Inodes per inode-cluster buffer page: v5 XFS with 512-byte inodes uses 16 KiB cluster
+/// buffers (8 KiB × inodesize/256) of 32 inodes, i.e. 8 inodes per page.
+const INODES_PER_CLUSTER_PAGE: u16 = 8;
+/// Directory entries per directory block (assumed: XFS dir2 data entries of fio's ~20-character
+/// file names take 32 bytes, so a 4 KiB block holds ~128; leaf/hash blocks add ~20%).
+const DIR_ENTRIES_PER_BLOCK: u32 = 100;
+/// A 2 MiB step in base pages.
+const HPAGE_PAGES: u16 = 512;
+
+/// A SLUB cache the writers and readers fill.
+#[derive(Clone, Copy, Debug)]
+struct CacheSpec {
+    /// As /proc/slabinfo names it (for readers of this table).
+    #[allow(dead_code)]
+    name: &'static str,
+    /// Object size in bytes, or 0 for a page shared by a fixed number of objects.
+    size: u32,
+    gfp: Gfp,
+}
+
+/// The caches, by index. Object sizes: x86-64 4.x `slabinfo` (assumed: 192-byte dentries,
+/// 960-byte xfs_inode, 576-byte radix_tree_node, ~176-byte xfs_ili). dentry, xfs_inode and
+/// radix_tree_node are SLAB_RECLAIM_ACCOUNT caches (reclaimable pages); xfs_ili is not
+/// (unmovable); XFS buffers take pages with GFP_NOFS (unmovable).
+const CACHES: [CacheSpec; NR_CACHES] = [
+    CacheSpec { name: "dentry", size: 192, gfp: Gfp::KERNEL_RECLAIMABLE },
+    CacheSpec { name: "xfs_inode", size: 960, gfp: Gfp::KERNEL_RECLAIMABLE },
+    CacheSpec { name: "radix_tree_node", size: 576, gfp: Gfp::KERNEL_RECLAIMABLE },
+    CacheSpec { name: "xfs_ili", size: 176, gfp: Gfp::KERNEL },
+    CacheSpec { name: "xfs_buf inode cluster", size: 0, gfp: Gfp::KERNEL },
+];
+const NR_CACHES: usize = 5;
+const DENTRY: usize = 0;
+const XFS_INODE: usize = 1;
+const RADIX: usize = 2;
+const XFS_ILI: usize = 3;
+const CLUSTER: usize = 4;
+
+/// SLUB's slab order for objects of `size` bytes on a machine of `nr_cpus` CPUs (4.20
+/// `calculate_order` / `slab_order`: min_objects = 4 × (fls(nr_cpu_ids) + 1), leftover at most
+/// 1/16, 1/8, 1/4 of the slab, slub_max_order = 3). Returns (order, objects per slab).
+fn slub_order(size: u32, nr_cpus: u32) -> (u8, u16) {
+    const MAX_ORDER: u32 = 3;
+    let size = size.max(8);
+    let objs = |order: u32| (4096u32 << order) / size;
+    let slab_order = |min_objects: u32, fract: u32| -> u32 {
+        let bytes = min_objects * size;
+        let mut order = 0;
+        while (4096u32 << order) < bytes {
+            order += 1;
+        }
+        while order <= MAX_ORDER {
+            let slab = 4096u32 << order;
+            if slab % size <= slab / fract {
+                break;
+            }
+            order += 1;
+        }
+        order
+    };
+    let mut min_objects =
+        (4 * (pagealloc::types::fls(u64::from(nr_cpus)) + 1)).min(objs(MAX_ORDER));
+    while min_objects > 1 {
+        let mut fraction = 16;
+        while fraction >= 4 {
+            let order = slab_order(min_objects, fraction);
+            if order <= MAX_ORDER {
+                return (order as u8, objs(order) as u16);
+            }
+            fraction /= 2;
+        }
+        min_objects -= 1;
+    }
+    let order = slab_order(1, 1).min(MAX_ORDER);
+    (order as u8, objs(order).max(1) as u16)
+}
+
+/// One slab page.
+#[derive(Clone, Copy, Debug)]
+struct Slab {
+    pfn: u32,
+    live: u16,
+    cap: u16,
+    cache: u8,
+    order: u8,
+    node: u8,
+    alive: bool,
+    /// On its (cache, node) partial list (entries there may be stale; this says which count).
+    in_partial: bool,
+    /// Some CPU's current slab: never freed while it is.
+    current: bool,
+}
+
+/// One file: its cached pages and its slab objects.
+#[derive(Clone, Copy, Debug)]
+struct File {
+    /// Frame of each cached page, or NONE.
+    pages: [u32; MAX_FILE_PAGES],
+    /// Bumped when a page is evicted, so that FIFO entries of an earlier copy are stale.
+    gen: [u8; MAX_FILE_PAGES],
+    /// PG_referenced of each page (bit = block).
+    accessed: u16,
+    /// PG_active of each page.
+    active: u16,
+    /// Slab ids of its objects (NONE when not allocated).
+    objs: [u32; NR_CACHES],
+    /// Instantiation count, so that file-LRU entries of an earlier instance are stale.
+    inst: u16,
+    cached: u8,
+    /// Node whose file LRU holds it.
+    node: u8,
+    has_slab: bool,
+    referenced: bool,
+    open: bool,
+}
+
+impl File {
+    const EMPTY: File = File {
+        pages: [NONE; MAX_FILE_PAGES],
+        gen: [0; MAX_FILE_PAGES],
+        accessed: 0,
+        active: 0,
+        objs: [NONE; NR_CACHES],
+        inst: 0,
+        cached: 0,
+        node: 0,
+        has_slab: false,
+        referenced: false,
+        open: false,
+    };
+}
+
+/// What a fio job is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum JobState {
+    Write,
+    /// Done writing, waiting for the last writer (then it reads).
+    WaitRead,
+    Read,
+    Done,
+}
+
+/// One fio job: writer, then reader, of its own files.
+#[derive(Clone, Debug)]
+struct Job {
+    cpu: u32,
+    first_file: u32,
+    state: JobState,
+    /// Writer: next file and page; reader: current file and next block.
+    file: u32,
+    page: u8,
+    written: u64,
+    dir_block_fill: u32,
+}
+
+/// What a THP thread is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ThpState {
+    /// Waiting for the warm-up to end.
+    Wait,
+    /// Next step: try a huge page.
+    Huge,
+    /// Faulting base pages of the current step; so many done.
+    Base(u16),
+    /// munmap: freeing what it holds.
+    Unmap,
+    Done,
+}
+
+/// One THP thread.
+#[derive(Clone, Debug)]
+struct ThpThread {
+    cpu: u32,
+    steps_left: u64,
+    state: ThpState,
+    step_start: u64,
+    held: Vec<(Pfn, Order)>,
+}
+
+/// Role of each CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Idle,
+    Fio(usize),
+    Thp(usize),
+    Kswapd(usize),
+}
+
+/// One run.
+#[derive(Debug)]
+pub struct ThpFioScale {
+    // Parameters.
+    fio_threads: usize,
+    file_pages: usize,
+    fio_size_pct: f64,
+    thp_threads_param: u64,
+    thp_size_pct: f64,
+    madv: bool,
+    warmup: f64,
+    thp_fraction: f64,
+    page_interval: u64,
+    read_latency: u64,
+    write_page: u64,
+    create: u64,
+    lookup: u64,
+    read_cost: u64,
+    reclaim_page: u64,
+    fault: u64,
+    thp_fault: u64,
+
+    // Machine.
+    nr_nodes: usize,
+    nr_cpus: usize,
+    cpu_node: Vec<u32>,
+    roles: Vec<Role>,
+    /// Per node: zone indices of its zonelist (own zones high to low, then other nodes').
+    zonelist: Vec<Vec<usize>>,
+    /// Per node: its own zones.
+    node_zones: Vec<Vec<usize>>,
+    zones_ready: bool,
+
+    // Files and page cache.
+    files_per_job: u32,
+    files: Vec<File>,
+    /// Per node: (file << 16 | block << 8 | gen), oldest first.
+    fifo: Vec<VecDeque<u64>>,
+    cached_pages: Vec<u64>,
+    /// Per node: (file, inst), oldest instantiation first.
+    file_lru: Vec<VecDeque<(u32, u16)>>,
+    files_with_slab: Vec<u64>,
+    shrink_credit: Vec<f64>,
+    dir_blocks: Vec<Pfn>,
+
+    // Slab.
+    slab_spec: [(u8, u16); NR_CACHES],
+    slabs: Vec<Slab>,
+    free_slab_ids: Vec<u32>,
+    /// [cache × nr_cpus + cpu]: current slab id.
+    current: Vec<u32>,
+    /// [cache × nr_nodes + node]: partial slab ids (stack; may hold stale ids).
+    partial: Vec<Vec<u32>>,
+    slab_pages: u64,
+    slab_pages_peak: u64,
+
+    // Threads.
+    jobs: Vec<Job>,
+    thp: Vec<ThpThread>,
+    kswapd_cpu: Vec<u32>,
+    kswapd_running: Vec<bool>,
+    /// Pages left in kswapd's current reclaim pass, per node.
+    kswapd_left: Vec<u64>,
+    writers_done: usize,
+    thp_done: usize,
+    stop: bool,
+    init_time: u64,
+    thp_start: u64,
+
+    // Results.
+    base_ps: u64,
+    base_steps: u64,
+    huge_ps: u64,
+    huge_steps: u64,
+    reads: u64,
+    read_misses: u64,
+    lookups: u64,
+    kswapd_pages: u64,
+    direct_pages: u64,
+    kswapd_wakes: u64,
+    inode_evictions: u64,
+    pagecache_failures: u64,
+    pages_written: u64,
+    last_now: u64,
+}
+
+impl ThpFioScale {
+    /// A run with these parameters.
+    pub fn new(p: &Params) -> ThpFioScale {
+        let fio_threads = p.count("fio_threads") as usize;
+        let bytes_per_s = p.get("write_mbps") * 1e6;
+        // Each job writes one page per interval so that all jobs together match the bandwidth.
+        let page_interval = (fio_threads as f64 * 4096.0 / bytes_per_s * PS_PER_S as f64) as u64;
+        ThpFioScale {
+            fio_threads,
+            file_pages: ((p.get("file_kib") / 4.0).round() as usize).clamp(1, MAX_FILE_PAGES),
+            fio_size_pct: p.get("fio_size_pct"),
+            thp_threads_param: p.get("thp_threads").round() as u64,
+            thp_size_pct: p.get("thp_size_pct"),
+            madv: p.get("madv_hugepage") >= 0.5,
+            warmup: p.get("warmup"),
+            thp_fraction: p.get("thp_fraction").min(1.0),
+            page_interval,
+            read_latency: ns(p.get("read_latency_us") * 1000.0),
+            write_page: ns(p.get("write_page_ns")),
+            create: ns(p.get("create_us") * 1000.0),
+            lookup: ns(p.get("lookup_us") * 1000.0),
+            read_cost: ns(p.get("read_ns")),
+            reclaim_page: ns(p.get("reclaim_page_ns")),
+            fault: ns(p.get("fault_ns")),
+            thp_fault: ns(p.get("thp_fault_ns")),
+            nr_nodes: 0,
+            nr_cpus: 0,
+            cpu_node: Vec::new(),
+            roles: Vec::new(),
+            zonelist: Vec::new(),
+            node_zones: Vec::new(),
+            zones_ready: false,
+            files_per_job: 0,
+            files: Vec::new(),
+            fifo: Vec::new(),
+            cached_pages: Vec::new(),
+            file_lru: Vec::new(),
+            files_with_slab: Vec::new(),
+            shrink_credit: Vec::new(),
+            dir_blocks: Vec::new(),
+            slab_spec: [(0, 1); NR_CACHES],
+            slabs: Vec::new(),
+            free_slab_ids: Vec::new(),
+            current: Vec::new(),
+            partial: Vec::new(),
+            slab_pages: 0,
+            slab_pages_peak: 0,
+            jobs: Vec::new(),
+            thp: Vec::new(),
+            kswapd_cpu: Vec::new(),
+            kswapd_running: Vec::new(),
+            kswapd_left: Vec::new(),
+            writers_done: 0,
+            thp_done: 0,
+            stop: false,
+            init_time: 0,
+            thp_start: 0,
+            base_ps: 0,
+            base_steps: 0,
+            huge_ps: 0,
+            huge_steps: 0,
+            reads: 0,
+            read_misses: 0,
+            lookups: 0,
+            kswapd_pages: 0,
+            direct_pages: 0,
+            kswapd_wakes: 0,
+            inode_evictions: 0,
+            pagecache_failures: 0,
+            pages_written: 0,
+            last_now: 0,
+        }
+    }
+
+    fn total_files(&self) -> u64 {
+        self.files_per_job as u64 * self.fio_threads as u64
+    }
+
+    /// Zonelists and per-node zones, read from the allocator on the first step.
+    fn setup_zones(&mut self, ctx: &Ctx<'_>) {
+        let zones = ctx.allocator().zones();
+        let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); self.nr_nodes];
+        for (i, z) in zones.iter().enumerate() {
+            if z.is_populated() && z.node().index() < self.nr_nodes {
+                by_node[z.node().index()].push(i);
+            }
+        }
+        for list in &mut by_node {
+            list.sort_by_key(|&i| std::cmp::Reverse(zones[i].zone_type()));
+        }
+        self.zonelist = (0..self.nr_nodes)
+            .map(|n| {
+                let mut others: Vec<usize> = (0..self.nr_nodes).filter(|&m| m != n).collect();
+                others.sort_by_key(|&m| (m.abs_diff(n), m));
+                let mut l = by_node[n].clone();
+                for m in others {
+                    l.extend_from_slice(&by_node[m]);
+                }
+                l
+            })
+            .collect();
+        self.node_zones = by_node;
+        self.zones_ready = true;
+    }
+
+    /// Is some zone of `list` above watermark `w` (+ the lowmem reserve of a request that may
+    /// use every zone) for an order-0 request?
+    fn any_above(ctx: &Ctx<'_>, list: &[usize], w: usize) -> bool {
+        let zones = ctx.allocator().zones();
+        list.iter().any(|&i| {
+            let z = &zones[i];
+            z.watermark_ok(Order(0), z.wmark_pages(w), ZoneType::Movable, AllocFlags::default())
+        })
+    }
+
+    /// 4.20 `pgdat_balanced`: some zone of the node is above HIGH (+ reserve).
+    fn balanced(&self, ctx: &Ctx<'_>, node: usize) -> bool {
+        Self::any_above(ctx, &self.node_zones[node], WMARK_HIGH)
+    }
+
+    /// What the kernel does before (and in the slow path of) a request that may reclaim:
+    /// wake the kswapds if the fast path would fail, reclaim directly while no zone is above
+    /// MIN.
+    fn prepare(&mut self, ctx: &mut Ctx<'_>) -> Result<()> {
+        let node = self.cpu_node[ctx.cpu() as usize] as usize;
+        if Self::any_above(ctx, &self.zonelist[node], WMARK_LOW) {
+            return Ok(());
+        }
+        for m in 0..self.nr_nodes {
+            if !self.kswapd_running[m] && !self.balanced(ctx, m) {
+                self.kswapd_running[m] = true;
+                self.kswapd_wakes += 1;
+                let now = ctx.now();
+                ctx.wake(self.kswapd_cpu[m], now);
+            }
+        }
+        // Bounded: each pass frees up to 32 pages or gives up.
+        for _ in 0..64 {
+            if Self::any_above(ctx, &self.zonelist[node], WMARK_MIN) {
+                break;
+            }
+            if self.direct_reclaim(ctx, node, SWAP_CLUSTER_MAX)? == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Direct reclaim of `want` pages on this CPU: the local node first, then the others.
+    fn direct_reclaim(&mut self, ctx: &mut Ctx<'_>, node: usize, want: u64) -> Result<u64> {
+        let mut got = 0;
+        for k in 0..self.nr_nodes {
+            let m = (node + k) % self.nr_nodes;
+            got += self.reclaim(ctx, m, want - got)?;
+            if got >= want {
+                break;
+            }
+        }
+        self.direct_pages += got;
+        Ok(got)
+    }
+
+    /// Allocate with reclaim as the kernel would do it: prepare, allocate, and after a failure
+    /// reclaim a batch and retry a few times.
+    fn alloc_reclaiming(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        gfp: Gfp,
+        order: Order,
+    ) -> Result<Option<Pfn>> {
+        self.prepare(ctx)?;
+        for _ in 0..8 {
+            if let Some(p) = ctx.alloc(gfp, order) {
+                return Ok(Some(p));
+            }
+            let node = self.cpu_node[ctx.cpu() as usize] as usize;
+            if self.direct_reclaim(ctx, node, SWAP_CLUSTER_MAX)? == 0 {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Evict up to `want` of node `node`'s oldest page-cache pages on this CPU, then scan the
+    /// node's files in proportion. Returns the pages evicted.
+    fn reclaim(&mut self, ctx: &mut Ctx<'_>, node: usize, want: u64) -> Result<u64> {
+        let mut got = 0;
+        let lru_before = self.cached_pages[node];
+        while got < want {
+            let Some(e) = self.fifo[node].pop_front() else { break };
+            let (f, b, g) = ((e >> 16) as usize, ((e >> 8) & 0xff) as usize, (e & 0xff) as u8);
+            let file = &mut self.files[f];
+            if file.pages[b] == NONE || file.gen[b] != g {
+                continue;
+            }
+            let bit = 1u16 << b;
+            if file.active & bit != 0 {
+                // An active page is deactivated, not evicted: it goes round once more.
+                file.active &= !bit;
+                self.fifo[node].push_back(e);
+                continue;
+            }
+            file.accessed &= !bit;
+            let pfn = Pfn(u64::from(file.pages[b]));
+            file.pages[b] = NONE;
+            file.gen[b] = file.gen[b].wrapping_add(1);
+            file.cached -= 1;
+            self.cached_pages[node] -= 1;
+            ctx.free(pfn, Order(0))?;
+            ctx.work(self.reclaim_page);
+            got += 1;
+        }
+        if got > 0 && lru_before > 0 {
+            self.shrink_credit[node] +=
+                SLAB_SCAN_RATIO * got as f64 * self.files_with_slab[node] as f64
+                    / lru_before as f64;
+            let mut scans = self.file_lru[node].len();
+            while self.shrink_credit[node] >= 1.0 && scans > 0 {
+                self.shrink_credit[node] -= 1.0;
+                scans -= 1;
+                self.shrink_one_file(ctx, node)?;
+            }
+            // Credit that found nothing to scan is not carried forward.
+            if scans == 0 {
+                self.shrink_credit[node] = self.shrink_credit[node].min(1.0);
+            }
+        }
+        Ok(got)
+    }
+
+    /// Scan the oldest file of the node's file LRU: rotate it if it is in use, referenced or
+    /// holds more than one cached page; free its slab objects (and its last page) otherwise.
+    fn shrink_one_file(&mut self, ctx: &mut Ctx<'_>, node: usize) -> Result<()> {
+        while let Some((f, inst)) = self.file_lru[node].pop_front() {
+            let file = &mut self.files[f as usize];
+            if !file.has_slab || file.inst != inst || file.node as usize != node {
+                continue; // stale: scanning it costs nothing
+            }
+            if file.open || file.referenced || file.cached > 1 {
+                file.referenced = false;
+                self.file_lru[node].push_back((f, inst));
+                return Ok(());
+            }
+            self.evict_file(ctx, f as usize)?;
+            return Ok(());
+        }
+        Ok(())
+    }
+
+    /// Inode eviction: truncate the remaining page cache, free the slab objects.
+    fn evict_file(&mut self, ctx: &mut Ctx<'_>, f: usize) -> Result<()> {
+        for b in 0..self.file_pages {
+            let file = &mut self.files[f];
+            if file.pages[b] != NONE {
+                let pfn = Pfn(u64::from(file.pages[b]));
+                file.pages[b] = NONE;
+                file.gen[b] = file.gen[b].wrapping_add(1);
+                file.cached -= 1;
+                file.accessed &= !(1 << b);
+                file.active &= !(1 << b);
+                let node = self.pfn_node(ctx, pfn);
+                self.cached_pages[node] -= 1;
+                ctx.free(pfn, Order(0))?;
+                ctx.work(self.reclaim_page);
+            }
+        }
+        for c in 0..NR_CACHES {
+            let id = std::mem::replace(&mut self.files[f].objs[c], NONE);
+            if id != NONE {
+                self.slab_free(ctx, id)?;
+            }
+        }
+        let file = &mut self.files[f];
+        file.has_slab = false;
+        self.files_with_slab[file.node as usize] -= 1;
+        self.inode_evictions += 1;
+        Ok(())
+    }
+
+    fn pfn_node(&self, ctx: &Ctx<'_>, pfn: Pfn) -> usize {
+        ctx.allocator().zone_of(pfn).map_or(0, |z| z.node().index())
+    }
+
+    /// Allocate one object of cache `c` on this CPU; returns its slab id or NONE.
+    fn slab_alloc(&mut self, ctx: &mut Ctx<'_>, c: usize) -> Result<u32> {
+        let cpu = ctx.cpu() as usize;
+        let node = self.cpu_node[cpu] as usize;
+        let cur = self.current[c * self.nr_cpus + cpu];
+        if cur != NONE && self.slabs[cur as usize].live < self.slabs[cur as usize].cap {
+            self.slabs[cur as usize].live += 1;
+            return Ok(cur);
+        }
+        if cur != NONE {
+            // Full: it leaves the CPU and is on no list until an object is freed.
+            self.slabs[cur as usize].current = false;
+            self.current[c * self.nr_cpus + cpu] = NONE;
+        }
+        let list = c * self.nr_nodes + node;
+        while let Some(id) = self.partial[list].pop() {
+            let s = &mut self.slabs[id as usize];
+            if s.alive && s.in_partial && !s.current && s.live < s.cap {
+                s.in_partial = false;
+                s.current = true;
+                s.live += 1;
+                self.current[c * self.nr_cpus + cpu] = id;
+                return Ok(id);
+            }
+        }
+        // A new slab: the preferred order without reclaim, then order 0 with it (4.20
+        // allocate_slab).
+        let (order, cap) = self.slab_spec[c];
+        let spec = CACHES[c];
+        let mut got = None;
+        if order > 0 {
+            let gfp =
+                Gfp((spec.gfp | Gfp::NOWARN | Gfp::NOMEMALLOC | Gfp::COMP).0 & !Gfp::RECLAIM.0);
+            got = ctx.alloc(gfp, Order(order)).map(|p| (p, order, cap));
+        }
+        if got.is_none() {
+            let cap0 = 4096u32.checked_div(spec.size).map_or(cap, |n| n as u16);
+            got = self.alloc_reclaiming(ctx, spec.gfp, Order(0))?.map(|p| (p, 0, cap0));
+        }
+        let Some((pfn, order, cap)) = got else { return Ok(NONE) };
+        let slab = Slab {
+            pfn: pfn_u32(pfn)?,
+            live: 1,
+            cap,
+            cache: c as u8,
+            order,
+            node: node as u8,
+            alive: true,
+            in_partial: false,
+            current: true,
+        };
+        let id = match self.free_slab_ids.pop() {
+            Some(id) => {
+                self.slabs[id as usize] = slab;
+                id
+            }
+            None => {
+                self.slabs.push(slab);
+                (self.slabs.len() - 1) as u32
+            }
+        };
+        // The CPU may have got a new current slab while reclaim ran: the older one stays
+        // partial-less until its objects go, as a slab replaced on a CPU does.
+        let old = std::mem::replace(&mut self.current[c * self.nr_cpus + cpu], id);
+        if old != NONE {
+            self.slabs[old as usize].current = false;
+            self.make_partial(old);
+        }
+        self.slab_pages += 1 << order;
+        self.slab_pages_peak = self.slab_pages_peak.max(self.slab_pages);
+        Ok(id)
+    }
+
+    fn make_partial(&mut self, id: u32) {
+        let s = &mut self.slabs[id as usize];
+        if s.alive && !s.in_partial && !s.current && s.live < s.cap && s.live > 0 {
+            s.in_partial = true;
+            let list = s.cache as usize * self.nr_nodes + s.node as usize;
+            self.partial[list].push(id);
+        }
+    }
+
+    /// Free one object of slab `id`; the slab page goes when its last object does.
+    fn slab_free(&mut self, ctx: &mut Ctx<'_>, id: u32) -> Result<()> {
+        let s = &mut self.slabs[id as usize];
+        let was_full = s.live == s.cap;
+        s.live -= 1;
+        if s.live == 0 && !s.current {
+            s.alive = false;
+            s.in_partial = false;
+            let (pfn, order) = (Pfn(u64::from(s.pfn)), Order(s.order));
+            self.slab_pages -= 1 << s.order;
+            self.free_slab_ids.push(id);
+            ctx.free(pfn, order)?;
+        } else if was_full {
+            self.make_partial(id);
+        }
+        Ok(())
+    }
+
+    /// Give a file its dentry, inode and cluster-buffer share (and an inode log item when it is
+    /// created), and put it on its node's file LRU.
+    fn instantiate(&mut self, ctx: &mut Ctx<'_>, f: usize, create: bool) -> Result<()> {
+        let node = self.cpu_node[ctx.cpu() as usize] as usize;
+        let caches: &[usize] = if create {
+            &[DENTRY, XFS_INODE, CLUSTER, XFS_ILI]
+        } else {
+            &[DENTRY, XFS_INODE, CLUSTER]
+        };
+        for &c in caches {
+            let id = self.slab_alloc(ctx, c)?;
+            self.files[f].objs[c] = id;
+        }
+        let file = &mut self.files[f];
+        file.has_slab = true;
+        file.referenced = true;
+        file.node = node as u8;
+        file.inst = file.inst.wrapping_add(1);
+        let inst = file.inst;
+        self.files_with_slab[node] += 1;
+        self.file_lru[node].push_back((f as u32, inst));
+        Ok(())
+    }
+
+    /// Put a new page-cache page of block `b` of file `f` in the cache (with the radix-tree
+    /// node if the file has none).
+    fn add_page(&mut self, ctx: &mut Ctx<'_>, f: usize, b: usize, pfn: Pfn) -> Result<()> {
+        if self.files[f].objs[RADIX] == NONE && self.files[f].has_slab {
+            let id = self.slab_alloc(ctx, RADIX)?;
+            self.files[f].objs[RADIX] = id;
+        }
+        let node = self.pfn_node(ctx, pfn);
+        let file = &mut self.files[f];
+        file.pages[b] = pfn_u32(pfn)?;
+        file.cached += 1;
+        // mark_page_accessed: the write (FGP_ACCESSED) or the read that brought it in.
+        file.accessed |= 1 << b;
+        file.active &= !(1 << b);
+        self.cached_pages[node] += 1;
+        self.fifo[node].push_back(((f as u64) << 16) | ((b as u64) << 8) | u64::from(file.gen[b]));
+        Ok(())
+    }
+
+    fn step_writer(&mut self, ctx: &mut Ctx<'_>, j: usize) -> Result<Next> {
+        let f = self.jobs[j].file as usize;
+        let b = self.jobs[j].page as usize;
+        if b == 0 {
+            self.files[f].open = true;
+            self.instantiate(ctx, f, true)?;
+            // A new directory block every DIR_ENTRIES_PER_BLOCK entries of this job's
+            // directory.
+            if self.jobs[j].dir_block_fill == 0 {
+                if let Some(p) = self.alloc_reclaiming(ctx, Gfp::KERNEL, Order(0))? {
+                    self.dir_blocks.push(p);
+                }
+            }
+            let job = &mut self.jobs[j];
+            job.dir_block_fill = (job.dir_block_fill + 1) % DIR_ENTRIES_PER_BLOCK;
+            ctx.work(self.create);
+        }
+        match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
+            Some(p) => {
+                ctx.touch(p, 4096);
+                self.add_page(ctx, f, b, p)?;
+            }
+            None => self.pagecache_failures += 1,
+        }
+        ctx.work(self.write_page);
+        self.pages_written += 1;
+        let job = &mut self.jobs[j];
+        job.written += 1;
+        job.page += 1;
+        if job.page as usize == self.file_pages {
+            job.page = 0;
+            self.files[f].open = false;
+            job.file += 1;
+            if job.file == job.first_file + self.files_per_job {
+                return self.writer_finished(ctx, j);
+            }
+        }
+        // Throttled to the device: this job's share of the bandwidth.
+        let due = self.jobs[j].written * self.page_interval;
+        Ok(sleep_until(ctx, due))
+    }
+
+    fn writer_finished(&mut self, ctx: &mut Ctx<'_>, j: usize) -> Result<Next> {
+        self.writers_done += 1;
+        self.init_time = self.init_time.max(ctx.now());
+        if self.writers_done < self.fio_threads {
+            self.jobs[j].state = JobState::WaitRead;
+            return Ok(Next::Block);
+        }
+        // The last writer: fio's write job ends (INIT_TIME), the readers start, and the THP
+        // program after the warm-up.
+        let now = self.init_time;
+        self.thp_start = now + (self.warmup * self.init_time as f64) as u64;
+        for k in 0..self.jobs.len() {
+            self.jobs[k].state = JobState::Read;
+            self.jobs[k].file = NONE;
+            if k != j {
+                ctx.wake(self.jobs[k].cpu, now);
+            }
+        }
+        for t in 0..self.thp.len() {
+            self.thp[t].state = ThpState::Huge;
+            ctx.wake(self.thp[t].cpu, self.thp_start);
+        }
+        if self.thp.is_empty() {
+            self.finish(ctx);
+        }
+        Ok(Next::Continue)
+    }
+
+    fn step_reader(&mut self, ctx: &mut Ctx<'_>, j: usize) -> Result<Next> {
+        if self.stop {
+            self.jobs[j].state = JobState::Done;
+            if self.jobs[j].file != NONE {
+                self.files[self.jobs[j].file as usize].open = false;
+            }
+            return Ok(Next::Done);
+        }
+        if self.jobs[j].file == NONE {
+            let f = self.jobs[j].first_file + ctx.rng().below(u64::from(self.files_per_job)) as u32;
+            self.jobs[j].file = f;
+            self.jobs[j].page = 0;
+            let file = &mut self.files[f as usize];
+            file.open = true;
+            file.referenced = true;
+            if !file.has_slab {
+                // The inode was reclaimed: look it up again, reading its cluster buffer.
+                self.lookups += 1;
+                self.instantiate(ctx, f as usize, false)?;
+                ctx.work(self.lookup);
+                let due = ctx.now() + self.read_latency;
+                return Ok(sleep_until(ctx, due));
+            }
+        }
+        let f = self.jobs[j].file as usize;
+        let b = self.jobs[j].page as usize;
+        self.reads += 1;
+        let mut wait = 0;
+        if self.files[f].pages[b] == NONE {
+            self.read_misses += 1;
+            match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
+                Some(p) => {
+                    ctx.touch(p, 4096);
+                    self.add_page(ctx, f, b, p)?;
+                }
+                None => self.pagecache_failures += 1,
+            }
+            wait = self.read_latency;
+        } else {
+            ctx.touch(Pfn(u64::from(self.files[f].pages[b])), 4096);
+            // mark_page_accessed: a second access activates an inactive page.
+            let (file, bit) = (&mut self.files[f], 1u16 << b);
+            if file.active & bit == 0 && file.accessed & bit != 0 {
+                file.active |= bit;
+                file.accessed &= !bit;
+            } else {
+                file.accessed |= bit;
+            }
+        }
+        ctx.work(self.read_cost);
+        let job = &mut self.jobs[j];
+        job.page += 1;
+        if job.page as usize == self.file_pages {
+            self.files[f].open = false;
+            job.file = NONE;
+        }
+        let due = ctx.now() + wait;
+        Ok(sleep_until(ctx, due))
+    }
+
+    fn step_thp(&mut self, ctx: &mut Ctx<'_>, t: usize) -> Result<Next> {
+        match self.thp[t].state {
+            ThpState::Wait => Ok(Next::Block),
+            ThpState::Huge => {
+                if self.thp[t].steps_left == 0 {
+                    self.thp[t].state = ThpState::Unmap;
+                    return Ok(Next::Continue);
+                }
+                self.thp[t].step_start = ctx.now();
+                let gfp = if self.madv { Gfp::TRANSHUGE } else { Gfp::TRANSHUGE_LIGHT };
+                let mut p = ctx.alloc(gfp, Order(9));
+                if p.is_none() && self.madv {
+                    // Direct reclaim for a costly order: reclaim compact_gap pages, then retry
+                    // (compaction itself is not modelled).
+                    let node = self.cpu_node[ctx.cpu() as usize] as usize;
+                    self.direct_reclaim(ctx, node, COMPACT_GAP_ORDER9)?;
+                    p = ctx.alloc(gfp, Order(9));
+                }
+                let Some(p) = p else {
+                    self.thp[t].state = ThpState::Base(0);
+                    return Ok(Next::Continue);
+                };
+                self.thp[t].held.push((p, Order(9)));
+                self.page_table_page(ctx, t)?;
+                // clear_huge_page, then the program's memset.
+                ctx.touch(p, 2 << 20);
+                ctx.touch(p, 2 << 20);
+                ctx.work(self.thp_fault);
+                let th = &mut self.thp[t];
+                self.huge_ps += ctx.now() - th.step_start;
+                self.huge_steps += 1;
+                th.steps_left -= 1;
+                Ok(Next::Continue)
+            }
+            ThpState::Base(done) => {
+                if done == 0 {
+                    self.page_table_page(ctx, t)?;
+                }
+                match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
+                    Some(p) => {
+                        self.thp[t].held.push((p, Order(0)));
+                        ctx.touch(p, 4096);
+                        ctx.touch(p, 4096);
+                    }
+                    None => self.pagecache_failures += 1,
+                }
+                ctx.work(self.fault);
+                let th = &mut self.thp[t];
+                if done + 1 == HPAGE_PAGES {
+                    self.base_ps += ctx.now() - th.step_start;
+                    self.base_steps += 1;
+                    th.steps_left -= 1;
+                    th.state = ThpState::Huge;
+                } else {
+                    th.state = ThpState::Base(done + 1);
+                }
+                Ok(Next::Continue)
+            }
+            ThpState::Unmap => {
+                for _ in 0..HPAGE_PAGES {
+                    let Some((p, o)) = self.thp[t].held.pop() else { break };
+                    ctx.free(p, o)?;
+                }
+                if self.thp[t].held.is_empty() {
+                    self.thp[t].state = ThpState::Done;
+                    self.thp_done += 1;
+                    if self.thp_done == self.thp.len() {
+                        self.finish(ctx);
+                    }
+                    return Ok(Next::Done);
+                }
+                Ok(Next::Continue)
+            }
+            ThpState::Done => Ok(Next::Done),
+        }
+    }
+
+    /// The PTE page of a 2 MiB region (base faults), or the page table deposited with a huge
+    /// page: order-0 unmovable (GFP_KERNEL).
+    fn page_table_page(&mut self, ctx: &mut Ctx<'_>, t: usize) -> Result<()> {
+        if let Some(p) = self.alloc_reclaiming(ctx, Gfp::KERNEL, Order(0))? {
+            self.thp[t].held.push((p, Order(0)));
+        }
+        Ok(())
+    }
+
+    /// The THP program is done: fio is killed, kswapd has nothing left to do.
+    fn finish(&mut self, ctx: &mut Ctx<'_>) {
+        self.stop = true;
+        let now = ctx.now();
+        for m in 0..self.nr_nodes {
+            ctx.wake(self.kswapd_cpu[m], now);
+        }
+    }
+
+    fn step_kswapd(&mut self, ctx: &mut Ctx<'_>, node: usize) -> Result<Next> {
+        if self.stop {
+            return Ok(Next::Done);
+        }
+        if !self.zones_ready || !self.kswapd_running[node] {
+            return Ok(Next::Block);
+        }
+        // balance_pgdat: while the node is unbalanced, passes of kswapd_shrink_node, each
+        // reclaiming the sum of the node's high watermarks (4.20 `nr_to_reclaim`), 32 pages
+        // per step of the runner.
+        if self.kswapd_left[node] == 0 && !self.balanced(ctx, node) {
+            let pa = ctx.allocator();
+            self.kswapd_left[node] = self.node_zones[node]
+                .iter()
+                .map(|&z| pa.zones()[z].wmark_pages(WMARK_HIGH).max(SWAP_CLUSTER_MAX))
+                .sum();
+            for &z in &self.node_zones[node] {
+                pa.set_reclaim_active(pa.zones()[z].idx(), true);
+            }
+        }
+        if self.kswapd_left[node] > 0 {
+            let want = self.kswapd_left[node].min(SWAP_CLUSTER_MAX);
+            let got = self.reclaim(ctx, node, want)?;
+            self.kswapd_pages += got;
+            self.kswapd_left[node] = if got == 0 { 0 } else { self.kswapd_left[node] - got };
+            if got > 0 {
+                return Ok(Next::Continue);
+            }
+        }
+        for &z in &self.node_zones[node] {
+            let pa = ctx.allocator();
+            pa.set_reclaim_active(pa.zones()[z].idx(), false);
+        }
+        self.kswapd_running[node] = false;
+        Ok(Next::Block)
+    }
+}
+
+/// Sleep until `t` (ps): a block with a wake-up for this CPU at `t`, which advances its clock
+/// without counting the wait as work (`Next::SleepUntil` reorders the CPU but leaves its
+/// clock where it was).
+fn sleep_until(ctx: &mut Ctx<'_>, t: u64) -> Next {
+    if t <= ctx.now() {
+        return Next::Continue;
+    }
+    let cpu = ctx.cpu();
+    ctx.wake(cpu, t);
+    Next::Block
+}
+
+fn pfn_u32(p: Pfn) -> Result<u32> {
+    if p.0 >= u64::from(NONE) {
+        bail!("frame {p:?} does not fit the model's 32-bit frame numbers");
+    }
+    Ok(p.0 as u32)
+}
+
+impl Workload for ThpFioScale {
+    fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
+        self.nr_nodes = info.nr_nodes as usize;
+        self.nr_cpus = info.nr_cpus as usize;
+        self.cpu_node = info.cpu_node.clone();
+        let per_node_cpus = info.nr_cpus / info.nr_nodes.max(1);
+        let thp_threads = if self.thp_threads_param > 0 {
+            self.thp_threads_param as usize
+        } else {
+            ((per_node_cpus as usize).saturating_sub(self.fio_threads) / 4).max(1)
+        };
+        let needed = self.fio_threads + thp_threads + self.nr_nodes;
+        if needed > self.nr_cpus {
+            bail!(
+                "thpfioscale needs {needed} CPUs ({} fio jobs, {thp_threads} THP threads, one \
+                 kswapd per node); the machine has {}",
+                self.fio_threads,
+                self.nr_cpus
+            );
+        }
+        let mut rng = Rng::new(info.seed ^ 0x7468_7066_696f);
+        let thp_node = rng.below(u64::from(info.nr_nodes)) as u32;
+        self.roles = vec![Role::Idle; self.nr_cpus];
+        let mut pick = |roles: &mut Vec<Role>, node: Option<u32>, role: Role| -> Result<u32> {
+            let free: Vec<u32> = (0..info.nr_cpus)
+                .filter(|&c| roles[c as usize] == Role::Idle)
+                .filter(|&c| node.is_none_or(|n| info.cpu_node[c as usize] == n))
+                .collect();
+            if free.is_empty() {
+                bail!("thpfioscale: no free CPU left for {role:?} (node {node:?})");
+            }
+            let c = free[rng.below(free.len() as u64) as usize];
+            roles[c as usize] = role;
+            Ok(c)
+        };
+        // kswapd first, so that every node keeps one CPU for it.
+        let mut roles = std::mem::take(&mut self.roles);
+        self.kswapd_cpu = (0..self.nr_nodes)
+            .map(|n| pick(&mut roles, Some(n as u32), Role::Kswapd(n)))
+            .collect::<Result<_>>()?;
+        let mut thp_cpus = Vec::new();
+        for t in 0..thp_threads {
+            let on_node = pick(&mut roles, Some(thp_node), Role::Thp(t));
+            thp_cpus.push(match on_node {
+                Ok(c) => c,
+                Err(_) => pick(&mut roles, None, Role::Thp(t))?,
+            });
+        }
+        let fio_cpus: Vec<u32> = (0..self.fio_threads)
+            .map(|j| pick(&mut roles, None, Role::Fio(j)))
+            .collect::<Result<_>>()?;
+        self.roles = roles;
+
+        // Files: FIO_SIZE / file size / jobs per job.
+        let mem_pages: u64 = info.node_managed_pages.iter().sum();
+        let total_pages = mem_pages as f64 * self.fio_size_pct / 100.0;
+        self.files_per_job =
+            ((total_pages / self.file_pages as f64 / self.fio_threads as f64) as u32).max(1);
+        let nr_files = self.total_files();
+        if nr_files >= 1 << 40 || self.total_files() >= u64::from(NONE) {
+            bail!("thpfioscale: {nr_files} files are more than the model can number");
+        }
+        self.files = vec![File::EMPTY; nr_files as usize];
+        self.jobs = fio_cpus
+            .iter()
+            .enumerate()
+            .map(|(j, &cpu)| Job {
+                cpu,
+                first_file: j as u32 * self.files_per_job,
+                state: JobState::Write,
+                file: j as u32 * self.files_per_job,
+                page: 0,
+                written: 0,
+                dir_block_fill: 0,
+            })
+            .collect();
+
+        // THP program: nr_hpages = THP_SIZE / threads / 2 MiB / 2 per thread.
+        let node0 = info.node_managed_pages.first().copied().unwrap_or(0);
+        let thp_pages = node0 as f64 * self.thp_size_pct / 100.0;
+        let per_thread = (thp_pages / thp_threads as f64 / f64::from(HPAGE_PAGES) / 2.0
+            * self.thp_fraction) as u64;
+        self.thp = thp_cpus
+            .iter()
+            .map(|&cpu| ThpThread {
+                cpu,
+                steps_left: per_thread,
+                state: ThpState::Wait,
+                step_start: 0,
+                held: Vec::new(),
+            })
+            .collect();
+
+        for (c, cache) in CACHES.iter().enumerate() {
+            self.slab_spec[c] = if cache.size == 0 {
+                (0, INODES_PER_CLUSTER_PAGE)
+            } else {
+                slub_order(cache.size, info.nr_cpus)
+            };
+        }
+        self.current = vec![NONE; NR_CACHES * self.nr_cpus];
+        self.partial = vec![Vec::new(); NR_CACHES * self.nr_nodes];
+        self.fifo = vec![VecDeque::new(); self.nr_nodes];
+        self.cached_pages = vec![0; self.nr_nodes];
+        self.file_lru = vec![VecDeque::new(); self.nr_nodes];
+        self.files_with_slab = vec![0; self.nr_nodes];
+        self.shrink_credit = vec![0.0; self.nr_nodes];
+        self.kswapd_running = vec![false; self.nr_nodes];
+        self.kswapd_left = vec![0; self.nr_nodes];
+        let mut cpus: Vec<u32> =
+            (0..info.nr_cpus).filter(|&c| self.roles[c as usize] != Role::Idle).collect();
+        cpus.sort_unstable();
+        Ok(cpus)
+    }
+
+    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        if !self.zones_ready {
+            self.setup_zones(ctx);
+        }
+        self.last_now = self.last_now.max(ctx.now());
+        match self.roles[ctx.cpu() as usize] {
+            Role::Fio(j) => match self.jobs[j].state {
+                JobState::Write => self.step_writer(ctx, j),
+                JobState::WaitRead => Ok(Next::Block),
+                JobState::Read => self.step_reader(ctx, j),
+                JobState::Done => Ok(Next::Done),
+            },
+            Role::Thp(t) => self.step_thp(ctx, t),
+            Role::Kswapd(n) => self.step_kswapd(ctx, n),
+            Role::Idle => Ok(Next::Done),
+        }
+    }
+
+    fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+        let mut v = Vec::new();
+        for file in &mut self.files {
+            for p in &mut file.pages {
+                if *p != NONE {
+                    v.push((0, Pfn(u64::from(*p)), Order(0)));
+                    *p = NONE;
+                }
+            }
+        }
+        for s in &mut self.slabs {
+            if s.alive {
+                v.push((0, Pfn(u64::from(s.pfn)), Order(s.order)));
+                s.alive = false;
+            }
+        }
+        v.extend(self.dir_blocks.drain(..).map(|p| (0, p, Order(0))));
+        for th in &mut self.thp {
+            v.extend(th.held.drain(..).map(|(p, o)| (th.cpu, p, o)));
+        }
+        v
+    }
+
+    fn metrics(&self) -> Vec<(String, f64)> {
+        let mean = |ps: u64, n: u64| if n == 0 { 0.0 } else { ps as f64 / n as f64 / 1e6 };
+        let steps = self.base_steps + self.huge_steps;
+        let huge_pct = if steps == 0 { 0.0 } else { 100.0 * self.huge_steps as f64 / steps as f64 };
+        vec![
+            ("fault_base_us".into(), mean(self.base_ps, self.base_steps)),
+            ("fault_huge_us".into(), mean(self.huge_ps, self.huge_steps)),
+            ("huge_pct".into(), huge_pct),
+            ("thp_steps".into(), steps as f64),
+            ("write_s".into(), self.init_time as f64 / PS_PER_S as f64),
+            ("pages_written".into(), self.pages_written as f64),
+            ("reads".into(), self.reads as f64),
+            ("read_misses".into(), self.read_misses as f64),
+            ("lookups".into(), self.lookups as f64),
+            ("kswapd_wakes".into(), self.kswapd_wakes as f64),
+            ("kswapd_pages".into(), self.kswapd_pages as f64),
+            ("direct_reclaim_pages".into(), self.direct_pages as f64),
+            ("inode_evictions".into(), self.inode_evictions as f64),
+            ("slab_pages_peak".into(), self.slab_pages_peak as f64),
+            ("pagecache_failures".into(), self.pagecache_failures as f64),
+        ]
+    }
+
+    fn progress(&self) -> f64 {
+        let total_write = (self.total_files() * self.file_pages as u64).max(1) as f64;
+        let w = (self.pages_written as f64 / total_write).min(1.0);
+        let thp_total: u64 =
+            self.thp.iter().map(|t| t.steps_left).sum::<u64>() + self.base_steps + self.huge_steps;
+        let t = if thp_total == 0 {
+            0.0
+        } else {
+            (self.base_steps + self.huge_steps) as f64 / thp_total as f64
+        };
+        let warm = if self.thp_start > self.init_time && self.init_time > 0 {
+            ((self.last_now.saturating_sub(self.init_time)) as f64
+                / (self.thp_start - self.init_time) as f64)
+                .min(1.0)
+        } else {
+            f64::from(u8::from(self.init_time > 0))
+        };
+        0.4 * w + 0.3 * warm + 0.3 * t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tests::small_setup;
+    use crate::model::{Model, ModelSetup, RunOutcome};
+    use crate::workload;
+    use pagealloc::{Counter, MemoryMap, NodeId, ZoneLimits};
+
+    /// An 8-CPU, 256 MiB one-node machine whose DMA32 zone is its first 96 MiB: the x86
+    /// zone shape (Normal above DMA32) at a size a test can fill one and a half times over.
+    /// `small_setup` gives DMA32 + Normal only from 4 GiB, ~40 times more pages to write.
+    fn setup(preset: &str, seed: u64) -> ModelSetup {
+        let mut s = small_setup(8, 256, preset, seed);
+        let mut map = MemoryMap::new();
+        map.with_zone_limits(ZoneLimits { dma_end: Pfn(0), dma32_end: Pfn::from_phys(96 << 20) });
+        map.add_range(NodeId(0), 0..256 << 20).unwrap().set_cpus(NodeId(0), 8);
+        s.map = map;
+        s
+    }
+
+    fn run(preset: &str, seed: u64, extra: &[&str]) -> RunOutcome {
+        let info = workload::find("thpfioscale").unwrap();
+        let mut over: Vec<String> = vec!["warmup=0.25".into()];
+        over.extend(extra.iter().map(|s| s.to_string()));
+        let params = info.params(&over, 1.0).unwrap();
+        let mut w = (info.build)(&params);
+        let mut m = Model::new(setup(preset, seed)).unwrap();
+        m.run(w.as_mut(), &mut |_| {}).unwrap()
+    }
+
+    fn metric(o: &RunOutcome, name: &str) -> f64 {
+        o.workload.iter().find(|(k, _)| k == name).unwrap().1
+    }
+
+    #[test]
+    fn slab_orders_follow_slub_calculate_order() {
+        // slabinfo of 8-CPU 4.x machines: dentry 21 objects/order 0, xfs_inode 34/order 3,
+        // radix_tree_node 28/order 2; with 48 CPUs min_objects is 28, so dentry needs order 1.
+        assert_eq!(slub_order(192, 8), (0, 21));
+        assert_eq!(slub_order(960, 8), (3, 34));
+        assert_eq!(slub_order(576, 8), (2, 28));
+        assert_eq!(slub_order(192, 48), (1, 42));
+        assert_eq!(slub_order(960, 48), (3, 34));
+    }
+
+    /// 150% of memory goes through the page cache without a failed page-cache allocation:
+    /// kswapd and direct reclaim keep the zones above their watermarks, and at the end every
+    /// page comes back (the runner's conservation check).
+    #[test]
+    fn reclaim_carries_the_writers_past_memory_size() {
+        let o = run("frag-vanilla", 1, &[]);
+        let managed = 256.0 * 256.0;
+        assert!(metric(&o, "pages_written") > 1.4 * managed, "{:?}", o.workload);
+        assert_eq!(metric(&o, "pagecache_failures"), 0.0);
+        assert!(metric(&o, "kswapd_pages") > 0.5 * managed);
+        assert!(metric(&o, "inode_evictions") > 0.0, "slab is shrunk too");
+        assert!(metric(&o, "read_misses") > 0.0 && metric(&o, "lookups") > 0.0);
+        // Every page allocated was freed: by reclaim, munmap, or at the end by the runner.
+        assert!(o.ops.frees > 0 && o.ops.allocs > o.ops.frees / 2);
+    }
+
+    #[test]
+    fn thp_metrics_are_sane() {
+        for madv in ["madv_hugepage=0", "madv_hugepage=1"] {
+            let o = run("frag-vanilla", 2, &[madv]);
+            // ¾ of 256 MiB, halved, in 2 MiB steps, one thread (8 CPUs: (8 - 4) / 4).
+            assert_eq!(metric(&o, "thp_steps"), 48.0, "{madv}");
+            let pct = metric(&o, "huge_pct");
+            assert!((0.0..=100.0).contains(&pct), "{madv}: {pct}");
+            let base = metric(&o, "fault_base_us");
+            let huge = metric(&o, "fault_huge_us");
+            if pct < 100.0 {
+                // 512 faults of at least fault_ns each, and not absurdly slow.
+                assert!(base > 512.0 * 0.6 && base < 100_000.0, "{madv}: {base}");
+            }
+            if pct > 0.0 {
+                assert!(huge > 0.0 && huge < 100_000.0, "{madv}: {huge}");
+            } else {
+                assert_eq!(huge, 0.0);
+            }
+            // Order-9 attempts that fail are counted by the runner.
+            let huge_steps = (pct / 100.0 * 48.0).round() as u64;
+            assert!(o.ops.alloc_failures >= 48 - huge_steps, "{madv}");
+        }
+    }
+
+    /// Slab (reclaimable) allocations claim movable pageblocks, and the page cache is
+    /// allocated from both zones.
+    #[test]
+    fn the_streams_reach_the_types_and_zones_intended() {
+        let o = run("frag-vanilla", 3, &[]);
+        assert!(o.events.get(Counter::PageblockClaim) > 0);
+        assert!(o.events.get(Counter::ExtfragWholeReclaimable) > 0);
+        assert!(o.events.get(Counter::PgallocDma32) > 0);
+        assert!(o.events.get(Counter::PgallocNormal) > 0);
+        // 4.20 caches order 0 only: the page cache goes through the pagesets.
+        assert!(o.events.get(Counter::PcpAlloc) > o.events.get(Counter::ZoneLockAcquire));
+    }
+
+    #[test]
+    fn same_seed_same_run() {
+        let (a, b) = (run("frag-lowzone", 5, &[]), run("frag-lowzone", 5, &[]));
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+
+    /// ALLOC_NOFRAGMENT is set for requests whose preferred zone is Normal: some movable
+    /// page-cache allocations are served by DMA32 on the first pass. Without the patch the
+    /// counter cannot move.
+    #[test]
+    fn lowzone_spreads_into_dma32() {
+        let lowzone = run("frag-lowzone", 4, &[]);
+        assert!(lowzone.events.get(Counter::NofragmentLowerZone) > 0);
+        let vanilla = run("frag-vanilla", 4, &[]);
+        assert_eq!(vanilla.events.get(Counter::NofragmentLowerZone), 0);
+        assert_eq!(vanilla.events.get(Counter::NofragmentRetry), 0);
+    }
+
+    #[test]
+    fn too_few_cpus_is_an_error_not_a_stall() {
+        let info = workload::find("thpfioscale").unwrap();
+        let mut w = (info.build)(&info.params(&[], 1.0).unwrap());
+        let mut m = Model::new(small_setup(4, 64, "frag-vanilla", 1)).unwrap();
+        let e = m.run(w.as_mut(), &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains("needs 6 CPUs"), "{e}");
+    }
+}
