@@ -121,6 +121,13 @@ pub fn of_outcome(o: &RunOutcome) -> Vec<Metric> {
             "zone-lock acquisitions",
         ),
         (
+            "zone_lock_held_pct",
+            pct(o.lock_held_ps, o.busy_ps + o.lock_wait_ps),
+            "%",
+            Better::Lower,
+            "time holding zone locks / CPU time",
+        ),
+        (
             "extfrag_lt9",
             [MigrateType::Unmovable, MigrateType::Movable, MigrateType::Reclaimable]
                 .into_iter()

@@ -306,6 +306,7 @@ impl Published {
 
 impl PublishedTable {
     /// The row with this name, param and stat.
+    #[cfg_attr(not(test), expect(dead_code, reason = "the transcription tests use it"))]
     pub fn metric(&self, name: &str, param: &str, stat: &str) -> Option<&PublishedMetric> {
         self.metrics.iter().find(|m| m.name == name && m.param == param && m.stat == stat)
     }
@@ -326,6 +327,7 @@ impl PublishedTable {
     }
 
     /// The seed number of the mail the numbers come from (`"004"` for `000-trunc@v2`).
+    #[cfg_attr(not(test), expect(dead_code, reason = "the transcription tests use it"))]
     pub fn seed_number(&self) -> &str {
         self.seed.get(..3).unwrap_or(&self.seed)
     }
@@ -390,6 +392,7 @@ impl PublishedMetric {
 
     /// The percentage of column `i` against the baseline column, computed from the values
     /// (mmtests' rule, [`Better::pct`]).
+    #[cfg_attr(not(test), expect(dead_code, reason = "the transcription tests use it"))]
     pub fn computed_pct(&self, i: usize) -> f64 {
         self.better.pct(self.values[0], self.values[i])
     }

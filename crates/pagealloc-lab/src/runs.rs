@@ -99,8 +99,8 @@ pub fn topology(m: &Machine) -> Topology {
 pub fn build(spec: &RunSpec) -> Result<Model> {
     let setup = ModelSetup {
         map: spec.machine.memory_map()?,
-        tunables: spec.machine.tunables(spec.preset.tunables.clone()),
-        policy: spec.preset.policy.clone(),
+        tunables: spec.machine.tunables(spec.preset.tunables),
+        policy: spec.preset.policy,
         topology: topology(&spec.machine),
         cost: spec.cost.clone(),
         seed: spec.seed,

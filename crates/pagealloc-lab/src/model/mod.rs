@@ -21,8 +21,7 @@ use std::collections::BinaryHeap;
 
 use anyhow::{anyhow, bail, Context, Result};
 use pagealloc::{
-    Cpu, CpuId, Gfp, MemoryMap, NodeId, Order, PageAllocator, PageFragCache, Pfn, Policy, Tunables,
-    VmEvents,
+    Cpu, CpuId, Gfp, MemoryMap, NodeId, Order, PageAllocator, Pfn, Policy, Tunables, VmEvents,
 };
 
 use pagealloc_testkit::rng::Rng;
@@ -78,12 +77,8 @@ pub struct ModelInfo {
     pub nr_nodes: u32,
     /// Node of each CPU.
     pub cpu_node: Vec<u32>,
-    /// LLC of each CPU.
-    pub cpu_llc: Vec<u32>,
     /// Pages the allocator manages on each node.
     pub node_managed_pages: Vec<u64>,
-    /// Size of each LLC, bytes.
-    pub llc_bytes: Vec<u64>,
     /// The run's seed, for the workload's own draws (task placement and the like).
     pub seed: u64,
 }
@@ -147,7 +142,6 @@ pub struct Ctx<'a> {
     pa: &'a PageAllocator<ModelSink>,
     cache: &'a mut LlcModel,
     cost: &'a CostPs,
-    frag: &'a mut PageFragCache,
     wakes: &'a mut Vec<(u32, u64)>,
     counts: &'a mut OpCounts,
 }
@@ -231,14 +225,6 @@ impl Ctx<'_> {
         self.charge(t, self.cost.pcp_free);
         self.counts.frees += 1;
         r.map_err(|e| anyhow!("cpu {}: free of {pfn:?} order {}: {e}", self.cpu(), order.0))
-    }
-
-    /// Take `size` bytes from this CPU's page_frag cache (refilled with an order-3 block, or
-    /// order 0 when that fails). Returns the fragment's page.
-    pub fn frag_alloc(&mut self, size: u32, gfp: Gfp) -> Option<Pfn> {
-        self.pa.events().begin(self.v.now);
-        let r = self.frag.alloc(self.pa, self.cpu, size, gfp, 1);
-        self.finish_alloc(r.ok().map(|f| f.page))
     }
 
     /// Drop a reference to a page_frag page (kernel `page_frag_free`: the last reference
@@ -355,7 +341,6 @@ pub struct Model {
     pa: PageAllocator<ModelSink>,
     cpus: Vec<VCpu>,
     cache: LlcModel,
-    frags: Vec<PageFragCache>,
     cost: CostPs,
     topology: Topology,
     cooldown_s: u32,
@@ -399,7 +384,6 @@ impl Model {
             pa,
             cpus,
             cache,
-            frags: (0..nr_cpus).map(|_| PageFragCache::new()).collect(),
             cost: cost_ps,
             topology,
             cooldown_s,
@@ -425,9 +409,7 @@ impl Model {
             nr_cpus: self.pa.nr_cpus(),
             nr_nodes: nr_nodes as u32,
             cpu_node: self.topology.cpu_node.clone(),
-            cpu_llc: self.topology.cpu_llc.clone(),
             node_managed_pages,
-            llc_bytes: self.topology.llc_bytes.clone(),
             seed: self.seed,
         }
     }
@@ -473,7 +455,6 @@ impl Model {
                 pa: &self.pa,
                 cache: &mut self.cache,
                 cost: &self.cost,
-                frag: &mut self.frags[c as usize],
                 wakes: &mut wakes,
                 counts: &mut counts,
             };
@@ -588,18 +569,14 @@ impl Model {
         self.pa.zones().iter().map(pagealloc::Zone::pcp_pages).sum()
     }
 
-    /// Free what the workload still holds, empty the page_frag caches, and check that every
-    /// page came back: the run's conservation check.
+    /// Free what the workload still holds and check that every page came back: the run's
+    /// conservation check.
     fn give_back(&mut self, w: &mut dyn Workload) -> Result<()> {
         for (c, pfn, order) in w.held() {
             let cpu = self.pa.cpu(CpuId(c)).ok_or_else(|| anyhow!("held block on cpu {c}"))?;
             self.pa
                 .free_pages(cpu, pfn, order)
                 .map_err(|e| anyhow!("returning {pfn:?} order {} at the end: {e}", order.0))?;
-        }
-        for (c, frag) in self.frags.iter_mut().enumerate() {
-            let cpu = self.pa.cpu(CpuId(c as u32)).expect("every CPU exists");
-            frag.drain(&self.pa, cpu);
         }
         let free = self.pa.nr_free_pages().0 + self.pcp_pages();
         let managed = self.pa.managed_pages().0;

@@ -36,9 +36,7 @@ pub(crate) struct Tasks {
     finished: Vec<bool>,
     live: usize,
     /// Each task's own generator, seeded from the run's seed: its draws follow it across
-    /// CPUs, and tasks' streams are unrelated (the runner's per-CPU generators start at
-    /// states that differ by multiples of SplitMix's increment for small seeds, so CPUs'
-    /// streams are shifted copies of one another).
+    /// CPUs as the task migrates.
     rngs: Vec<Rng>,
 }
 
@@ -133,9 +131,10 @@ impl Tasks {
         }
     }
 
-    /// Task `t`'s generator.
-    pub fn rng(&mut self, t: usize) -> &mut Rng {
-        &mut self.rngs[t]
+    /// Number of tasks.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.task_cpu.len()
     }
 
     /// With probability `p`, [`migrate`](Self::migrate) task `t`.
@@ -190,11 +189,6 @@ impl Tasks {
                 ctx.wake(c, ctx.now());
             }
         }
-    }
-
-    /// Number of tasks.
-    pub fn len(&self) -> usize {
-        self.task_cpu.len()
     }
 }
 
@@ -262,10 +256,8 @@ pub(crate) mod tests {
         ModelInfo {
             nr_cpus: nodes * per_node,
             nr_nodes: nodes,
-            cpu_llc: cpu_node.clone(),
             cpu_node,
             node_managed_pages: vec![1 << 20; nodes as usize],
-            llc_bytes: vec![8 << 20; nodes as usize],
             seed: 1,
         }
     }

@@ -446,9 +446,7 @@ mod tests {
             nr_cpus: 8,
             nr_nodes: 2,
             cpu_node: vec![0, 0, 0, 0, 1, 1, 1, 1],
-            cpu_llc: vec![0, 0, 0, 0, 1, 1, 1, 1],
             node_managed_pages: vec![1 << 16; 2],
-            llc_bytes: vec![8 << 20; 2],
             seed: 1,
         };
         let p = INFO.params(&["processes=9".into()], 1.0).unwrap();

@@ -1256,16 +1256,13 @@ impl ThpFioScale {
     }
 }
 
-/// Sleep until `t` (ps): a block with a wake-up for this CPU at `t`, which advances its clock
-/// without counting the wait as work (`Next::SleepUntil` reorders the CPU but leaves its
-/// clock where it was).
+/// Sleep until `t` (ps): the clock advances, the wait is not counted as work.
 fn sleep_until(ctx: &mut Ctx<'_>, t: u64) -> Next {
     if t <= ctx.now() {
-        return Next::Continue;
+        Next::Continue
+    } else {
+        Next::SleepUntil(t)
     }
-    let cpu = ctx.cpu();
-    ctx.wake(cpu, t);
-    Next::Block
 }
 
 fn pfn_u32(p: Pfn) -> Result<u32> {
