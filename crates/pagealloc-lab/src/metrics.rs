@@ -24,20 +24,33 @@ pub struct Metric {
     pub doc: &'static str,
 }
 
-/// Unit, direction and meaning of a workload metric by name.
-pub fn workload_metric_meta(name: &str) -> (&'static str, Better, &'static str) {
-    match name {
-        "elapsed" => ("ms", Better::Lower, "system time of the timed phase (trunc: rm)"),
-        "build_time" => ("s", Better::Lower, "virtual seconds until the build's last job ends"),
-        "score" => ("MB/s", Better::Higher, "aggregate bandwidth of all pairs"),
-        "throughput" => ("Mbit/s", Better::Higher, "payload throughput"),
-        "packets_per_s" => ("pkt/s", Better::Higher, "packets forwarded per second"),
-        "ops_per_s" => ("ops/s", Better::Higher, "page faults per second, all processes"),
-        "fault_base_us" => ("us", Better::Lower, "latency of a 2 MiB step faulted as base pages"),
-        "fault_huge_us" => ("us", Better::Lower, "latency of a 2 MiB step faulted as a THP"),
-        "huge_pct" => ("%", Better::Higher, "2 MiB steps that got a huge page"),
-        _ => ("", Better::Lower, "workload metric"),
+/// Unit, direction and meaning of workload `workload`'s metric `name`. The first metric of
+/// each workload is its headline result; the others are diagnostics (counts of what the
+/// workload did), listed as such.
+pub fn workload_metric_meta(workload: &str, name: &str) -> (&'static str, Better, &'static str) {
+    match (workload, name) {
+        ("trunc", "elapsed") => ("ms", Better::Lower, "system time of rm's truncation"),
+        ("kbuild", "build_time") => ("s", Better::Lower, "until the build's last job ends"),
+        ("netperf-sctp-stream-many", "score") => {
+            ("Mbit/s", Better::Higher, "payload throughput of all pairs")
+        }
+        ("lmbench-unix", "score") => ("MB/s", Better::Higher, "bandwidth of all pairs"),
+        ("netperf-tcp", "throughput") => ("Mbit/s", Better::Higher, "payload throughput"),
+        ("page-fault1", "ops_per_s") => ("ops/s", Better::Higher, "page faults/s, all processes"),
+        ("page-fault1", "per_process_ops_per_s") => ("ops/s", Better::Higher, "per process"),
+        ("page-frag-rx", "throughput") => ("pkt/s", Better::Higher, "packets forwarded per second"),
+        ("thpfioscale", "fault_base_us") => ("us", Better::Lower, "2 MiB step faulted as base pages"),
+        ("thpfioscale", "fault_huge_us") => ("us", Better::Lower, "2 MiB step faulted as a THP"),
+        ("thpfioscale", "huge_pct") => ("%", Better::Higher, "2 MiB steps that got a huge page"),
+        (_, "alloc_failures" | "pagecache_failures") => ("", Better::Lower, "allocations that failed"),
+        _ => ("", Better::Lower, "diagnostic count"),
     }
+}
+
+/// Is this one of the workload's results (not a diagnostic count)?
+pub fn is_result(workload: &str, name: &str) -> bool {
+    let (_, _, doc) = workload_metric_meta(workload, name);
+    doc != "diagnostic count" && doc != "allocations that failed"
 }
 
 const MIB_PAGES: f64 = 256.0;
@@ -51,12 +64,12 @@ fn pct(part: u64, whole: u64) -> f64 {
 }
 
 /// Every metric of a run: the workload's, then the runner's.
-pub fn of_outcome(o: &RunOutcome) -> Vec<Metric> {
+pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
     let mut v: Vec<Metric> = o
         .workload
         .iter()
         .map(|(name, value)| {
-            let (unit, better, doc) = workload_metric_meta(name);
+            let (unit, better, doc) = workload_metric_meta(workload, name);
             Metric { name: name.clone(), value: *value, unit, better, doc }
         })
         .collect();

@@ -140,7 +140,7 @@ pub fn execute(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResul
         })
         .collect();
     Ok(RunResult {
-        metrics: metrics::of_outcome(&outcome),
+        metrics: metrics::of_outcome(spec.workload.name, &outcome),
         outcome,
         wall_s: started.elapsed().as_secs_f64(),
         views,

@@ -36,7 +36,7 @@ pub struct Args {
     /// Set a workload parameter (repeatable).
     #[arg(long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
-    /// Metrics to show (default: the workload's own, then zone_lock_pct, free_high,
+    /// Metrics to show (default: the workload's results, then zone_lock_pct, free_high,
     /// alloc_zone, cache_miss_pct, pcp_peak_mib).
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
@@ -97,7 +97,11 @@ pub fn run(args: &Args) -> Result<()> {
     // Metric names in order: as asked, or the workload's own then the runner's defaults.
     let first = &results[0].metrics;
     let names: Vec<String> = if args.metrics.is_empty() {
-        let own = first.iter().take_while(|m| m.name != "elapsed_s").map(|m| m.name.clone());
+        let own = first
+            .iter()
+            .take_while(|m| m.name != "elapsed_s")
+            .filter(|m| crate::metrics::is_result(w.name, &m.name))
+            .map(|m| m.name.clone());
         own.chain(DEFAULT_RUNNER_METRICS.iter().map(|s| s.to_string())).collect()
     } else {
         for n in &args.metrics {
