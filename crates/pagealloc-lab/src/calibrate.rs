@@ -681,14 +681,15 @@ fn parse_stat_cpu(stat: &str) -> Option<u32> {
     rest.split_whitespace().nth(39 - 3)?.parse().ok()
 }
 
-/// Wait until `turn` is `me`: spin, and yield now and then so a partner sharing this CPU
-/// can run (those repetitions are dropped, but must end).
+/// Wait until `turn` is `me`: spin, and yield every 1024 spins (tens of µs, a hundred
+/// times a line transfer) so a partner sharing this CPU can run: those repetitions are
+/// dropped, but must end soon.
 #[inline]
 fn wait_turn(turn: &AtomicU32, me: u32) {
     let mut spins = 0u32;
     while turn.load(Ordering::Acquire) != me {
         spins = spins.wrapping_add(1);
-        if spins % (1 << 14) == 0 {
+        if spins % (1 << 10) == 0 {
             std::thread::yield_now();
         } else {
             std::hint::spin_loop();
@@ -1056,11 +1057,19 @@ pub struct Calibration {
 }
 
 impl Calibration {
-    /// `zone_lock_base_ns`: the fit's intercept, less the clock read inside each timed hold,
-    /// plus the lock+unlock the hooks do not see. The spread is that of the per-round fits.
-    pub fn zone_lock_base(&self) -> (f64, Summary) {
-        let d = self.lock_uncontended.median - self.timer_overhead.median;
-        (self.holds.intercept_ns + d, self.holds.round_intercepts.shifted(d))
+    /// The fixed part of a hold as the hooks see it: the fit's intercept less the clock read
+    /// inside each timed hold, ns, with the per-round spread. May come out below 0: it is
+    /// smaller than the clock's steps (10 ns on some virtual machines).
+    pub fn hook_visible_base(&self) -> Summary {
+        let s = self.holds.round_intercepts.shifted(-self.timer_overhead.median);
+        Summary { median: self.holds.intercept_ns - self.timer_overhead.median, ..s }
+    }
+
+    /// `zone_lock_base_ns`: the hook-visible fixed part (taken as 0 when it measured below
+    /// 0, since a hold cannot cost less than its lock and unlock) plus the uncontended
+    /// lock+unlock the hooks do not see.
+    pub fn zone_lock_base(&self) -> f64 {
+        self.hook_visible_base().median.max(0.0) + self.lock_uncontended.median
     }
 }
 

@@ -69,13 +69,20 @@ fn rows(c: &Calibration) -> Vec<Row> {
         clamped_from: (s.median < 0.0).then_some(s.median),
         used_for,
     };
-    let (base, base_spread) = c.zone_lock_base();
     let list_op = Summary { median: c.holds.per_op_ns, ..c.holds.round_slopes };
-    let base_s = Summary { median: base, ..base_spread };
+    // The spread of the base is the per-round fits' (hook-visible part + lock+unlock), before
+    // the hook-visible part is floored at 0.
+    let base_spread = c.hook_visible_base().shifted(c.lock_uncontended.median);
     vec![
         row("pcp_alloc_ns", c.pcp.alloc, "every allocation call, outside any zone lock"),
         row("pcp_free_ns", c.pcp.free, "every free call, outside any zone lock"),
-        row("zone_lock_base_ns", base_s, "every zone-lock hold, fixed part"),
+        Row {
+            field: "zone_lock_base_ns",
+            value: round1(c.zone_lock_base()),
+            spread: Some(base_spread),
+            clamped_from: None,
+            used_for: "every zone-lock hold, fixed part",
+        },
         row("zone_list_op_ns", list_op, "each free-list insertion/removal under the lock"),
         row("lock_handoff_ns", c.handoff.handoff, "a zone lock last held by another CPU"),
         row("page_touch_hot_ns", c.touch.hot, "writing a 4 KiB page found in the LLC model"),
@@ -215,21 +222,22 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
          (must be 0)",
         c.pcp.batch, c.pcp.high, c.pcp.zone_locks_taken
     );
+    let vis = c.hook_visible_base();
     let _ = writeln!(
         s,
-        "- zone lock: {} holds (1..{} list ops) in {} buckets; held_ns = {:.1} + {:.2} x \
-         list_ops, R² {:.4}; base = {:.1} - {:.1} (clock read) + {:.1} (uncontended \
-         lock+unlock); spreads over {} per-round fits",
-        h.holds,
-        h.max_list_ops,
-        h.buckets,
-        h.intercept_ns,
-        h.per_op_ns,
-        h.r2,
+        "- zone lock: {} holds (1..{} list ops), bucket medians per kind of hold ({} points) \
+         fitted with relative least squares: held_ns = {:.1} + {:.2} x list_ops, R² {:.4}; \
+         spreads over {} per-round fits",
+        h.holds, h.max_list_ops, h.buckets, h.intercept_ns, h.per_op_ns, h.r2, h.round_slopes.n
+    );
+    let _ = writeln!(
+        s,
+        "  base = max(0, {:.1} - {:.1} clock read = {:.1}{}) + {:.1} uncontended lock+unlock",
         h.intercept_ns,
         c.timer_overhead.median,
-        c.lock_uncontended.median,
-        h.round_slopes.n
+        vis.median,
+        if vis.median < 0.0 { ": below the clock's resolution, taken as 0" } else { "" },
+        c.lock_uncontended.median
     );
     for k in &h.by_kind {
         let f = |x: Option<f64>, d: usize| x.map_or_else(|| "-".to_owned(), |v| format!("{v:.d$}"));
@@ -436,6 +444,9 @@ mod tests {
         assert_eq!(back, p);
         // base = intercept − clock read + lock+unlock; a negative handoff is written as 0.
         assert_eq!(back.zone_lock_base_ns, 38.0);
+        let mut c = fake();
+        c.holds.intercept_ns = 15.0;
+        assert_eq!(c.zone_lock_base(), 8.0, "the hook-visible part is floored at 0");
         assert_eq!(back.zone_list_op_ns, 12.0);
         assert_eq!(back.lock_handoff_ns, 0.0);
         assert_eq!(back.remote_factor, REMOTE_FACTOR);
