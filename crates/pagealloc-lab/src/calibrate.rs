@@ -45,19 +45,24 @@ pub const WINDOW: usize = 16;
 /// Bytes in a page the model touches.
 const PAGE: usize = 4096;
 
-/// How much to measure.
+/// How much to measure. Every measurement runs a share of its work in each of `rounds`
+/// rounds, one after the other, so each figure's samples come from the whole run: this
+/// virtual machine's speed drifts by up to 2x within minutes, and figures taken at different
+/// moments would not belong together. The counts below are per round.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Plan {
     /// A short run for tests: figures are rough.
     pub quick: bool,
+    /// Rounds.
+    pub rounds: usize,
     /// Back-to-back clock-read pairs for the timer overhead.
     pub timer_pairs: usize,
     /// Timed windows of `WINDOW` allocations and `WINDOW` frees on the pageset.
     pub pcp_windows: usize,
     /// Timed windows of `WINDOW` uncontended lock+unlock pairs.
     pub lock_windows: usize,
-    /// Rounds of the zone-lock hold program (every configuration, every size, once per round).
-    pub hold_rounds: usize,
+    /// Passes of the zone-lock hold program (every configuration and size once per pass).
+    pub hold_passes: usize,
     /// Repetitions of the two-thread handoff measurement.
     pub handoff_reps: usize,
     /// Round trips of the flag-only ping-pong per repetition.
@@ -73,32 +78,36 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The real calibration (about half a minute on a quiet 2-CPU machine).
+    /// The real calibration (about 10 s on a quiet 2-CPU machine, half of it writing the
+    /// cold region): 128 short rounds, so the samples cover the run evenly.
     pub const FULL: Plan = Plan {
         quick: false,
-        timer_pairs: 200_000,
-        pcp_windows: 200_000,
-        lock_windows: 100_000,
-        hold_rounds: 31,
-        handoff_reps: 201,
+        rounds: 128,
+        timer_pairs: 8_000,
+        pcp_windows: 8_000,
+        lock_windows: 2_000,
+        hold_passes: 1,
+        handoff_reps: 4,
         handoff_round_trips: 1_000,
         handoff_walks: 200,
-        hot_passes: 40,
-        cold_passes: 6,
+        hot_passes: 2,
+        cold_passes: 1,
         cold_llc_multiple: 8,
     };
 
-    /// A smoke run for tests (a second or two): every step runs and checks itself.
+    /// A smoke run for tests (well under a second in a release build): every step runs and
+    /// checks itself.
     pub const QUICK: Plan = Plan {
         quick: true,
-        timer_pairs: 5_000,
-        pcp_windows: 2_000,
-        lock_windows: 2_000,
-        hold_rounds: 3,
-        handoff_reps: 9,
+        rounds: 2,
+        timer_pairs: 2_000,
+        pcp_windows: 1_000,
+        lock_windows: 1_000,
+        hold_passes: 1,
+        handoff_reps: 4,
         handoff_round_trips: 200,
         handoff_walks: 20,
-        hot_passes: 3,
+        hot_passes: 2,
         cold_passes: 1,
         cold_llc_multiple: 2,
     };
@@ -223,15 +232,13 @@ impl Clock {
     }
 }
 
-/// The gap between two back-to-back reads of `clk`, ns: what one read adds to a window.
-pub fn timer_overhead(clk: &Clock, pairs: usize) -> Summary {
-    let mut v = Vec::with_capacity(pairs);
+/// The gaps between two back-to-back reads of `clk`, ns: what one read adds to a window.
+pub fn timer_overhead(clk: &Clock, pairs: usize, out: &mut Vec<f64>) {
     for _ in 0..pairs {
         let a = clk.ns();
         let b = clk.ns();
-        v.push((b - a) as f64);
+        out.push((b - a) as f64);
     }
-    Summary::of(&mut v)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -261,64 +268,92 @@ pub struct PcpFigures {
     pub zone_locks_taken: u64,
 }
 
-/// Time rounds of `WINDOW` order-0 allocations then `WINDOW` frees on CPU 0 of a 1 GiB zone,
-/// after a warm-up that stocks the pageset: every call is served by the pageset (checked on
-/// the counters), so the figures are the calls' cost outside any zone lock.
-pub fn pcp(plan: &Plan, clk: &Clock, overhead: f64) -> Result<PcpFigures> {
-    let pa = PageAllocator::new(normal_only_map(1024, 2)?, Tunables::default(), Policy::modern())?;
-    let cpu = pa.cpu(CpuId(0)).context("CPU 0")?;
-    let mut pfns = [Pfn(0); WINDOW];
-    // Warm-up: the first round refills the pageset from the zone; after it the count cycles
-    // between `c` and `c - WINDOW`, far from empty and from high.
-    for _ in 0..256 {
-        for p in pfns.iter_mut() {
-            *p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?;
+/// Times rounds of `WINDOW` order-0 allocations then `WINDOW` frees on CPU 0 of a 1 GiB
+/// zone, after a warm-up that stocks the pageset: every call is served by the pageset
+/// (checked on the counters), so the figures are the calls' cost outside any zone lock.
+#[derive(Debug)]
+pub struct PcpBench {
+    pa: PageAllocator,
+    pfns: [Pfn; WINDOW],
+    /// Counters after the warm-up.
+    before: pagealloc::VmEvents,
+    alloc: Vec<f64>,
+    free: Vec<f64>,
+}
+
+impl PcpBench {
+    /// Build the allocator and warm its pageset up.
+    pub fn new() -> Result<PcpBench> {
+        let pa =
+            PageAllocator::new(normal_only_map(1024, 2)?, Tunables::default(), Policy::modern())?;
+        let cpu = pa.cpu(CpuId(0)).context("CPU 0")?;
+        let mut pfns = [Pfn(0); WINDOW];
+        // The first round refills the pageset from the zone; after it the count cycles
+        // between `c` and `c - WINDOW`, far from empty and from high.
+        for _ in 0..256 {
+            for p in pfns.iter_mut() {
+                *p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?;
+            }
+            for &p in &pfns {
+                pa.free_pages(cpu, p, Order(0))?;
+            }
         }
-        for &p in &pfns {
-            pa.free_pages(cpu, p, Order(0))?;
+        let before = pa.vm_events();
+        Ok(PcpBench { pa, pfns, before, alloc: Vec::new(), free: Vec::new() })
+    }
+
+    /// `windows` timed windows; returns this round's median alloc and free.
+    pub fn round(&mut self, windows: usize, clk: &Clock, overhead: f64) -> Result<(f64, f64)> {
+        let (pa, pfns) = (&self.pa, &mut self.pfns);
+        let cpu = pa.cpu(CpuId(0)).context("CPU 0")?;
+        let (a0, f0) = (self.alloc.len(), self.free.len());
+        for _ in 0..windows {
+            let t0 = clk.ns();
+            for p in pfns.iter_mut() {
+                *p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?;
+            }
+            let t1 = clk.ns();
+            for &p in pfns.iter() {
+                pa.free_pages(cpu, p, Order(0))?;
+            }
+            let t2 = clk.ns();
+            self.alloc.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
+            self.free.push(((t2 - t1) as f64 - overhead) / WINDOW as f64);
         }
+        Ok((
+            Summary::of(&mut self.alloc[a0..].to_vec()).median,
+            Summary::of(&mut self.free[f0..].to_vec()).median,
+        ))
     }
-    let before = pa.vm_events();
-    let mut alloc = Vec::with_capacity(plan.pcp_windows);
-    let mut free = Vec::with_capacity(plan.pcp_windows);
-    for _ in 0..plan.pcp_windows {
-        let t0 = clk.ns();
-        for p in pfns.iter_mut() {
-            *p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?;
+
+    /// Check that every timed call stayed on the pageset and summarise.
+    pub fn finish(mut self) -> Result<PcpFigures> {
+        let d = self.pa.vm_events().since(&self.before);
+        let calls = (self.alloc.len() * WINDOW) as u64;
+        let zone_locks_taken = d.get(Counter::ZoneLockAcquire);
+        if zone_locks_taken != 0 {
+            bail!(
+                "pageset timing: the zone lock was taken {zone_locks_taken} times in the timed \
+                 loop, so it did not time the pageset alone"
+            );
         }
-        let t1 = clk.ns();
-        for &p in &pfns {
-            pa.free_pages(cpu, p, Order(0))?;
+        if d.get(Counter::PcpAlloc) != calls || d.get(Counter::PcpFree) != calls {
+            bail!(
+                "pageset timing: {} of {calls} allocations and {} of {calls} frees went \
+                 through the pageset",
+                d.get(Counter::PcpAlloc),
+                d.get(Counter::PcpFree)
+            );
         }
-        let t2 = clk.ns();
-        alloc.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
-        free.push(((t2 - t1) as f64 - overhead) / WINDOW as f64);
+        let snap = self.pa.zones()[0].pcp(CpuId(0)).context("CPU 0's pageset")?;
+        Ok(PcpFigures {
+            alloc: Summary::of(&mut self.alloc),
+            free: Summary::of(&mut self.free),
+            batch: snap.batch,
+            high: snap.high,
+            zone_locks_taken,
+        })
     }
-    let d = pa.vm_events().since(&before);
-    let calls = (plan.pcp_windows * WINDOW) as u64;
-    let zone_locks_taken = d.get(Counter::ZoneLockAcquire);
-    if zone_locks_taken != 0 {
-        bail!(
-            "pageset timing: the zone lock was taken {zone_locks_taken} times in the timed \
-             loop, so it did not time the pageset alone"
-        );
-    }
-    if d.get(Counter::PcpAlloc) != calls || d.get(Counter::PcpFree) != calls {
-        bail!(
-            "pageset timing: {} of {calls} allocations and {} of {calls} frees went through \
-             the pageset",
-            d.get(Counter::PcpAlloc),
-            d.get(Counter::PcpFree)
-        );
-    }
-    let snap = pa.zones()[0].pcp(CpuId(0)).context("CPU 0's pageset")?;
-    Ok(PcpFigures {
-        alloc: Summary::of(&mut alloc),
-        free: Summary::of(&mut free),
-        batch: snap.batch,
-        high: snap.high,
-        zone_locks_taken,
-    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -327,19 +362,17 @@ pub fn pcp(plan: &Plan, clk: &Clock, overhead: f64) -> Result<PcpFigures> {
 /// One uncontended lock+unlock of the project's spin lock (`pagealloc::sync::Mutex`), ns:
 /// the part of a zone-lock hold the event hooks cannot see (they run after the lock is
 /// taken and before it is released).
-pub fn spin_lock_uncontended(plan: &Plan, clk: &Clock, overhead: f64) -> Summary {
+pub fn spin_lock_uncontended(windows: usize, clk: &Clock, overhead: f64, out: &mut Vec<f64>) {
     let m = SpinMutex::new(0u64);
-    let mut v = Vec::with_capacity(plan.lock_windows);
-    for _ in 0..plan.lock_windows {
+    for _ in 0..windows {
         let t0 = clk.ns();
         for _ in 0..WINDOW {
             *black_box(&m).lock() += 1;
         }
         let t1 = clk.ns();
-        v.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
+        out.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
     }
     black_box(*m.lock());
-    Summary::of(&mut v)
 }
 
 /// What a zone-lock hold was for (the driver says before each call).
@@ -386,13 +419,14 @@ struct Hold {
     /// From the clock read in `zone_lock_taken` to the one in `zone_lock_released`, ns.
     held_ns: u64,
     kind: u8,
+    /// The pass of the program.
     round: u32,
 }
 
 /// The event sink that times every zone-lock hold. The driver is one thread; the atomics
 /// are there because a sink must be `Sync`.
 #[derive(Debug)]
-struct HoldTimer {
+pub struct HoldTimer {
     clk: Clock,
     /// Clock at the last `zone_lock_taken`.
     since: AtomicU64,
@@ -470,9 +504,9 @@ pub struct HoldFit {
     pub holds: usize,
     /// The largest hold, in list operations.
     pub max_list_ops: u32,
-    /// Intercepts of one fit per round (spread).
+    /// Intercepts of one fit per pass of the program (spread).
     pub round_intercepts: Summary,
-    /// Slopes of one fit per round (spread).
+    /// Slopes of one fit per pass of the program (spread).
     pub round_slopes: Summary,
     /// A fit per kind of hold (kind, holds, intercept, slope, R²), for the reader: the model
     /// charges one line for all of them.
@@ -498,71 +532,104 @@ pub struct KindFit {
     pub median_list_ops: f64,
 }
 
-/// Drive holds of many sizes through the real allocator with a timing sink and fit
-/// held_ns = a + b·list_ops on the medians per list-op bucket.
-pub fn zone_lock_holds(plan: &Plan, clk: &Clock) -> Result<HoldFit> {
-    let mut allocators = Vec::new();
-    for c in HOLD_CONFIGS {
-        let t = Tunables {
-            percpu_pagelist_high_fraction: c.high_fraction,
-            pcp_batch_scale_max: c.scale_max,
-            ..Tunables::default()
-        };
-        let sink = HoldTimer {
-            clk: *clk,
-            since: AtomicU64::new(0),
-            kind: AtomicU8::new(0),
-            round: AtomicU32::new(0),
-            holds: StdMutex::new(Vec::with_capacity(1 << 16)),
-        };
-        let pa = PageAllocator::with_events(normal_only_map(c.mib, 2)?, t, Policy::modern(), sink)?;
-        // The holds that put the memory on the free lists are not part of the program.
-        pa.events().holds.lock().expect("not poisoned").clear();
-        allocators.push((c, pa));
-    }
-    let mut rng = Rng::new(0xca1b_0a7e);
-    let mut pfns: Vec<Pfn> = Vec::with_capacity(4096);
-    let mut blocks: Vec<(Pfn, Order)> = Vec::with_capacity(BUDDY_BLOCKS);
-    for round in 0..plan.hold_rounds {
-        for (c, pa) in &allocators {
-            let cpu = pa.cpu(CpuId(0)).context("CPU 0")?;
-            let ev = pa.events();
-            ev.round.store(round as u32, Ordering::Relaxed);
-            let cap = (c.mib << 20) as usize / PAGE / 4;
-            for &n in HOLD_SIZES.iter().filter(|&&n| n <= cap) {
-                ev.kind.store(HoldKind::Refill as u8, Ordering::Relaxed);
-                for _ in 0..n {
-                    pfns.push(pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?);
-                }
-                shuffle(&mut pfns, &mut rng);
-                ev.kind.store(HoldKind::HighDrain as u8, Ordering::Relaxed);
-                for p in pfns.drain(..) {
-                    pa.free_pages(cpu, p, Order(0))?;
-                }
-                ev.kind.store(HoldKind::Drain as u8, Ordering::Relaxed);
-                pa.drain_all_pages(cpu, None);
+/// Drives holds of many sizes through the real allocator with a timing sink; the fit of
+/// held_ns = a + b·list_ops on the medians per list-op bucket is made at the end.
+#[derive(Debug)]
+pub struct HoldBench {
+    allocators: Vec<(HoldConfig, PageAllocator<HoldTimer>)>,
+    rng: Rng,
+    pfns: Vec<Pfn>,
+    blocks: Vec<(Pfn, Order)>,
+    /// Passes run so far (each hold carries the number of its pass).
+    passes: u32,
+}
 
-                ev.kind.store(HoldKind::BuddyAlloc as u8, Ordering::Relaxed);
-                for _ in 0..BUDDY_BLOCKS {
-                    let order = Order(4 + rng.below(3) as u8);
-                    blocks.push((pa.alloc_pages(cpu, Gfp::KERNEL, order)?, order));
-                }
-                shuffle(&mut blocks, &mut rng);
-                ev.kind.store(HoldKind::BuddyFree as u8, Ordering::Relaxed);
-                for (p, o) in blocks.drain(..) {
-                    pa.free_pages(cpu, p, o)?;
+impl HoldBench {
+    /// Build one allocator per configuration, with every frame free.
+    pub fn new(clk: &Clock) -> Result<HoldBench> {
+        let mut allocators = Vec::new();
+        for c in HOLD_CONFIGS {
+            let t = Tunables {
+                percpu_pagelist_high_fraction: c.high_fraction,
+                pcp_batch_scale_max: c.scale_max,
+                ..Tunables::default()
+            };
+            let sink = HoldTimer {
+                clk: *clk,
+                since: AtomicU64::new(0),
+                kind: AtomicU8::new(0),
+                round: AtomicU32::new(0),
+                holds: StdMutex::new(Vec::with_capacity(1 << 16)),
+            };
+            let pa =
+                PageAllocator::with_events(normal_only_map(c.mib, 2)?, t, Policy::modern(), sink)?;
+            // The holds that put the memory on the free lists are not part of the program.
+            pa.events().holds.lock().expect("not poisoned").clear();
+            allocators.push((c, pa));
+        }
+        Ok(HoldBench {
+            allocators,
+            rng: Rng::new(0xca1b_0a7e),
+            pfns: Vec::with_capacity(4096),
+            blocks: Vec::with_capacity(BUDDY_BLOCKS),
+            passes: 0,
+        })
+    }
+
+    /// `passes` passes of the program: on every configuration, for every size n, allocate n
+    /// order-0 pages (refills), free them in random order (drains at high), drain every
+    /// pageset, then allocate and free `BUDDY_BLOCKS` order-4..6 blocks (straight to the
+    /// buddy lists).
+    pub fn round(&mut self, passes: usize) -> Result<()> {
+        let HoldBench { allocators, rng, pfns, blocks, .. } = self;
+        for _ in 0..passes {
+            for (c, pa) in allocators.iter() {
+                let cpu = pa.cpu(CpuId(0)).context("CPU 0")?;
+                let ev = pa.events();
+                ev.round.store(self.passes, Ordering::Relaxed);
+                let kind = |k: HoldKind| ev.kind.store(k as u8, Ordering::Relaxed);
+                let cap = (c.mib << 20) as usize / PAGE / 4;
+                for &n in HOLD_SIZES.iter().filter(|&&n| n <= cap) {
+                    kind(HoldKind::Refill);
+                    for _ in 0..n {
+                        pfns.push(pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?);
+                    }
+                    shuffle(pfns, rng);
+                    kind(HoldKind::HighDrain);
+                    for p in pfns.drain(..) {
+                        pa.free_pages(cpu, p, Order(0))?;
+                    }
+                    kind(HoldKind::Drain);
+                    pa.drain_all_pages(cpu, None);
+
+                    kind(HoldKind::BuddyAlloc);
+                    for _ in 0..BUDDY_BLOCKS {
+                        let order = Order(4 + rng.below(3) as u8);
+                        blocks.push((pa.alloc_pages(cpu, Gfp::KERNEL, order)?, order));
+                    }
+                    shuffle(blocks, rng);
+                    kind(HoldKind::BuddyFree);
+                    for (p, o) in blocks.drain(..) {
+                        pa.free_pages(cpu, p, o)?;
+                    }
                 }
             }
+            self.passes += 1;
         }
+        Ok(())
     }
-    let mut holds = Vec::new();
-    for (_, pa) in &allocators {
-        if pa.nr_free_pages() != pa.managed_pages() {
-            bail!("zone-lock program: pages left allocated after every block was freed");
+
+    /// Check that every page came back and fit.
+    pub fn finish(self, quick: bool) -> Result<HoldFit> {
+        let mut holds = Vec::new();
+        for (_, pa) in &self.allocators {
+            if pa.nr_free_pages() != pa.managed_pages() {
+                bail!("zone-lock program: pages left allocated after every block was freed");
+            }
+            holds.extend(pa.events().holds.lock().expect("not poisoned").iter().copied());
         }
-        holds.extend(pa.events().holds.lock().expect("not poisoned").iter().copied());
+        fit_holds(quick, self.passes, &holds)
     }
-    fit_holds(plan, &holds)
 }
 
 /// (list ops, held ns) of the holds of `kind` in `round` (`None`: every round).
@@ -581,15 +648,15 @@ fn pooled_points(holds: &[Hold], round: Option<u32>, min_n: usize) -> Vec<(f64, 
     HoldKind::ALL.iter().flat_map(|&k| bucket_medians(&samples(holds, k, round), min_n)).collect()
 }
 
-fn fit_holds(plan: &Plan, holds: &[Hold]) -> Result<HoldFit> {
-    let min_n = if plan.quick { 2 } else { 5 };
+fn fit_holds(quick: bool, passes: u32, holds: &[Hold]) -> Result<HoldFit> {
+    let min_n = if quick { 2 } else { 5 };
     let points = pooled_points(holds, None, min_n);
     let Some((a, b, r2)) = linear_fit(&points) else {
         bail!("zone-lock fit: fewer than two hold sizes with {min_n} holds each");
     };
     let (mut ra, mut rb) = (Vec::new(), Vec::new());
-    for round in 0..plan.hold_rounds as u32 {
-        if let Some((a, b, _)) = linear_fit(&pooled_points(holds, Some(round), 1)) {
+    for pass in 0..passes {
+        if let Some((a, b, _)) = linear_fit(&pooled_points(holds, Some(pass), 1)) {
             ra.push(a);
             rb.push(b);
         }
@@ -717,114 +784,141 @@ fn walk_chain(locks: &[OwnPage<SpinMutex<u32>>]) -> usize {
     i
 }
 
+/// One repetition of the handoff measurement: (flag one-way ns, walk samples, the timing
+/// thread's CPUs before/after, the partner's).
+type HandoffRep = (f64, Vec<f64>, [Option<u32>; 2], [Option<u32>; 2]);
+
 /// Two threads take turns (a flag) at walking a chain of `WINDOW` spin locks, each on its
 /// own page; the thread under test times its walks, so every acquisition it times is of a
 /// lock the other thread released last. Per acquisition, less the uncontended lock+unlock,
 /// is the lock's cache line coming over from the other core. Each repetition also times a
 /// flag-only ping-pong for comparison. Threads are not pinned (the lab has no pinning):
 /// repetitions in which both ran on one CPU are dropped.
-pub fn handoff(
-    plan: &Plan,
-    clk: &Clock,
-    overhead: f64,
-    uncontended: f64,
-) -> Result<HandoffFigures> {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cpus < 2 {
-        bail!("lock_handoff_ns needs two CPUs; this machine has one");
+#[derive(Debug)]
+pub struct HandoffBench {
+    locks: Vec<OwnPage<SpinMutex<u32>>>,
+    reps: Vec<HandoffRep>,
+}
+
+impl HandoffBench {
+    /// The chain of locks; fails on a machine with one CPU.
+    pub fn new() -> Result<HandoffBench> {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cpus < 2 {
+            bail!("lock_handoff_ns needs two CPUs; this machine has one");
+        }
+        let mut order: Vec<u32> = (0..WINDOW as u32).collect();
+        shuffle(&mut order, &mut Rng::new(0x10c4));
+        // One cycle through every lock: lock order[k] holds order[k + 1].
+        let mut next = [0u32; WINDOW];
+        for k in 0..WINDOW {
+            next[order[k] as usize] = order[(k + 1) % WINDOW];
+        }
+        let locks = next.iter().map(|&n| OwnPage(SpinMutex::new(n))).collect();
+        Ok(HandoffBench { locks, reps: Vec::new() })
     }
-    let mut order: Vec<u32> = (0..WINDOW as u32).collect();
-    shuffle(&mut order, &mut Rng::new(0x10c4));
-    // One cycle through every lock: lock order[k] holds order[k + 1].
-    let mut next = [0u32; WINDOW];
-    for k in 0..WINDOW {
-        next[order[k] as usize] = order[(k + 1) % WINDOW];
-    }
-    let locks: Vec<OwnPage<SpinMutex<u32>>> =
-        next.iter().map(|&n| OwnPage(SpinMutex::new(n))).collect();
-    let turn = Padded(AtomicU32::new(0));
-    // The repetition the partner has started: the timing thread starts its clock only once
-    // the partner is awake (a barrier's wake-up takes microseconds).
-    let ready = Padded(AtomicU32::new(u32::MAX));
-    let barrier = Barrier::new(2);
-    let (reps, trips, walks) = (plan.handoff_reps, plan.handoff_round_trips, plan.handoff_walks);
-    // Per repetition: (flag one-way ns, walk samples, my CPUs before/after, partner's).
-    type Rep = (f64, Vec<f64>, [Option<u32>; 2], [Option<u32>; 2]);
-    let out: Vec<Rep> = std::thread::scope(|s| {
-        let partner = s.spawn(|| {
-            let mut cpus = Vec::with_capacity(reps);
+
+    /// `plan.handoff_reps` repetitions with a partner thread; returns this round's median
+    /// acquisition (over the repetitions on two CPUs, NaN if none).
+    pub fn round(&mut self, plan: &Plan, clk: &Clock, overhead: f64) -> f64 {
+        let locks = &self.locks[..];
+        let turn = Padded(AtomicU32::new(0));
+        // The repetition the partner has started: the timing thread starts its clock only
+        // once the partner is awake (a barrier's wake-up takes microseconds).
+        let ready = Padded(AtomicU32::new(u32::MAX));
+        let barrier = Barrier::new(2);
+        let (reps, trips, walks) =
+            (plan.handoff_reps, plan.handoff_round_trips, plan.handoff_walks);
+        let out: Vec<HandoffRep> = std::thread::scope(|s| {
+            let partner = s.spawn(|| {
+                let mut cpus = Vec::with_capacity(reps);
+                for rep in 0..reps as u32 {
+                    let before = current_cpu();
+                    barrier.wait();
+                    ready.0.store(rep, Ordering::Release);
+                    ping_pong(1, &turn.0, trips);
+                    for _ in 0..walks {
+                        wait_turn(&turn.0, 1);
+                        black_box(walk_chain(locks));
+                        turn.0.store(0, Ordering::Release);
+                    }
+                    cpus.push([before, current_cpu()]);
+                }
+                cpus
+            });
+            let mut mine = Vec::with_capacity(reps);
             for rep in 0..reps as u32 {
+                // The partner is at the barrier or on its way: nobody reads the flag now.
+                turn.0.store(0, Ordering::Relaxed);
                 let before = current_cpu();
                 barrier.wait();
-                ready.0.store(rep, Ordering::Release);
-                ping_pong(1, &turn.0, trips);
-                for _ in 0..walks {
-                    wait_turn(&turn.0, 1);
-                    black_box(walk_chain(&locks));
-                    turn.0.store(0, Ordering::Release);
+                while ready.0.load(Ordering::Acquire) != rep {
+                    std::hint::spin_loop();
                 }
-                cpus.push([before, current_cpu()]);
-            }
-            cpus
-        });
-        let mut mine = Vec::with_capacity(reps);
-        for rep in 0..reps as u32 {
-            // The partner is at the barrier or on its way: nobody reads the flag now.
-            turn.0.store(0, Ordering::Relaxed);
-            let before = current_cpu();
-            barrier.wait();
-            while ready.0.load(Ordering::Acquire) != rep {
-                std::hint::spin_loop();
-            }
-            let t0 = clk.ns();
-            ping_pong(0, &turn.0, trips);
-            // The partner's last half round trip, so the window holds 2·trips of them.
-            wait_turn(&turn.0, 0);
-            let t1 = clk.ns();
-            let flag = (t1 - t0) as f64 / (2 * trips) as f64;
-            // The partner walks first, so every timed walk finds the locks in its cache.
-            turn.0.store(1, Ordering::Release);
-            let mut samples = Vec::with_capacity(walks);
-            for _ in 0..walks {
-                wait_turn(&turn.0, 0);
                 let t0 = clk.ns();
-                black_box(walk_chain(&locks));
+                ping_pong(0, &turn.0, trips);
+                // The partner's last half round trip, so the window holds 2·trips of them.
+                wait_turn(&turn.0, 0);
                 let t1 = clk.ns();
+                let flag = (t1 - t0) as f64 / (2 * trips) as f64;
+                // The partner walks first, so every timed walk finds the locks in its cache.
                 turn.0.store(1, Ordering::Release);
-                samples.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
+                let mut samples = Vec::with_capacity(walks);
+                for _ in 0..walks {
+                    wait_turn(&turn.0, 0);
+                    let t0 = clk.ns();
+                    black_box(walk_chain(locks));
+                    let t1 = clk.ns();
+                    turn.0.store(1, Ordering::Release);
+                    samples.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
+                }
+                mine.push((flag, samples, [before, current_cpu()]));
             }
-            mine.push((flag, samples, [before, current_cpu()]));
+            let theirs = partner.join().expect("handoff partner panicked");
+            mine.into_iter().zip(theirs).map(|((f, w, a), b)| (f, w, a, b)).collect()
+        });
+        let mut this: Vec<f64> =
+            out.iter().filter(|r| apart(r)).flat_map(|r| r.1.iter().copied()).collect();
+        self.reps.extend(out);
+        Summary::of(&mut this).median
+    }
+
+    /// Drop the repetitions run on one CPU and summarise; `uncontended` is the lock+unlock
+    /// taken off each acquisition.
+    pub fn finish(self, quick: bool, uncontended: f64) -> Result<HandoffFigures> {
+        let reps = self.reps.len();
+        let same = self.reps.iter().filter(|r| !apart(r)).count();
+        // A quick run on a busy machine may find no repetition on two CPUs throughout; it
+        // then keeps them all (and says so): the medians still shed the windows that waited
+        // for a time slice. A real calibration refuses.
+        let unchecked = same == reps;
+        if unchecked && !quick {
+            bail!(
+                "lock handoff: in every one of {reps} repetitions the two threads shared a \
+                 CPU (or /proc/thread-self/stat was unreadable); the machine is too busy"
+            );
         }
-        let theirs = partner.join().expect("handoff partner panicked");
-        mine.into_iter().zip(theirs).map(|((f, w, a), b)| (f, w, a, b)).collect()
-    });
-    let apart = |r: &Rep| (0..2).all(|i| matches!((r.2[i], r.3[i]), (Some(x), Some(y)) if x != y));
-    let same = out.iter().filter(|r| !apart(r)).count();
-    // A quick run on a busy machine may find no repetition on two CPUs throughout; it then
-    // keeps them all (and says so): the medians still shed the windows that waited for a
-    // time slice. A real calibration refuses.
-    let unchecked = same == reps;
-    if unchecked && !plan.quick {
-        bail!(
-            "lock handoff: in every one of {reps} repetitions the two threads shared a CPU \
-             (or /proc/thread-self/stat was unreadable); the machine is too busy"
-        );
+        let (mut flag, mut acq) = (Vec::new(), Vec::new());
+        for r in self.reps.iter().filter(|r| unchecked || apart(r)) {
+            flag.push(r.0);
+            acq.extend_from_slice(&r.1);
+        }
+        let acquisition = Summary::of(&mut acq);
+        Ok(HandoffFigures {
+            handoff: acquisition.shifted(-uncontended),
+            acquisition,
+            flag_one_way: Summary::of(&mut flag),
+            reps_kept: if unchecked { reps } else { reps - same },
+            reps_same_cpu: same,
+            unchecked,
+            pinned: false,
+        })
     }
-    let (mut flag, mut acq) = (Vec::new(), Vec::new());
-    for r in out.iter().filter(|r| unchecked || apart(r)) {
-        flag.push(r.0);
-        acq.extend_from_slice(&r.1);
-    }
-    let acquisition = Summary::of(&mut acq);
-    Ok(HandoffFigures {
-        handoff: acquisition.shifted(-uncontended),
-        acquisition,
-        flag_one_way: Summary::of(&mut flag),
-        reps_kept: if unchecked { reps } else { reps - same },
-        reps_same_cpu: same,
-        unchecked,
-        pinned: false,
-    })
+}
+
+/// Were the two threads of a repetition on different CPUs before and after it?
+fn apart(r: &HandoffRep) -> bool {
+    (0..2).all(|i| matches!((r.2[i], r.3[i]), (Some(x), Some(y)) if x != y))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -849,63 +943,108 @@ pub struct TouchFigures {
     pub evict_bytes: u64,
 }
 
-/// Write whole pages (`fill`, a `memset` like the kernel's `clear_page`) in shuffled page
+/// Writes whole pages (`fill`, a `memset` like the kernel's `clear_page`) in shuffled page
 /// order, `WINDOW` pages per window: hot from a region a quarter of the LLC that stays in
 /// it, cold from a pre-faulted region `cold_llc_multiple` LLCs large, each page once per
 /// pass, after writing an eviction buffer twice the LLC. Plain `Vec<u8>`s with 4 KiB pages
 /// (no THP advice), so both figures include the TLB misses of the page walk.
-pub fn page_touch(plan: &Plan, clk: &Clock, overhead: f64) -> Result<TouchFigures> {
-    let sysfs = std::path::Path::new("/sys/devices/system/cpu");
-    let found = crate::cacheinfo::llc_bytes(sysfs, 0);
-    let llc = found.unwrap_or(32 << 20);
-    let mut rng = Rng::new(0x70c4);
+#[derive(Debug)]
+pub struct TouchBench {
+    llc: u64,
+    llc_from_sysfs: bool,
+    hot_region: Vec<u8>,
+    hot_order: Vec<usize>,
+    cold_region: Vec<u8>,
+    cold_order: Vec<usize>,
+    evict: Vec<u8>,
+    rng: Rng,
+    /// Passes so far: the byte each pass writes.
+    passes: u8,
+    hot: Vec<f64>,
+    cold: Vec<f64>,
+}
 
-    let hot_pages = (llc as usize / 4 / PAGE).max(WINDOW * 4);
-    let mut hot_region = vec![0u8; hot_pages * PAGE];
-    // Fault every page in, then once more so the region sits in the caches.
-    hot_region.fill(1);
-    hot_region.fill(2);
-    let mut order: Vec<usize> = (0..hot_pages).collect();
-    shuffle(&mut order, &mut rng);
-    let mut hot = Vec::with_capacity(plan.hot_passes * hot_pages / WINDOW);
-    for pass in 0..plan.hot_passes {
-        touch_pass(&mut hot_region, &order, pass as u8, clk, overhead, &mut hot);
+impl TouchBench {
+    /// Size the regions from the LLC (sysfs; 32 MiB if it says nothing) and fault them in.
+    pub fn new(plan: &Plan) -> TouchBench {
+        let sysfs = std::path::Path::new("/sys/devices/system/cpu");
+        let found = crate::cacheinfo::llc_bytes(sysfs, 0);
+        let llc = found.unwrap_or(32 << 20);
+        let mut rng = Rng::new(0x70c4);
+        let hot_pages = (llc as usize / 4 / PAGE).max(WINDOW * 4);
+        let mut hot_region = vec![0u8; hot_pages * PAGE];
+        hot_region.fill(1);
+        let mut hot_order: Vec<usize> = (0..hot_pages).collect();
+        shuffle(&mut hot_order, &mut rng);
+        let cold_pages = (llc * plan.cold_llc_multiple) as usize / PAGE;
+        let mut cold_region = vec![0u8; cold_pages * PAGE];
+        cold_region.fill(1);
+        let mut evict = vec![0u8; 2 * llc as usize];
+        evict.fill(1);
+        TouchBench {
+            llc,
+            llc_from_sysfs: found.is_some(),
+            hot_region,
+            hot_order,
+            cold_region,
+            cold_order: (0..cold_pages).collect(),
+            evict,
+            rng,
+            passes: 0,
+            hot: Vec::new(),
+            cold: Vec::new(),
+        }
     }
-    drop(hot_region);
 
-    let cold_pages = (llc * plan.cold_llc_multiple) as usize / PAGE;
-    let mut cold_region = vec![0u8; cold_pages * PAGE];
-    cold_region.fill(1);
-    let mut evict = vec![0u8; 2 * llc as usize];
-    let mut order: Vec<usize> = (0..cold_pages).collect();
-    let mut cold = Vec::with_capacity(plan.cold_passes * cold_pages / WINDOW);
-    for pass in 0..plan.cold_passes {
-        evict.fill(pass as u8 + 2);
-        black_box(&mut evict[..]);
-        shuffle(&mut order, &mut rng);
-        touch_pass(&mut cold_region, &order, pass as u8 + 3, clk, overhead, &mut cold);
+    /// `plan.hot_passes` over the hot region (the first one untimed, to bring it back into
+    /// the LLC), then `plan.cold_passes` over the cold one; returns this round's medians.
+    pub fn round(&mut self, plan: &Plan, clk: &Clock, overhead: f64) -> (f64, f64) {
+        let (h0, c0) = (self.hot.len(), self.cold.len());
+        let mut scratch = Vec::new();
+        touch_pass(&mut self.hot_region, &self.hot_order, self.passes, clk, 0.0, &mut scratch);
+        for _ in 0..plan.hot_passes {
+            self.passes = self.passes.wrapping_add(1);
+            let v = self.passes;
+            touch_pass(&mut self.hot_region, &self.hot_order, v, clk, overhead, &mut self.hot);
+        }
+        for _ in 0..plan.cold_passes {
+            self.passes = self.passes.wrapping_add(1);
+            self.evict.fill(self.passes);
+            black_box(&mut self.evict[..]);
+            shuffle(&mut self.cold_order, &mut self.rng);
+            let v = self.passes;
+            touch_pass(&mut self.cold_region, &self.cold_order, v, clk, overhead, &mut self.cold);
+        }
+        (
+            Summary::of(&mut self.hot[h0..].to_vec()).median,
+            Summary::of(&mut self.cold[c0..].to_vec()).median,
+        )
     }
-    let (hot, cold) = (Summary::of(&mut hot), Summary::of(&mut cold));
-    // A quick run on a busy machine (other processes flushing the LLC) may not tell them
-    // apart; it goes on and the table says so. A real calibration refuses.
-    if cold.median < hot.median && !plan.quick {
-        bail!(
-            "page touch: a cold page ({:.1} ns) measured cheaper than a hot one ({:.1} ns); \
-             is the LLC really {} MiB?",
-            cold.median,
-            hot.median,
-            llc >> 20
-        );
+
+    /// Summarise; a real calibration refuses cold writes that came out cheaper than hot.
+    pub fn finish(mut self, quick: bool) -> Result<TouchFigures> {
+        let (hot, cold) = (Summary::of(&mut self.hot), Summary::of(&mut self.cold));
+        // A quick run on a busy machine (other processes flushing the LLC) may not tell them
+        // apart; it goes on and the table says so.
+        if cold.median < hot.median && !quick {
+            bail!(
+                "page touch: a cold page ({:.1} ns) measured cheaper than a hot one ({:.1} ns); \
+                 is the LLC really {} MiB?",
+                cold.median,
+                hot.median,
+                self.llc >> 20
+            );
+        }
+        Ok(TouchFigures {
+            hot,
+            cold,
+            llc_bytes: self.llc,
+            llc_from_sysfs: self.llc_from_sysfs,
+            hot_bytes: self.hot_region.len() as u64,
+            cold_bytes: self.cold_region.len() as u64,
+            evict_bytes: self.evict.len() as u64,
+        })
     }
-    Ok(TouchFigures {
-        hot,
-        cold,
-        llc_bytes: llc,
-        llc_from_sysfs: found.is_some(),
-        hot_bytes: (hot_pages * PAGE) as u64,
-        cold_bytes: (cold_pages * PAGE) as u64,
-        evict_bytes: 2 * llc,
-    })
 }
 
 /// Write the pages of `region` in `order`, timing each `WINDOW` of them.
@@ -1035,12 +1174,29 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 // ---------------------------------------------------------------------------------------------
 // Everything
 
+/// Each round's medians, to show how far the machine's speed drifted during the run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RoundMedians {
+    /// One clock read, ns.
+    pub timer: Vec<f64>,
+    /// `pcp_alloc_ns`.
+    pub pcp_alloc: Vec<f64>,
+    /// `pcp_free_ns`.
+    pub pcp_free: Vec<f64>,
+    /// Acquisition of a lock the other thread released last (NaN: no repetition on two CPUs).
+    pub handoff_acquisition: Vec<f64>,
+    /// `page_touch_hot_ns`.
+    pub hot: Vec<f64>,
+    /// `page_touch_cold_ns`.
+    pub cold: Vec<f64>,
+}
+
 /// Every measurement of one calibration.
 #[derive(Clone, Debug, Serialize)]
 pub struct Calibration {
     /// The plan followed.
     pub plan: Plan,
-    /// One clock read, ns (subtracted from every window).
+    /// One clock read, ns (each round's median is subtracted from that round's windows).
     pub timer_overhead: Summary,
     /// The pageset fast path.
     pub pcp: PcpFigures,
@@ -1048,17 +1204,19 @@ pub struct Calibration {
     pub lock_uncontended: Summary,
     /// The zone-lock hold fit.
     pub holds: HoldFit,
-    /// The ping-pong.
+    /// The handoff.
     pub handoff: HandoffFigures,
     /// Page writes.
     pub touch: TouchFigures,
+    /// Per-round medians.
+    pub rounds: RoundMedians,
     /// The machine.
     pub machine: Machine,
 }
 
 impl Calibration {
     /// The fixed part of a hold as the hooks see it: the fit's intercept less the clock read
-    /// inside each timed hold, ns, with the per-round spread. May come out below 0: it is
+    /// inside each timed hold, ns, with the per-pass spread. May come out below 0: it is
     /// smaller than the clock's steps (10 ns on some virtual machines).
     pub fn hook_visible_base(&self) -> Summary {
         let s = self.holds.round_intercepts.shifted(-self.timer_overhead.median);
@@ -1073,30 +1231,49 @@ impl Calibration {
     }
 }
 
-/// Run every measurement, saying what starts on `progress`.
+/// Run every measurement, `plan.rounds` times in turn, saying what it does on `progress`.
 pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
     let clk = Clock::new();
-    progress("clock read overhead");
-    let timer = timer_overhead(&clk, plan.timer_pairs);
-    let ovh = timer.median;
-    progress("pageset alloc/free (one thread, 1 GiB zone)");
-    let pcp = pcp(plan, &clk, ovh)?;
-    progress("uncontended spin lock");
-    let lock = spin_lock_uncontended(plan, &clk, ovh);
-    progress("zone-lock holds (5 zones x 10 sizes, timed in the event hooks)");
-    let holds = zone_lock_holds(plan, &clk)?;
-    progress("lock handoff (two threads taking turns at a chain of spin locks)");
-    let handoff = handoff(plan, &clk, ovh, lock.median)?;
-    progress("hot and cold page writes");
-    let touch = page_touch(plan, &clk, ovh)?;
+    progress(
+        "setting up: a 1 GiB allocator with a warm pageset, 5 allocators for the zone-lock \
+              program, the page-write regions (faulted in)",
+    );
+    let mut pcp = PcpBench::new()?;
+    let mut holds = HoldBench::new(&clk)?;
+    let mut handoff = HandoffBench::new()?;
+    let mut touch = TouchBench::new(plan);
+    let (mut timer, mut lock) = (Vec::new(), Vec::new());
+    let mut rounds = RoundMedians::default();
+    for r in 0..plan.rounds {
+        progress(&format!(
+            "round {}/{}: clock, pageset, spin lock, zone-lock holds, handoff, page writes",
+            r + 1,
+            plan.rounds
+        ));
+        let t0 = timer.len();
+        timer_overhead(&clk, plan.timer_pairs, &mut timer);
+        let ovh = Summary::of(&mut timer[t0..].to_vec()).median;
+        rounds.timer.push(ovh);
+        let (a, f) = pcp.round(plan.pcp_windows, &clk, ovh)?;
+        rounds.pcp_alloc.push(a);
+        rounds.pcp_free.push(f);
+        spin_lock_uncontended(plan.lock_windows, &clk, ovh, &mut lock);
+        holds.round(plan.hold_passes)?;
+        rounds.handoff_acquisition.push(handoff.round(plan, &clk, ovh));
+        let (h, c) = touch.round(plan, &clk, ovh);
+        rounds.hot.push(h);
+        rounds.cold.push(c);
+    }
+    let lock = Summary::of(&mut lock);
     Ok(Calibration {
         plan: *plan,
-        timer_overhead: timer,
-        pcp,
+        timer_overhead: Summary::of(&mut timer),
+        pcp: pcp.finish()?,
         lock_uncontended: lock,
-        holds,
-        handoff,
-        touch,
+        holds: holds.finish(plan.quick)?,
+        handoff: handoff.finish(plan.quick, lock.median)?,
+        touch: touch.finish(plan.quick)?,
+        rounds,
         machine: Machine::read(),
     })
 }
@@ -1188,8 +1365,9 @@ mod tests {
 
     #[test]
     fn the_hold_timer_sees_every_hold_with_its_list_work() {
-        let plan = Plan { hold_rounds: 1, ..Plan::QUICK };
-        let fit = zone_lock_holds(&plan, &Clock::new()).unwrap();
+        let mut bench = HoldBench::new(&Clock::new()).unwrap();
+        bench.round(1).unwrap();
+        let fit = bench.finish(true).unwrap();
         assert!(fit.holds > 100 && fit.buckets >= 2, "{fit:?}");
         assert!(fit.max_list_ops > 100, "long drains were driven: {}", fit.max_list_ops);
         for k in &fit.by_kind {
@@ -1200,7 +1378,10 @@ mod tests {
     #[test]
     fn the_pageset_loop_takes_no_zone_lock() {
         let clk = Clock::new();
-        let p = pcp(&Plan { pcp_windows: 200, ..Plan::QUICK }, &clk, 0.0).unwrap();
+        let mut bench = PcpBench::new().unwrap();
+        bench.round(100, &clk, 0.0).unwrap();
+        bench.round(100, &clk, 0.0).unwrap();
+        let p = bench.finish().unwrap();
         assert_eq!(p.zone_locks_taken, 0);
         assert!(p.batch > WINDOW as i32 && p.alloc.n == 200, "{p:?}");
     }

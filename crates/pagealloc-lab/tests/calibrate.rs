@@ -78,7 +78,7 @@ fn writes_a_loadable_profile_and_prints_the_table() {
     assert!(table.contains("p10..p90") && table.contains("QUICK RUN"), "{table}");
     assert!(table.contains("zone lock taken 0 times"), "{table}");
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
-    assert!(err.contains("[6/6]") && err.contains("wrote"), "progress on stderr: {err}");
+    assert!(err.contains("round 2/2") && err.contains("wrote"), "progress on stderr: {err}");
 }
 
 fn without_out_the_toml_goes_to_stdout_and_json_has_every_spread() {
@@ -114,6 +114,7 @@ fn without_out_the_toml_goes_to_stdout_and_json_has_every_spread() {
     assert_eq!(c["pcp"]["zone_locks_taken"], 0);
     assert!(c["holds"]["r2"].as_f64().unwrap() <= 1.0);
     assert!(c["holds"]["holds"].as_u64().unwrap() > 1000);
+    assert_eq!(c["rounds"]["pcp_alloc"].as_array().unwrap().len(), 2, "per-round medians");
     assert!(doc["profile"]["remote_factor_source"]
         .as_str()
         .unwrap()

@@ -32,7 +32,8 @@ pub struct Args {
 /// Text of `--help` after the options.
 pub const AFTER_HELP: &str = "\
 What is measured (release build, one median per field over many timed windows of >= 16 \
-operations, the cost of one clock read taken off each window):
+operations, the cost of one clock read taken off each window; every measurement runs a share \
+of its work in each of 128 rounds, so all figures come from the same stretch of time):
   pcp_alloc_ns, pcp_free_ns   order-0 alloc/free served by CPU 0's pageset, 1 GiB zone;
                               checked: the zone lock is never taken in the timed loop
   zone_lock_base_ns,          every zone-lock hold of a program of refills, drains and
@@ -70,9 +71,16 @@ fn rows(c: &Calibration) -> Vec<Row> {
         used_for,
     };
     let list_op = Summary { median: c.holds.per_op_ns, ..c.holds.round_slopes };
-    // The spread of the base is the per-round fits' (hook-visible part + lock+unlock), before
-    // the hook-visible part is floored at 0.
-    let base_spread = c.hook_visible_base().shifted(c.lock_uncontended.median);
+    // The per-pass fits' spread through the same floor (monotone, so it maps quantiles to
+    // quantiles); the notes print the hook-visible part before the floor.
+    let vis = c.hook_visible_base();
+    let lock = c.lock_uncontended.median;
+    let base_spread = Summary {
+        median: c.zone_lock_base(),
+        p10: vis.p10.max(0.0) + lock,
+        p90: vis.p90.max(0.0) + lock,
+        n: vis.n,
+    };
     vec![
         row("pcp_alloc_ns", c.pcp.alloc, "every allocation call, outside any zone lock"),
         row("pcp_free_ns", c.pcp.free, "every free call, outside any zone lock"),
@@ -128,15 +136,17 @@ fn profile(c: &Calibration, method: String) -> CostProfile {
 fn method(c: &Calibration, command: &str, date: &str) -> String {
     let p = &c.plan;
     format!(
-        "`{command}`, {} build{}, {date}: medians of {} pageset windows of {w} allocs + {w} \
-         frees, {} zone-lock holds in {} rounds (fit on {} list-op buckets, R² {:.3}), {} \
-         handoff repetitions of {} timed lock-chain walks, {} hot and {} cold page-write windows of {w} \
-         pages; one clock read ({:.1} ns) taken off each window",
+        "`{command}`, {} build{}, {date}: {} rounds, each running every measurement in turn; \
+         medians of {} pageset windows of {w} allocs + {w} frees, {} zone-lock holds from {} \
+         passes (fit on {} bucket medians, R² {:.3}), {} handoff repetitions of {} timed \
+         walks of a {w}-lock chain, {} hot and {} cold page-write windows of {w} pages; one \
+         clock read (median {:.1} ns) taken off each window",
         if cfg!(debug_assertions) { "debug" } else { "release" },
         if p.quick { ", QUICK run (rough figures)" } else { "" },
+        p.rounds,
         c.pcp.alloc.n,
         c.holds.holds,
-        p.hold_rounds,
+        c.holds.round_slopes.n,
         c.holds.buckets,
         c.holds.r2,
         c.handoff.reps_kept,
@@ -146,6 +156,18 @@ fn method(c: &Calibration, command: &str, date: &str) -> String {
         c.timer_overhead.median,
         w = calibrate::WINDOW,
     )
+}
+
+/// `min..max` of per-round medians (NaNs, from rounds that measured nothing, left out).
+fn range(v: &[f64]) -> String {
+    let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if v.is_empty() {
+        "-".to_owned()
+    } else {
+        format!("{lo:.1}..{hi:.1}")
+    }
 }
 
 /// The TOML file: a header saying where it comes from, then the profile.
@@ -227,17 +249,20 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
         s,
         "- zone lock: {} holds (1..{} list ops), bucket medians per kind of hold ({} points) \
          fitted with relative least squares: held_ns = {:.1} + {:.2} x list_ops, R² {:.4}; \
-         spreads over {} per-round fits",
+         spreads over {} per-pass fits",
         h.holds, h.max_list_ops, h.buckets, h.intercept_ns, h.per_op_ns, h.r2, h.round_slopes.n
     );
     let _ = writeln!(
         s,
-        "  base = max(0, {:.1} - {:.1} clock read = {:.1}{}) + {:.1} uncontended lock+unlock",
+        "  base = max(0, {:.1} - {:.1} clock read = {:.1}{}) + {:.1} uncontended lock+unlock; \
+         the part the hooks see was {:.1}..{:.1} (p10..p90) over the passes",
         h.intercept_ns,
         c.timer_overhead.median,
         vis.median,
         if vis.median < 0.0 { ": below the clock's resolution, taken as 0" } else { "" },
-        c.lock_uncontended.median
+        c.lock_uncontended.median,
+        vis.p10,
+        vis.p90
     );
     for k in &h.by_kind {
         let f = |x: Option<f64>, d: usize| x.map_or_else(|| "-".to_owned(), |v| format!("{v:.d$}"));
@@ -291,6 +316,19 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
         t.evict_bytes >> 20,
         t.cold.median / t.hot.median
     );
+    let r = &c.rounds;
+    let _ = writeln!(
+        s,
+        "- drift: per-round medians over the {} rounds: clock read {}, pcp alloc {}, pcp free \
+         {}, handoff acquisition {}, hot write {}, cold write {}",
+        c.plan.rounds,
+        range(&r.timer),
+        range(&r.pcp_alloc),
+        range(&r.pcp_free),
+        range(&r.handoff_acquisition),
+        range(&r.hot),
+        range(&r.cold)
+    );
     let _ = writeln!(
         s,
         "- remote_factor: {}",
@@ -327,7 +365,7 @@ pub fn run(args: &Args) -> Result<()> {
             eprintln!(" ({:.1} s)", step_started.elapsed().as_secs_f64());
         }
         steps += 1;
-        eprint!("calibrate: [{steps}/6] {what} ...");
+        eprint!("calibrate: {what} ...");
         let _ = std::io::stderr().flush();
         step_started = Instant::now();
     })?;
@@ -371,7 +409,9 @@ pub fn run(args: &Args) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::{HandoffFigures, HoldFit, Machine, PcpFigures, TouchFigures};
+    use crate::calibrate::{
+        HandoffFigures, HoldFit, Machine, PcpFigures, RoundMedians, TouchFigures,
+    };
 
     fn s(median: f64) -> Summary {
         Summary { median, p10: median * 0.9, p90: median * 1.1, n: 100 }
@@ -418,6 +458,14 @@ mod tests {
                 hot_bytes: 8 << 20,
                 cold_bytes: 64 << 20,
                 evict_bytes: 64 << 20,
+            },
+            rounds: RoundMedians {
+                timer: vec![20.0, 30.0],
+                pcp_alloc: vec![20.0, 22.0],
+                pcp_free: vec![23.0, 23.0],
+                handoff_acquisition: vec![f64::NAN, 5.0],
+                hot: vec![100.0, 100.0],
+                cold: vec![600.0, 610.0],
             },
             machine: Machine {
                 cpu_model: "Test CPU".into(),
@@ -472,5 +520,6 @@ mod tests {
         assert!(t.contains("written as 0"), "{t}");
         assert!(t.contains("could be measured"), "two nodes:\n{t}");
         assert!(t.contains("QUICK RUN"), "{t}");
+        assert!(t.contains("pcp alloc 20.0..22.0") && t.contains("handoff acquisition 5.0..5.0"));
     }
 }
