@@ -44,7 +44,7 @@ enum Command {
     /// With real threads on the real library (release build): the pageset's alloc and free
     /// calls (no zone lock), the zone lock's fixed cost and cost per free-list operation (a fit
     /// over holds of many sizes, timed in the event hooks), the lock's cache-line handoff
-    /// between two CPUs (a ping-pong), and writing a 4 KiB page in and out of the LLC. Prints
+    /// between two CPUs (two threads taking turns at a chain of locks), and writing a 4 KiB page in and out of the LLC. Prints
     /// each figure's median and p10..p90 spread; `remote_factor` is a documented default on a
     /// one-node machine.
     #[command(after_long_help = cmd::calibrate::AFTER_HELP)]

@@ -38,8 +38,9 @@ of its work in each of 128 rounds, so all figures come from the same stretch of 
                               checked: the zone lock is never taken in the timed loop
   zone_lock_base_ns,          every zone-lock hold of a program of refills, drains and
   zone_list_op_ns             order-4..6 allocations timed in the event hooks; least squares
-                              held_ns = a + b * list_ops on the medians per list-op bucket;
-                              base = a - one clock read + uncontended lock+unlock
+                              (relative residuals) held_ns = a + b * list_ops on the medians
+                              per list-op bucket and kind of hold; base = max(0, a - one
+                              clock read) + uncontended lock+unlock
   lock_handoff_ns             two threads (unpinned; repetitions where they shared a CPU are
                               dropped) take turns at walking a chain of 16 spin locks; per
                               acquisition of a lock the other released last, minus the
