@@ -1,7 +1,8 @@
 //! Each CPU's cache description from sysfs (`/sys/devices/system/cpu/cpuN/cache/index*/`), the
 //! input of the FREE_HIGH_BATCH decision (kernel-spec §2.7): the last-level cache's size over
 //! the CPUs sharing it, and (the v1 form) the sum over every data or unified cache of its size
-//! over its sharers.
+//! over its sharers. `pagealloc calibrate` also reads the LLC's whole size, to size the
+//! regions it times hot and cold page writes on.
 
 use std::fs;
 use std::path::Path;
@@ -11,6 +12,22 @@ use pagealloc::CacheInfo;
 /// The cache description of CPU `cpu` under a sysfs CPU root (normally
 /// `/sys/devices/system/cpu`), or `None` if the files are missing or unreadable.
 pub fn read(root: &Path, cpu: u32) -> Option<CacheInfo> {
+    let leaves = leaves(root, cpu)?;
+    let &(_, llc_bytes, llc_sharers) = leaves.iter().max_by_key(|l| l.0)?;
+    Some(CacheInfo {
+        llc_slice_bytes: llc_bytes / llc_sharers,
+        data_slices_bytes: leaves.iter().map(|&(_, b, n)| b / n).sum(),
+    })
+}
+
+/// The whole size in bytes of CPU `cpu`'s last-level cache (all its sharers' share, as
+/// sysfs prints it), or `None` if sysfs does not describe it.
+pub fn llc_bytes(root: &Path, cpu: u32) -> Option<u64> {
+    leaves(root, cpu)?.iter().max_by_key(|l| l.0).map(|l| l.1)
+}
+
+/// Every data or unified cache of `cpu` as (level, bytes, CPUs sharing it).
+fn leaves(root: &Path, cpu: u32) -> Option<Vec<(u32, u64, u64)>> {
     let dir = root.join(format!("cpu{cpu}/cache"));
     let mut leaves = Vec::new();
     for entry in fs::read_dir(&dir).ok()?.flatten() {
@@ -34,11 +51,7 @@ pub fn read(root: &Path, cpu: u32) -> Option<CacheInfo> {
             leaves.push((level, bytes, sharers.max(1)));
         }
     }
-    let &(_, llc_bytes, llc_sharers) = leaves.iter().max_by_key(|l| l.0)?;
-    Some(CacheInfo {
-        llc_slice_bytes: llc_bytes / llc_sharers,
-        data_slices_bytes: leaves.iter().map(|&(_, b, n)| b / n).sum(),
-    })
+    Some(leaves)
 }
 
 /// `32K`, `1024K`, `32M`, or plain bytes.
@@ -95,7 +108,9 @@ mod tests {
         let ci = read(root, 0).unwrap();
         assert_eq!(ci.llc_slice_bytes, (32 << 20) / 16);
         assert_eq!(ci.data_slices_bytes, (32 << 10) / 2 + (1 << 20) / 2 + (32 << 20) / 16);
+        assert_eq!(llc_bytes(root, 0), Some(32 << 20));
         assert!(read(root, 1).is_none());
+        assert!(llc_bytes(root, 1).is_none());
     }
 
     #[test]

@@ -5,6 +5,8 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod cacheinfo;
+// The measurements of `pagealloc calibrate`.
+mod calibrate;
 mod cmd;
 // The one module allowed unsafe code: real memory (mmap, raw blocks).
 #[allow(unsafe_code)]
@@ -39,6 +41,16 @@ enum Command {
     /// Time alloc+free patterns on real memory against PageHeap, mimalloc, jemalloc, the
     /// system allocator and buddy_system_allocator; print ns per pair (table or JSON).
     Bench(cmd::bench::Args),
+    /// Measure the model's cost profile on this machine and write it as TOML.
+    ///
+    /// With real threads on the real library (release build): the pageset's alloc and free
+    /// calls (no zone lock), the zone lock's fixed cost and cost per free-list operation (a fit
+    /// over holds of many sizes, timed in the event hooks), the lock's cache-line handoff
+    /// between two CPUs (two threads taking turns at a chain of locks), and writing a 4 KiB page in and out of the LLC. Prints
+    /// each figure's median and p10..p90 spread; `remote_factor` is a documented default on a
+    /// one-node machine.
+    #[command(after_long_help = cmd::calibrate::AFTER_HELP)]
+    Calibrate(cmd::calibrate::Args),
     /// List the policy presets with their summaries, seed table rows and switch values.
     ///
     /// Without arguments: every built-in preset, in table order. With names or preset files
@@ -87,6 +99,7 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Exercise(args) => cmd::exercise::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
+        Command::Calibrate(args) => cmd::calibrate::run(&args),
         Command::Presets(args) => cmd::presets::run(&args),
         Command::Sizing(args) => cmd::sizing::run(&args),
         Command::Run(args) => cmd::run::run(&args),

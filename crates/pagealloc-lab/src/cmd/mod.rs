@@ -1,6 +1,7 @@
 //! One module per verb of the `pagealloc` command.
 
 pub mod bench;
+pub mod calibrate;
 pub mod compare;
 pub mod exercise;
 pub mod machines;

@@ -1,0 +1,1388 @@
+//! The measurements behind `pagealloc calibrate`: what each primitive the model charges (the
+//! fields of [`CostProfile`](crate::model::cost::CostProfile)) costs on this machine, timed
+//! on the real library with real threads. Rendering and storing are in `cmd/calibrate.rs`.
+//!
+//! Every figure is the median of many timed windows, kept with its p10..p90 spread. A window
+//! covers at least 16 operations between two clock reads, and the cost of one clock read
+//! (measured the same way, as the gap between two back-to-back reads) is taken off it. Each
+//! measurement checks that it timed what it meant to: the pageset loop that no zone lock was
+//! taken, the ping-pong that its two threads ran on two CPUs, the page writes that the cold
+//! pages cost more than the hot ones.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Barrier, Mutex as StdMutex};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use pagealloc::sync::Mutex as SpinMutex;
+use pagealloc::{
+    Counter, CpuId, EventSink, Gfp, MemoryMap, NodeId, Order, PageAllocator, Pfn, Policy,
+    TraceEvent, Tunables, ZoneIdx, ZoneLimits,
+};
+use pagealloc_testkit::rng::Rng;
+use serde::Serialize;
+
+/// `remote_factor` when this machine cannot measure it (one node): the ratio of remote to
+/// local latency on a 2-socket Intel Xeon, rounded between its two public figures below.
+pub const REMOTE_FACTOR: f64 = 1.7;
+
+/// Where [`REMOTE_FACTOR`] comes from. The model multiplies both list work (memory reads of
+/// `struct page`s and list heads: the DRAM ratio) and lock handoffs between LLCs (a
+/// cache-line transfer: the cache-to-cache ratio) by the one factor, so it sits between the
+/// two ratios measured on the same machine.
+pub const REMOTE_FACTOR_SOURCE: &str = "not measured (one NUMA node here); a default between \
+    two ratios Intel Memory Latency Checker v3.5 measured on a 2-socket Xeon Platinum 8180 \
+    (Skylake-SP) in the FD.io CSIT report's 'Calibration Data - Skylake' (2018): idle memory \
+    latency local 81.4 ns vs remote 131.1 ns (1.61), and L2->L2 HITM cache-to-cache latency \
+    local 53.7 ns vs remote 113.9 ns (2.12). J. Chang (qdpma.com, 'The Case for Single \
+    Processor') gives 89 ns local vs 139 ns remote (1.56) for 2-way Xeon SP";
+
+/// Operations per timed window: enough that one clock read (~20 ns) is a small part of the
+/// window and can be subtracted, few enough that the pageset loop stays below `batch`.
+pub const WINDOW: usize = 16;
+
+/// Bytes in a page the model touches.
+const PAGE: usize = 4096;
+
+/// How much to measure. Every measurement runs a share of its work in each of `rounds`
+/// rounds, one after the other, so each figure's samples come from the whole run: this
+/// virtual machine's speed drifts by up to 2x within minutes, and figures taken at different
+/// moments would not belong together. The counts below are per round.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Plan {
+    /// A short run for tests: figures are rough.
+    pub quick: bool,
+    /// Rounds.
+    pub rounds: usize,
+    /// Back-to-back clock-read pairs for the timer overhead.
+    pub timer_pairs: usize,
+    /// Timed windows of `WINDOW` allocations and `WINDOW` frees on the pageset.
+    pub pcp_windows: usize,
+    /// Timed windows of `WINDOW` uncontended lock+unlock pairs.
+    pub lock_windows: usize,
+    /// Passes of the zone-lock hold program (every configuration and size once per pass).
+    pub hold_passes: usize,
+    /// Repetitions of the two-thread handoff measurement.
+    pub handoff_reps: usize,
+    /// Round trips of the flag-only ping-pong per repetition.
+    pub handoff_round_trips: usize,
+    /// Timed walks of the lock chain per repetition (as many untimed ones by the partner).
+    pub handoff_walks: usize,
+    /// Passes over the hot region.
+    pub hot_passes: usize,
+    /// Passes over the cold region (each after an eviction).
+    pub cold_passes: usize,
+    /// The cold region's size in LLCs.
+    pub cold_llc_multiple: u64,
+}
+
+impl Plan {
+    /// The real calibration (about 10 s on a quiet 2-CPU machine, half of it writing the
+    /// cold region): 128 short rounds, so the samples cover the run evenly.
+    pub const FULL: Plan = Plan {
+        quick: false,
+        rounds: 128,
+        timer_pairs: 8_000,
+        pcp_windows: 8_000,
+        lock_windows: 2_000,
+        hold_passes: 1,
+        handoff_reps: 4,
+        handoff_round_trips: 1_000,
+        handoff_walks: 200,
+        hot_passes: 2,
+        cold_passes: 1,
+        cold_llc_multiple: 8,
+    };
+
+    /// A smoke run for tests (well under a second in a release build): every step runs and
+    /// checks itself.
+    pub const QUICK: Plan = Plan {
+        quick: true,
+        rounds: 2,
+        timer_pairs: 2_000,
+        pcp_windows: 1_000,
+        lock_windows: 1_000,
+        hold_passes: 1,
+        handoff_reps: 4,
+        handoff_round_trips: 200,
+        handoff_walks: 20,
+        hot_passes: 2,
+        cold_passes: 1,
+        cold_llc_multiple: 2,
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+
+/// Median and spread of a sample.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    /// The median.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// Sample size.
+    pub n: usize,
+}
+
+impl Summary {
+    /// Summarise `xs` (sorted in place). An empty sample gives NaNs.
+    pub fn of(xs: &mut [f64]) -> Summary {
+        xs.sort_by(f64::total_cmp);
+        Summary {
+            median: percentile(xs, 0.5),
+            p10: percentile(xs, 0.1),
+            p90: percentile(xs, 0.9),
+            n: xs.len(),
+        }
+    }
+
+    /// The same figures shifted by `d` (a constant correction).
+    pub fn shifted(self, d: f64) -> Summary {
+        Summary { median: self.median + d, p10: self.p10 + d, p90: self.p90 + d, n: self.n }
+    }
+}
+
+/// The `q` quantile of sorted `v`, interpolating between neighbours.
+fn percentile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q * (v.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = (lo + 1).min(v.len() - 1);
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
+/// Least squares `y = a + b·x` with relative residuals (each point weighted by 1/y²):
+/// (a, b, R²), R² in the same weighting. Relative, because the model charges the line to
+/// holds of every size and most are short: plain residuals would let the few long drains
+/// (tens of µs, noisy by whole µs) fix the intercept, which short holds live on. Needs two
+/// distinct x.
+pub fn linear_fit(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
+    if points.len() < 2 {
+        return None;
+    }
+    let w = |y: f64| 1.0 / (y.abs().max(1.0) * y.abs().max(1.0));
+    let sw: f64 = points.iter().map(|p| w(p.1)).sum();
+    let mx = points.iter().map(|p| w(p.1) * p.0).sum::<f64>() / sw;
+    let my = points.iter().map(|p| w(p.1) * p.1).sum::<f64>() / sw;
+    let sxx: f64 = points.iter().map(|p| w(p.1) * (p.0 - mx) * (p.0 - mx)).sum();
+    let sxy: f64 = points.iter().map(|p| w(p.1) * (p.0 - mx) * (p.1 - my)).sum();
+    let syy: f64 = points.iter().map(|p| w(p.1) * (p.1 - my) * (p.1 - my)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let b = sxy / sxx;
+    let a = my - b * mx;
+    let ss_res: f64 = points.iter().map(|p| w(p.1) * (p.1 - a - b * p.0).powi(2)).sum();
+    let r2 = if syy > 0.0 { 1.0 - ss_res / syy } else { 1.0 };
+    Some((a, b, r2))
+}
+
+/// The bucket of a hold with `ops` list operations: one per value up to 16, then buckets
+/// 15 % wide, so long drains (thousands of operations, rare) still form buckets.
+pub fn bucket_key(ops: u32) -> u32 {
+    if ops <= 16 {
+        ops
+    } else {
+        16 + ((f64::from(ops) / 16.0).ln() / 1.15f64.ln()).floor() as u32 + 1
+    }
+}
+
+/// (median list ops, median held ns) of every bucket with at least `min_n` holds, in bucket
+/// order.
+pub fn bucket_medians(holds: &[(u32, f64)], min_n: usize) -> Vec<(f64, f64)> {
+    let mut by: std::collections::BTreeMap<u32, (Vec<f64>, Vec<f64>)> = Default::default();
+    for &(ops, ns) in holds {
+        let e = by.entry(bucket_key(ops)).or_default();
+        e.0.push(f64::from(ops));
+        e.1.push(ns);
+    }
+    by.into_values()
+        .filter(|(x, _)| x.len() >= min_n)
+        .map(|(mut x, mut y)| (Summary::of(&mut x).median, Summary::of(&mut y).median))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The clock
+
+/// Nanoseconds since the clock was made, from `Instant` (CLOCK_MONOTONIC through the vDSO on
+/// Linux: no system call).
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    base: Instant,
+}
+
+impl Clock {
+    /// A clock starting now.
+    pub fn new() -> Clock {
+        Clock { base: Instant::now() }
+    }
+
+    /// Nanoseconds since [`Clock::new`].
+    #[inline]
+    pub fn ns(&self) -> u64 {
+        self.base.elapsed().as_nanos() as u64
+    }
+}
+
+/// The gaps between two back-to-back reads of `clk`, ns: what one read adds to a window.
+pub fn timer_overhead(clk: &Clock, pairs: usize, out: &mut Vec<f64>) {
+    for _ in 0..pairs {
+        let a = clk.ns();
+        let b = clk.ns();
+        out.push((b - a) as f64);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. The pageset fast path
+
+/// One zone of `mib` MiB on one node with `cpus` CPUs (no DMA zones, so every hold is on
+/// the one zone).
+fn normal_only_map(mib: u64, cpus: u32) -> Result<MemoryMap> {
+    let mut map = MemoryMap::new();
+    map.with_zone_limits(ZoneLimits::NORMAL_ONLY);
+    map.add_range(NodeId(0), 0..mib << 20)?.set_cpus(NodeId(0), cpus);
+    Ok(map)
+}
+
+/// `pcp_alloc_ns` and `pcp_free_ns`, with the regime they were measured in.
+#[derive(Clone, Debug, Serialize)]
+pub struct PcpFigures {
+    /// ns per order-0 allocation served by the pageset.
+    pub alloc: Summary,
+    /// ns per order-0 free that ends on the pageset.
+    pub free: Summary,
+    /// The pageset's batch and high during the timed loop.
+    pub batch: i32,
+    /// See `batch`.
+    pub high: i32,
+    /// Zone-lock acquisitions during the timed loop (checked to be 0).
+    pub zone_locks_taken: u64,
+}
+
+/// Times rounds of `WINDOW` order-0 allocations then `WINDOW` frees on CPU 0 of a 1 GiB
+/// zone, after a warm-up that stocks the pageset: every call is served by the pageset
+/// (checked on the counters), so the figures are the calls' cost outside any zone lock.
+#[derive(Debug)]
+pub struct PcpBench {
+    pa: PageAllocator,
+    pfns: [Pfn; WINDOW],
+    /// Counters after the warm-up.
+    before: pagealloc::VmEvents,
+    alloc: Vec<f64>,
+    free: Vec<f64>,
+}
+
+impl PcpBench {
+    /// Build the allocator and warm its pageset up.
+    pub fn new() -> Result<PcpBench> {
+        let pa =
+            PageAllocator::new(normal_only_map(1024, 2)?, Tunables::default(), Policy::modern())?;
+        let cpu = pa.cpu(CpuId(0)).context("CPU 0")?;
+        let mut pfns = [Pfn(0); WINDOW];
+        // The first round refills the pageset from the zone; after it the count cycles
+        // between `c` and `c - WINDOW`, far from empty and from high.
+        for _ in 0..256 {
+            for p in pfns.iter_mut() {
+                *p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?;
+            }
+            for &p in &pfns {
+                pa.free_pages(cpu, p, Order(0))?;
+            }
+        }
+        let before = pa.vm_events();
+        Ok(PcpBench { pa, pfns, before, alloc: Vec::new(), free: Vec::new() })
+    }
+
+    /// `windows` timed windows; returns this round's median alloc and free.
+    pub fn round(&mut self, windows: usize, clk: &Clock, overhead: f64) -> Result<(f64, f64)> {
+        let (pa, pfns) = (&self.pa, &mut self.pfns);
+        let cpu = pa.cpu(CpuId(0)).context("CPU 0")?;
+        let (a0, f0) = (self.alloc.len(), self.free.len());
+        for _ in 0..windows {
+            let t0 = clk.ns();
+            for p in pfns.iter_mut() {
+                *p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?;
+            }
+            let t1 = clk.ns();
+            for &p in pfns.iter() {
+                pa.free_pages(cpu, p, Order(0))?;
+            }
+            let t2 = clk.ns();
+            self.alloc.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
+            self.free.push(((t2 - t1) as f64 - overhead) / WINDOW as f64);
+        }
+        Ok((
+            Summary::of(&mut self.alloc[a0..].to_vec()).median,
+            Summary::of(&mut self.free[f0..].to_vec()).median,
+        ))
+    }
+
+    /// Check that every timed call stayed on the pageset and summarise.
+    pub fn finish(mut self) -> Result<PcpFigures> {
+        let d = self.pa.vm_events().since(&self.before);
+        let calls = (self.alloc.len() * WINDOW) as u64;
+        let zone_locks_taken = d.get(Counter::ZoneLockAcquire);
+        if zone_locks_taken != 0 {
+            bail!(
+                "pageset timing: the zone lock was taken {zone_locks_taken} times in the timed \
+                 loop, so it did not time the pageset alone"
+            );
+        }
+        if d.get(Counter::PcpAlloc) != calls || d.get(Counter::PcpFree) != calls {
+            bail!(
+                "pageset timing: {} of {calls} allocations and {} of {calls} frees went \
+                 through the pageset",
+                d.get(Counter::PcpAlloc),
+                d.get(Counter::PcpFree)
+            );
+        }
+        let snap = self.pa.zones()[0].pcp(CpuId(0)).context("CPU 0's pageset")?;
+        Ok(PcpFigures {
+            alloc: Summary::of(&mut self.alloc),
+            free: Summary::of(&mut self.free),
+            batch: snap.batch,
+            high: snap.high,
+            zone_locks_taken,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. The zone lock
+
+/// One uncontended lock+unlock of the project's spin lock (`pagealloc::sync::Mutex`), ns:
+/// the part of a zone-lock hold the event hooks cannot see (they run after the lock is
+/// taken and before it is released).
+pub fn spin_lock_uncontended(windows: usize, clk: &Clock, overhead: f64, out: &mut Vec<f64>) {
+    let m = SpinMutex::new(0u64);
+    for _ in 0..windows {
+        let t0 = clk.ns();
+        for _ in 0..WINDOW {
+            *black_box(&m).lock() += 1;
+        }
+        let t1 = clk.ns();
+        out.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
+    }
+    black_box(*m.lock());
+}
+
+/// What a zone-lock hold was for (the driver says before each call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HoldKind {
+    /// An order-0 allocation that refilled the pageset (`rmqueue_bulk`).
+    Refill,
+    /// An order-0 free that took the pageset to high and drained part of it.
+    HighDrain,
+    /// `drain_all_pages` emptying a pageset.
+    Drain,
+    /// An order-4..6 allocation straight from the buddy lists.
+    BuddyAlloc,
+    /// An order-4..6 free straight to the buddy lists.
+    BuddyFree,
+}
+
+impl HoldKind {
+    const ALL: [HoldKind; 5] = [
+        HoldKind::Refill,
+        HoldKind::HighDrain,
+        HoldKind::Drain,
+        HoldKind::BuddyAlloc,
+        HoldKind::BuddyFree,
+    ];
+
+    /// Its name in the output.
+    pub fn name(self) -> &'static str {
+        match self {
+            HoldKind::Refill => "refill",
+            HoldKind::HighDrain => "high-drain",
+            HoldKind::Drain => "drain",
+            HoldKind::BuddyAlloc => "buddy-alloc",
+            HoldKind::BuddyFree => "buddy-free",
+        }
+    }
+}
+
+/// One timed hold.
+#[derive(Clone, Copy, Debug)]
+struct Hold {
+    list_ops: u32,
+    /// From the clock read in `zone_lock_taken` to the one in `zone_lock_released`, ns.
+    held_ns: u64,
+    kind: u8,
+    /// The pass of the program.
+    round: u32,
+}
+
+/// The event sink that times every zone-lock hold. The driver is one thread; the atomics
+/// are there because a sink must be `Sync`.
+#[derive(Debug)]
+pub struct HoldTimer {
+    clk: Clock,
+    /// Clock at the last `zone_lock_taken`.
+    since: AtomicU64,
+    kind: AtomicU8,
+    round: AtomicU32,
+    holds: StdMutex<Vec<Hold>>,
+}
+
+impl EventSink for HoldTimer {
+    #[inline]
+    fn record(&self, _event: &TraceEvent) {}
+
+    /// The clock read is the last thing the hook does, so the hold's time starts after it.
+    #[inline]
+    fn zone_lock_taken(&self, _cpu: CpuId, _zone: ZoneIdx) {
+        self.since.store(self.clk.ns(), Ordering::Relaxed);
+    }
+
+    /// The clock read comes first; storing the sample (outside the measured span) after it.
+    #[inline]
+    fn zone_lock_released(&self, _cpu: CpuId, _zone: ZoneIdx, list_ops: u32) {
+        let end = self.clk.ns();
+        let hold = Hold {
+            list_ops,
+            held_ns: end.saturating_sub(self.since.load(Ordering::Relaxed)),
+            kind: self.kind.load(Ordering::Relaxed),
+            round: self.round.load(Ordering::Relaxed),
+        };
+        self.holds.lock().expect("one thread drives the allocator").push(hold);
+    }
+}
+
+/// A zone and tunables the hold program runs on: different `batch` (from the zone's size),
+/// `high` (from the fraction) and chunk sizes (from the scale) give holds of many sizes.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct HoldConfig {
+    /// Zone size, MiB.
+    pub mib: u64,
+    /// `percpu_pagelist_high_fraction` (0: auto-tuned high).
+    pub high_fraction: u32,
+    /// `pcp_batch_scale_max`.
+    pub scale_max: u8,
+}
+
+/// The configurations, chosen for their batch: 3 (64 MiB), 15 (256 MiB), 63 (1 GiB); a
+/// fixed large high (fraction 8); refills and drains of one batch each (scale 0).
+pub const HOLD_CONFIGS: [HoldConfig; 5] = [
+    HoldConfig { mib: 64, high_fraction: 0, scale_max: 5 },
+    HoldConfig { mib: 256, high_fraction: 0, scale_max: 5 },
+    HoldConfig { mib: 1024, high_fraction: 0, scale_max: 5 },
+    HoldConfig { mib: 1024, high_fraction: 8, scale_max: 5 },
+    HoldConfig { mib: 1024, high_fraction: 0, scale_max: 0 },
+];
+
+/// Order-0 pages allocated and freed per step of the hold program (capped at a quarter of
+/// the zone).
+const HOLD_SIZES: [usize; 10] = [1, 3, 8, 20, 50, 120, 300, 700, 1500, 3000];
+
+/// Order-4..6 blocks allocated then freed per step.
+const BUDDY_BLOCKS: usize = 32;
+
+/// The fit of hold time on list operations.
+#[derive(Clone, Debug, Serialize)]
+pub struct HoldFit {
+    /// Intercept of the pooled fit, ns: the hold's fixed part as the hooks see it, with the
+    /// clock read inside the hold still in.
+    pub intercept_ns: f64,
+    /// Slope, ns per list operation.
+    pub per_op_ns: f64,
+    /// R² of the fit over the bucket medians.
+    pub r2: f64,
+    /// Buckets (of list-op counts) in the fit.
+    pub buckets: usize,
+    /// Holds timed.
+    pub holds: usize,
+    /// The largest hold, in list operations.
+    pub max_list_ops: u32,
+    /// Intercepts of one fit per pass of the program (spread).
+    pub round_intercepts: Summary,
+    /// Slopes of one fit per pass of the program (spread).
+    pub round_slopes: Summary,
+    /// A fit per kind of hold (kind, holds, intercept, slope, R²), for the reader: the model
+    /// charges one line for all of them.
+    pub by_kind: Vec<KindFit>,
+    /// The (list ops, held ns) bucket medians of the pooled fit.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A fit over one kind of hold.
+#[derive(Clone, Debug, Serialize)]
+pub struct KindFit {
+    /// The kind.
+    pub kind: HoldKind,
+    /// Holds of this kind.
+    pub holds: usize,
+    /// Least-squares intercept, ns (`None` if the kind's holds all had one size).
+    pub intercept_ns: Option<f64>,
+    /// Slope, ns per list operation.
+    pub per_op_ns: Option<f64>,
+    /// R².
+    pub r2: Option<f64>,
+    /// Median list operations per hold.
+    pub median_list_ops: f64,
+}
+
+/// Drives holds of many sizes through the real allocator with a timing sink; the fit of
+/// held_ns = a + b·list_ops on the medians per list-op bucket is made at the end.
+#[derive(Debug)]
+pub struct HoldBench {
+    allocators: Vec<(HoldConfig, PageAllocator<HoldTimer>)>,
+    rng: Rng,
+    pfns: Vec<Pfn>,
+    blocks: Vec<(Pfn, Order)>,
+    /// Passes run so far (each hold carries the number of its pass).
+    passes: u32,
+}
+
+impl HoldBench {
+    /// Build one allocator per configuration, with every frame free.
+    pub fn new(clk: &Clock) -> Result<HoldBench> {
+        let mut allocators = Vec::new();
+        for c in HOLD_CONFIGS {
+            let t = Tunables {
+                percpu_pagelist_high_fraction: c.high_fraction,
+                pcp_batch_scale_max: c.scale_max,
+                ..Tunables::default()
+            };
+            let sink = HoldTimer {
+                clk: *clk,
+                since: AtomicU64::new(0),
+                kind: AtomicU8::new(0),
+                round: AtomicU32::new(0),
+                holds: StdMutex::new(Vec::with_capacity(1 << 16)),
+            };
+            let pa =
+                PageAllocator::with_events(normal_only_map(c.mib, 2)?, t, Policy::modern(), sink)?;
+            // The holds that put the memory on the free lists are not part of the program.
+            pa.events().holds.lock().expect("not poisoned").clear();
+            allocators.push((c, pa));
+        }
+        Ok(HoldBench {
+            allocators,
+            rng: Rng::new(0xca1b_0a7e),
+            pfns: Vec::with_capacity(4096),
+            blocks: Vec::with_capacity(BUDDY_BLOCKS),
+            passes: 0,
+        })
+    }
+
+    /// `passes` passes of the program: on every configuration, for every size n, allocate n
+    /// order-0 pages (refills), free them in random order (drains at high), drain every
+    /// pageset, then allocate and free `BUDDY_BLOCKS` order-4..6 blocks (straight to the
+    /// buddy lists).
+    pub fn round(&mut self, passes: usize) -> Result<()> {
+        let HoldBench { allocators, rng, pfns, blocks, .. } = self;
+        for _ in 0..passes {
+            for (c, pa) in allocators.iter() {
+                let cpu = pa.cpu(CpuId(0)).context("CPU 0")?;
+                let ev = pa.events();
+                ev.round.store(self.passes, Ordering::Relaxed);
+                let kind = |k: HoldKind| ev.kind.store(k as u8, Ordering::Relaxed);
+                let cap = (c.mib << 20) as usize / PAGE / 4;
+                for &n in HOLD_SIZES.iter().filter(|&&n| n <= cap) {
+                    kind(HoldKind::Refill);
+                    for _ in 0..n {
+                        pfns.push(pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?);
+                    }
+                    shuffle(pfns, rng);
+                    kind(HoldKind::HighDrain);
+                    for p in pfns.drain(..) {
+                        pa.free_pages(cpu, p, Order(0))?;
+                    }
+                    kind(HoldKind::Drain);
+                    pa.drain_all_pages(cpu, None);
+
+                    kind(HoldKind::BuddyAlloc);
+                    for _ in 0..BUDDY_BLOCKS {
+                        let order = Order(4 + rng.below(3) as u8);
+                        blocks.push((pa.alloc_pages(cpu, Gfp::KERNEL, order)?, order));
+                    }
+                    shuffle(blocks, rng);
+                    kind(HoldKind::BuddyFree);
+                    for (p, o) in blocks.drain(..) {
+                        pa.free_pages(cpu, p, o)?;
+                    }
+                }
+            }
+            self.passes += 1;
+        }
+        Ok(())
+    }
+
+    /// Check that every page came back and fit.
+    pub fn finish(self, quick: bool) -> Result<HoldFit> {
+        let mut holds = Vec::new();
+        for (_, pa) in &self.allocators {
+            if pa.nr_free_pages() != pa.managed_pages() {
+                bail!("zone-lock program: pages left allocated after every block was freed");
+            }
+            holds.extend(pa.events().holds.lock().expect("not poisoned").iter().copied());
+        }
+        fit_holds(quick, self.passes, &holds)
+    }
+}
+
+/// (list ops, held ns) of the holds of `kind` in `round` (`None`: every round).
+fn samples(holds: &[Hold], kind: HoldKind, round: Option<u32>) -> Vec<(u32, f64)> {
+    holds
+        .iter()
+        .filter(|h| h.kind == kind as u8 && round.is_none_or(|r| h.round == r))
+        .map(|h| (h.list_ops, h.held_ns as f64))
+        .collect()
+}
+
+/// Bucket medians per kind of hold, pooled: a refill and a drain of the same length cost
+/// differently, and a median over a bucket mixing them would follow whichever kind happens
+/// to be the majority there.
+fn pooled_points(holds: &[Hold], round: Option<u32>, min_n: usize) -> Vec<(f64, f64)> {
+    HoldKind::ALL.iter().flat_map(|&k| bucket_medians(&samples(holds, k, round), min_n)).collect()
+}
+
+fn fit_holds(quick: bool, passes: u32, holds: &[Hold]) -> Result<HoldFit> {
+    let min_n = if quick { 2 } else { 5 };
+    let points = pooled_points(holds, None, min_n);
+    let Some((a, b, r2)) = linear_fit(&points) else {
+        bail!("zone-lock fit: fewer than two hold sizes with {min_n} holds each");
+    };
+    let (mut ra, mut rb) = (Vec::new(), Vec::new());
+    for pass in 0..passes {
+        if let Some((a, b, _)) = linear_fit(&pooled_points(holds, Some(pass), 1)) {
+            ra.push(a);
+            rb.push(b);
+        }
+    }
+    let by_kind = HoldKind::ALL
+        .iter()
+        .map(|&kind| {
+            let these = samples(holds, kind, None);
+            let fit = linear_fit(&bucket_medians(&these, min_n));
+            let mut ops: Vec<f64> = these.iter().map(|h| f64::from(h.0)).collect();
+            KindFit {
+                kind,
+                holds: these.len(),
+                intercept_ns: fit.map(|f| f.0),
+                per_op_ns: fit.map(|f| f.1),
+                r2: fit.map(|f| f.2),
+                median_list_ops: Summary::of(&mut ops).median,
+            }
+        })
+        .collect();
+    Ok(HoldFit {
+        intercept_ns: a,
+        per_op_ns: b,
+        r2,
+        buckets: points.len(),
+        holds: holds.len(),
+        max_list_ops: holds.iter().map(|h| h.list_ops).max().unwrap_or(0),
+        round_intercepts: Summary::of(&mut ra),
+        round_slopes: Summary::of(&mut rb),
+        by_kind,
+        points,
+    })
+}
+
+/// Fisher–Yates with the testkit's generator.
+fn shuffle<T>(v: &mut [T], rng: &mut Rng) {
+    for i in (1..v.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Lock handoff
+
+/// Keeps a value on its own pair of cache lines (the adjacent-line prefetcher fetches lines
+/// in 128-byte pairs), so the turn flag and the handshake share no transfer.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// Keeps a value on its own 4 KiB page: hardware prefetchers stop at page boundaries, so
+/// none brings the next lock's line over early.
+#[derive(Debug)]
+#[repr(align(4096))]
+struct OwnPage<T>(T);
+
+/// The handoff figures, ns per lock acquisition.
+#[derive(Clone, Debug, Serialize)]
+pub struct HandoffFigures {
+    /// Per acquisition of a lock the other thread released last, less the uncontended
+    /// lock+unlock: the lock's cache line coming over.
+    pub handoff: Summary,
+    /// Per acquisition of a lock the other thread released last, as timed.
+    pub acquisition: Summary,
+    /// Half a round trip of a flag-only ping-pong (the usual core-to-core latency test), for
+    /// comparison: one line's trip from one core to the other.
+    pub flag_one_way: Summary,
+    /// Repetitions kept (both threads on different CPUs before and after).
+    pub reps_kept: usize,
+    /// Repetitions in which the two threads shared a CPU (dropped unless `unchecked`).
+    pub reps_same_cpu: usize,
+    /// Quick runs only: no repetition ran on two CPUs throughout, so all were kept.
+    pub unchecked: bool,
+    /// False: the lab has no pinning; the kept repetitions were checked to run on two CPUs.
+    pub pinned: bool,
+}
+
+/// The CPU the calling thread last ran on (`/proc/thread-self/stat`, field 39), if readable.
+pub fn current_cpu() -> Option<u32> {
+    parse_stat_cpu(&std::fs::read_to_string("/proc/thread-self/stat").ok()?)
+}
+
+/// Field 39 (`processor`) of a `/proc/<pid>/stat` line. The command name (field 2) may hold
+/// spaces and parentheses, so counting starts after its last `)`.
+fn parse_stat_cpu(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // Fields after the name start at 3 (state).
+    rest.split_whitespace().nth(39 - 3)?.parse().ok()
+}
+
+/// Wait until `turn` is `me`: spin, and yield every 1024 spins (tens of µs, a hundred
+/// times a line transfer) so a partner sharing this CPU can run: those repetitions are
+/// dropped, but must end soon.
+#[inline]
+fn wait_turn(turn: &AtomicU32, me: u32) {
+    let mut spins = 0u32;
+    while turn.load(Ordering::Acquire) != me {
+        spins = spins.wrapping_add(1);
+        if spins % (1 << 10) == 0 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// `trips` turns of thread `me` (0 or 1) of the flag-only ping-pong.
+fn ping_pong(me: u32, turn: &AtomicU32, trips: usize) {
+    for _ in 0..trips {
+        wait_turn(turn, me);
+        turn.store(1 - me, Ordering::Release);
+    }
+}
+
+/// Take and release every lock of the chain once, in chain order: each lock holds the
+/// index of the next, so each acquisition's address depends on the previous one's data and
+/// no two line transfers overlap (one zone-lock handoff is one transfer, not a stream).
+#[inline]
+fn walk_chain(locks: &[OwnPage<SpinMutex<u32>>]) -> usize {
+    let mut i = 0;
+    for _ in 0..locks.len() {
+        i = *locks[i].0.lock() as usize;
+    }
+    i
+}
+
+/// One repetition of the handoff measurement: (flag one-way ns, walk samples, the timing
+/// thread's CPUs before/after, the partner's).
+type HandoffRep = (f64, Vec<f64>, [Option<u32>; 2], [Option<u32>; 2]);
+
+/// Two threads take turns (a flag) at walking a chain of `WINDOW` spin locks, each on its
+/// own page; the thread under test times its walks, so every acquisition it times is of a
+/// lock the other thread released last. Per acquisition, less the uncontended lock+unlock,
+/// is the lock's cache line coming over from the other core. Each repetition also times a
+/// flag-only ping-pong for comparison. Threads are not pinned (the lab has no pinning):
+/// repetitions in which both ran on one CPU are dropped.
+#[derive(Debug)]
+pub struct HandoffBench {
+    locks: Vec<OwnPage<SpinMutex<u32>>>,
+    reps: Vec<HandoffRep>,
+}
+
+impl HandoffBench {
+    /// The chain of locks; fails on a machine with one CPU.
+    pub fn new() -> Result<HandoffBench> {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cpus < 2 {
+            bail!("lock_handoff_ns needs two CPUs; this machine has one");
+        }
+        let mut order: Vec<u32> = (0..WINDOW as u32).collect();
+        shuffle(&mut order, &mut Rng::new(0x10c4));
+        // One cycle through every lock: lock order[k] holds order[k + 1].
+        let mut next = [0u32; WINDOW];
+        for k in 0..WINDOW {
+            next[order[k] as usize] = order[(k + 1) % WINDOW];
+        }
+        let locks = next.iter().map(|&n| OwnPage(SpinMutex::new(n))).collect();
+        Ok(HandoffBench { locks, reps: Vec::new() })
+    }
+
+    /// `plan.handoff_reps` repetitions with a partner thread; returns this round's median
+    /// acquisition (over the repetitions on two CPUs, NaN if none).
+    pub fn round(&mut self, plan: &Plan, clk: &Clock, overhead: f64) -> f64 {
+        let locks = &self.locks[..];
+        let turn = Padded(AtomicU32::new(0));
+        // The repetition the partner has started: the timing thread starts its clock only
+        // once the partner is awake (a barrier's wake-up takes microseconds).
+        let ready = Padded(AtomicU32::new(u32::MAX));
+        let barrier = Barrier::new(2);
+        let (reps, trips, walks) =
+            (plan.handoff_reps, plan.handoff_round_trips, plan.handoff_walks);
+        let out: Vec<HandoffRep> = std::thread::scope(|s| {
+            let partner = s.spawn(|| {
+                let mut cpus = Vec::with_capacity(reps);
+                for rep in 0..reps as u32 {
+                    let before = current_cpu();
+                    barrier.wait();
+                    ready.0.store(rep, Ordering::Release);
+                    ping_pong(1, &turn.0, trips);
+                    for _ in 0..walks {
+                        wait_turn(&turn.0, 1);
+                        black_box(walk_chain(locks));
+                        turn.0.store(0, Ordering::Release);
+                    }
+                    cpus.push([before, current_cpu()]);
+                }
+                cpus
+            });
+            let mut mine = Vec::with_capacity(reps);
+            for rep in 0..reps as u32 {
+                // The partner is at the barrier or on its way: nobody reads the flag now.
+                turn.0.store(0, Ordering::Relaxed);
+                let before = current_cpu();
+                barrier.wait();
+                while ready.0.load(Ordering::Acquire) != rep {
+                    std::hint::spin_loop();
+                }
+                let t0 = clk.ns();
+                ping_pong(0, &turn.0, trips);
+                // The partner's last half round trip, so the window holds 2·trips of them.
+                wait_turn(&turn.0, 0);
+                let t1 = clk.ns();
+                let flag = (t1 - t0) as f64 / (2 * trips) as f64;
+                // The partner walks first, so every timed walk finds the locks in its cache.
+                turn.0.store(1, Ordering::Release);
+                let mut samples = Vec::with_capacity(walks);
+                for _ in 0..walks {
+                    wait_turn(&turn.0, 0);
+                    let t0 = clk.ns();
+                    black_box(walk_chain(locks));
+                    let t1 = clk.ns();
+                    turn.0.store(1, Ordering::Release);
+                    samples.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
+                }
+                mine.push((flag, samples, [before, current_cpu()]));
+            }
+            let theirs = partner.join().expect("handoff partner panicked");
+            mine.into_iter().zip(theirs).map(|((f, w, a), b)| (f, w, a, b)).collect()
+        });
+        let mut this: Vec<f64> =
+            out.iter().filter(|r| apart(r)).flat_map(|r| r.1.iter().copied()).collect();
+        self.reps.extend(out);
+        Summary::of(&mut this).median
+    }
+
+    /// Drop the repetitions run on one CPU and summarise; `uncontended` is the lock+unlock
+    /// taken off each acquisition.
+    pub fn finish(self, quick: bool, uncontended: f64) -> Result<HandoffFigures> {
+        let reps = self.reps.len();
+        let same = self.reps.iter().filter(|r| !apart(r)).count();
+        // A quick run on a busy machine may find no repetition on two CPUs throughout; it
+        // then keeps them all (and says so): the medians still shed the windows that waited
+        // for a time slice. A real calibration refuses.
+        let unchecked = same == reps;
+        if unchecked && !quick {
+            bail!(
+                "lock handoff: in every one of {reps} repetitions the two threads shared a \
+                 CPU (or /proc/thread-self/stat was unreadable); the machine is too busy"
+            );
+        }
+        let (mut flag, mut acq) = (Vec::new(), Vec::new());
+        for r in self.reps.iter().filter(|r| unchecked || apart(r)) {
+            flag.push(r.0);
+            acq.extend_from_slice(&r.1);
+        }
+        let acquisition = Summary::of(&mut acq);
+        Ok(HandoffFigures {
+            handoff: acquisition.shifted(-uncontended),
+            acquisition,
+            flag_one_way: Summary::of(&mut flag),
+            reps_kept: if unchecked { reps } else { reps - same },
+            reps_same_cpu: same,
+            unchecked,
+            pinned: false,
+        })
+    }
+}
+
+/// Were the two threads of a repetition on different CPUs before and after it?
+fn apart(r: &HandoffRep) -> bool {
+    (0..2).all(|i| matches!((r.2[i], r.3[i]), (Some(x), Some(y)) if x != y))
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Page touches
+
+/// Hot and cold 4 KiB page writes, ns per page.
+#[derive(Clone, Debug, Serialize)]
+pub struct TouchFigures {
+    /// A page of a region a quarter of the LLC, written over and over.
+    pub hot: Summary,
+    /// A page of a region many LLCs large, written once after an eviction.
+    pub cold: Summary,
+    /// The LLC size used, bytes.
+    pub llc_bytes: u64,
+    /// Did it come from sysfs (else a 32 MiB guess)?
+    pub llc_from_sysfs: bool,
+    /// Hot region, bytes.
+    pub hot_bytes: u64,
+    /// Cold region, bytes.
+    pub cold_bytes: u64,
+    /// Eviction buffer written before each cold pass, bytes.
+    pub evict_bytes: u64,
+}
+
+/// Writes whole pages (`fill`, a `memset` like the kernel's `clear_page`) in shuffled page
+/// order, `WINDOW` pages per window: hot from a region a quarter of the LLC that stays in
+/// it, cold from a pre-faulted region `cold_llc_multiple` LLCs large, each page once per
+/// pass, after writing an eviction buffer twice the LLC. Plain `Vec<u8>`s with 4 KiB pages
+/// (no THP advice), so both figures include the TLB misses of the page walk.
+#[derive(Debug)]
+pub struct TouchBench {
+    llc: u64,
+    llc_from_sysfs: bool,
+    hot_region: Vec<u8>,
+    hot_order: Vec<usize>,
+    cold_region: Vec<u8>,
+    cold_order: Vec<usize>,
+    evict: Vec<u8>,
+    rng: Rng,
+    /// Passes so far: the byte each pass writes.
+    passes: u8,
+    hot: Vec<f64>,
+    cold: Vec<f64>,
+}
+
+impl TouchBench {
+    /// Size the regions from the LLC (sysfs; 32 MiB if it says nothing) and fault them in.
+    pub fn new(plan: &Plan) -> TouchBench {
+        let sysfs = std::path::Path::new("/sys/devices/system/cpu");
+        let found = crate::cacheinfo::llc_bytes(sysfs, 0);
+        let llc = found.unwrap_or(32 << 20);
+        let mut rng = Rng::new(0x70c4);
+        let hot_pages = (llc as usize / 4 / PAGE).max(WINDOW * 4);
+        let mut hot_region = vec![0u8; hot_pages * PAGE];
+        hot_region.fill(1);
+        let mut hot_order: Vec<usize> = (0..hot_pages).collect();
+        shuffle(&mut hot_order, &mut rng);
+        let cold_pages = (llc * plan.cold_llc_multiple) as usize / PAGE;
+        let mut cold_region = vec![0u8; cold_pages * PAGE];
+        cold_region.fill(1);
+        let mut evict = vec![0u8; 2 * llc as usize];
+        evict.fill(1);
+        TouchBench {
+            llc,
+            llc_from_sysfs: found.is_some(),
+            hot_region,
+            hot_order,
+            cold_region,
+            cold_order: (0..cold_pages).collect(),
+            evict,
+            rng,
+            passes: 0,
+            hot: Vec::new(),
+            cold: Vec::new(),
+        }
+    }
+
+    /// `plan.hot_passes` over the hot region (the first one untimed, to bring it back into
+    /// the LLC), then `plan.cold_passes` over the cold one; returns this round's medians.
+    pub fn round(&mut self, plan: &Plan, clk: &Clock, overhead: f64) -> (f64, f64) {
+        let (h0, c0) = (self.hot.len(), self.cold.len());
+        let mut scratch = Vec::new();
+        touch_pass(&mut self.hot_region, &self.hot_order, self.passes, clk, 0.0, &mut scratch);
+        for _ in 0..plan.hot_passes {
+            self.passes = self.passes.wrapping_add(1);
+            let v = self.passes;
+            touch_pass(&mut self.hot_region, &self.hot_order, v, clk, overhead, &mut self.hot);
+        }
+        for _ in 0..plan.cold_passes {
+            self.passes = self.passes.wrapping_add(1);
+            self.evict.fill(self.passes);
+            black_box(&mut self.evict[..]);
+            shuffle(&mut self.cold_order, &mut self.rng);
+            let v = self.passes;
+            touch_pass(&mut self.cold_region, &self.cold_order, v, clk, overhead, &mut self.cold);
+        }
+        (
+            Summary::of(&mut self.hot[h0..].to_vec()).median,
+            Summary::of(&mut self.cold[c0..].to_vec()).median,
+        )
+    }
+
+    /// Summarise; a real calibration refuses cold writes that came out cheaper than hot.
+    pub fn finish(mut self, quick: bool) -> Result<TouchFigures> {
+        let (hot, cold) = (Summary::of(&mut self.hot), Summary::of(&mut self.cold));
+        // A quick run on a busy machine (other processes flushing the LLC) may not tell them
+        // apart; it goes on and the table says so.
+        if cold.median < hot.median && !quick {
+            bail!(
+                "page touch: a cold page ({:.1} ns) measured cheaper than a hot one ({:.1} ns); \
+                 is the LLC really {} MiB?",
+                cold.median,
+                hot.median,
+                self.llc >> 20
+            );
+        }
+        Ok(TouchFigures {
+            hot,
+            cold,
+            llc_bytes: self.llc,
+            llc_from_sysfs: self.llc_from_sysfs,
+            hot_bytes: self.hot_region.len() as u64,
+            cold_bytes: self.cold_region.len() as u64,
+            evict_bytes: self.evict.len() as u64,
+        })
+    }
+}
+
+/// Write the pages of `region` in `order`, timing each `WINDOW` of them.
+fn touch_pass(
+    region: &mut [u8],
+    order: &[usize],
+    value: u8,
+    clk: &Clock,
+    overhead: f64,
+    out: &mut Vec<f64>,
+) {
+    for w in order.chunks_exact(WINDOW) {
+        let t0 = clk.ns();
+        for &p in w {
+            let page = &mut region[p * PAGE..(p + 1) * PAGE];
+            page.fill(value);
+            black_box(page);
+        }
+        let t1 = clk.ns();
+        out.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The machine
+
+/// What the figures were measured on.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    /// `model name` from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// Logical CPUs available to this process.
+    pub cpus: usize,
+    /// Last-level cache, bytes (sysfs).
+    pub llc_bytes: Option<u64>,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// /proc/cpuinfo's flags include `hypervisor`.
+    pub virtual_machine: bool,
+    /// NUMA nodes online.
+    pub nodes: usize,
+}
+
+impl Machine {
+    /// This machine, from /proc and /sys.
+    pub fn read() -> Machine {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let field = |name: &str| {
+            cpuinfo.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == name).then(|| v.trim().to_owned())
+            })
+        };
+        let virtual_machine =
+            field("flags").is_some_and(|f| f.split_whitespace().any(|x| x == "hypervisor"));
+        let nodes = std::fs::read_dir("/sys/devices/system/node")
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| {
+                        let n = e.file_name();
+                        let n = n.to_string_lossy();
+                        n.strip_prefix("node").is_some_and(|r| r.parse::<u32>().is_ok())
+                    })
+                    .count()
+            })
+            .unwrap_or(1)
+            .max(1);
+        Machine {
+            cpu_model: field("model name").unwrap_or_else(|| "unknown CPU".to_owned()),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            llc_bytes: crate::cacheinfo::llc_bytes(
+                std::path::Path::new("/sys/devices/system/cpu"),
+                0,
+            ),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map_or_else(|_| "unknown".to_owned(), |s| s.trim().to_owned()),
+            virtual_machine,
+            nodes,
+        }
+    }
+
+    /// One line, as the profile's `machine` field.
+    pub fn describe(&self) -> String {
+        let mut s = format!("{}, {} CPUs", self.cpu_model, self.cpus);
+        if let Some(b) = self.llc_bytes {
+            s += &format!(", LLC {} MiB", b >> 20);
+        }
+        s += &format!(", Linux {}", self.kernel);
+        if self.virtual_machine {
+            s += ", virtual machine";
+        }
+        s += &format!(", {} NUMA node{}", self.nodes, if self.nodes == 1 { "" } else { "s" });
+        s
+    }
+}
+
+/// The 1-, 5- and 15-minute load averages (/proc/loadavg).
+pub fn loadavg() -> Option<[f64; 3]> {
+    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let mut it = s.split_whitespace().map(|x| x.parse::<f64>().ok());
+    Some([it.next()??, it.next()??, it.next()??])
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, from the system clock.
+pub fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (H. Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Everything
+
+/// Each round's medians, to show how far the machine's speed drifted during the run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RoundMedians {
+    /// One clock read, ns.
+    pub timer: Vec<f64>,
+    /// `pcp_alloc_ns`.
+    pub pcp_alloc: Vec<f64>,
+    /// `pcp_free_ns`.
+    pub pcp_free: Vec<f64>,
+    /// Acquisition of a lock the other thread released last (NaN: no repetition on two CPUs).
+    pub handoff_acquisition: Vec<f64>,
+    /// `page_touch_hot_ns`.
+    pub hot: Vec<f64>,
+    /// `page_touch_cold_ns`.
+    pub cold: Vec<f64>,
+}
+
+/// Every measurement of one calibration.
+#[derive(Clone, Debug, Serialize)]
+pub struct Calibration {
+    /// The plan followed.
+    pub plan: Plan,
+    /// One clock read, ns (each round's median is subtracted from that round's windows).
+    pub timer_overhead: Summary,
+    /// The pageset fast path.
+    pub pcp: PcpFigures,
+    /// Uncontended lock+unlock of the spin lock, ns.
+    pub lock_uncontended: Summary,
+    /// The zone-lock hold fit.
+    pub holds: HoldFit,
+    /// The handoff.
+    pub handoff: HandoffFigures,
+    /// Page writes.
+    pub touch: TouchFigures,
+    /// Per-round medians.
+    pub rounds: RoundMedians,
+    /// The machine.
+    pub machine: Machine,
+}
+
+impl Calibration {
+    /// The fixed part of a hold as the hooks see it: the fit's intercept less the clock read
+    /// inside each timed hold, ns, with the per-pass spread. May come out below 0: it is
+    /// smaller than the clock's steps (10 ns on some virtual machines).
+    pub fn hook_visible_base(&self) -> Summary {
+        let s = self.holds.round_intercepts.shifted(-self.timer_overhead.median);
+        Summary { median: self.holds.intercept_ns - self.timer_overhead.median, ..s }
+    }
+
+    /// `zone_lock_base_ns`: the hook-visible fixed part (taken as 0 when it measured below
+    /// 0, since a hold cannot cost less than its lock and unlock) plus the uncontended
+    /// lock+unlock the hooks do not see.
+    pub fn zone_lock_base(&self) -> f64 {
+        self.hook_visible_base().median.max(0.0) + self.lock_uncontended.median
+    }
+}
+
+/// Run every measurement, `plan.rounds` times in turn, saying what it does on `progress`.
+pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
+    let clk = Clock::new();
+    progress(
+        "setting up: a 1 GiB allocator with a warm pageset, 5 allocators for the zone-lock \
+              program, the page-write regions (faulted in)",
+    );
+    let mut pcp = PcpBench::new()?;
+    let mut holds = HoldBench::new(&clk)?;
+    let mut handoff = HandoffBench::new()?;
+    let mut touch = TouchBench::new(plan);
+    let (mut timer, mut lock) = (Vec::new(), Vec::new());
+    let mut rounds = RoundMedians::default();
+    for r in 0..plan.rounds {
+        progress(&format!(
+            "round {}/{}: clock, pageset, spin lock, zone-lock holds, handoff, page writes",
+            r + 1,
+            plan.rounds
+        ));
+        let t0 = timer.len();
+        timer_overhead(&clk, plan.timer_pairs, &mut timer);
+        let ovh = Summary::of(&mut timer[t0..].to_vec()).median;
+        rounds.timer.push(ovh);
+        let (a, f) = pcp.round(plan.pcp_windows, &clk, ovh)?;
+        rounds.pcp_alloc.push(a);
+        rounds.pcp_free.push(f);
+        spin_lock_uncontended(plan.lock_windows, &clk, ovh, &mut lock);
+        holds.round(plan.hold_passes)?;
+        rounds.handoff_acquisition.push(handoff.round(plan, &clk, ovh));
+        let (h, c) = touch.round(plan, &clk, ovh);
+        rounds.hot.push(h);
+        rounds.cold.push(c);
+    }
+    let lock = Summary::of(&mut lock);
+    Ok(Calibration {
+        plan: *plan,
+        timer_overhead: Summary::of(&mut timer),
+        pcp: pcp.finish()?,
+        lock_uncontended: lock,
+        holds: holds.finish(plan.quick)?,
+        handoff: handoff.finish(plan.quick, lock.median)?,
+        touch: touch.finish(plan.quick)?,
+        rounds,
+        machine: Machine::read(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate() {
+        let mut v = vec![5.0, 1.0, 3.0, 2.0, 4.0];
+        let s = Summary::of(&mut v);
+        assert_eq!((s.median, s.n), (3.0, 5));
+        assert!((s.p10 - 1.4).abs() < 1e-9 && (s.p90 - 4.6).abs() < 1e-9, "{s:?}");
+        assert!(Summary::of(&mut []).median.is_nan());
+        assert_eq!(Summary::of(&mut [2.0]).shifted(1.0).p90, 3.0);
+    }
+
+    #[test]
+    fn a_line_fits_exactly_and_noise_lowers_r2() {
+        let pts: Vec<(f64, f64)> =
+            (0..10).map(|x| (f64::from(x), 40.0 + 12.5 * f64::from(x))).collect();
+        let (a, b, r2) = linear_fit(&pts).unwrap();
+        assert!((a - 40.0).abs() < 1e-9 && (b - 12.5).abs() < 1e-9 && (r2 - 1.0).abs() < 1e-12);
+        let noisy: Vec<(f64, f64)> = pts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.0, p.1 + if i % 2 == 0 { 9.0 } else { -9.0 }))
+            .collect();
+        assert!(linear_fit(&noisy).unwrap().2 < 0.99);
+        // One long hold off by 5 % barely moves the intercept the short ones fix.
+        let mut with_long = pts.clone();
+        with_long.push((4000.0, (40.0 + 12.5 * 4000.0) * 1.05));
+        let (a, _, _) = linear_fit(&with_long).unwrap();
+        assert!((a - 40.0).abs() < 5.0, "{a}");
+        assert!(linear_fit(&[(1.0, 2.0)]).is_none());
+        assert!(linear_fit(&[(1.0, 2.0), (1.0, 3.0)]).is_none());
+    }
+
+    #[test]
+    fn buckets_are_exact_then_geometric() {
+        assert_eq!((0..=16).map(bucket_key).collect::<Vec<_>>(), (0..=16).collect::<Vec<_>>());
+        assert_eq!(bucket_key(17), 17);
+        assert!(bucket_key(1000) > bucket_key(100) && bucket_key(100) > bucket_key(17));
+        // Neighbours within 15 % share a bucket at most one apart.
+        assert!(bucket_key(2000) - bucket_key(1800) <= 1);
+        let holds = [(1, 10.0), (1, 30.0), (1, 20.0), (2, 5.0), (500, 1.0), (510, 3.0)];
+        assert_eq!(bucket_medians(&holds, 2), vec![(1.0, 20.0), (505.0, 2.0)]);
+    }
+
+    #[test]
+    fn proc_stat_processor_field() {
+        // A command name with spaces and a parenthesis; processor (field 39) is 7.
+        let mut fields: Vec<String> = (3..=52).map(|i| i.to_string()).collect();
+        fields[39 - 3] = "7".into();
+        let line = format!("1234 (a (b) c) {}", fields.join(" "));
+        assert_eq!(parse_stat_cpu(&line), Some(7));
+        assert_eq!(parse_stat_cpu("1 (x) S 2"), None);
+        if std::path::Path::new("/proc/thread-self/stat").exists() {
+            assert!(current_cpu().is_some());
+        }
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(today().len(), 10);
+    }
+
+    #[test]
+    fn machine_line_names_the_parts() {
+        let m = Machine {
+            cpu_model: "AMD EPYC".into(),
+            cpus: 2,
+            llc_bytes: Some(32 << 20),
+            kernel: "6.18.44".into(),
+            virtual_machine: true,
+            nodes: 1,
+        };
+        assert_eq!(
+            m.describe(),
+            "AMD EPYC, 2 CPUs, LLC 32 MiB, Linux 6.18.44, virtual machine, 1 NUMA node"
+        );
+        assert!(!Machine::read().describe().is_empty());
+    }
+
+    #[test]
+    fn the_hold_timer_sees_every_hold_with_its_list_work() {
+        let mut bench = HoldBench::new(&Clock::new()).unwrap();
+        bench.round(1).unwrap();
+        let fit = bench.finish(true).unwrap();
+        assert!(fit.holds > 100 && fit.buckets >= 2, "{fit:?}");
+        assert!(fit.max_list_ops > 100, "long drains were driven: {}", fit.max_list_ops);
+        for k in &fit.by_kind {
+            assert!(k.holds > 0, "{:?} holds were driven", k.kind);
+        }
+    }
+
+    #[test]
+    fn the_pageset_loop_takes_no_zone_lock() {
+        let clk = Clock::new();
+        let mut bench = PcpBench::new().unwrap();
+        bench.round(100, &clk, 0.0).unwrap();
+        bench.round(100, &clk, 0.0).unwrap();
+        let p = bench.finish().unwrap();
+        assert_eq!(p.zone_locks_taken, 0);
+        assert!(p.batch > WINDOW as i32 && p.alloc.n == 200, "{p:?}");
+    }
+}

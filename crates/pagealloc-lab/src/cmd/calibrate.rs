@@ -1,0 +1,526 @@
+//! `pagealloc calibrate`: measure the model's cost profile on this machine (the measuring is
+//! in [`crate::calibrate`]) and store it as a TOML file the model loads, with a table of
+//! medians and spreads for the reader.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use crate::calibrate::{self, Calibration, Plan, Summary, REMOTE_FACTOR, REMOTE_FACTOR_SOURCE};
+use crate::model::cost::CostProfile;
+
+/// Arguments of `pagealloc calibrate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Write the profile (TOML) to this file. Without it the TOML goes to stdout and the
+    /// table to stderr, so `pagealloc calibrate > cost.toml` works.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// A short run (a second or two, few repetitions) that checks everything runs: the
+    /// figures are rough and the profile says so.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print one JSON document (every figure with its spread, the fit, the checks and the
+    /// profile) on stdout instead of the table (and of the TOML when there is no --out).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Text of `--help` after the options.
+pub const AFTER_HELP: &str = "\
+What is measured (release build, one median per field over many timed windows of >= 16 \
+operations, the cost of one clock read taken off each window; every measurement runs a share \
+of its work in each of 128 rounds, so all figures come from the same stretch of time):
+  pcp_alloc_ns, pcp_free_ns   order-0 alloc/free served by CPU 0's pageset, 1 GiB zone;
+                              checked: the zone lock is never taken in the timed loop
+  zone_lock_base_ns,          every zone-lock hold of a program of refills, drains and
+  zone_list_op_ns             order-4..6 allocations timed in the event hooks; least squares
+                              (relative residuals) held_ns = a + b * list_ops on the medians
+                              per list-op bucket and kind of hold; base = max(0, a - one
+                              clock read) + uncontended lock+unlock
+  lock_handoff_ns             two threads (unpinned; repetitions where they shared a CPU are
+                              dropped) take turns at walking a chain of 16 spin locks; per
+                              acquisition of a lock the other released last, minus the
+                              uncontended lock+unlock
+  page_touch_hot_ns,          4 KiB page writes in shuffled order: a region 1/4 of the LLC,
+  page_touch_cold_ns          and one 8 LLCs large written once per pass after an eviction
+  remote_factor               not measurable on one node: a documented default (1.7)
+
+Regenerate the lab's default profile with
+  cargo run --release -p pagealloc-lab -- calibrate --out crates/pagealloc-lab/data/cost-default.toml";
+
+/// One row of the table: a profile field, its figure and what the model does with it.
+struct Row {
+    field: &'static str,
+    /// The value written (clamped at 0 for differences that came out negative).
+    value: f64,
+    spread: Option<Summary>,
+    /// The raw value when it was clamped.
+    clamped_from: Option<f64>,
+    used_for: &'static str,
+}
+
+fn rows(c: &Calibration) -> Vec<Row> {
+    let row = |field, s: Summary, used_for| Row {
+        field,
+        value: round1(s.median.max(0.0)),
+        spread: Some(s),
+        clamped_from: (s.median < 0.0).then_some(s.median),
+        used_for,
+    };
+    let list_op = Summary { median: c.holds.per_op_ns, ..c.holds.round_slopes };
+    // The per-pass fits' spread through the same floor (monotone, so it maps quantiles to
+    // quantiles); the notes print the hook-visible part before the floor.
+    let vis = c.hook_visible_base();
+    let lock = c.lock_uncontended.median;
+    let base_spread = Summary {
+        median: c.zone_lock_base(),
+        p10: vis.p10.max(0.0) + lock,
+        p90: vis.p90.max(0.0) + lock,
+        n: vis.n,
+    };
+    vec![
+        row("pcp_alloc_ns", c.pcp.alloc, "every allocation call, outside any zone lock"),
+        row("pcp_free_ns", c.pcp.free, "every free call, outside any zone lock"),
+        Row {
+            field: "zone_lock_base_ns",
+            value: round1(c.zone_lock_base()),
+            spread: Some(base_spread),
+            clamped_from: None,
+            used_for: "every zone-lock hold, fixed part",
+        },
+        row("zone_list_op_ns", list_op, "each free-list insertion/removal under the lock"),
+        row("lock_handoff_ns", c.handoff.handoff, "a zone lock last held by another CPU"),
+        row("page_touch_hot_ns", c.touch.hot, "writing a 4 KiB page found in the LLC model"),
+        row("page_touch_cold_ns", c.touch.cold, "writing a 4 KiB page not in the LLC model"),
+        Row {
+            field: "remote_factor",
+            value: REMOTE_FACTOR,
+            spread: None,
+            clamped_from: None,
+            used_for: "list ops from another node, handoffs between LLCs (x)",
+        },
+    ]
+}
+
+/// To 0.1 ns: the spreads are wider than that.
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// The profile the figures make.
+fn profile(c: &Calibration, method: String) -> CostProfile {
+    let rows = rows(c);
+    let v = |name: &str| rows.iter().find(|r| r.field == name).map_or(f64::NAN, |r| r.value);
+    // Only a quick run gets here with cold below hot (a real one refuses): keep the file
+    // loadable, the table flags it.
+    let hot = v("page_touch_hot_ns");
+    CostProfile {
+        machine: c.machine.describe(),
+        method,
+        pcp_alloc_ns: v("pcp_alloc_ns"),
+        pcp_free_ns: v("pcp_free_ns"),
+        zone_lock_base_ns: v("zone_lock_base_ns"),
+        zone_list_op_ns: v("zone_list_op_ns"),
+        lock_handoff_ns: v("lock_handoff_ns"),
+        page_touch_hot_ns: v("page_touch_hot_ns"),
+        page_touch_cold_ns: v("page_touch_cold_ns").max(hot),
+        remote_factor: REMOTE_FACTOR,
+        remote_factor_source: REMOTE_FACTOR_SOURCE.to_owned(),
+    }
+}
+
+/// The `method` field: command line, build, repetitions, date.
+fn method(c: &Calibration, command: &str, date: &str) -> String {
+    let p = &c.plan;
+    format!(
+        "`{command}`, {} build{}, {date}: {} rounds, each running every measurement in turn; \
+         medians of {} pageset windows of {w} allocs + {w} frees, {} zone-lock holds from {} \
+         passes (fit on {} bucket medians, R² {:.3}), {} handoff repetitions of {} timed \
+         walks of a {w}-lock chain, {} hot and {} cold page-write windows of {w} pages; one \
+         clock read (median {:.1} ns) taken off each window",
+        if cfg!(debug_assertions) { "debug" } else { "release" },
+        if p.quick { ", QUICK run (rough figures)" } else { "" },
+        p.rounds,
+        c.pcp.alloc.n,
+        c.holds.holds,
+        c.holds.round_slopes.n,
+        c.holds.buckets,
+        c.holds.r2,
+        c.handoff.reps_kept,
+        p.handoff_walks,
+        c.touch.hot.n,
+        c.touch.cold.n,
+        c.timer_overhead.median,
+        w = calibrate::WINDOW,
+    )
+}
+
+/// `min..max` of per-round medians (NaNs, from rounds that measured nothing, left out).
+fn range(v: &[f64]) -> String {
+    let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if v.is_empty() {
+        "-".to_owned()
+    } else {
+        format!("{lo:.1}..{hi:.1}")
+    }
+}
+
+/// The TOML file: a header saying where it comes from, then the profile.
+fn render_toml(c: &Calibration, p: &CostProfile, date: &str, load: &str) -> Result<String> {
+    let mut s = String::new();
+    let _ =
+        writeln!(s, "# A cost profile for the model: what each allocator primitive costs, in ns.");
+    let _ = writeln!(s, "# Written by `pagealloc calibrate` on {date} on {}.", p.machine);
+    let _ = writeln!(s, "# Load average (1/5/15 min) {load}.");
+    let _ = writeln!(s, "# Regenerate with");
+    let _ = writeln!(
+        s,
+        "#   cargo run --release -p pagealloc-lab -- calibrate --out crates/pagealloc-lab/data/cost-default.toml"
+    );
+    let _ = writeln!(s, "# Medians with their p10..p90 spread:");
+    for r in rows(c) {
+        match r.spread {
+            Some(sp) => {
+                let _ = writeln!(
+                    s,
+                    "#   {:<20} {:>8.1}  ({:.1}..{:.1})",
+                    r.field, r.value, sp.p10, sp.p90
+                );
+            }
+            None => {
+                let _ = writeln!(s, "#   {:<20} {:>8.1}  (not measured)", r.field, r.value);
+            }
+        }
+    }
+    s.push_str(&toml::to_string(p).context("rendering the profile as TOML")?);
+    Ok(s)
+}
+
+/// The table for the reader.
+fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f64) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "machine: {}", c.machine.describe());
+    let _ = writeln!(
+        s,
+        "load average (1/5/15 min): {load_before} at start, {load_after} at the end; {:.1} s{}",
+        elapsed,
+        if c.plan.quick { " — QUICK RUN, rough figures" } else { "" }
+    );
+    let _ = writeln!(
+        s,
+        "{} build; one clock read = {:.1} ns (p10..p90 {:.1}..{:.1}), taken off every window\n",
+        if cfg!(debug_assertions) { "debug" } else { "release" },
+        c.timer_overhead.median,
+        c.timer_overhead.p10,
+        c.timer_overhead.p90
+    );
+    let _ = writeln!(
+        s,
+        "{:<20} {:>9} {:>17} {:>7}  used by the model for",
+        "field", "value", "p10..p90", "n"
+    );
+    for r in rows(c) {
+        let (spread, n) = match r.spread {
+            Some(sp) => (format!("{:.1}..{:.1}", sp.p10, sp.p90), sp.n.to_string()),
+            None => ("-".to_owned(), "-".to_owned()),
+        };
+        let _ =
+            write!(s, "{:<20} {:>9.1} {:>17} {:>7}  {}", r.field, r.value, spread, n, r.used_for);
+        if let Some(raw) = r.clamped_from {
+            let _ = write!(s, " [measured {raw:.1}: below resolution, written as 0]");
+        }
+        s.push('\n');
+    }
+    let h = &c.holds;
+    let _ = writeln!(s, "\nnotes:");
+    let _ = writeln!(
+        s,
+        "- pageset: batch {}, high {} during the timed loop; zone lock taken {} times in it \
+         (must be 0)",
+        c.pcp.batch, c.pcp.high, c.pcp.zone_locks_taken
+    );
+    let vis = c.hook_visible_base();
+    let _ = writeln!(
+        s,
+        "- zone lock: {} holds (1..{} list ops), bucket medians per kind of hold ({} points) \
+         fitted with relative least squares: held_ns = {:.1} + {:.2} x list_ops, R² {:.4}; \
+         spreads over {} per-pass fits",
+        h.holds, h.max_list_ops, h.buckets, h.intercept_ns, h.per_op_ns, h.r2, h.round_slopes.n
+    );
+    let _ = writeln!(
+        s,
+        "  base = max(0, {:.1} - {:.1} clock read = {:.1}{}) + {:.1} uncontended lock+unlock; \
+         the part the hooks see was {:.1}..{:.1} (p10..p90) over the passes",
+        h.intercept_ns,
+        c.timer_overhead.median,
+        vis.median,
+        if vis.median < 0.0 { ": below the clock's resolution, taken as 0" } else { "" },
+        c.lock_uncontended.median,
+        vis.p10,
+        vis.p90
+    );
+    for k in &h.by_kind {
+        let f = |x: Option<f64>, d: usize| x.map_or_else(|| "-".to_owned(), |v| format!("{v:.d$}"));
+        let _ = writeln!(
+            s,
+            "    {:<12} {:>6} holds, median {:>5.0} list ops: {} + {} x list_ops (R² {})",
+            k.kind.name(),
+            k.holds,
+            k.median_list_ops,
+            f(k.intercept_ns, 1),
+            f(k.per_op_ns, 2),
+            f(k.r2, 3)
+        );
+    }
+    let ho = &c.handoff;
+    let _ = writeln!(
+        s,
+        "- handoff: threads not pinned (the lab has no pinning); {} of {} repetitions kept, {} \
+         dropped because both threads were on one CPU; {:.1} ns per acquisition of a lock the \
+         other thread released last, less {:.1} ns uncontended lock+unlock; for comparison a \
+         flag-only ping-pong moves a line one way in {:.1} ns",
+        ho.reps_kept,
+        ho.reps_kept + ho.reps_same_cpu,
+        ho.reps_same_cpu,
+        ho.acquisition.median,
+        c.lock_uncontended.median,
+        ho.flag_one_way.median
+    );
+    if ho.unchecked {
+        let _ = writeln!(
+            s,
+            "  QUICK RUN: no repetition ran on two CPUs throughout; all were kept unchecked"
+        );
+    }
+    let t = &c.touch;
+    if t.cold.median < t.hot.median {
+        let _ = writeln!(
+            s,
+            "- QUICK RUN: cold page writes measured below hot ones (a busy machine); the \
+             profile carries page_touch_cold_ns = page_touch_hot_ns"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "- page writes: LLC {} MiB ({}); hot region {} MiB, cold region {} MiB after writing \
+         {} MiB to evict; cold/hot = {:.1}",
+        t.llc_bytes >> 20,
+        if t.llc_from_sysfs { "sysfs" } else { "not in sysfs: guessed" },
+        t.hot_bytes >> 20,
+        t.cold_bytes >> 20,
+        t.evict_bytes >> 20,
+        t.cold.median / t.hot.median
+    );
+    let r = &c.rounds;
+    let _ = writeln!(
+        s,
+        "- drift: per-round medians over the {} rounds: clock read {}, pcp alloc {}, pcp free \
+         {}, handoff acquisition {}, hot write {}, cold write {}",
+        c.plan.rounds,
+        range(&r.timer),
+        range(&r.pcp_alloc),
+        range(&r.pcp_free),
+        range(&r.handoff_acquisition),
+        range(&r.hot),
+        range(&r.cold)
+    );
+    let _ = writeln!(
+        s,
+        "- remote_factor: {}",
+        if c.machine.nodes > 1 {
+            format!(
+                "this machine has {} NUMA nodes, so it could be measured; calibrate does not \
+                 measure it yet and writes the default {REMOTE_FACTOR}",
+                c.machine.nodes
+            )
+        } else {
+            format!("one NUMA node here; the default {REMOTE_FACTOR} (see remote_factor_source)")
+        }
+    );
+    s
+}
+
+fn load_line() -> String {
+    calibrate::loadavg()
+        .map_or_else(|| "unknown".to_owned(), |l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2]))
+}
+
+/// Run the command.
+pub fn run(args: &Args) -> Result<()> {
+    let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
+    if cfg!(debug_assertions) && !args.quick {
+        eprintln!("calibrate: warning: a debug build measures the debug build, not the allocator");
+    }
+    let load_before = load_line();
+    let started = Instant::now();
+    let mut step_started = Instant::now();
+    let mut steps = 0;
+    let c = calibrate::run(&plan, |what| {
+        if steps > 0 {
+            eprintln!(" ({:.1} s)", step_started.elapsed().as_secs_f64());
+        }
+        steps += 1;
+        eprint!("calibrate: {what} ...");
+        let _ = std::io::stderr().flush();
+        step_started = Instant::now();
+    })?;
+    eprintln!(" ({:.1} s)", step_started.elapsed().as_secs_f64());
+    let elapsed = started.elapsed().as_secs_f64();
+    let load_after = load_line();
+
+    let date = calibrate::today();
+    let command = std::iter::once("pagealloc".to_owned())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let p = profile(&c, method(&c, &command, &date));
+    p.check().context("the measured profile fails its own checks")?;
+    let toml_text = render_toml(&c, &p, &date, &load_before)?;
+    let table = render_table(&c, &load_before, &load_after, elapsed);
+
+    if let Some(path) = &args.out {
+        std::fs::write(path, &toml_text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if args.json {
+        let doc = serde_json::json!({
+            "calibration": c,
+            "load_average": { "start": load_before, "end": load_after },
+            "elapsed_s": elapsed,
+            "profile": p,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if args.out.is_some() {
+        print!("{table}");
+    } else {
+        eprint!("{table}");
+        print!("{toml_text}");
+    }
+    if let Some(path) = &args.out {
+        eprintln!("calibrate: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::{
+        HandoffFigures, HoldFit, Machine, PcpFigures, RoundMedians, TouchFigures,
+    };
+
+    fn s(median: f64) -> Summary {
+        Summary { median, p10: median * 0.9, p90: median * 1.1, n: 100 }
+    }
+
+    fn fake() -> Calibration {
+        Calibration {
+            plan: Plan::QUICK,
+            timer_overhead: s(20.0),
+            pcp: PcpFigures {
+                alloc: s(21.0),
+                free: s(23.0),
+                batch: 63,
+                high: 200,
+                zone_locks_taken: 0,
+            },
+            lock_uncontended: s(8.0),
+            holds: HoldFit {
+                intercept_ns: 50.0,
+                per_op_ns: 12.0,
+                r2: 0.99,
+                buckets: 30,
+                holds: 5000,
+                max_list_ops: 4000,
+                round_intercepts: s(50.0),
+                round_slopes: s(12.0),
+                by_kind: Vec::new(),
+                points: Vec::new(),
+            },
+            handoff: HandoffFigures {
+                handoff: s(-3.0),
+                acquisition: s(5.0),
+                flag_one_way: s(90.0),
+                reps_kept: 10,
+                reps_same_cpu: 1,
+                unchecked: false,
+                pinned: false,
+            },
+            touch: TouchFigures {
+                hot: s(100.0),
+                cold: s(600.0),
+                llc_bytes: 32 << 20,
+                llc_from_sysfs: true,
+                hot_bytes: 8 << 20,
+                cold_bytes: 64 << 20,
+                evict_bytes: 64 << 20,
+            },
+            rounds: RoundMedians {
+                timer: vec![20.0, 30.0],
+                pcp_alloc: vec![20.0, 22.0],
+                pcp_free: vec![23.0, 23.0],
+                handoff_acquisition: vec![f64::NAN, 5.0],
+                hot: vec![100.0, 100.0],
+                cold: vec![600.0, 610.0],
+            },
+            machine: Machine {
+                cpu_model: "Test CPU".into(),
+                cpus: 2,
+                llc_bytes: Some(32 << 20),
+                kernel: "6.1".into(),
+                virtual_machine: false,
+                nodes: 2,
+            },
+        }
+    }
+
+    #[test]
+    fn the_written_toml_loads_as_a_cost_profile() {
+        let c = fake();
+        let p = profile(&c, method(&c, "pagealloc calibrate --quick", "2026-01-01"));
+        let text = render_toml(&c, &p, "2026-01-01", "0.10 0.20 0.30").unwrap();
+        assert!(text.starts_with("# A cost profile"), "{text}");
+        assert!(text.contains("Written by `pagealloc calibrate` on 2026-01-01 on Test CPU"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cost.toml");
+        std::fs::write(&path, &text).unwrap();
+        let back = CostProfile::load(&path).unwrap();
+        assert_eq!(back, p);
+        // base = intercept − clock read + lock+unlock; a negative handoff is written as 0.
+        assert_eq!(back.zone_lock_base_ns, 38.0);
+        let mut c = fake();
+        c.holds.intercept_ns = 15.0;
+        assert_eq!(c.zone_lock_base(), 8.0, "the hook-visible part is floored at 0");
+        assert_eq!(back.zone_list_op_ns, 12.0);
+        assert_eq!(back.lock_handoff_ns, 0.0);
+        assert_eq!(back.remote_factor, REMOTE_FACTOR);
+        assert!(back.method.contains("QUICK") && back.method.contains("2026-01-01"));
+    }
+
+    #[test]
+    fn the_table_names_every_field_and_flags_clamping() {
+        let t = render_table(&fake(), "0.1 0.2 0.3", "0.2 0.2 0.3", 1.5);
+        let fields = [
+            "pcp_alloc_ns",
+            "pcp_free_ns",
+            "zone_lock_base_ns",
+            "zone_list_op_ns",
+            "lock_handoff_ns",
+            "page_touch_hot_ns",
+            "page_touch_cold_ns",
+            "remote_factor",
+        ];
+        for f in fields {
+            assert!(t.contains(f), "{f} missing:\n{t}");
+        }
+        assert!(t.contains("written as 0"), "{t}");
+        assert!(t.contains("could be measured"), "two nodes:\n{t}");
+        assert!(t.contains("QUICK RUN"), "{t}");
+        assert!(t.contains("pcp alloc 20.0..22.0") && t.contains("handoff acquisition 5.0..5.0"));
+    }
+}

@@ -1,0 +1,130 @@
+//! `pagealloc calibrate --quick`: it runs (about a second), checks itself, and writes a
+//! profile the model would load (the checks of `CostProfile::load`, repeated here on the TOML: the binary's
+//! types are not importable from a test). Nothing here judges the figures: a quick run on a
+//! busy test machine is not a measurement.
+
+use assert_cmd::Command;
+
+fn pagealloc() -> Command {
+    Command::cargo_bin("pagealloc").expect("binary built")
+}
+
+/// The profile's cost fields, in file order.
+const COSTS: [&str; 7] = [
+    "pcp_alloc_ns",
+    "pcp_free_ns",
+    "zone_lock_base_ns",
+    "zone_list_op_ns",
+    "lock_handoff_ns",
+    "page_touch_hot_ns",
+    "page_touch_cold_ns",
+];
+
+/// What `CostProfile::load` accepts: exactly the profile's fields, every cost a finite
+/// number of ns in 0..1e9, cold touch ≥ hot touch, remote factor in 1..=100, non-empty
+/// machine, method and source.
+fn check_profile(text: &str) {
+    let doc: toml::Table = toml::from_str(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let mut keys: Vec<&str> = doc.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    let mut want: Vec<&str> = COSTS
+        .iter()
+        .copied()
+        .chain(["machine", "method", "remote_factor", "remote_factor_source"])
+        .collect();
+    want.sort_unstable();
+    assert_eq!(keys, want, "{text}");
+    let num = |k: &str| doc[k].as_float().unwrap_or_else(|| panic!("`{k}` is not a float: {text}"));
+    for k in COSTS {
+        let v = num(k);
+        assert!(v.is_finite() && (0.0..1e9).contains(&v), "{k} = {v}");
+    }
+    assert!(num("page_touch_cold_ns") >= num("page_touch_hot_ns"), "{text}");
+    assert!((1.0..=100.0).contains(&num("remote_factor")), "{text}");
+    for k in ["machine", "method", "remote_factor_source"] {
+        assert!(!doc[k].as_str().unwrap().is_empty(), "{k} is empty");
+    }
+}
+
+/// The three quick runs in one test, one after the other: in parallel they would fight
+/// over the two CPUs and the LLC they measure.
+#[test]
+fn quick_runs() {
+    writes_a_loadable_profile_and_prints_the_table();
+    without_out_the_toml_goes_to_stdout_and_json_has_every_spread();
+}
+
+fn writes_a_loadable_profile_and_prints_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cost.toml");
+    let out = pagealloc()
+        .args(["calibrate", "--quick", "--out"])
+        .arg(&path)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&path).unwrap();
+    check_profile(&text);
+    // The header says who wrote it, when, on what, and how to regenerate it.
+    assert!(text.starts_with('#'), "{text}");
+    assert!(text.contains("Written by `pagealloc calibrate` on 20"), "{text}");
+    assert!(text.contains("calibrate --out crates/pagealloc-lab/data/cost-default.toml"), "{text}");
+    assert!(text.contains("QUICK run"), "the method says it was a quick run: {text}");
+
+    let table = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    for f in COSTS.iter().chain(&["remote_factor"]) {
+        assert!(table.lines().any(|l| l.starts_with(f)), "no row for {f}:\n{table}");
+    }
+    assert!(table.contains("p10..p90") && table.contains("QUICK RUN"), "{table}");
+    assert!(table.contains("zone lock taken 0 times"), "{table}");
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("round 2/2") && err.contains("wrote"), "progress on stderr: {err}");
+}
+
+fn without_out_the_toml_goes_to_stdout_and_json_has_every_spread() {
+    let out = pagealloc()
+        .args(["calibrate", "--quick"])
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .success();
+    check_profile(&String::from_utf8(out.get_output().stdout.clone()).unwrap());
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("pcp_alloc_ns"), "the table goes to stderr: {err}");
+
+    let out = pagealloc()
+        .args(["calibrate", "--quick", "--json"])
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let c = &doc["calibration"];
+    for s in [
+        &c["timer_overhead"],
+        &c["pcp"]["alloc"],
+        &c["pcp"]["free"],
+        &c["lock_uncontended"],
+        &c["handoff"]["handoff"],
+        &c["touch"]["hot"],
+        &c["touch"]["cold"],
+    ] {
+        let (p10, m, p90) =
+            (s["p10"].as_f64().unwrap(), s["median"].as_f64().unwrap(), s["p90"].as_f64().unwrap());
+        assert!(p10 <= m && m <= p90 && s["n"].as_u64().unwrap() > 0, "{s}");
+    }
+    assert_eq!(c["pcp"]["zone_locks_taken"], 0);
+    assert!(c["holds"]["r2"].as_f64().unwrap() <= 1.0);
+    assert!(c["holds"]["holds"].as_u64().unwrap() > 1000);
+    assert_eq!(c["rounds"]["pcp_alloc"].as_array().unwrap().len(), 2, "per-round medians");
+    assert!(doc["profile"]["remote_factor_source"]
+        .as_str()
+        .unwrap()
+        .contains("Memory Latency Checker"));
+}
+
+#[test]
+fn help_says_what_is_measured_and_where_the_toml_goes() {
+    let out = pagealloc().args(["calibrate", "--help"]).assert().success();
+    let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(help.contains("Without it the TOML goes to stdout"), "{help}");
+    assert!(help.contains("zone_list_op_ns") && help.contains("--quick"), "{help}");
+}
