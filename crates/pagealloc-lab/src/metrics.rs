@@ -39,10 +39,14 @@ pub fn workload_metric_meta(workload: &str, name: &str) -> (&'static str, Better
         ("page-fault1", "ops_per_s") => ("ops/s", Better::Higher, "page faults/s, all processes"),
         ("page-fault1", "per_process_ops_per_s") => ("ops/s", Better::Higher, "per process"),
         ("page-frag-rx", "throughput") => ("pkt/s", Better::Higher, "packets forwarded per second"),
-        ("thpfioscale", "fault_base_us") => ("us", Better::Lower, "2 MiB step faulted as base pages"),
+        ("thpfioscale", "fault_base_us") => {
+            ("us", Better::Lower, "2 MiB step faulted as base pages")
+        }
         ("thpfioscale", "fault_huge_us") => ("us", Better::Lower, "2 MiB step faulted as a THP"),
         ("thpfioscale", "huge_pct") => ("%", Better::Higher, "2 MiB steps that got a huge page"),
-        (_, "alloc_failures" | "pagecache_failures") => ("", Better::Lower, "allocations that failed"),
+        (_, "alloc_failures" | "pagecache_failures") => {
+            ("", Better::Lower, "allocations that failed")
+        }
         _ => ("", Better::Lower, "diagnostic count"),
     }
 }

@@ -22,10 +22,11 @@ pub const NIL: u32 = u32::MAX;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
 pub enum FrameState {
+    /// A managed frame that is not the head of any block. Zero, so that a freshly mapped
+    /// (zeroed) mem_map is all `Tail` and untouched parts of it cost no memory.
+    Tail = 0,
     /// Not managed by the allocator: a hole in the zone's span or memory the caller reserved.
-    Reserved = 0,
-    /// A managed frame that is not the head of any block.
-    Tail = 1,
+    Reserved = 1,
     /// Head of a free block on a buddy free list (PageBuddy).
     Buddy = 2,
     /// Head of a block on a per-CPU list.
@@ -39,7 +40,7 @@ pub enum FrameState {
 impl FrameState {
     const fn from_bits(v: u32) -> FrameState {
         match v & 0xf {
-            1 => FrameState::Tail,
+            0 => FrameState::Tail,
             2 => FrameState::Buddy,
             3 => FrameState::Pcp,
             4 => FrameState::Allocated,
@@ -64,6 +65,9 @@ pub struct FrameInfo {
 impl FrameInfo {
     /// A frame that heads nothing.
     pub const TAIL: FrameInfo = FrameInfo { state: FrameState::Tail, order: Order(0), list: 0 };
+    /// A frame the allocator does not manage.
+    pub const RESERVED: FrameInfo =
+        FrameInfo { state: FrameState::Reserved, order: Order(0), list: 0 };
 
     #[inline]
     const fn pack(self) -> u32 {
@@ -84,9 +88,10 @@ impl FrameInfo {
 #[derive(Debug)]
 #[repr(C)]
 pub struct Frame {
-    /// Next frame index on the list this block is on, or [`NIL`].
+    /// Next frame index on the list this block is on, or [`NIL`], stored complemented (so
+    /// that zeroed memory reads as NIL).
     next: AtomicU32,
-    /// Previous frame index, or [`NIL`].
+    /// Previous frame index, or [`NIL`], stored complemented.
     prev: AtomicU32,
     /// Packed [`FrameInfo`].
     info: AtomicU32,
@@ -99,13 +104,39 @@ pub struct Frame {
 const _: () = assert!(size_of::<Frame>() == 16);
 
 impl Frame {
-    /// A reserved frame (the state every frame starts in).
+    /// A `Tail` frame on no list: all bits zero, the state a zeroed mem_map starts in.
     pub const fn new() -> Frame {
         Frame {
-            next: AtomicU32::new(NIL),
-            prev: AtomicU32::new(NIL),
+            next: AtomicU32::new(0),
+            prev: AtomicU32::new(0),
             info: AtomicU32::new(0),
             aux: AtomicU32::new(0),
+        }
+    }
+
+    /// `n` frames, each [`Frame::new`], in zeroed memory straight from the allocator: for
+    /// a large map the OS hands out zero pages lazily, so building an allocator over hundreds
+    /// of GiB touches only the metadata of the frames it writes (block heads), not all of it.
+    #[allow(unsafe_code)]
+    pub fn zeroed_map(n: usize) -> alloc::boxed::Box<[Frame]> {
+        use alloc::alloc::{alloc_zeroed, handle_alloc_error, Layout};
+        if n == 0 {
+            return alloc::boxed::Box::new([]);
+        }
+        let Ok(layout) = Layout::array::<Frame>(n) else {
+            panic!("a mem_map of {n} frames does not fit the address space");
+        };
+        // SAFETY: `layout` has a non-zero size (n > 0, Frame is 16 bytes). `alloc_zeroed`
+        // returns memory valid for `layout` or null (handled). `Frame` is `repr(C)` of four
+        // `AtomicU32`, for which the all-zero bit pattern is a valid value, so the memory holds
+        // `n` initialised frames; the box takes ownership with the same layout it was
+        // allocated with (`Box<[T]>` of length n deallocates `Layout::array::<T>(n)`).
+        unsafe {
+            let ptr = alloc_zeroed(layout).cast::<Frame>();
+            if ptr.is_null() {
+                handle_alloc_error(layout);
+            }
+            alloc::boxed::Box::from_raw(core::ptr::slice_from_raw_parts_mut(ptr, n))
         }
     }
 
@@ -153,22 +184,22 @@ impl Frame {
 
     #[inline]
     pub(crate) fn next(&self) -> u32 {
-        self.next.load(Relaxed)
+        !self.next.load(Relaxed)
     }
 
     #[inline]
     pub(crate) fn prev(&self) -> u32 {
-        self.prev.load(Relaxed)
+        !self.prev.load(Relaxed)
     }
 
     #[inline]
     pub(crate) fn set_next(&self, v: u32) {
-        self.next.store(v, Relaxed);
+        self.next.store(!v, Relaxed);
     }
 
     #[inline]
     pub(crate) fn set_prev(&self, v: u32) {
-        self.prev.store(v, Relaxed);
+        self.prev.store(!v, Relaxed);
     }
 }
 
@@ -185,13 +216,24 @@ mod tests {
     #[test]
     fn info_round_trips() {
         let f = Frame::new();
-        assert_eq!(f.info().state, FrameState::Reserved);
+        assert_eq!(f.info().state, FrameState::Tail);
+        assert_eq!((f.next(), f.prev()), (NIL, NIL));
         let i = FrameInfo { state: FrameState::Pcp, order: Order(9), list: 13 };
         f.set_info(i);
         assert_eq!(f.info(), i);
         assert!(!f.is_buddy_of_order(Order(9)));
         f.set_info(FrameInfo { state: FrameState::Buddy, order: Order(10), list: 5 });
         assert!(f.is_buddy_of_order(Order(10)));
+    }
+
+    #[test]
+    fn a_zeroed_map_is_tail_frames_on_no_list() {
+        let map = Frame::zeroed_map(1000);
+        assert_eq!(map.len(), 1000);
+        assert!(map.iter().all(|f| f.info() == FrameInfo::TAIL && f.next() == NIL));
+        map[7].set_next(3);
+        assert_eq!(map[7].next(), 3);
+        assert!(Frame::zeroed_map(0).is_empty());
     }
 
     #[test]

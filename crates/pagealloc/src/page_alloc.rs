@@ -165,15 +165,19 @@ impl<E: EventSink> PageAllocator<E> {
         Ok(pa)
     }
 
-    /// Mark present frames managed, label CMA pageblocks and free everything (the kernel's
-    /// memblock hand-over: maximal aligned blocks, inserted at the list tails).
+    /// Mark the holes of each zone's span reserved (present frames start as `Tail`), label
+    /// CMA pageblocks and free everything (the kernel's memblock hand-over: maximal aligned
+    /// blocks, inserted at the list tails). Only holes and block heads are written.
     fn populate(&self, map: &MemoryMap) {
         for zone in self.zones.iter() {
-            let pieces = map.zone_pieces(zone.node, zone.ztype);
-            for r in &pieces {
-                for p in r.start.0..r.end.0 {
-                    zone.frame(Pfn(p)).set_info(FrameInfo::TAIL);
+            let mut pieces = map.zone_pieces(zone.node, zone.ztype);
+            pieces.sort_by_key(|r| r.start);
+            let mut next = zone.start_pfn;
+            for r in pieces.iter().chain(core::iter::once(&(zone.end_pfn..zone.end_pfn))) {
+                for p in next.0..r.start.0 {
+                    zone.frame(Pfn(p)).set_info(FrameInfo::RESERVED);
                 }
+                next = next.max(r.end);
             }
             for r in &map.cma {
                 let mut p = r.start.max(zone.start_pfn);

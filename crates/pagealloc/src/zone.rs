@@ -102,7 +102,8 @@ pub struct Zone {
 }
 
 impl Zone {
-    /// A zone spanning `start..end` with every frame reserved and nothing free yet.
+    /// A zone spanning `start..end` with every frame `Tail` and nothing free yet (the
+    /// allocator then marks the holes `Reserved` and frees the rest).
     pub(crate) fn new(
         idx: ZoneIdx,
         node: NodeId,
@@ -112,7 +113,7 @@ impl Zone {
         nr_cpus: u32,
     ) -> Zone {
         let n = (end.0 - start.0) as usize;
-        let mem_map: Vec<Frame> = (0..n).map(|_| Frame::new()).collect();
+        let mem_map = Frame::zeroed_map(n);
         Zone {
             idx,
             node,
@@ -122,7 +123,7 @@ impl Zone {
             present_pages: 0,
             managed_pages: AtomicU64::new(0),
             cma_pages: 0,
-            mem_map: mem_map.into_boxed_slice(),
+            mem_map,
             pageblocks: Pageblocks::new(start, end, MigrateType::Movable),
             lock: Mutex::new(ZoneFree::default()),
             nr_free_pages: AtomicU64::new(0),

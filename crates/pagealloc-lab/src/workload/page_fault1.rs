@@ -434,8 +434,13 @@ mod tests {
                 o.events.get(Counter::PcpRefill) + o.events.get(Counter::DrainHigh)
             );
         }
-        assert_eq!(a.events.get(Counter::DrainHighPages), b.events.get(Counter::DrainHighPages));
-        assert_eq!(a.events.get(Counter::PcpRefillPages), b.events.get(Counter::PcpRefillPages));
+        // The runs last the same virtual time, and the single pass costs less list work, so
+        // they fault different numbers of pages: compare the pattern per allocation.
+        for c in [Counter::DrainHighPages, Counter::PcpRefillPages] {
+            let per_alloc = |o: &RunOutcome| o.events.get(c) as f64 / o.ops.allocs as f64;
+            let (x, y) = (per_alloc(&a), per_alloc(&b));
+            assert!((x / y - 1.0).abs() < 0.03, "{c:?}: {x} vs {y} per allocation");
+        }
     }
 
     /// hwloc-style binding on a 2-node machine with siblings: task i goes to core i % 4,
