@@ -13,6 +13,7 @@ const BUILTINS: [&str; 8] = [
     "lab-2cpu",
     "skylake-1s",
     "spr-2s-224",
+    "unknown-micro",
     "unknown-trace",
 ];
 

@@ -7,7 +7,6 @@
 //! watermark checks, as the kernel reads them.
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 
 use crate::events::EventSink;

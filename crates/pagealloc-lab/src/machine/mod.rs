@@ -75,6 +75,7 @@ const BUILTINS: &[(&str, &str)] = &[
     ("lab-2cpu", include_str!("builtin/lab-2cpu.toml")),
     ("skylake-1s", include_str!("builtin/skylake-1s.toml")),
     ("spr-2s-224", include_str!("builtin/spr-2s-224.toml")),
+    ("unknown-micro", include_str!("builtin/unknown-micro.toml")),
     ("unknown-trace", include_str!("builtin/unknown-trace.toml")),
 ];
 

@@ -55,6 +55,7 @@ fn every_builtin_parses_validates_and_builds_a_memory_map() {
             "lab-2cpu",
             "skylake-1s",
             "spr-2s-224",
+            "unknown-micro",
             "unknown-trace"
         ]
     );
@@ -89,6 +90,7 @@ fn builtins_have_the_sizes_their_sources_give() {
         ("haswell-2s-48", 2, 48, 64, 30 * MIB, 24, Arch::X86_64),
         ("cortex-a53", 1, 24, 16, 4 * MIB, 24, Arch::Arm64),
         ("unknown-trace", 1, 16, 64, 32 * MIB, 16, Arch::X86_64),
+        ("unknown-micro", 2, 28, 64, 35 * MIB, 14, Arch::X86_64),
         ("lab-2cpu", 1, 2, 4, 32 * MIB, 2, Arch::X86_64),
     ];
     for &(name, nodes, cpus, gib, llc, shared, arch) in table {
