@@ -465,7 +465,32 @@ impl TableReport {
             "   seed {} (lines {}); {} on {} ({} CPUs), {} sample(s) per preset",
             self.seed, self.lines, self.workload, self.machine, self.cpus, self.samples
         );
-        for (param, idx) in self.blocks() {
+        let blocks = self.blocks();
+        if blocks.len() > 1 && blocks.iter().all(|(_, idx)| idx.len() == 1) {
+            // One metric by parameter (netperf sizes, page_fault1 processes): a row per
+            // parameter value, a column pair per preset.
+            let (name, _, norm, _) = &self.metrics[blocks[0].1[0]];
+            let norm = if *norm { " (base=100)" } else { "" };
+            let _ = writeln!(out, "   {name}{norm}, ours / published");
+            let mut head = format!("   {:<14}", "");
+            for p in &self.presets {
+                let _ = write!(head, " {p:>27}");
+            }
+            let _ = writeln!(out, "{head}");
+            for (param, idx) in &blocks {
+                let mut line = format!("   {param:<14}");
+                for c in &self.cells[idx[0]] {
+                    let _ = write!(line, " {:>12.2} {:>12.2} {}", c.ours, c.published, c.mark());
+                }
+                let _ = writeln!(out, "{}", line.trim_end());
+            }
+            if !self.note.is_empty() {
+                let _ = writeln!(out, "   note: {}", self.note);
+            }
+            let _ = writeln!(out);
+            return out;
+        }
+        for (param, idx) in blocks {
             let mut head = format!("   {:<14}", if param.is_empty() { "preset" } else { param });
             for &i in &idx {
                 let (name, _, norm, _) = &self.metrics[i];

@@ -316,9 +316,9 @@ impl<E: EventSink> PageAllocator<E> {
                 // Each picked block left a pageset list and joined the local one.
                 self.events.pcp_list_work(cpu.id, probes + 2 * picked.len() as u32);
             }
+            // Pass 2 walks the local list without unlinking (the free overwrites the links),
+            // so it adds no list operations of its own under the lock.
             let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
-            // Pass 2 takes each block off the local list again.
-            zl.add_list_ops(picked.len() as u32);
             for (idx, order) in picked {
                 free_to_buddy(&mut zl, cpu, zone, idx, order, self.cfg.hygiene);
             }
