@@ -244,6 +244,67 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
     out
 }
 
+/// Bars in groups: one group per label (e.g. a preset), one bar per series (e.g. ours and
+/// published), series told apart by colour with a legend.
+pub fn grouped_bar_chart(
+    title: &str,
+    y_label: &str,
+    series: &[&str],
+    groups: &[(String, Vec<f64>)],
+) -> String {
+    let y1 = groups
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
+    let mut out = String::new();
+    header(&mut out, title);
+    let (_, sy) = axes(&mut out, (0.0, 0.0), (0.0, y1), "", y_label);
+    let slot = (W - ML - MR) / groups.len().max(1) as f64;
+    let bar = slot * 0.8 / series.len().max(1) as f64;
+    for (g, (label, values)) in groups.iter().enumerate() {
+        let x0 = ML + slot * (g as f64 + 0.1);
+        for (k, v) in values.iter().enumerate() {
+            let v = if v.is_finite() { v.max(0.0) } else { continue };
+            let x = x0 + bar * k as f64;
+            let _ = write!(
+                out,
+                r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"/><text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="9">{}</text>"#,
+                sy(v),
+                bar * 0.92,
+                sy(0.0) - sy(v),
+                PALETTE[k % PALETTE.len()],
+                x + bar * 0.46,
+                sy(v) - 3.0,
+                fmt_tick(v)
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            x0 + slot * 0.4,
+            H - MB + 16.0,
+            esc(label)
+        );
+    }
+    for (k, name) in series.iter().enumerate() {
+        let ly = MT + 14.0 + 16.0 * k as f64;
+        let _ = write!(
+            out,
+            r#"<rect x="{:.1}" y="{:.1}" width="14" height="10" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            W - MR + 10.0,
+            ly - 5.0,
+            PALETTE[k % PALETTE.len()],
+            W - MR + 30.0,
+            ly + 4.0,
+            esc(name)
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +333,16 @@ mod tests {
         ];
         let svg = bar_chart("t", "y", &bars);
         assert_eq!(svg.matches("<rect").count(), 4, "background, frame, two bars");
+    }
+
+    #[test]
+    fn grouped_bars_draw_a_bar_per_finite_value_and_a_legend() {
+        let groups =
+            vec![("a".to_string(), vec![100.0, 100.0]), ("b".into(), vec![90.0, f64::NAN])];
+        let svg = grouped_bar_chart("t", "y", &["ours", "published"], &groups);
+        // Background and frame, three bars, two legend swatches.
+        assert_eq!(svg.matches("<rect").count(), 7);
+        assert!(svg.contains("published"));
     }
 
     #[test]

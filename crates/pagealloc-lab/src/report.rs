@@ -14,7 +14,7 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.9em}\
 td,th{padding:.2em .6em;text-align:right;border-bottom:1px solid #eee}\
 th{background:#f4f4f4}td.l,th.l{text-align:left}.ok{color:#080}.no{color:#b00}\
 .meta{color:#555;font-size:.9em}.note{background:#fafafa;border-left:3px solid #ccc;\
-padding:.4em .8em;font-size:.85em}figure{display:inline-block;margin:.4em}\
+padding:.4em .8em;font-size:.85em}figure{display:inline-block;margin:.4em}figure svg{width:520px;height:auto}\
 .summary td{font-size:1em}";
 
 fn esc(s: &str) -> String {
@@ -140,6 +140,33 @@ fn table_section(h: &mut String, t: &TableReport, rows: &[Row]) {
     }
     if !t.note.is_empty() {
         let _ = write!(h, "<p class=\"note\">{}</p>", esc(&t.note));
+    }
+    // Ours beside published, relative to the baseline column, for each metric without a
+    // parameter (the one-value-per-preset tables).
+    for (i, (name, param, _, _)) in t.metrics.iter().enumerate() {
+        if !param.is_empty() {
+            continue;
+        }
+        let cells = &t.cells[i];
+        let (b_ours, b_pub) = (cells[0].ours, cells[0].published);
+        let rel = |x: f64, b: f64| if b != 0.0 { 100.0 * x / b } else { f64::NAN };
+        let groups: Vec<(String, Vec<f64>)> = t
+            .presets
+            .iter()
+            .zip(cells)
+            .map(|(p, c)| (p.clone(), vec![rel(c.ours, b_ours), rel(c.published, b_pub)]))
+            .collect();
+        let title = format!("{name}, baseline = 100 — {}", t.id);
+        let _ = write!(
+            h,
+            "<figure>{}</figure>",
+            crate::plot::grouped_bar_chart(
+                &title,
+                "% of baseline",
+                &["ours", "published"],
+                &groups
+            )
+        );
     }
     // This table's charts: pageset memory over time and each CPU's count/high for the first
     // parameter value; bars for the metrics the table shows.

@@ -147,8 +147,8 @@ pub fn execute(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResul
     })
 }
 
-/// The result rows of a finished run: one per metric, then the time series (pages held by
-/// all pagesets per virtual second; count and high of a few CPUs' pagesets).
+/// The result rows of a finished run: one per metric, then, for sample 0, the time series
+/// (pages held by all pagesets per virtual second; count and high of a few CPUs' pagesets).
 pub fn rows(spec: &RunSpec, r: &RunResult, revision: &str) -> Vec<Row> {
     let params: BTreeMap<String, f64> =
         spec.params.iter().map(|(k, v)| (k.to_string(), v)).collect();
@@ -172,17 +172,29 @@ pub fn rows(spec: &RunSpec, r: &RunResult, revision: &str) -> Vec<Row> {
     };
     let mut out: Vec<Row> =
         r.metrics.iter().map(|m| row(&m.name, m.value, m.unit, m.better, None, None)).collect();
+    // Series only for the first sample of each configuration (the plots draw sample 0), and
+    // per-CPU series for at most four CPUs: rows stay a few MiB for a full reproduce.
+    if spec.sample != 0 {
+        return out;
+    }
     for (i, &pages) in r.outcome.pcp_pages.iter().enumerate() {
         let mib = pages as f64 / 256.0;
         out.push(row(SERIES_PCP_MIB, mib, "MiB", Better::Lower, Some(i as u32 + 1), None));
     }
-    for s in &r.outcome.pcp_cpu_samples {
+    let mut cpus: Vec<u32> = r.outcome.pcp_cpu_samples.iter().map(|s| s.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus.truncate(SERIES_CPUS);
+    for s in r.outcome.pcp_cpu_samples.iter().filter(|s| cpus.contains(&s.cpu)) {
         let (t, cpu) = (Some(s.t), Some(s.cpu));
         out.push(row(SERIES_CPU_COUNT, s.count as f64, "pages", Better::Lower, t, cpu));
         out.push(row(SERIES_CPU_HIGH, s.high as f64, "pages", Better::Lower, t, cpu));
     }
     out
 }
+
+/// CPUs whose pageset series are saved as rows.
+const SERIES_CPUS: usize = 4;
 
 /// Series row: memory held by all pagesets at each virtual second.
 pub const SERIES_PCP_MIB: &str = "series:pcp_mib";
