@@ -1,4 +1,4 @@
-//! The model's verbs on small inputs: `run`, `compare`, `reproduce`, `workloads` — output
+//! The model's verbs on small inputs: `run`, `compare`, `reproduce`, `workloads`, `plot` — output
 //! shape, JSON, determinism, saved rows, and clear errors for what does not exist.
 
 use assert_cmd::Command;
@@ -54,6 +54,25 @@ fn run_saves_rows_unless_told_not_to() {
     assert_eq!(first["workload"], "trunc");
     assert_eq!(first["runner"], "model");
     assert!(first["revision"].is_string());
+
+    // The saved rows draw: `plot --json` names every SVG it wrote, and each is one.
+    let plots = dir.path().join("plots");
+    let out = pagealloc()
+        .arg("plot")
+        .arg(files[0].as_ref().unwrap().path())
+        .arg("--out")
+        .arg(&plots)
+        .arg("--json")
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let written = doc["files"].as_array().unwrap();
+    assert!(written.iter().any(|f| f.as_str().unwrap().contains("pcp-memory")), "{doc}");
+    assert!(written.iter().any(|f| f.as_str().unwrap().contains("bars-trunc")), "{doc}");
+    for f in written {
+        let svg = std::fs::read_to_string(f.as_str().unwrap()).unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{f}");
+    }
 }
 
 #[test]

@@ -23,6 +23,10 @@ pub struct Args {
     /// Metrics to draw bars for (default: every metric the rows hold, but the series).
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
+    /// Print one JSON document `{"files":[…]}` with the paths written instead of one path a
+    /// line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A rendered chart: a file stem and its SVG text.
@@ -192,8 +196,16 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let charts = charts(&rows, &args.metrics);
     write_all(&args.out, &charts)?;
-    for (stem, _) in &charts {
-        println!("{}", args.out.join(format!("{stem}.svg")).display());
+    let paths: Vec<String> = charts
+        .iter()
+        .map(|(stem, _)| args.out.join(format!("{stem}.svg")).display().to_string())
+        .collect();
+    if args.json {
+        println!("{}", serde_json::json!({ "files": paths }));
+    } else {
+        for p in &paths {
+            println!("{p}");
+        }
     }
     Ok(())
 }
