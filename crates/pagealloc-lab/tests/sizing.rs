@@ -149,8 +149,8 @@ fn realdata_files_give_their_established_mismatches() {
                 m(0, "Normal", "min"),
             ],
         ),
-        // 3.10 (RHEL 7): before 4.6, no scale factor (inferred 0) and HIGH = MIN + MIN/2, which
-        // the library does not model, so HIGH is not compared. Drift of DMA32 and Normal.
+        // 3.10 (RHEL 7): before 4.6, no scale factor (inferred 0) and HIGH = MIN + MIN/2,
+        // which matches in every zone. Drift of DMA32 and Normal.
         (
             "pcp-qa-meminfo-root-001-zoneinfo.txt",
             "before-4.19",
@@ -391,9 +391,10 @@ fn json_shape() {
     let (_, live) = sizing_json(&fixture("section-2-9-zoneinfo.txt"), &[]);
     assert!(live["zones"][0]["fields"].get("pcp_high").is_none(), "auto-tuned: not a field");
     let (_, old) = sizing_json(&realdata("pcp-qa-meminfo-root-001-zoneinfo.txt"), &[]);
+    // 3.10: HIGH = MIN + MIN/2 (MIN 404), compared from the kernel's own MIN.
     let high = &old["zones"][1]["fields"]["high"];
-    assert_eq!((high["kernel"].as_u64(), high["ours"].is_null()), (Some(606), true));
-    assert!(high["match"].is_null());
+    assert_eq!((high["kernel"].as_u64(), high["ours"].as_u64()), (Some(606), Some(606)));
+    assert_eq!(high["match"], true);
 }
 
 #[test]

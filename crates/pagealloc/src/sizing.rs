@@ -198,6 +198,9 @@ impl Watermarks {
 /// whole machine. Lowmem zones get MIN = their proportional share of min_free_kbytes / 4;
 /// Movable zones get MIN = clamp(managed / 1024, 32, 128) — even an empty Movable zone gets 32.
 /// The step `delta = max(share / 4, managed × wsf / 10000)` uses the share even for Movable.
+/// A `watermark_scale_factor` of 0 (the sysctl's range starts at 1) stands for kernels before
+/// 4.6, which had no factor: LOW = MIN + share / 4 and HIGH = MIN + share / 2 (PROMO, which no
+/// such kernel has, continues the quarter steps).
 ///
 /// Example (§2.9): 67 584 KiB, wsf 10, Normal 327 680 of 1 104 425 lowmem pages ⇒
 /// 5012 / 6265 / 7518 / 8771. With no lowmem pages at all (the kernel would divide by zero)
@@ -228,6 +231,13 @@ pub fn zone_watermarks(
             } else {
                 (managed.0 / 1024).clamp(MOVABLE_WMARK_MIN_FLOOR, MOVABLE_WMARK_MIN_CEIL)
             };
+            if watermark_scale_factor == 0 {
+                // Before 4.6: LOW and HIGH were a quarter and a half of the share above MIN,
+                // each rounded down on its own (so HIGH − LOW is not always LOW − MIN).
+                let low = min.saturating_add(share / 4);
+                let high = min.saturating_add(share / 2);
+                return Watermarks { min, low, high, promo: high.saturating_add(share / 4) };
+            }
             let delta =
                 (share / 4).max(mult_frac(managed.0, watermark_scale_factor, FACTOR_DENOMINATOR));
             let low = min.saturating_add(delta);
@@ -641,6 +651,16 @@ mod tests {
         // wsf 3000 (the sysctl's maximum): 30 % steps.
         let marks = zone_watermarks(1024, 3000, &[(NORMAL, NrPages(1 << 20))]);
         assert_eq!(marks[0].low - marks[0].min, 314_572);
+    }
+
+    #[test]
+    fn watermarks_before_4_6_round_each_step_on_its_own() {
+        // 4008 KiB = 1002 pages of one Normal zone: LOW = 1002 + 250, HIGH = 1002 + 501, one
+        // page above the 1002 + 2 × 250 of the later rule.
+        let marks = zone_watermarks(4008, 0, &[(NORMAL, NrPages(1 << 20))]);
+        assert_eq!(marks[0].min, 1002);
+        assert_eq!(marks[0].low, 1252);
+        assert_eq!(marks[0].high, 1503);
     }
 
     #[test]

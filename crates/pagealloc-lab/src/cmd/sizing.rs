@@ -1100,6 +1100,18 @@ fn step_of(ctx: &Ctx, zt: ZoneType, managed: u64, share: u64, full: &Watermarks)
     }
 }
 
+/// HIGH − MIN of a kernel before 4.6 (half the share): from the zone's own MIN for lowmem
+/// zones, whose share it is, and from our split of min_free_kbytes for the others.
+fn pre_4_6_high_step(z: &Zone, full: &Watermarks) -> u64 {
+    if z.zt.is_lowmem() {
+        let own =
+            sizing::zone_watermarks(z.share().saturating_mul(4), 0, &[(z.zt, NrPages(z.managed))]);
+        own[0].high - own[0].min
+    } else {
+        full.high - full.min
+    }
+}
+
 fn check_zone(ctx: &Ctx, z: &Zone, full: Watermarks, node_cpus: u32) -> ZoneReport {
     let e = z.entry;
     let boost = z.boost.pages();
@@ -1130,11 +1142,15 @@ fn check_zone(ctx: &Ctx, z: &Zone, full: Watermarks, node_cpus: u32) -> ZoneRepo
     for (field, below, this) in chain {
         let Some(this) = this else { continue };
         let below = below.unwrap_or(0);
-        // Before 4.6 (no scale factor) HIGH was MIN + MIN/2, which is not MIN + 2 × (MIN/4)
-        // when MIN mod 4 ≥ 2 and which pagealloc::sizing does not have: not compared.
-        let pre_4_6_high = ctx.wsf == 0 && field == "high";
-        let ours = (!pre_4_6_high).then(|| Val::n(below + step));
-        let mut c = Check { field, kernel: Some(Val::n(this)), ours, hint: None };
+        // Before 4.6 (no scale factor) HIGH was MIN + share/2, which is not LOW + share/4 when
+        // the share mod 4 ≥ 2: it is measured from the kernel's MIN, not its LOW.
+        let ours = if ctx.wsf == 0 && field == "high" {
+            z.kmin + pre_4_6_high_step(z, &full)
+        } else {
+            below + step
+        };
+        let mut c =
+            Check { field, kernel: Some(Val::n(this)), ours: Some(Val::n(ours)), hint: None };
         if c.outcome() == Some(false) {
             let kstep = this - below.min(this);
             c.hint = Some(match hinted {
@@ -1247,13 +1263,6 @@ fn check_zone(ctx: &Ctx, z: &Zone, full: Watermarks, node_cpus: u32) -> ZoneRepo
         checks.push(c);
     }
 
-    if ctx.wsf == 0 {
-        notes.push(
-            "high not compared: before 4.6 it was MIN + MIN/2, a rule pagealloc::sizing does not \
-             model"
-                .to_owned(),
-        );
-    }
     ZoneReport { node: e.node, zone: e.name.clone(), managed: z.managed, checks, notes }
 }
 
