@@ -802,7 +802,9 @@ fn infer_wsf(zones: &[Zone], pre_4_8: bool) -> (u64, Source) {
         return (
             0,
             Source::Inferred(
-                "every low − min step is exactly MIN ÷ 4 where a scale factor of 10 would give                  more: a kernel before 4.6, which had no watermark_scale_factor (LOW = MIN +                  MIN/4, HIGH = MIN + MIN/2)"
+                "every low − min step is exactly MIN ÷ 4 where a scale factor of 10 would give \
+                 more: a kernel before 4.6, which had no watermark_scale_factor (LOW = MIN + MIN/4, \
+                 HIGH = MIN + MIN/2)"
                     .into(),
             ),
         );
