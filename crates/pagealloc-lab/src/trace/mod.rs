@@ -244,6 +244,7 @@ impl Tally {
     }
 
     /// How many of `k`.
+    #[cfg(test)]
     pub fn get(&self, k: Kind) -> u64 {
         self.0.get(&k).copied().unwrap_or(0)
     }

@@ -180,11 +180,13 @@ pub fn parse(text: &str, format: Format) -> Result<Trace, TraceError> {
         f => (f, "forced".to_string()),
     };
     let mut st = State::default();
-    let ends_with_newline = text.ends_with('\n');
-    let nr_lines = text.lines().count();
+    // Split on '\n' only (`str::lines` would hide a CRLF ending, which is counted).
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let nr_lines = lines.len();
     let mut first = String::new();
-    for (i, raw) in text.lines().enumerate() {
-        let last_cut = i + 1 == nr_lines && !ends_with_newline;
+    for (i, with_end) in lines.iter().enumerate() {
+        let raw = with_end.strip_suffix('\n').unwrap_or(with_end);
+        let last_cut = i + 1 == nr_lines && !with_end.ends_with('\n');
         let line = st.clean(raw);
         if first.is_empty() && !line.trim().is_empty() {
             first = line.trim().chars().take(80).collect();
@@ -218,9 +220,11 @@ struct State {
     other: BTreeMap<String, u64>,
     lost: u64,
     /// Last time stamp of any line, for lines without one.
-    last_ns: u64,
-    /// Last time stamp and event of each CPU.
-    per_cpu: BTreeMap<u32, (u64, TraceEvent)>,
+    last_ns: Option<u64>,
+    /// Events without a stamp seen before any stamp: they get the first one.
+    unstamped: Vec<usize>,
+    /// Last time stamp of each CPU, and the text of its last page event (name and fields).
+    per_cpu: BTreeMap<u32, (u64, String)>,
 }
 
 impl State {
@@ -282,24 +286,37 @@ impl State {
                     }
                     None => {
                         notes.add(Kind::NoTimestamp);
-                        self.last_ns
+                        if self.last_ns.is_none() {
+                            self.unstamped.push(self.events.len());
+                        }
+                        self.last_ns.unwrap_or(0)
                     }
                 };
-                if let Some(&(prev_ns, prev)) = self.per_cpu.get(&cpu) {
+                if stamp.is_some() && self.last_ns.is_none() {
+                    for i in self.unstamped.drain(..) {
+                        self.events[i].t_ns = ns;
+                    }
+                }
+                let text = format!("{name}: {}", body.trim_end_matches("*/").trim());
+                if let Some((prev_ns, prev)) = self.per_cpu.get(&cpu) {
                     // A failed allocation can be retried at once; anything else printed twice
-                    // on one CPU with nothing between is the same event printed again.
+                    // on one CPU, to the letter, with nothing between is one event printed
+                    // again (2.6.33 printed each direct free twice).
                     let failed = matches!(event, TraceEvent::PageAlloc { pfn: None, .. });
-                    if prev == event && !failed {
+                    if *prev == text && !failed {
                         return self.tally.add(Kind::Repeated);
                     }
+                    let prev_ns = *prev_ns;
                     if ns < prev_ns {
                         notes.add(Kind::TimeWentBack);
                         ns = prev_ns;
                     }
                 }
                 self.tally.merge(&notes);
-                self.last_ns = ns;
-                self.per_cpu.insert(cpu, (ns, event));
+                if stamp.is_some() || self.last_ns.is_some() {
+                    self.last_ns = Some(ns);
+                }
+                self.per_cpu.insert(cpu, (ns, text));
                 self.events.push(TimedEvent { t_ns: ns, event });
             }
         }
@@ -321,6 +338,9 @@ fn strip_mail_quote(s: &str) -> &str {
 /// What one line is, for `format`.
 fn classify(line: &str, format: Format) -> Line<'_> {
     let t = line.trim();
+    if is_shell_command(t) {
+        return Line::Text;
+    }
     if t.is_empty() || t.starts_with('#') {
         return Line::Header;
     }
@@ -330,18 +350,31 @@ fn classify(line: &str, format: Format) -> Line<'_> {
     if is_tool_header(t) {
         return Line::Header;
     }
+    if let Some(r) = record(line) {
+        return r;
+    }
     if format == Format::Ftrace {
         if let Some(r) = graph_record(line) {
             return r;
         }
     }
-    if let Some(r) = record(line) {
-        return r;
-    }
     if is_stack_line(t, format) {
         return Line::Stack;
     }
     Line::Text
+}
+
+/// A command after a shell prompt (`# echo 1 > …/enable`, `$ perf script`): the text
+/// around a pasted trace, not a header.
+fn is_shell_command(t: &str) -> bool {
+    const COMMANDS: [&str; 12] = [
+        "echo", "cat", "perf", "trace-cmd", "sudo", "cd", "mount", "sysctl", "sleep", "ls",
+        "grep", "head",
+    ];
+    let Some(rest) = t.strip_prefix("# ").or_else(|| t.strip_prefix("$ ")) else {
+        return false;
+    };
+    rest.split_whitespace().next().is_some_and(|w| COMMANDS.contains(&w))
 }
 
 /// `CPU:2 [LOST 1234 EVENTS]` (ftrace, trace-cmd) or perf's `LOST 12 events!`.
@@ -379,17 +412,19 @@ fn is_stack_line(t: &str, format: Format) -> bool {
     first.len() >= 6 && first.chars().all(|c| c.is_ascii_hexdigit()) && t.len() > first.len()
 }
 
-/// A function_graph line with an event in a comment:
-/// `[abstime |] <cpu>) [task-pid |] [duration] |  /* name: fields */`.
+/// A function_graph line: `[abstime |] <cpu>) [task-pid |] [duration] |  call();`, or with
+/// an event in a comment, `… |  /* name: fields */`.
 fn graph_record(line: &str) -> Option<Line<'_>> {
-    let open = line.find("/*")?;
-    let head = &line[..open];
-    if !head.contains('|') {
-        return None;
-    }
-    let cpu = head
+    let bar = line.find('|')?;
+    let cpu = line[..bar]
         .split_whitespace()
+        .chain(line[bar + 1..].split_whitespace().take(1))
         .find_map(|tok| tok.strip_suffix(')').and_then(|n| n.parse::<u32>().ok()))?;
+    let Some(open) = line.find("/*") else {
+        let stamp = None;
+        return Some(Line::Record { cpu, stamp, name: "(function)", body: "", graph: true });
+    };
+    let head = &line[..open];
     let stamp =
         head.split_whitespace().next().and_then(
             |tok| {
@@ -623,17 +658,16 @@ fn detect(text: &str) -> (Format, String) {
         if t.starts_with("# tracer:") || t.contains("TASK-PID") {
             return (Format::Ftrace, format!("header {t:?}"));
         }
-        if is_tool_header(t) && !t.starts_with("trace-cmd") || t.starts_with("trace-cmd: ") {
+        if is_tool_header(t) {
             return (Format::TraceCmd, format!("header {t:?}"));
         }
         let line = strip_mail_quote(raw.trim_end_matches('\r'));
-        if let Some(Line::Record { name, .. }) = graph_record(line) {
-            if PageEvent::from_name(name).is_some() {
-                ftrace += 1;
+        let Some(Line::Record { name, .. }) = record(line) else {
+            if let Some(Line::Record { name, .. }) = graph_record(line) {
+                ftrace += u32::from(PageEvent::from_name(name).is_some());
             }
             continue;
-        }
-        let Some(Line::Record { name, .. }) = record(line) else { continue };
+        };
         if name.starts_with("kmem:") {
             perf += 1;
         } else if PageEvent::from_name(name).is_some() {
