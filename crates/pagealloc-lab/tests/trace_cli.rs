@@ -29,11 +29,6 @@ fn replay(file: &std::path::Path, extra: &[&str]) -> Value {
     serde_json::from_str(&stdout(&out)).unwrap()
 }
 
-/// The count of `kind` under "skipped" or "repaired" (0 when absent).
-fn kind(doc: &Value, part: &str, kind: &str) -> u64 {
-    doc[part][kind].as_u64().unwrap_or(0)
-}
-
 /// Every kind a document reports, as (part, kind, count).
 fn kinds(doc: &Value) -> Vec<(String, String, u64)> {
     let mut v = Vec::new();
@@ -45,10 +40,13 @@ fn kinds(doc: &Value) -> Vec<(String, String, u64)> {
     v
 }
 
+/// A fixture, the format it is detected as, its page events, and its (part, kind, count)s.
+type Case = (&'static str, &'static str, u32, &'static [(&'static str, &'static str, u64)]);
+
 /// Each fixture: the format auto-detection picks, and exactly the kinds of trouble it holds.
 #[test]
 fn each_sample_is_detected_and_its_trouble_counted_by_kind() {
-    let cases: &[(&str, &str, u32, &[(&str, &str, u64)])] = &[
+    let cases: &[Case] = &[
         ("ftrace-6x.txt", "ftrace", 14, &[("skipped", "header", 12)]),
         (
             "trace-pipe-4x.txt",
@@ -227,6 +225,7 @@ fn model_run_to_trace_to_replay_round_trips() {
     let file = dir.path().join("trunc.trace");
     let out = pagealloc()
         .args(["run", "trunc", "--machine", "lab-2cpu", "--quick", "--no-save", "--json"])
+        .args(["--param", "file_mib=64"])
         .arg("--trace")
         .arg(&file)
         .assert()

@@ -332,7 +332,8 @@ pub fn run(args: &Args) -> Result<()> {
     let mut reports: Vec<TableReport> = plans.iter().map(|p| table_report(p, &results)).collect();
     if !args.show.is_empty() {
         for (r, p) in reports.iter_mut().zip(&plans) {
-            r.views = shown_specs(p).map(|(preset, i)| (preset, results[i].views.clone())).collect();
+            r.views =
+                shown_specs(p).map(|(preset, i)| (preset, results[i].views.clone())).collect();
         }
     }
     let (agree, total) = reports.iter().fold((0, 0), |(a, t), r| {

@@ -395,7 +395,7 @@ impl EventCounts {
     }
 
     /// The counts as JSON; per-order maps list the orders seen.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub fn to_json(self) -> serde_json::Value {
         let by_order = |v: &[u64; NR_PAGE_ORDERS]| -> serde_json::Map<String, serde_json::Value> {
             v.iter()
                 .enumerate()

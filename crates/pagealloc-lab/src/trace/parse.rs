@@ -368,8 +368,18 @@ fn classify(line: &str, format: Format) -> Line<'_> {
 /// around a pasted trace, not a header.
 fn is_shell_command(t: &str) -> bool {
     const COMMANDS: [&str; 12] = [
-        "echo", "cat", "perf", "trace-cmd", "sudo", "cd", "mount", "sysctl", "sleep", "ls",
-        "grep", "head",
+        "echo",
+        "cat",
+        "perf",
+        "trace-cmd",
+        "sudo",
+        "cd",
+        "mount",
+        "sysctl",
+        "sleep",
+        "ls",
+        "grep",
+        "head",
     ];
     let Some(rest) = t.strip_prefix("# ").or_else(|| t.strip_prefix("$ ")) else {
         return false;
@@ -627,7 +637,7 @@ fn event(
                 pfn: p,
                 order,
                 migratetype: mt("migratetype", notes)?,
-                // Before 5.13 the printed percpu_refill was `order == 0`.
+                // Before the 2022 fix (5.19) the printed percpu_refill was `order == 0`.
                 percpu_refill: flag("percpu_refill", order.0 == 0)?,
             }
         }
