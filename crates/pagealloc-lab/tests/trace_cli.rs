@@ -203,6 +203,13 @@ fn what_is_not_a_trace_is_a_clear_error() {
     std::fs::write(&bin, b"PERFILE2\x68\0\0\0\0\0\0\0").unwrap();
     let out = pagealloc().arg("replay").arg(&bin).assert().failure();
     assert!(stderr(&out).contains("perf script -i"), "{}", stderr(&out));
+    // A PFN no machine has: no fitted machine of petabytes, a clear word instead.
+    let huge = dir.path().join("huge.txt");
+    std::fs::write(&huge, "a-1 [000] .... 1.0: mm_page_free: page=0 pfn=0xfffffffffff order=0\n")
+        .unwrap();
+    let out = pagealloc().arg("replay").arg(&huge).assert().failure();
+    assert!(stderr(&out).contains("--machine"), "{}", stderr(&out));
+    pagealloc().arg("replay").arg(&huge).args(["--machine", "lab-2cpu"]).assert().success();
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use pagealloc::types::NR_PAGE_ORDERS;
 use serde_json::json;
 
@@ -50,18 +50,29 @@ pub struct Args {
 
 /// Bytes in a GiB: the fitted machine's memory is a whole number of them.
 const GIB: u64 = 1 << 30;
+/// The most memory a fitted machine gets: its mem_map costs the model 16 bytes a frame
+/// (4 GiB at 1 TiB), and a larger PFN in a trace is more likely a garbled line than a machine.
+const FIT_MAX_BYTES: u64 = 1 << 40;
 /// LLC of the fitted machine: the trace says nothing of caches (assumed, as `unknown-trace`).
 const FIT_LLC_BYTES: u64 = 32 << 20;
 
 /// A one-node x86-64 machine for `plan`: CPUs = the highest traced CPU + 1; memory = enough
 /// to address the highest traced PFN and at least twice the most pages the trace held at
-/// once, rounded up to a GiB (at least 1 GiB). The highest PFN stands for the traced
-/// machine's memory (its physical address space, holes included, so a little more).
-pub fn fit_machine(plan: &Plan) -> Machine {
+/// once, rounded up to a GiB (at least 1 GiB, at most 1 TiB). The highest PFN stands for the
+/// traced machine's memory (its physical address space, holes included, so a little more).
+pub fn fit_machine(plan: &Plan) -> Result<Machine> {
     let cpus = plan.max_cpu + 1;
     let pages = (plan.max_pfn + 1).max(2 * plan.peak_pages);
-    let bytes = (pages * 4096).div_ceil(GIB).max(1) * GIB;
-    Machine {
+    let bytes = pages.saturating_mul(4096).div_ceil(GIB).max(1).saturating_mul(GIB);
+    if bytes > FIT_MAX_BYTES {
+        bail!(
+            "the trace names PFN {:#x}, which would need a machine of {}; describe the traced \
+             machine with --machine (see docs/real-data.md) to replay it",
+            plan.max_pfn,
+            fmt_bytes(bytes)
+        );
+    }
+    Ok(Machine {
         name: "trace-fit".into(),
         description: format!("{cpus} CPUs and {} fitted to the trace", fmt_bytes(bytes)),
         source: "pagealloc replay: the trace's highest CPU and PFN".into(),
@@ -86,7 +97,7 @@ pub fn fit_machine(plan: &Plan) -> Machine {
             "one node; LLC 32 MiB shared by all CPUs (the trace says nothing of caches)".into(),
         ],
         file: None,
-    }
+    })
 }
 
 /// Run the command.
@@ -96,7 +107,7 @@ pub fn run(args: &Args) -> Result<()> {
     let plan = Plan::new(&tr);
     let machine = match &args.machine {
         Some(m) => Machine::resolve(m)?,
-        None => fit_machine(&plan),
+        None => fit_machine(&plan).with_context(|| args.trace.display().to_string())?,
     };
     if plan.max_cpu >= machine.nr_cpus() {
         bail!(

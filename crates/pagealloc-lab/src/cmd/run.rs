@@ -149,7 +149,7 @@ pub fn run(args: &Args) -> Result<()> {
             spec.params.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
         let views: serde_json::Map<_, _> =
             r.views.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
-        let doc = json!({
+        let mut doc = json!({
             "workload": w.name,
             "machine": spec.machine.name,
             "preset": spec.preset_name,
@@ -159,10 +159,12 @@ pub fn run(args: &Args) -> Result<()> {
             "allocator_calls": calls,
             "steps": o.steps,
             "views": views,
-            "trace": args.trace.as_ref().map(|p| json!({"file": p, "events": r.trace_events})),
             "timing": {"wall_s": r.wall_s, "calls_per_s": calls as f64 / r.wall_s.max(1e-9)},
             "saved": saved,
         });
+        if let Some(p) = &args.trace {
+            doc["trace"] = json!({"file": p, "events": r.trace_events});
+        }
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }

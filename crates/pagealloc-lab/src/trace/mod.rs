@@ -81,7 +81,7 @@ pub enum Kind {
     Malformed,
     /// The last line of the file, cut short.
     Truncated,
-    /// The same event as the previous one on that CPU, printed again.
+    /// The previous page event (same CPU, same text) printed again right after it.
     Repeated,
     /// An order above the library's MAX_PAGE_ORDER.
     OrderTooLarge,
@@ -200,7 +200,7 @@ impl Kind {
             Kind::LostEvents => "ring-buffer overflow markers (events lost)",
             Kind::Malformed => "page events with missing or bad fields",
             Kind::Truncated => "last line cut short",
-            Kind::Repeated => "the previous event on the CPU printed again",
+            Kind::Repeated => "the previous page event printed again right after it",
             Kind::OrderTooLarge => "orders above MAX_PAGE_ORDER",
             Kind::CrLf => "CRLF line endings",
             Kind::MailQuote => "mail quoting removed",

@@ -223,8 +223,10 @@ struct State {
     last_ns: Option<u64>,
     /// Events without a stamp seen before any stamp: they get the first one.
     unstamped: Vec<usize>,
-    /// Last time stamp of each CPU, and the text of its last page event (name and fields).
-    per_cpu: BTreeMap<u32, (u64, String)>,
+    /// Last time stamp of each CPU.
+    per_cpu: BTreeMap<u32, u64>,
+    /// The CPU and text (name and fields) of the last page event.
+    last_event: Option<(u32, String)>,
 }
 
 impl State {
@@ -298,15 +300,16 @@ impl State {
                     }
                 }
                 let text = format!("{name}: {}", body.trim_end_matches("*/").trim());
-                if let Some((prev_ns, prev)) = self.per_cpu.get(&cpu) {
-                    // A failed allocation can be retried at once; anything else printed twice
-                    // on one CPU, to the letter, with nothing between is one event printed
-                    // again (2.6.33 printed each direct free twice).
-                    let failed = matches!(event, TraceEvent::PageAlloc { pfn: None, .. });
-                    if *prev == text && !failed {
-                        return self.tally.add(Kind::Repeated);
-                    }
-                    let prev_ns = *prev_ns;
+                // The same page event printed twice in a row, to the letter, on one CPU is one
+                // event printed again (2.6.33 printed each direct free twice). Only directly
+                // after itself: with another CPU's event between, the page may have changed
+                // hands (freed, allocated there, freed again here). A failed allocation can be
+                // retried at once.
+                let failed = matches!(event, TraceEvent::PageAlloc { pfn: None, .. });
+                if !failed && self.last_event.as_ref() == Some(&(cpu, text.clone())) {
+                    return self.tally.add(Kind::Repeated);
+                }
+                if let Some(&prev_ns) = self.per_cpu.get(&cpu) {
                     if ns < prev_ns {
                         notes.add(Kind::TimeWentBack);
                         ns = prev_ns;
@@ -316,7 +319,8 @@ impl State {
                 if stamp.is_some() || self.last_ns.is_some() {
                     self.last_ns = Some(ns);
                 }
-                self.per_cpu.insert(cpu, (ns, text));
+                self.per_cpu.insert(cpu, ns);
+                self.last_event = Some((cpu, text));
                 self.events.push(TimedEvent { t_ns: ns, event });
             }
         }
@@ -751,6 +755,20 @@ mod tests {
         let (_, e) = one("a-1 [001] .... 1.0: mm_page_alloc: page=00000000d2be5665 pfn=0x0 \
                           order=0 migratetype=0 gfp_flags=GFP_KERNEL\n");
         assert!(matches!(e, TraceEvent::PageAlloc { pfn: Some(Pfn(0)), .. }));
+    }
+
+    #[test]
+    fn only_a_line_printed_twice_in_a_row_is_a_repeat() {
+        let free =
+            |cpu: u32| format!("a-1 [{cpu:03}] .... 1.0: mm_page_free: page=0 pfn=0x10 order=0\n");
+        let alloc = "b-2 [001] .... 1.0: mm_page_alloc: page=1 pfn=0x10 order=0 migratetype=0 \
+                     gfp_flags=GFP_KERNEL\n";
+        let twice = parse(&[free(0), free(0)].concat(), Format::Ftrace).unwrap();
+        assert_eq!((twice.events.len(), twice.tally.get(Kind::Repeated)), (1, 1));
+        // Freed on CPU 0, allocated on CPU 1, freed on CPU 0 again: three real events.
+        let handed =
+            parse(&[free(0), alloc.to_string(), free(0)].concat(), Format::Ftrace).unwrap();
+        assert_eq!((handed.events.len(), handed.tally.get(Kind::Repeated)), (3, 0));
     }
 
     #[test]
