@@ -22,6 +22,7 @@ mod published;
 mod report;
 mod results;
 mod runs;
+mod trace;
 mod workload;
 mod zoneinfo;
 
@@ -73,6 +74,14 @@ enum Command {
     /// every allocator call from the cost profile and zone-lock waits in virtual time. Result
     /// rows go to results/ (JSON lines) unless --no-save.
     Run(cmd::run::Args),
+    /// Replay a kernel's page-allocator trace (ftrace `trace`, `trace-cmd report` or `perf
+    /// script` text of the kmem:mm_page_* events) through the model on the trace's CPUs; print
+    /// what the kernel did beside what our allocator did, and what was skipped.
+    ///
+    /// Each CPU replays its allocations and frees in trace order, paced by the trace's time
+    /// stamps; trace PFNs map to the model's blocks. Lines that cannot be used are counted by
+    /// kind; only a file with no page event at all is an error (exit 1).
+    Replay(cmd::replay::Args),
     /// Run a workload under several presets, a few samples each, and print the mmtests
     /// comparison table (the first preset is the baseline).
     Compare(cmd::compare::Args),
@@ -103,6 +112,7 @@ fn main() -> Result<()> {
         Command::Presets(args) => cmd::presets::run(&args),
         Command::Sizing(args) => cmd::sizing::run(&args),
         Command::Run(args) => cmd::run::run(&args),
+        Command::Replay(args) => cmd::replay::run(&args),
         Command::Compare(args) => cmd::compare::run(&args),
         Command::Reproduce(args) => cmd::reproduce::run(&args),
         Command::Workloads(args) => cmd::workloads::run(&args),

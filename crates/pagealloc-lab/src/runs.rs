@@ -3,7 +3,10 @@
 //! `run`, `compare` and `reproduce` all go through here.
 
 use std::collections::BTreeMap;
+use std::io::BufWriter;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -14,10 +17,12 @@ use crate::machine::Machine;
 use crate::metrics::{self, Metric};
 use crate::mmtests::Better;
 use crate::model::cost::CostProfile;
+use crate::model::sink::ModelSink;
 use crate::model::{Model, ModelSetup, RunOutcome, Topology};
 use crate::preset_file::ResolvedPreset;
 use crate::procfs;
 use crate::results::Row;
+use crate::trace::write::FtraceWriter;
 use crate::workload::{Params, WorkloadInfo};
 
 /// One model run to make.
@@ -45,6 +50,8 @@ pub struct RunSpec {
     pub table: Option<String>,
     /// `/proc` views of the final state to render.
     pub show: Vec<ProcView>,
+    /// Write the run's trace events here, in the ftrace format (`run --trace`).
+    pub trace: Option<PathBuf>,
 }
 
 /// A `/proc` file the lab can render from a model's state, in the kernel's byte layout.
@@ -83,6 +90,8 @@ pub struct RunResult {
     pub wall_s: f64,
     /// The `/proc` views asked for, rendered from the final state: (name, text).
     pub views: Vec<(&'static str, String)>,
+    /// Events written to the spec's trace file.
+    pub trace_events: u64,
 }
 
 /// Where each of the machine's CPUs sits, for the model.
@@ -97,38 +106,40 @@ pub fn topology(m: &Machine) -> Topology {
 
 /// Build the model for `spec`.
 pub fn build(spec: &RunSpec) -> Result<Model> {
+    build_model(&spec.machine, &spec.preset, &spec.cost, spec.seed, spec.count_frames)
+}
+
+/// Build the model of `machine` under `preset`: what every model run starts from.
+pub fn build_model(
+    machine: &Machine,
+    preset: &ResolvedPreset,
+    cost: &CostProfile,
+    seed: u64,
+    count_frames: bool,
+) -> Result<Model> {
     let setup = ModelSetup {
-        map: spec.machine.memory_map()?,
-        tunables: spec.machine.tunables(spec.preset.tunables),
-        policy: spec.preset.policy,
-        topology: topology(&spec.machine),
-        cost: spec.cost.clone(),
-        seed: spec.seed,
+        map: machine.memory_map()?,
+        tunables: machine.tunables(preset.tunables),
+        policy: preset.policy,
+        topology: topology(machine),
+        cost: cost.clone(),
+        seed,
         cooldown_s: 30,
-        count_frames: spec.count_frames,
+        count_frames,
         validate: false,
     };
     let model =
-        Model::new(setup).with_context(|| format!("building machine `{}`", spec.machine.name))?;
-    spec.machine.apply_cpu_caches(model.allocator());
+        Model::new(setup).with_context(|| format!("building machine `{}`", machine.name))?;
+    machine.apply_cpu_caches(model.allocator());
     Ok(model)
 }
 
-/// Run `spec`; `progress` hears its progress (0..=1).
-pub fn execute(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult> {
-    let started = Instant::now();
-    let mut model = build(spec)?;
-    let mut w = (spec.workload.build)(&spec.params);
-    let outcome = model.run(w.as_mut(), progress).with_context(|| {
-        format!(
-            "{} on {} with {} (seed {})",
-            spec.workload.name, spec.machine.name, spec.preset_name, spec.seed
-        )
-    })?;
-    let pa = model.allocator();
-    let views = spec
-        .show
-        .iter()
+/// The `/proc` views `show` of an allocator's state: (name, text).
+pub fn render_views(
+    pa: &pagealloc::PageAllocator<ModelSink>,
+    show: &[ProcView],
+) -> Vec<(&'static str, String)> {
+    show.iter()
         .map(|v| {
             let text = match v {
                 ProcView::Buddyinfo => procfs::buddyinfo(pa),
@@ -138,12 +149,52 @@ pub fn execute(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResul
             };
             (v.name(), text)
         })
-        .collect();
+        .collect()
+}
+
+/// Run `spec`; `progress` hears its progress (0..=1).
+pub fn execute(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult> {
+    let started = Instant::now();
+    let mut model = build(spec)?;
+    let writer = match &spec.trace {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("creating trace file {}", path.display()))?;
+            let w = Arc::new(Mutex::new(FtraceWriter::new(BufWriter::new(file))));
+            let sink_side = Arc::clone(&w);
+            model.allocator().events().observe(Box::new(move |ps, e| {
+                sink_side.lock().expect("no panics while held").event(ps, e);
+            }));
+            Some((path, w))
+        }
+        None => None,
+    };
+    let mut w = (spec.workload.build)(&spec.params);
+    let outcome = model.run(w.as_mut(), progress).with_context(|| {
+        format!(
+            "{} on {} with {} (seed {})",
+            spec.workload.name, spec.machine.name, spec.preset_name, spec.seed
+        )
+    })?;
+    let views = render_views(model.allocator(), &spec.show);
+    let trace_events = match writer {
+        Some((path, w)) => {
+            // The model (and the observer's clone) go first, so the writer is ours alone.
+            drop(model);
+            let w = Arc::try_unwrap(w).map_err(|_| anyhow::anyhow!("trace writer still shared"))?;
+            w.into_inner()
+                .expect("no panics while held")
+                .finish()
+                .with_context(|| format!("writing trace file {}", path.display()))?
+        }
+        None => 0,
+    };
     Ok(RunResult {
         metrics: metrics::of_outcome(spec.workload.name, &outcome),
         outcome,
         wall_s: started.elapsed().as_secs_f64(),
         views,
+        trace_events,
     })
 }
 

@@ -80,6 +80,7 @@ pub fn run(args: &Args) -> Result<()> {
                 count_frames: false,
                 table: None,
                 show: Vec::new(),
+                trace: None,
             });
         }
     }

@@ -7,6 +7,7 @@ pub mod exercise;
 pub mod machines;
 pub mod plot;
 pub mod presets;
+pub mod replay;
 pub mod reproduce;
 pub mod run;
 pub mod sizing;

@@ -20,7 +20,7 @@ use crate::mmtests::{self, Significance};
 use crate::preset_file::resolve;
 use crate::published::{self, PublishedMetric, PublishedTable};
 use crate::results;
-use crate::runs::{self, RunResult, RunSpec};
+use crate::runs::{self, ProcView, RunResult, RunSpec};
 use crate::workload::{self, WorkloadInfo};
 
 /// Changes smaller than this (percent, "positive = better") count as no change where there
@@ -42,6 +42,10 @@ pub struct Args {
     /// Write a self-contained HTML report here as well.
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
+    /// Render /proc views (comma-separated) of each table's last run per preset: the last
+    /// sample of the table's last parameter value.
+    #[arg(long, value_delimiter = ',', value_name = "VIEWS")]
+    pub show: Vec<ProcView>,
     /// Options shared with run and compare.
     #[command(flatten)]
     pub common: Common,
@@ -283,6 +287,7 @@ pub fn run(args: &Args) -> Result<()> {
                         count_frames: p.count_frames,
                         table: Some(t.id.clone()),
                         show: Vec::new(),
+                        trace: None,
                     });
                 }
             }
@@ -306,6 +311,13 @@ pub fn run(args: &Args) -> Result<()> {
             })
         })
         .collect();
+    if !args.show.is_empty() {
+        for p in &plans {
+            for (_, i) in shown_specs(p) {
+                unique[slots[i]].show.clone_from(&args.show);
+            }
+        }
+    }
     let distinct = runs::execute_all(&unique, "reproduce", args.common.json)?;
     let results: Vec<RunResult> = slots.iter().map(|&i| distinct[i].clone()).collect();
     if !args.common.no_save {
@@ -317,7 +329,13 @@ pub fn run(args: &Args) -> Result<()> {
             eprintln!("rows saved to {}", path.display());
         }
     }
-    let reports: Vec<TableReport> = plans.iter().map(|p| table_report(p, &results)).collect();
+    let mut reports: Vec<TableReport> = plans.iter().map(|p| table_report(p, &results)).collect();
+    if !args.show.is_empty() {
+        for (r, p) in reports.iter_mut().zip(&plans) {
+            r.views =
+                shown_specs(p).map(|(preset, i)| (preset, results[i].views.clone())).collect();
+        }
+    }
     let (agree, total) = reports.iter().fold((0, 0), |(a, t), r| {
         let (ra, rt) = r.agreement();
         (a + ra, t + rt)
@@ -343,6 +361,7 @@ pub fn run(args: &Args) -> Result<()> {
     } else {
         for r in &reports {
             print!("{}", r.to_text());
+            print!("{}", r.views_text());
         }
         for (id, why) in &skipped {
             println!("{id}: not run: {why}");
@@ -381,6 +400,8 @@ pub struct TableReport {
     pub metrics: Vec<(String, String, bool, String)>,
     /// `cells[metric][preset]`.
     pub cells: Vec<Vec<Cell>>,
+    /// With `--show`: each preset's `/proc` views of its last run, (preset, [(file, text)]).
+    pub views: Vec<(String, Vec<(&'static str, String)>)>,
 }
 
 impl TableReport {
@@ -409,7 +430,7 @@ impl TableReport {
                 json!({"preset": preset, "metrics": mj})
             })
             .collect();
-        json!({
+        let mut doc = json!({
             "id": self.id,
             "seed": self.seed,
             "workload": self.workload,
@@ -417,7 +438,32 @@ impl TableReport {
             "baseline": self.baseline,
             "samples": self.samples,
             "rows": rows,
-        })
+        });
+        if !self.views.is_empty() {
+            let views: serde_json::Map<_, _> = self
+                .views
+                .iter()
+                .map(|(preset, vs)| {
+                    let files: serde_json::Map<_, _> =
+                        vs.iter().map(|(n, t)| (n.to_string(), json!(t))).collect();
+                    (preset.clone(), serde_json::Value::Object(files))
+                })
+                .collect();
+            doc["views"] = serde_json::Value::Object(views);
+        }
+        doc
+    }
+
+    /// The `/proc` views of each preset's last run, as text (empty without `--show`).
+    pub fn views_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        for (preset, vs) in &self.views {
+            for (name, text) in vs {
+                let _ = writeln!(out, "   {} {preset}, last run: /proc/{name}:\n{text}", self.id);
+            }
+        }
+        out
     }
 }
 
@@ -441,7 +487,19 @@ fn table_report(p: &Plan<'_>, results: &[RunResult]) -> TableReport {
             .map(|m| (m.name.clone(), m.param.clone(), m.normalised, m.unit.clone()))
             .collect(),
         cells: metrics.iter().map(|m| cells(p, results, m)).collect(),
+        views: Vec::new(),
     }
+}
+
+/// The runs whose `/proc` views `--show` prints: per preset, the last sample of the table's
+/// last parameter value, as (preset, index in the spec list).
+fn shown_specs<'a>(p: &'a Plan<'_>) -> impl Iterator<Item = (String, usize)> + 'a {
+    let per_variant = p.table.presets.len() * p.samples as usize;
+    let last_variant = p.variants.len().saturating_sub(1);
+    p.table.presets.iter().enumerate().map(move |(i, preset)| {
+        let at = p.first_spec + last_variant * per_variant + (i + 1) * p.samples as usize - 1;
+        (preset.clone(), at)
+    })
 }
 
 /// JSON has no NaN: missing values are null.

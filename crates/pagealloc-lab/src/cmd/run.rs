@@ -81,6 +81,10 @@ pub struct Args {
     /// Render /proc views of the final state (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "VIEWS")]
     pub show: Vec<ProcView>,
+    /// Write the run's kmem page events to FILE in the ftrace `trace` format (for
+    /// `pagealloc replay` and the kernel's trace tools).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Options shared with compare and reproduce.
     #[command(flatten)]
     pub common: Common,
@@ -117,6 +121,7 @@ pub fn run(args: &Args) -> Result<()> {
         count_frames: false,
         table: None,
         show: args.show.clone(),
+        trace: args.trace.clone(),
     };
     let label = format!("{} on {}", w.name, spec.machine.name);
     let r = runs::execute_all(std::slice::from_ref(&spec), &label, args.common.json)?
@@ -144,7 +149,7 @@ pub fn run(args: &Args) -> Result<()> {
             spec.params.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
         let views: serde_json::Map<_, _> =
             r.views.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
-        let doc = json!({
+        let mut doc = json!({
             "workload": w.name,
             "machine": spec.machine.name,
             "preset": spec.preset_name,
@@ -157,6 +162,9 @@ pub fn run(args: &Args) -> Result<()> {
             "timing": {"wall_s": r.wall_s, "calls_per_s": calls as f64 / r.wall_s.max(1e-9)},
             "saved": saved,
         });
+        if let Some(p) = &args.trace {
+            doc["trace"] = json!({"file": p, "events": r.trace_events});
+        }
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
@@ -184,6 +192,9 @@ pub fn run(args: &Args) -> Result<()> {
     );
     for (name, text) in &r.views {
         println!("\n/proc/{name}:\n{text}");
+    }
+    if let Some(p) = &args.trace {
+        println!("trace: {} events written to {}", r.trace_events, p.display());
     }
     if let Some(p) = saved {
         println!("rows saved to {}", p.display());

@@ -6,8 +6,9 @@
 //! The model drives the allocator from one thread; the atomics are there only because an
 //! `EventSink` must be `Sync`, and are used with `Relaxed` loads and stores.
 
+use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use pagealloc::{CpuId, EventSink, TraceEvent, ZoneIdx};
 
@@ -25,6 +26,19 @@ struct LockClock {
     last_holder: AtomicU32,
     /// The node of the zone's memory.
     node: u32,
+}
+
+/// Hears every trace record with the virtual time it happened at (ps): `run --trace` writes
+/// them out, `replay` counts them.
+pub type Observer = Box<dyn FnMut(u64, &TraceEvent) + Send>;
+
+/// The observer behind its lock (the sink must be `Sync`; only the model's thread calls it).
+struct ObserverSlot(Mutex<Observer>);
+
+impl fmt::Debug for ObserverSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ObserverSlot")
+    }
 }
 
 /// The sink the model builds its allocator with.
@@ -45,6 +59,8 @@ pub struct ModelSink {
     cost: CostPs,
     /// Allocations per frame number, when asked for (unset otherwise).
     pfn_allocs: OnceLock<Vec<AtomicU32>>,
+    /// Who hears the records, if anyone.
+    observer: OnceLock<ObserverSlot>,
 }
 
 impl ModelSink {
@@ -59,7 +75,14 @@ impl ModelSink {
             cpu_llc,
             cost,
             pfn_allocs: OnceLock::new(),
+            observer: OnceLock::new(),
         }
+    }
+
+    /// Send every record from now on to `f`, with the virtual time of the call that made it.
+    /// Set once, after the allocator is built (its boot-time frees are not workload events).
+    pub fn observe(&self, f: Observer) {
+        assert!(self.observer.set(ObserverSlot(Mutex::new(f))).is_ok(), "one observer per sink");
     }
 
     /// Learn the zones (the node of each, by zone index) and, with `count_frames = Some(n)`,
@@ -132,6 +155,9 @@ pub struct CallTime {
 impl EventSink for ModelSink {
     #[inline]
     fn record(&self, event: &TraceEvent) {
+        if let Some(o) = self.observer.get() {
+            (o.0.lock().expect("no panics while held"))(self.now.load(Relaxed), event);
+        }
         if let TraceEvent::PageAlloc { pfn: Some(pfn), .. } = event {
             if let Some(c) = self.pfn_allocs.get().and_then(|v| v.get(pfn.0 as usize)) {
                 c.store(c.load(Relaxed) + 1, Relaxed);

@@ -1,0 +1,283 @@
+//! `pagealloc replay TRACE`: a kernel's page-allocator trace replayed through the model on
+//! the trace's CPUs; what the kernel did beside what our allocator did for the same stream.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use pagealloc::types::NR_PAGE_ORDERS;
+use serde_json::json;
+
+use crate::machine::{fmt_bytes, Arch, Machine, NodeSpec};
+use crate::metrics;
+use crate::model::cost::CostProfile;
+use crate::preset_file::resolve;
+use crate::runs::{self, ProcView};
+use crate::trace::replay::{Plan, Replay};
+use crate::trace::{self, EventCounts, Format, Kind, Tally};
+
+/// Arguments of `pagealloc replay`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The trace: the text of the ftrace `trace` file, `trace-cmd report` or `perf script`
+    /// (`-` for standard input).
+    pub trace: PathBuf,
+    /// Which tool printed it.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub format: Format,
+    /// Policy preset: a built-in name or a preset file (.toml).
+    #[arg(long, default_value = "modern", value_name = "NAME_OR_FILE")]
+    pub preset: String,
+    /// Machine: a built-in name or a machine file (.toml). Default: one fitted to the trace
+    /// (CPUs = highest CPU + 1; memory as the rule in docs/real-data.md says).
+    #[arg(long, value_name = "NAME_OR_FILE")]
+    pub machine: Option<String>,
+    /// Seed of the model's generators.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// A cost profile written by `pagealloc calibrate` instead of the shipped one.
+    #[arg(long, value_name = "FILE")]
+    pub cost: Option<PathBuf>,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Render /proc views of the final state (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "VIEWS")]
+    pub show: Vec<ProcView>,
+}
+
+/// Bytes in a GiB: the fitted machine's memory is a whole number of them.
+const GIB: u64 = 1 << 30;
+/// The most memory a fitted machine gets: its mem_map costs the model 16 bytes a frame
+/// (4 GiB at 1 TiB), and a larger PFN in a trace is more likely a garbled line than a machine.
+const FIT_MAX_BYTES: u64 = 1 << 40;
+/// LLC of the fitted machine: the trace says nothing of caches (assumed, as `unknown-trace`).
+const FIT_LLC_BYTES: u64 = 32 << 20;
+
+/// A one-node x86-64 machine for `plan`: CPUs = the highest traced CPU + 1; memory = enough
+/// to address the highest traced PFN and at least twice the most pages the trace held at
+/// once, rounded up to a GiB (at least 1 GiB, at most 1 TiB). The highest PFN stands for the
+/// traced machine's memory (its physical address space, holes included, so a little more).
+pub fn fit_machine(plan: &Plan) -> Result<Machine> {
+    let cpus = plan.max_cpu + 1;
+    let pages = (plan.max_pfn + 1).max(2 * plan.peak_pages);
+    let bytes = pages.saturating_mul(4096).div_ceil(GIB).max(1).saturating_mul(GIB);
+    if bytes > FIT_MAX_BYTES {
+        bail!(
+            "the trace names PFN {:#x}, which would need a machine of {}; describe the traced \
+             machine with --machine (see docs/real-data.md) to replay it",
+            plan.max_pfn,
+            fmt_bytes(bytes)
+        );
+    }
+    Ok(Machine {
+        name: "trace-fit".into(),
+        description: format!("{cpus} CPUs and {} fitted to the trace", fmt_bytes(bytes)),
+        source: "pagealloc replay: the trace's highest CPU and PFN".into(),
+        arch: Arch::X86_64,
+        nodes: vec![NodeSpec {
+            cpus,
+            memory_bytes: bytes,
+            llc_bytes: FIT_LLC_BYTES,
+            llc_shared_by: cpus,
+            l2: None,
+            l1d: None,
+        }],
+        min_free_kbytes: None,
+        watermark_scale_factor: None,
+        assumptions: vec![
+            format!("CPUs: the highest traced CPU ({}) + 1", plan.max_cpu),
+            format!(
+                "memory: highest traced PFN {:#x} + 1 and 2 × the {} pages held at the peak, \
+                 rounded up to a GiB",
+                plan.max_pfn, plan.peak_pages
+            ),
+            "one node; LLC 32 MiB shared by all CPUs (the trace says nothing of caches)".into(),
+        ],
+        file: None,
+    })
+}
+
+/// Run the command.
+pub fn run(args: &Args) -> Result<()> {
+    let started = Instant::now();
+    let tr = trace::read(&args.trace, args.format)?;
+    let plan = Plan::new(&tr);
+    let machine = match &args.machine {
+        Some(m) => Machine::resolve(m)?,
+        None => fit_machine(&plan).with_context(|| args.trace.display().to_string())?,
+    };
+    if plan.max_cpu >= machine.nr_cpus() {
+        bail!(
+            "{}: the trace has events on CPU {}, but machine `{}` has {} CPUs (0–{}); give a \
+             machine with at least {} CPUs (`pagealloc machines --toml` prints one to start \
+             from), or leave --machine out to fit one to the trace",
+            args.trace.display(),
+            plan.max_cpu,
+            machine.name,
+            machine.nr_cpus(),
+            machine.nr_cpus() - 1,
+            plan.max_cpu + 1
+        );
+    }
+    let preset = resolve(&args.preset)?;
+    let cost = match &args.cost {
+        Some(p) => CostProfile::load(p)?,
+        None => CostProfile::default_profile(),
+    };
+    let mut model = runs::build_model(&machine, &preset, &cost, args.seed, false)?;
+    let ours = Arc::new(Mutex::new(EventCounts::default()));
+    let tally_side = Arc::clone(&ours);
+    model.allocator().events().observe(Box::new(move |_, e| {
+        tally_side.lock().expect("no panics while held").add(e);
+    }));
+    let mut w = Replay::new(&plan);
+    let outcome = model.run(&mut w, &mut |_| {})?;
+    let views = runs::render_views(model.allocator(), &args.show);
+    let ours = *ours.lock().expect("no panics while held");
+    let mut tally = tr.tally.clone();
+    tally.merge(&plan.tally);
+    tally.merge(w.tally());
+    let metrics = metrics::of_outcome("replay", &outcome);
+    let wall_s = started.elapsed().as_secs_f64();
+
+    if args.json {
+        let metrics: serde_json::Map<_, _> = metrics
+            .iter()
+            .map(|m| {
+                (m.name.clone(), json!({"value": m.value, "unit": m.unit, "better": m.better}))
+            })
+            .collect();
+        let views: serde_json::Map<_, _> =
+            views.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+        let kinds = tally.to_json();
+        let doc = json!({
+            "trace": args.trace,
+            "format": tr.format.name(),
+            "detected": tr.detected,
+            "lines": tr.lines,
+            "events": tr.events.len(),
+            "cpus": plan.max_cpu + 1,
+            "duration_s": plan.duration_ns as f64 / 1e9,
+            "lost_events": tr.lost_events,
+            "machine": machine.name,
+            "machine_cpus": machine.nr_cpus(),
+            "memory_bytes": machine.memory_bytes(),
+            "preset": args.preset,
+            "seed": args.seed,
+            "skipped": kinds["skipped"],
+            "repaired": kinds["repaired"],
+            "unknown_gfp": tr.unknown_gfp,
+            "other_events": tr.other_events,
+            "replayed_steps": plan.nr_steps(),
+            "counts": {"kernel": plan.kernel.to_json(), "ours": ours.to_json()},
+            "metrics": metrics,
+            "views": views,
+            "timing": {"wall_s": wall_s},
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    println!(
+        "trace: {} ({}, {}), {} lines, {} page events on {} CPU(s) over {:.3} s",
+        args.trace.display(),
+        tr.format.name(),
+        tr.detected,
+        tr.lines,
+        tr.events.len(),
+        plan.max_cpu + 1,
+        plan.duration_ns as f64 / 1e9
+    );
+    println!(
+        "machine: {} ({} CPUs, {}), preset {}, seed {}",
+        machine.name,
+        machine.nr_cpus(),
+        fmt_bytes(machine.memory_bytes()),
+        args.preset,
+        args.seed
+    );
+    if args.machine.is_none() {
+        for a in &machine.assumptions {
+            println!("  fitted: {a}");
+        }
+    }
+    print!("{}", tally_text(&tally, &tr.unknown_gfp, tr.lost_events));
+    println!();
+    print!("{}", counts_text(&plan.kernel, &ours));
+    println!();
+    for m in &metrics {
+        println!("  {:<24} {:>16.3} {:<7} {}", m.name, m.value, m.unit, m.doc);
+    }
+    println!();
+    println!(
+        "model: {} allocations and frees replayed, {} scheduler steps in {:.2} s wall",
+        plan.nr_steps(),
+        outcome.steps,
+        wall_s
+    );
+    for (name, text) in &views {
+        println!("\n/proc/{name}:\n{text}");
+    }
+    Ok(())
+}
+
+/// The skipped and repaired counts as text.
+fn tally_text(
+    t: &Tally,
+    unknown_gfp: &std::collections::BTreeMap<String, u64>,
+    lost: u64,
+) -> String {
+    let mut out = String::new();
+    for (skip, head) in [(true, "not used"), (false, "repaired, then used")] {
+        let rows: Vec<(Kind, u64)> = t.iter().filter(|(k, _)| k.is_skip() == skip).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "{head}:");
+        for (k, n) in rows {
+            let _ = writeln!(out, "  {:<20} {:>10}  {}", k.name(), n, k.what());
+        }
+    }
+    if lost > 0 {
+        let _ = writeln!(out, "  the trace reports {lost} event(s) lost to ring-buffer overflow");
+    }
+    if !unknown_gfp.is_empty() {
+        let names: Vec<String> = unknown_gfp.iter().map(|(n, c)| format!("{n} ×{c}")).collect();
+        let _ = writeln!(out, "unknown GFP names: {}", names.join(", "));
+    }
+    out
+}
+
+/// The kernel's counts beside ours.
+fn counts_text(k: &EventCounts, o: &EventCounts) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "  {:<32} {:>14} {:>14}", "", "kernel (trace)", "ours (model)");
+    let mut row = |name: &str, a: u64, b: u64| {
+        let _ = writeln!(out, "  {name:<32} {a:>14} {b:>14}");
+    };
+    row("allocations", k.allocs(), o.allocs());
+    for ord in 0..NR_PAGE_ORDERS {
+        if k.alloc[ord] + o.alloc[ord] > 0 {
+            row(&format!("  order {ord}"), k.alloc[ord], o.alloc[ord]);
+        }
+    }
+    row("failed allocations", k.alloc_failed, o.alloc_failed);
+    let (kf, of) = (k.frees_by_order(), o.frees_by_order());
+    row("frees (ours: + held at the end)", k.frees(), o.frees());
+    for ord in 0..NR_PAGE_ORDERS {
+        if kf[ord] + of[ord] > 0 {
+            row(&format!("  order {ord}"), kf[ord], of[ord]);
+        }
+    }
+    row("pageset drains (pcpu_drain)", k.pcpu_drain, o.pcpu_drain);
+    row("  pages drained", k.pcpu_drain_pages, o.pcpu_drain_pages);
+    row("zone-locked takes", k.zone_locked, o.zone_locked);
+    row("  percpu_refill", k.zone_locked_refill, o.zone_locked_refill);
+    row("  pages", k.zone_locked_pages, o.zone_locked_pages);
+    row("extfrag fallbacks", k.extfrag, o.extfrag);
+    row("  fragmenting", k.extfrag_fragmenting, o.extfrag_fragmenting);
+    row("  change_ownership", k.extfrag_change_ownership, o.extfrag_change_ownership);
+    out
+}

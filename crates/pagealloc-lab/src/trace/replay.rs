@@ -1,0 +1,445 @@
+//! A parsed trace as a model workload: each CPU replays the trace's allocations and frees on
+//! the same CPU, in trace order, paced by the trace's time stamps in virtual time.
+//!
+//! The trace's PFNs are the kernel's; ours differ. A [`Plan`] is made first, by walking the
+//! trace once in file order with the kernel's PFNs: every successful `mm_page_alloc` gets a
+//! *slot* that will hold the block our allocator returns for it, and every free is resolved
+//! to the slot of the traced block it frees. What cannot be replayed is decided there and
+//! counted ([`Kind`]):
+//!
+//! - a free of a page the trace never allocated was allocated before tracing began;
+//! - a free of a page already freed with no allocation between is a repeated free;
+//! - an allocation of a page still allocated in the trace means its free was not traced
+//!   (lost events, or tracing started on that CPU late): the old block is freed first;
+//! - order-0 frees of pages inside a larger traced block (`split_page`) free the block when
+//!   its last page goes; a free of a larger order that covers blocks frees them;
+//! - a failed allocation in the kernel is not replayed.
+//!
+//! Replaying, a CPU runs its next step when the virtual clock reaches the step's trace time
+//! (trace time − first event's time). A step that frees a block another CPU allocates waits
+//! (blocks) until that allocation has run: the trace's order between CPUs is kept wherever
+//! one CPU's step depends on another's, so a free never runs before its allocation even when
+//! our allocator makes the allocating CPU run late. The earliest step not yet run never
+//! waits on anything, so the replay cannot deadlock.
+//!
+//! `mm_page_pcpu_drain`, `mm_page_alloc_zone_locked` and `mm_page_alloc_extfrag` are not
+//! replayed: they are what the kernel's allocator did, set beside what ours does for the same
+//! stream ([`super::EventCounts`]).
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use anyhow::Result;
+use pagealloc::{Gfp, Order, Pfn, TraceEvent};
+
+use super::{cpu_of, EventCounts, Kind, Tally, Trace};
+use crate::model::{Ctx, ModelInfo, Next, Workload};
+
+/// Nanoseconds to the model's picoseconds.
+const PS_PER_NS: u64 = 1000;
+
+/// What a step does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Action {
+    /// Free the blocks of `release` (allocated again without a traced free), then allocate
+    /// `order` with `gfp` into `slot`.
+    Alloc { release: Vec<u32>, slot: u32, order: Order, gfp: Gfp },
+    /// Free the blocks in these slots.
+    Free { slots: Vec<u32> },
+}
+
+/// One replayed event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Step {
+    /// Trace time from the first event, ps.
+    t_ps: u64,
+    cpu: u32,
+    action: Action,
+    /// Steps (on other CPUs) that must have run first: the allocations of the slots freed.
+    deps: Vec<u32>,
+}
+
+/// A traced block still allocated, during planning.
+#[derive(Clone, Copy, Debug)]
+struct Live {
+    slot: u32,
+    order: Order,
+    /// The step that allocates it.
+    step: u32,
+    /// Pages of it freed one by one so far.
+    freed: u64,
+}
+
+/// The trace turned into steps per CPU.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    steps: Vec<Step>,
+    nr_slots: u32,
+    /// What planning skipped and repaired.
+    pub tally: Tally,
+    /// The kernel's side: every page event of the trace.
+    pub kernel: EventCounts,
+    /// The highest CPU with an event.
+    pub max_cpu: u32,
+    /// Trace time from the first to the last event, ns.
+    pub duration_ns: u64,
+    /// The highest PFN the trace names (its machine has at least this much memory).
+    pub max_pfn: u64,
+    /// Most pages the trace held allocated at once (traced allocations only).
+    pub peak_pages: u64,
+}
+
+impl Plan {
+    /// Plan the replay of `trace`.
+    pub fn new(trace: &Trace) -> Plan {
+        let t0 = trace.events.iter().map(|e| e.t_ns).min().unwrap_or(0);
+        let mut p = Plan {
+            steps: Vec::new(),
+            nr_slots: 0,
+            tally: Tally::default(),
+            kernel: trace.counts(),
+            max_cpu: trace.max_cpu().unwrap_or(0),
+            duration_ns: trace.events.iter().map(|e| e.t_ns).max().unwrap_or(0) - t0,
+            max_pfn: 0,
+            peak_pages: 0,
+        };
+        // Traced blocks by first PFN; PFNs freed and not allocated since.
+        let mut live: BTreeMap<u64, Live> = BTreeMap::new();
+        let mut freed: HashSet<u64> = HashSet::new();
+        let mut held = 0u64;
+        for te in &trace.events {
+            let t_ps = (te.t_ns - t0) * PS_PER_NS;
+            let cpu = cpu_of(&te.event);
+            let (pfn, order, alloc_gfp) = match te.event {
+                TraceEvent::PageAlloc { pfn: Some(pfn), order, gfp, .. } => (pfn, order, Some(gfp)),
+                TraceEvent::PageAlloc { pfn: None, .. } => {
+                    p.tally.add(Kind::KernelAllocFailed);
+                    continue;
+                }
+                TraceEvent::PageFree { pfn, order, .. } => (pfn, order, None),
+                TraceEvent::PageFreeBatched { pfn, .. } => (pfn, Order(0), None),
+                TraceEvent::PagePcpuDrain { pfn, order, .. }
+                | TraceEvent::PageAllocZoneLocked { pfn, order, .. } => {
+                    p.max_pfn = p.max_pfn.max(last_pfn(pfn, order));
+                    continue;
+                }
+                TraceEvent::PageAllocExtfrag { pfn, .. } => {
+                    p.max_pfn = p.max_pfn.max(pfn.0);
+                    continue;
+                }
+            };
+            p.max_pfn = p.max_pfn.max(last_pfn(pfn, order));
+            let range = pfn.0..pfn.0 + order.nr_pages().0;
+            let overlapping: Vec<u64> = overlapping(&live, &range);
+            let step = p.steps.len() as u32;
+            if let Some(gfp) = alloc_gfp {
+                let mut release = Vec::new();
+                let mut deps = Vec::new();
+                for head in overlapping {
+                    let old = live.remove(&head).expect("listed as live");
+                    p.tally.add(Kind::Reallocated);
+                    held -= old.order.nr_pages().0;
+                    release.push(old.slot);
+                    deps.push(old.step);
+                }
+                let slot = p.nr_slots;
+                p.nr_slots += 1;
+                live.insert(pfn.0, Live { slot, order, step, freed: 0 });
+                freed.remove(&pfn.0);
+                held += order.nr_pages().0;
+                p.peak_pages = p.peak_pages.max(held);
+                deps.retain(|&d| p.steps[d as usize].cpu != cpu);
+                p.steps.push(Step {
+                    t_ps,
+                    cpu,
+                    action: Action::Alloc { release, slot, order, gfp },
+                    deps,
+                });
+                continue;
+            }
+            if overlapping.is_empty() {
+                p.tally.add(if freed.contains(&pfn.0) {
+                    Kind::FreeTwice
+                } else {
+                    Kind::FreeUnknown
+                });
+                freed.insert(pfn.0);
+                continue;
+            }
+            let mut slots = Vec::new();
+            let mut deps = Vec::new();
+            for head in overlapping {
+                let b = live.get_mut(&head).expect("listed as live");
+                let size = b.order.nr_pages().0;
+                let inside = range.start <= head && head + size <= range.end;
+                if !inside {
+                    // Part of a larger block: freed when its last page is.
+                    p.tally.add(Kind::SplitFree);
+                    b.freed += range.end.min(head + size) - range.start.max(head);
+                    if b.freed < size {
+                        continue;
+                    }
+                } else if head != pfn.0 || b.order != order {
+                    p.tally.add(Kind::OrderMismatch);
+                }
+                let b = live.remove(&head).expect("listed as live");
+                held -= size;
+                slots.push(b.slot);
+                deps.push(b.step);
+            }
+            freed.insert(pfn.0);
+            if slots.is_empty() {
+                continue;
+            }
+            deps.retain(|&d| p.steps[d as usize].cpu != cpu);
+            p.steps.push(Step { t_ps, cpu, action: Action::Free { slots }, deps });
+        }
+        p
+    }
+
+    /// Steps that will run.
+    pub fn nr_steps(&self) -> usize {
+        self.steps.len()
+    }
+}
+
+/// Last PFN of a block.
+fn last_pfn(pfn: Pfn, order: Order) -> u64 {
+    pfn.0 + order.nr_pages().0 - 1
+}
+
+/// First PFNs of the live blocks that overlap `range`.
+fn overlapping(live: &BTreeMap<u64, Live>, range: &std::ops::Range<u64>) -> Vec<u64> {
+    let mut out = Vec::new();
+    // The block starting at or before the range's start may reach into it.
+    if let Some((&head, b)) = live.range(..=range.start).next_back() {
+        if head + b.order.nr_pages().0 > range.start {
+            out.push(head);
+        }
+    }
+    out.extend(live.range(range.start + 1..range.end).map(|(&h, _)| h));
+    out
+}
+
+/// The replay workload.
+#[derive(Debug)]
+pub struct Replay {
+    steps: Vec<Step>,
+    /// Step indices per CPU, in trace order.
+    queues: Vec<VecDeque<u32>>,
+    done: Vec<bool>,
+    /// CPUs blocked on a step, by the step they wait for.
+    waiters: HashMap<u32, Vec<u32>>,
+    /// Our block for each traced allocation: (first frame, order, CPU that allocated it).
+    slots: Vec<Option<(Pfn, Order, u32)>>,
+    /// What the replay itself had to skip.
+    tally: Tally,
+    run: u64,
+    /// How far the model ran behind the trace's clock, ps: the largest and the sum.
+    lag_max_ps: u64,
+    lag_sum_ps: u128,
+}
+
+impl Replay {
+    /// The workload for `plan`.
+    pub fn new(plan: &Plan) -> Replay {
+        let nr_cpus = plan.max_cpu as usize + 1;
+        let mut queues = vec![VecDeque::new(); nr_cpus];
+        for (i, s) in plan.steps.iter().enumerate() {
+            queues[s.cpu as usize].push_back(i as u32);
+        }
+        Replay {
+            steps: plan.steps.clone(),
+            queues,
+            done: vec![false; plan.steps.len()],
+            waiters: HashMap::new(),
+            slots: vec![None; plan.nr_slots as usize],
+            tally: Tally::default(),
+            run: 0,
+            lag_max_ps: 0,
+            lag_sum_ps: 0,
+        }
+    }
+
+    /// What replaying skipped (frees of blocks our model failed to allocate).
+    pub fn tally(&self) -> &Tally {
+        &self.tally
+    }
+
+    fn free_slot(&mut self, ctx: &mut Ctx<'_>, slot: u32) -> Result<()> {
+        match self.slots[slot as usize].take() {
+            Some((pfn, order, _)) => ctx.free(pfn, order),
+            None => {
+                self.tally.add(Kind::OursAllocFailed);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Workload for Replay {
+    fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
+        if self.queues.len() > info.nr_cpus as usize {
+            anyhow::bail!(
+                "the trace has events on CPU {}, the machine has {} CPUs",
+                self.queues.len() - 1,
+                info.nr_cpus
+            );
+        }
+        Ok((0..self.queues.len() as u32).filter(|&c| !self.queues[c as usize].is_empty()).collect())
+    }
+
+    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let c = ctx.cpu();
+        let Some(&i) = self.queues[c as usize].front() else { return Ok(Next::Done) };
+        let step = &self.steps[i as usize];
+        if step.t_ps > ctx.now() {
+            return Ok(Next::SleepUntil(step.t_ps));
+        }
+        if let Some(&d) = step.deps.iter().find(|&&d| !self.done[d as usize]) {
+            self.waiters.entry(d).or_default().push(c);
+            return Ok(Next::Block);
+        }
+        let lag = ctx.now() - step.t_ps;
+        self.lag_max_ps = self.lag_max_ps.max(lag);
+        self.lag_sum_ps += u128::from(lag);
+        self.queues[c as usize].pop_front();
+        match step.action.clone() {
+            Action::Alloc { release, slot, order, gfp } => {
+                for r in release {
+                    self.free_slot(ctx, r)?;
+                }
+                self.slots[slot as usize] = ctx.alloc(gfp, order).map(|pfn| (pfn, order, c));
+            }
+            Action::Free { slots } => {
+                for s in slots {
+                    self.free_slot(ctx, s)?;
+                }
+            }
+        }
+        self.done[i as usize] = true;
+        self.run += 1;
+        for w in self.waiters.remove(&i).unwrap_or_default() {
+            ctx.wake(w, ctx.now());
+        }
+        Ok(if self.queues[c as usize].is_empty() { Next::Done } else { Next::Continue })
+    }
+
+    fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+        self.slots
+            .iter_mut()
+            .filter_map(Option::take)
+            .map(|(pfn, order, cpu)| (cpu, pfn, order))
+            .collect()
+    }
+
+    fn metrics(&self) -> Vec<(String, f64)> {
+        let mean = if self.run == 0 { 0.0 } else { self.lag_sum_ps as f64 / self.run as f64 };
+        vec![
+            ("replayed_events".into(), self.run as f64),
+            ("behind_trace_max_us".into(), self.lag_max_ps as f64 / 1e6),
+            ("behind_trace_mean_us".into(), mean / 1e6),
+        ]
+    }
+
+    fn progress(&self) -> f64 {
+        if self.steps.is_empty() {
+            1.0
+        } else {
+            self.run as f64 / self.steps.len() as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tests::small_setup;
+    use crate::model::Model;
+    use crate::trace::{parse, Format};
+
+    fn plan(text: &str) -> Plan {
+        Plan::new(&parse(text, Format::Ftrace).unwrap())
+    }
+
+    fn alloc(cpu: u32, t: &str, pfn: u64, order: u8) -> String {
+        format!(
+            "a-1 [{cpu:03}] .... {t}: mm_page_alloc: page=ffffea0000000000 pfn={pfn:#x} \
+             order={order} migratetype=0 gfp_flags=GFP_KERNEL\n"
+        )
+    }
+
+    fn free(cpu: u32, t: &str, pfn: u64, order: u8) -> String {
+        format!("a-1 [{cpu:03}] .... {t}: mm_page_free: page=ffffea0000000000 pfn={pfn:#x} order={order}\n")
+    }
+
+    #[test]
+    fn planning_sorts_out_what_the_trace_cannot_say() {
+        let text = [
+            free(0, "1.0", 0x500, 0),  // allocated before tracing began
+            alloc(0, "1.1", 0x100, 0), // slot 0
+            alloc(1, "1.2", 0x100, 0), // again without a free: slot 0 released, slot 1
+            free(1, "1.3", 0x100, 0),  // frees slot 1
+            free(0, "1.4", 0x100, 0),  // freed twice (on CPU 1 it would be a repeated line)
+            alloc(0, "1.5", 0x200, 2), // slot 2: four pages
+            free(1, "1.6", 0x201, 0),  // split_page frees: the block goes with its last page
+            free(1, "1.7", 0x200, 0),
+            free(1, "1.8", 0x203, 0),
+            free(1, "1.9", 0x202, 0),
+        ]
+        .concat();
+        let p = plan(&text);
+        assert_eq!(p.tally.get(Kind::FreeUnknown), 1, "{:?}\n{text}", p.tally);
+        assert_eq!(p.tally.get(Kind::Reallocated), 1);
+        assert_eq!(p.tally.get(Kind::FreeTwice), 1);
+        assert_eq!(p.tally.get(Kind::SplitFree), 4);
+        let actions: Vec<&Action> = p.steps.iter().map(|s| &s.action).collect();
+        assert_eq!(actions.len(), 5, "{actions:?}");
+        assert_eq!(
+            *actions[1],
+            Action::Alloc { release: vec![0], slot: 1, order: Order(0), gfp: Gfp::KERNEL }
+        );
+        // CPU 1 releasing CPU 0's block waits for CPU 0's allocation step.
+        assert_eq!(p.steps[1].deps, vec![0]);
+        assert_eq!(*actions[4], Action::Free { slots: vec![2] });
+        assert_eq!(p.steps[4].t_ps, 900_000_000_000);
+        assert_eq!((p.max_cpu, p.max_pfn, p.peak_pages), (1, 0x500, 4));
+    }
+
+    /// CPU 1 frees, at the same trace time, what CPU 0 allocates: CPU 0's allocations cost
+    /// model time, so CPU 1 reaches each free before its allocation has run, and must wait
+    /// for it (without the wait, the frees would find no block).
+    #[test]
+    fn a_free_waits_for_its_allocation_on_another_cpu() {
+        let mut text = String::new();
+        for k in 0..50u64 {
+            text += &alloc(0, "1.000000", 0x1000 + k, 0);
+        }
+        for k in 0..50u64 {
+            text += &free(1, "1.000000", 0x1000 + k, 0);
+        }
+        let p = plan(&text);
+        assert!(p.steps[50..].iter().all(|s| s.deps.len() == 1));
+        let mut m = Model::new(small_setup(2, 64, "modern", 1)).unwrap();
+        let mut w = Replay::new(&p);
+        let o = m.run(&mut w, &mut |_| {}).unwrap();
+        assert_eq!(o.ops.allocs, 50);
+        assert_eq!(o.ops.frees, 50);
+        assert_eq!(w.tally().get(Kind::OursAllocFailed), 0);
+    }
+
+    #[test]
+    fn the_model_replays_the_stream_and_gets_every_page_back() {
+        let text =
+            [alloc(0, "5.0", 0x10, 3), alloc(1, "5.5", 0x20, 0), free(1, "6.0", 0x10, 3)].concat();
+        let p = plan(&text);
+        let mut m = Model::new(small_setup(2, 64, "modern", 1)).unwrap();
+        let mut w = Replay::new(&p);
+        let o = m.run(&mut w, &mut |_| {}).unwrap();
+        // Two allocations, the traced free, and the order-0 block returned at the end.
+        assert_eq!((o.ops.allocs, o.ops.frees), (2, 1));
+        // The last step ran a second of trace time after the first.
+        assert!(o.elapsed_ps >= 1_000_000_000_000, "{}", o.elapsed_ps);
+        let replayed = o.workload.iter().find(|(k, _)| k == "replayed_events").unwrap().1;
+        assert_eq!(replayed, 3.0);
+    }
+}
