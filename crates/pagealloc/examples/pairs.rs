@@ -113,10 +113,13 @@ fn main() -> ExitCode {
     let n = (pairs / s.outstanding as u64).max(1);
     rounds(&pa, &s, c0, free_cpu, (n / 4).max(4), &mix);
     let before = pa.vm_events();
+    let started = std::time::Instant::now();
     let done = measured(&pa, &s, c0, free_cpu, n, &mix);
+    let ns = started.elapsed().as_nanos() as f64 / done as f64;
     let d = pa.vm_events().since(&before);
     println!(
-        "{} pairs; pcp_alloc {} pcp_free {} zone_lock_acquire {}",
+        "{} pairs; {ns:.1} ns per pair (wall clock, a rough guide); pcp_alloc {} pcp_free {} \
+         zone_lock_acquire {}",
         done,
         d.get(Counter::PcpAlloc),
         d.get(Counter::PcpFree),

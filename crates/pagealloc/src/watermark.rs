@@ -91,6 +91,7 @@ impl Zone {
 
     /// The allocation fast path's check (kernel `zone_watermark_fast`): a cheap order-0 test
     /// first, then the full one; a __GFP_HIGH order-0 request checking MIN may ignore a boost.
+    #[inline]
     pub fn watermark_fast(
         &self,
         order: Order,
@@ -105,6 +106,19 @@ impl Zone {
                 return true;
             }
         }
+        self.watermark_fast_full(order, mark, highest, flags, free)
+    }
+
+    /// `watermark_fast` past its order-0 shortcut: the full check, then the boost exemption.
+    #[inline(never)]
+    fn watermark_fast_full(
+        &self,
+        order: Order,
+        mark: u64,
+        highest: ZoneType,
+        flags: AllocFlags,
+        free: i64,
+    ) -> bool {
         if self.watermark_ok_with_free(order, mark, highest, flags, free) {
             return true;
         }
