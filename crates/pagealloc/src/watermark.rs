@@ -52,24 +52,21 @@ impl Zone {
             return true;
         }
         // Enough pages in total; is there a block of at least `order` on a list it may use?
-        for o in order.0..=MAX_PAGE_ORDER {
-            let o = Order(o);
-            if self.nr_free(o) == 0 {
-                continue;
-            }
-            if MigrateType::PCPTYPES.iter().any(|&mt| self.has_free(o, mt)) {
-                return true;
-            }
-            if flags.has(AllocFlags::CMA) && self.has_free(o, MigrateType::Cma) {
-                return true;
-            }
-            if flags.has(AllocFlags(AllocFlags::HIGHATOMIC.0 | AllocFlags::OOM.0))
-                && self.has_free(o, MigrateType::HighAtomic)
-            {
-                return true;
-            }
+        // The lists it may use, as a mask over the per-order non-empty bits: the PCP types,
+        // CMA with ALLOC_CMA, HIGHATOMIC with ALLOC_HIGHATOMIC or ALLOC_OOM.
+        let mut usable: u8 = 0;
+        for mt in MigrateType::PCPTYPES {
+            usable |= 1 << mt as u8;
         }
-        false
+        if flags.has(AllocFlags::CMA) {
+            usable |= 1 << MigrateType::Cma as u8;
+        }
+        if flags.has(AllocFlags(AllocFlags::HIGHATOMIC.0 | AllocFlags::OOM.0)) {
+            usable |= 1 << MigrateType::HighAtomic as u8;
+        }
+        (order.0..=MAX_PAGE_ORDER)
+            .map(Order)
+            .any(|o| self.nr_free(o) != 0 && self.free_list_mask(o) & usable != 0)
     }
 
     /// The full check against NR_FREE_PAGES (kernel `zone_watermark_ok`).

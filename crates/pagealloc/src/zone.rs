@@ -222,6 +222,12 @@ impl Zone {
         self.area_mask[order.index()].load(Relaxed) & (1 << mt as u8) != 0
     }
 
+    /// Bit `mt` set for each migratetype whose `order` free list is non-empty. Racy.
+    #[inline]
+    pub(crate) fn free_list_mask(&self, order: Order) -> u8 {
+        self.area_mask[order.index()].load(Relaxed)
+    }
+
     /// Is flag bit `f` (see [`flags`]) set?
     #[inline]
     pub fn test_flag(&self, f: u32) -> bool {
