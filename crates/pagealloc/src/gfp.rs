@@ -286,7 +286,7 @@ mod tests {
     #[test]
     fn the_zone_table_matches_the_rules_for_every_modifier_combination() {
         for low in 0..16u32 {
-            for high in [0, Gfp::KERNEL.0, Gfp::TRANSHUGE.0 & !0xf, u32::MAX & !0xf] {
+            for high in [0, Gfp::KERNEL.0, Gfp::TRANSHUGE.0 & !0xf, !0xf] {
                 let g = Gfp(low | high);
                 assert_eq!(g.zone(), g.zone_by_tests(), "{g:?}");
             }
