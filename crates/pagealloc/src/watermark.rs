@@ -23,7 +23,9 @@ impl Zone {
         unusable
     }
 
-    /// The full check with an explicit free-page count (kernel `__zone_watermark_ok`).
+    /// The full check with an explicit free-page count (kernel `__zone_watermark_ok`). Out of
+    /// line, so the order-0 shortcut of `watermark_fast` inlines alone.
+    #[inline(never)]
     pub fn watermark_ok_with_free(
         &self,
         order: Order,
@@ -103,22 +105,20 @@ impl Zone {
                 return true;
             }
         }
-        self.watermark_fast_full(order, mark, highest, flags, free)
+        self.watermark_ok_with_free(order, mark, highest, flags, free)
+            || self.passes_unboosted(order, highest, flags, free)
     }
 
-    /// `watermark_fast` past its order-0 shortcut: the full check, then the boost exemption.
+    /// The exemption of `watermark_fast`: an order-0 request that may use the min reserve and
+    /// checks MIN passes against the unboosted MIN. Out of line: the fast path rarely gets here.
     #[inline(never)]
-    fn watermark_fast_full(
+    fn passes_unboosted(
         &self,
         order: Order,
-        mark: u64,
         highest: ZoneType,
         flags: AllocFlags,
         free: i64,
     ) -> bool {
-        if self.watermark_ok_with_free(order, mark, highest, flags, free) {
-            return true;
-        }
         let boost = self.watermark_boost.load(Relaxed);
         if order.0 == 0
             && flags.has(AllocFlags::MIN_RESERVE)

@@ -2,7 +2,7 @@
 //! counts repeatably on a shared, noisy machine where wall-clock figures drift by 2x:
 //!
 //! ```sh
-//! cargo build --release -p pagealloc --example pairs
+//! cargo build --release -p pagealloc-testkit --example pairs
 //! valgrind --tool=callgrind --toggle-collect='*pairs*measured*' \
 //!     target/release/examples/pairs pair-1 1000000
 //! ```
@@ -24,22 +24,7 @@ use std::process::ExitCode;
 
 use pagealloc::{CacheInfo, Counter, ZoneLimits};
 use pagealloc::{Cpu, CpuId, Gfp, MemoryMap, NodeId, Order, PageAllocator, Pfn, Policy, Tunables};
-
-/// Length of the mix's order sequence (as `pagealloc bench`).
-const MIX_LEN: usize = 4096;
-
-/// The bench's mix: uniform orders 0..=10 from a fixed-seed xorshift.
-fn mix_orders() -> Vec<u8> {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    (0..MIX_LEN)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % 11) as u8
-        })
-        .collect()
-}
+use pagealloc_testkit::bench_mix::{mix_orders, MIX_LEN};
 
 struct Shape {
     outstanding: usize,
