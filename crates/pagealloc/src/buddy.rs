@@ -4,6 +4,7 @@
 
 use crate::events::{EventSink, TraceEvent};
 use crate::gfp::AllocFlags;
+use crate::mem_map::FrameState;
 use crate::migratetype::MigrateType;
 use crate::types::{Order, Pfn, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use crate::zone::ZoneLocked;
@@ -116,11 +117,14 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         let mut buddy = pfn.buddy(order);
         while order.0 < MAX_PAGE_ORDER {
             buddy = pfn.buddy(order);
-            if !zone.spans(buddy) || !zone.frame(buddy).is_buddy_of_order(order) {
+            if !zone.spans(buddy) {
                 break;
             }
-            let buddy_mt =
-                MigrateType::from_u8(zone.frame(buddy).info().list).unwrap_or(MigrateType::Movable);
+            let info = zone.frame(buddy).info();
+            if info.state != FrameState::Buddy || info.order != order {
+                break;
+            }
+            let buddy_mt = MigrateType::from_u8(info.list).unwrap_or(MigrateType::Movable);
             if order.0 >= PAGEBLOCK_ORDER
                 && buddy_mt != mt
                 && (!mt.is_mergeable() || !buddy_mt.is_mergeable())
@@ -183,19 +187,15 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         while p < end {
             let info = zone.frame(p).info();
             let step = match info.state {
-                crate::mem_map::FrameState::Buddy => {
+                FrameState::Buddy => {
                     free += 1 << info.order.0;
                     1u64 << info.order.0
                 }
-                crate::mem_map::FrameState::Allocated
-                    if info.list == MigrateType::Movable as u8 =>
-                {
+                FrameState::Allocated if info.list == MigrateType::Movable as u8 => {
                     movable += 1 << info.order.0;
                     1u64 << info.order.0
                 }
-                crate::mem_map::FrameState::Allocated | crate::mem_map::FrameState::Pcp => {
-                    1u64 << info.order.0
-                }
+                FrameState::Allocated | FrameState::Pcp => 1u64 << info.order.0,
                 _ => 1,
             };
             p = Pfn(p.0 + step);
@@ -225,15 +225,12 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         let mut p = start;
         while p < end {
             let info = zone.frame(p).info();
-            if info.state == crate::mem_map::FrameState::Buddy {
+            if info.state == FrameState::Buddy {
                 let from = MigrateType::from_u8(info.list).unwrap_or(old);
                 self.move_to_free_list(p, info.order, from, new);
                 moved += 1 << info.order.0;
                 p = Pfn(p.0 + (1 << info.order.0));
-            } else if matches!(
-                info.state,
-                crate::mem_map::FrameState::Allocated | crate::mem_map::FrameState::Pcp
-            ) {
+            } else if matches!(info.state, FrameState::Allocated | FrameState::Pcp) {
                 p = Pfn(p.0 + (1 << info.order.0));
             } else {
                 p = Pfn(p.0 + 1);
@@ -252,7 +249,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
                 continue;
             }
             let info = zone.frame(head).info();
-            if info.state == crate::mem_map::FrameState::Buddy && info.order == Order(o) {
+            if info.state == FrameState::Buddy && info.order == Order(o) {
                 let mt = MigrateType::from_u8(info.list).unwrap_or(MigrateType::Movable);
                 self.del_from_free_list(head, Order(o), mt);
                 let mut p = head;

@@ -85,6 +85,13 @@ impl Gfp {
     /// HIGHMEM alone means NORMAL and HIGHMEM with MOVABLE means ZONE_MOVABLE).
     #[inline]
     pub const fn zone(self) -> ZoneType {
+        // The four zone modifiers are bits 0..=3: one table lookup, as the kernel's
+        // GFP_ZONE_TABLE does, instead of the chain of tests below on every allocation.
+        ZONE_BY_MODIFIERS[(self.0 & ZONE_MODIFIERS) as usize]
+    }
+
+    /// [`Gfp::zone`] spelled out (the table is built from it).
+    const fn zone_by_tests(self) -> ZoneType {
         if self.intersects(Gfp::DMA) {
             ZoneType::Dma
         } else if self.intersects(Gfp::DMA32) {
@@ -114,6 +121,20 @@ impl Gfp {
         self.intersects(Gfp::DIRECT_RECLAIM)
     }
 }
+
+/// DMA | HIGHMEM | DMA32 | MOVABLE: the bits [`Gfp::zone`] reads.
+const ZONE_MODIFIERS: u32 = 0xf;
+
+/// [`Gfp::zone`] of every combination of the zone modifiers.
+const ZONE_BY_MODIFIERS: [ZoneType; 16] = {
+    let mut t = [ZoneType::Normal; 16];
+    let mut i = 0;
+    while i < t.len() {
+        t[i] = Gfp(i as u32).zone_by_tests();
+        i += 1;
+    }
+    t
+};
 
 impl BitOr for Gfp {
     type Output = Gfp;
@@ -260,6 +281,17 @@ mod tests {
         assert_eq!((Gfp::KERNEL | Gfp::DMA).zone(), ZoneType::Dma);
         assert_eq!((Gfp::KERNEL | Gfp::MOVABLE).zone(), ZoneType::Normal);
         assert_eq!((Gfp::KERNEL | Gfp::HIGHMEM).zone(), ZoneType::Normal);
+    }
+
+    #[test]
+    fn the_zone_table_matches_the_rules_for_every_modifier_combination() {
+        for low in 0..16u32 {
+            for high in [0, Gfp::KERNEL.0, Gfp::TRANSHUGE.0 & !0xf, !0xf] {
+                let g = Gfp(low | high);
+                assert_eq!(g.zone(), g.zone_by_tests(), "{g:?}");
+            }
+        }
+        assert_eq!(ZONE_BY_MODIFIERS[0b1010], ZoneType::Movable);
     }
 
     #[test]

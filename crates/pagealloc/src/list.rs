@@ -7,7 +7,7 @@
 use crate::mem_map::{Frame, NIL};
 
 /// Head of an index-linked list. Invariant: `len` equals the number of members, `head` and
-/// `tail` are `NIL` iff `len == 0`.
+/// `tail` are `NIL` iff `len == 0`, the head's prev and the tail's next are `NIL`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListHead {
     head: u32,
@@ -81,11 +81,20 @@ impl ListHead {
         self.len += 1;
     }
 
-    /// Remove and return the head.
+    /// Remove and return the head. Its own links are left as they were: a frame on no list
+    /// has meaningless links (every insertion writes both).
     #[inline]
     pub fn pop_head(&mut self, map: &[Frame]) -> Option<u32> {
         let idx = self.head()?;
-        self.unlink(map, idx);
+        // The head's prev is NIL, so only the new head (or the tail) changes.
+        let next = map[idx as usize].next();
+        self.head = next;
+        if next == NIL {
+            self.tail = NIL;
+        } else {
+            map[next as usize].set_prev(NIL);
+        }
+        self.len -= 1;
         Some(idx)
     }
 

@@ -164,14 +164,17 @@ impl Frame {
     /// On failure returns what the frame was.
     #[inline]
     pub fn claim_for_free(&self, order: Order) -> Result<FrameInfo, FrameInfo> {
+        // State and order are the packed word's low byte: one compare checks both.
+        const LOW: u32 = 0xff;
+        let want = FrameInfo { state: FrameState::Allocated, order, list: 0 }.pack();
         let cur = self.info.load(Relaxed);
-        let info = FrameInfo::unpack(cur);
-        if info.state != FrameState::Allocated || info.order != order {
-            return Err(info);
+        if cur & LOW != want {
+            return Err(FrameInfo::unpack(cur));
         }
-        let claimed = FrameInfo { state: FrameState::Freeing, ..info }.pack();
+        let claimed =
+            (cur & !LOW) | FrameInfo { state: FrameState::Freeing, order, list: 0 }.pack();
         match self.info.compare_exchange(cur, claimed, Relaxed, Relaxed) {
-            Ok(_) => Ok(info),
+            Ok(_) => Ok(FrameInfo::unpack(cur)),
             Err(now) => Err(FrameInfo::unpack(now)),
         }
     }

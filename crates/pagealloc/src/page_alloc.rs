@@ -13,6 +13,7 @@ use crate::gfp::{slowpath_alloc_flags, AllocFlags, Gfp};
 use crate::mem_map::{FrameInfo, FrameState};
 use crate::memory_map::{MapError, MemoryMap, MAX_CPUS};
 use crate::migratetype::MigrateType;
+use crate::pcp::PcpFast;
 use crate::policy::{Policy, Tunables};
 use crate::sizing;
 use crate::stats::{Counter, Counters, VmEvents};
@@ -91,6 +92,8 @@ pub struct PageAllocator<E: EventSink = NoEvents> {
     /// Node of each CPU.
     pub(crate) cpu_node: Box<[NodeId]>,
     pub(crate) policy: Policy,
+    /// The policy's per-call pageset decisions, precomputed.
+    pub(crate) pcp_fast: PcpFast,
     pub(crate) tunables: Tunables,
     pub(crate) cfg: CoreConfig,
     min_free_kbytes: AtomicU64,
@@ -141,6 +144,7 @@ impl<E: EventSink> PageAllocator<E> {
             nodes,
             cpu_node,
             policy,
+            pcp_fast: PcpFast::new(&policy),
             tunables,
             cfg: CoreConfig {
                 boost_factor,
@@ -252,7 +256,12 @@ impl<E: EventSink> PageAllocator<E> {
     }
 
     /// The zone whose span holds `pfn`.
+    #[inline]
     pub fn zone_of(&self, pfn: Pfn) -> Option<&Zone> {
+        if let [(start, end, idx)] = *self.by_pfn {
+            // One zone (every PageHeap): a range test instead of the search.
+            return (start <= pfn && pfn < end).then(|| &self.zones[idx.index()]);
+        }
         let i = self.by_pfn.partition_point(|e| e.0 <= pfn);
         let (_, end, idx) = *self.by_pfn.get(i.checked_sub(1)?)?;
         (pfn < end).then(|| &self.zones[idx.index()])
@@ -396,7 +405,7 @@ impl<E: EventSink> PageAllocator<E> {
                 online,
             );
             for slot in z.pcp.iter() {
-                slot.pcp.lock().update(sizes);
+                slot.pcp.lock().update(sizes, self.tunables.pcp_batch_scale_max);
             }
         }
     }
@@ -478,9 +487,7 @@ impl<E: EventSink> PageAllocator<E> {
         mt: MigrateType,
         highest: ZoneType,
     ) -> Option<Pfn> {
-        if !self.policy.pcp_lists.caches_order(order) {
-            return None;
-        }
+        let pindex = self.pcp_fast.pindex(order, mt)?;
         let zi = self.nodes[cpu.node.index()].preferred[highest.index()]?;
         let z = &self.zones[zi.index()];
         let flags =
@@ -490,7 +497,7 @@ impl<E: EventSink> PageAllocator<E> {
         {
             return None;
         }
-        let p = self.pcp_take(cpu, z, order, mt)?;
+        let p = self.pcp_take(cpu, z, order, pindex, mt)?;
         if gfp.intersects(Gfp::KSWAPD_RECLAIM) && z.clear_flag(flags::BOOSTED_WATERMARK) {
             self.counters.add_shared(Counter::KswapdWake, 1);
         }
@@ -713,14 +720,10 @@ impl<E: EventSink> PageAllocator<E> {
         allow_pcp: bool,
     ) -> Result<(), FreeError> {
         let zone = self.claim_for_free(cpu, pfn, order)?;
-        let cpu = Cpu { id: cpu.id, node: self.cpu_node[cpu.id.index()] };
         if E::ENABLED {
             self.events.record(&TraceEvent::PageFree { cpu: cpu.id, pfn, order });
         }
-        if allow_pcp
-            && self.policy.pcp_lists.caches_order(order)
-            && self.free_unref_page(cpu, zone, pfn, order)
-        {
+        if allow_pcp && self.free_unref_page(cpu, zone, pfn, order) {
             return Ok(());
         }
         let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);

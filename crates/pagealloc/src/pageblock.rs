@@ -46,6 +46,13 @@ impl Pageblocks {
         MigrateType::from_u8(self.slot(pfn).load(Relaxed) & MT_MASK).unwrap_or(MigrateType::Movable)
     }
 
+    /// The migratetype bits of the pageblock holding `pfn` (0..=7; [`MigrateType::from_u8`]
+    /// reads them, anything above ISOLATE as MOVABLE), for callers that index a table by them.
+    #[inline]
+    pub fn get_bits(&self, pfn: Pfn) -> u8 {
+        self.slot(pfn).load(Relaxed) & MT_MASK
+    }
+
     /// Relabel the pageblock holding `pfn`. Caller holds the zone lock.
     #[inline]
     pub fn set(&self, pfn: Pfn, mt: MigrateType) {

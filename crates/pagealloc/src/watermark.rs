@@ -23,7 +23,9 @@ impl Zone {
         unusable
     }
 
-    /// The full check with an explicit free-page count (kernel `__zone_watermark_ok`).
+    /// The full check with an explicit free-page count (kernel `__zone_watermark_ok`). Out of
+    /// line, so the order-0 shortcut of `watermark_fast` inlines alone.
+    #[inline(never)]
     pub fn watermark_ok_with_free(
         &self,
         order: Order,
@@ -52,24 +54,21 @@ impl Zone {
             return true;
         }
         // Enough pages in total; is there a block of at least `order` on a list it may use?
-        for o in order.0..=MAX_PAGE_ORDER {
-            let o = Order(o);
-            if self.nr_free(o) == 0 {
-                continue;
-            }
-            if MigrateType::PCPTYPES.iter().any(|&mt| self.has_free(o, mt)) {
-                return true;
-            }
-            if flags.has(AllocFlags::CMA) && self.has_free(o, MigrateType::Cma) {
-                return true;
-            }
-            if flags.has(AllocFlags(AllocFlags::HIGHATOMIC.0 | AllocFlags::OOM.0))
-                && self.has_free(o, MigrateType::HighAtomic)
-            {
-                return true;
-            }
+        // The lists it may use, as a mask over the per-order non-empty bits: the PCP types,
+        // CMA with ALLOC_CMA, HIGHATOMIC with ALLOC_HIGHATOMIC or ALLOC_OOM.
+        let mut usable: u8 = 0;
+        for mt in MigrateType::PCPTYPES {
+            usable |= 1 << mt as u8;
         }
-        false
+        if flags.has(AllocFlags::CMA) {
+            usable |= 1 << MigrateType::Cma as u8;
+        }
+        if flags.has(AllocFlags(AllocFlags::HIGHATOMIC.0 | AllocFlags::OOM.0)) {
+            usable |= 1 << MigrateType::HighAtomic as u8;
+        }
+        (order.0..=MAX_PAGE_ORDER)
+            .map(Order)
+            .any(|o| self.nr_free(o) != 0 && self.free_list_mask(o) & usable != 0)
     }
 
     /// The full check against NR_FREE_PAGES (kernel `zone_watermark_ok`).
@@ -91,6 +90,7 @@ impl Zone {
 
     /// The allocation fast path's check (kernel `zone_watermark_fast`): a cheap order-0 test
     /// first, then the full one; a __GFP_HIGH order-0 request checking MIN may ignore a boost.
+    #[inline]
     pub fn watermark_fast(
         &self,
         order: Order,
@@ -105,9 +105,20 @@ impl Zone {
                 return true;
             }
         }
-        if self.watermark_ok_with_free(order, mark, highest, flags, free) {
-            return true;
-        }
+        self.watermark_ok_with_free(order, mark, highest, flags, free)
+            || self.passes_unboosted(order, highest, flags, free)
+    }
+
+    /// The exemption of `watermark_fast`: an order-0 request that may use the min reserve and
+    /// checks MIN passes against the unboosted MIN. Out of line: the fast path rarely gets here.
+    #[inline(never)]
+    fn passes_unboosted(
+        &self,
+        order: Order,
+        highest: ZoneType,
+        flags: AllocFlags,
+        free: i64,
+    ) -> bool {
         let boost = self.watermark_boost.load(Relaxed);
         if order.0 == 0
             && flags.has(AllocFlags::MIN_RESERVE)

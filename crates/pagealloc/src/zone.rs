@@ -222,6 +222,12 @@ impl Zone {
         self.area_mask[order.index()].load(Relaxed) & (1 << mt as u8) != 0
     }
 
+    /// Bit `mt` set for each migratetype whose `order` free list is non-empty. Racy.
+    #[inline]
+    pub(crate) fn free_list_mask(&self, order: Order) -> u8 {
+        self.area_mask[order.index()].load(Relaxed)
+    }
+
     /// Is flag bit `f` (see [`flags`]) set?
     #[inline]
     pub fn test_flag(&self, f: u32) -> bool {
@@ -425,8 +431,9 @@ impl<E: EventSink> ZoneLocked<'_, E> {
     }
 
     /// Put the free block at `pfn` on the (`order`, `mt`) list, at the tail or the head.
-    /// Does not touch the free-page counters.
-    #[inline]
+    /// Does not touch the free-page counters. Always inlined: the buddy loops call it once
+    /// or twice per page moved, and `tail` is usually a constant there.
+    #[inline(always)]
     pub(crate) fn add_to_free_list(&mut self, pfn: Pfn, order: Order, mt: MigrateType, tail: bool) {
         let zone = self.zone;
         let idx = zone.index_of(pfn);
@@ -450,7 +457,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
 
     /// Take the free block at `pfn` off its list; its head becomes `Tail` until the caller
     /// gives it a new state. Does not touch the free-page counters.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn del_from_free_list(&mut self, pfn: Pfn, order: Order, mt: MigrateType) {
         let zone = self.zone;
         let idx = zone.index_of(pfn);

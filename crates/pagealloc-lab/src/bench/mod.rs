@@ -13,6 +13,8 @@ use std::sync::mpsc::sync_channel;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use pagealloc_testkit::bench_mix::{mix_orders, MIX_LEN};
+
 use crate::heap::{block_bytes, PageBlock, PageSource};
 
 /// How a pattern uses its blocks.
@@ -107,23 +109,6 @@ pub const PATTERNS: &[Pattern] = &[
 /// The pattern called `name`.
 pub fn pattern(name: &str) -> Option<&'static Pattern> {
     PATTERNS.iter().find(|p| p.name == name)
-}
-
-/// Length of the random order sequence of the mix (a power of two).
-const MIX_LEN: usize = 4096;
-
-/// The mix's orders: uniform in 0..=10 from a fixed-seed xorshift, so every allocator gets
-/// the same sequence.
-fn mix_orders() -> Vec<u8> {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    (0..MIX_LEN)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % 11) as u8
-        })
-        .collect()
 }
 
 /// What went wrong in a run: the pattern's own answer check failed.
@@ -482,13 +467,5 @@ mod tests {
         assert_eq!(median_stddev(&[3.0, 1.0, 2.0]), (2.0, 1.0));
         assert_eq!(median_stddev(&[4.0, 1.0, 2.0, 3.0]).0, 2.5);
         assert_eq!(median_stddev(&[5.0]), (5.0, 0.0));
-    }
-
-    #[test]
-    fn mix_is_fixed_and_covers_every_order() {
-        let m = mix_orders();
-        assert_eq!(m, mix_orders());
-        assert!((0..=10).all(|o| m.contains(&o)));
-        assert!(m.iter().all(|&o| o <= 10));
     }
 }

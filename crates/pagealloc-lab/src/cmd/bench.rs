@@ -230,6 +230,7 @@ pub fn run(args: &Args) -> Result<()> {
             "huge": format!("{:?}", args.huge).to_lowercase(),
             "preset": args.preset,
             "cpus": peers.heap.allocator().nr_cpus(),
+            "cpu_source": peers.heap.cpu_source().name(),
             "metadata_bytes_per_frame": peers.heap.metadata_bytes_per_frame(),
             "init_ms": peers.heap.init_time().as_secs_f64() * 1e3,
         },
@@ -265,7 +266,7 @@ fn table(
     );
     let _ = writeln!(
         s,
-        "pagealloc: PageHeap of {} MiB ({}), preset {}, {} CPUs (sched_getcpu); \
+        "pagealloc: PageHeap of {} MiB ({}), preset {}, {} CPUs ({}); \
          metadata {:.2} bytes/frame; arena init {:.2} ms",
         args.arena_mib,
         match args.huge {
@@ -275,6 +276,7 @@ fn table(
         },
         args.preset,
         heap.allocator().nr_cpus(),
+        heap.cpu_source().name(),
         heap.metadata_bytes_per_frame(),
         heap.init_time().as_secs_f64() * 1e3
     );

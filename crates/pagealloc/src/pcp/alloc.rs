@@ -5,8 +5,8 @@ use crate::events::EventSink;
 use crate::gfp::AllocFlags;
 use crate::mem_map::{FrameInfo, FrameState};
 use crate::migratetype::MigrateType;
-use crate::pcp::PerCpuPages;
-use crate::policy::{FreeBatchSizing, HighDecay, PcpLocking, Policy, RefillSizing};
+use crate::pcp::{AllocDecay, PerCpuPages};
+use crate::policy::{HighDecay, PcpLocking, Policy, RefillSizing};
 use crate::sizing::pcp_clamp;
 use crate::stats::Counter;
 use crate::types::{Order, Pfn};
@@ -65,13 +65,11 @@ impl PerCpuPages {
     /// Bookkeeping every PCP allocation does before taking a block: the recent-free signal
     /// decays (kernel: `free_count >>= 1`, or `free_factor >>= 1` before 6.7).
     #[inline]
-    fn note_alloc(&mut self, policy: &Policy) {
-        match policy.free_batch_sizing {
-            FreeBatchSizing::Batch => {}
-            FreeBatchSizing::FreeFactor
-            | FreeBatchSizing::FreeFactorCapped
-            | FreeBatchSizing::FreeFactorCappedInclusive => self.free_factor >>= 1,
-            FreeBatchSizing::FreeCountV1 | FreeBatchSizing::FreeCount => self.free_count >>= 1,
+    fn note_alloc(&mut self, decay: AllocDecay) {
+        match decay {
+            AllocDecay::None => {}
+            AllocDecay::FreeFactor => self.free_factor >>= 1,
+            AllocDecay::FreeCount => self.free_count >>= 1,
         }
         self.active = true;
     }
@@ -89,11 +87,10 @@ impl<E: EventSink> PageAllocator<E> {
         mt: MigrateType,
         alloc_flags: AllocFlags,
     ) -> Option<Pfn> {
-        let policy = &self.policy;
-        let pindex = policy.pcp_lists.pindex(order, mt as u8)?;
+        let pindex = self.pcp_fast.pindex(order, mt)?;
         let slot = &zone.pcp[cpu.id.index()];
         let mut pcp = self.lock_local_pcp(slot)?;
-        pcp.note_alloc(policy);
+        pcp.note_alloc(self.pcp_fast.alloc_decay);
         if pcp.lists[pindex].is_empty()
             && self.pcp_refill(cpu, zone, slot, &mut pcp, order, pindex, mt, alloc_flags) == 0
         {
@@ -130,22 +127,21 @@ impl<E: EventSink> PageAllocator<E> {
         cpu: Cpu,
         zone: &Zone,
         order: Order,
+        pindex: usize,
         mt: MigrateType,
     ) -> Option<Pfn> {
-        let policy = &self.policy;
-        let pindex = policy.pcp_lists.pindex(order, mt as u8)?;
         let slot = &zone.pcp[cpu.id.index()];
         let mut pcp = slot.pcp.try_lock()?;
         if pcp.lists[pindex].is_empty() {
             return None;
         }
-        pcp.note_alloc(policy);
+        pcp.note_alloc(self.pcp_fast.alloc_decay);
         self.pcp_pop(zone, slot, &mut pcp, order, pindex, mt)
     }
 
     /// Pop the head block of list `pindex` and hand it out (`None` only if it is empty) (the hit half of
     /// `__rmqueue_pcplist`).
-    #[inline]
+    #[inline(always)]
     fn pcp_pop(
         &self,
         zone: &Zone,
@@ -160,13 +156,10 @@ impl<E: EventSink> PageAllocator<E> {
         if self.policy.high_decay == HighDecay::CountMinLimited {
             pcp.count_min = pcp.count_min.min(pcp.count);
         }
-        zone.mem_map[idx as usize].set_info(FrameInfo {
-            state: FrameState::Allocated,
-            order,
-            list: mt as u8,
-        });
+        let frame = &zone.mem_map[idx as usize];
+        frame.set_info(FrameInfo { state: FrameState::Allocated, order, list: mt as u8 });
         // The page's reference count (kernel set_page_refcounted): page_frag_free drops it.
-        zone.mem_map[idx as usize].aux().store(1, core::sync::atomic::Ordering::Relaxed);
+        frame.aux().store(1, core::sync::atomic::Ordering::Relaxed);
         slot.stats.add_locked(Counter::PcpAlloc, 1);
         slot.stats.add_locked(Counter::pgalloc(zone.ztype), order.nr_pages().0);
         Some(zone.pfn_of(idx))
@@ -243,7 +236,7 @@ mod tests {
 
     fn pcp(high_min: u32, high_max: u32) -> PerCpuPages {
         let mut p = PcpSlot::new().pcp.into_inner();
-        p.update(PcpSizes { batch: 63, high_min, high_max });
+        p.update(PcpSizes { batch: 63, high_min, high_max }, 5);
         p
     }
 

@@ -195,7 +195,7 @@ mod tests {
 
     fn pcp(count: i32, high: i32) -> PerCpuPages {
         let mut p = PerCpuPages::new();
-        p.update(PcpSizes { batch: 63, high_min: 3132, high_max: 20480 });
+        p.update(PcpSizes { batch: 63, high_min: 3132, high_max: 20480 }, 5);
         p.count = count;
         p.high = high;
         p

@@ -62,20 +62,21 @@ impl PerCpuPages {
 
     /// Decide free_high for a block of `order` just pushed (count includes it), and keep
     /// PREV_FREE_HIGH_ORDER up to date.
+    #[inline]
     pub(crate) fn free_high_decision(&mut self, policy: &Policy, order: Order) -> bool {
         let high_order = order.0 >= 1 && order.0 <= PAGE_ALLOC_COSTLY_ORDER;
+        if !high_order {
+            self.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
+            return false;
+        }
         let cache_ok = self.flags & PCPF_FREE_HIGH_BATCH == 0 || self.count >= self.batch;
-        let signal = high_order && self.freeing_signal(policy) && cache_ok;
+        let signal = self.freeing_signal(policy) && cache_ok;
         let free_high = match policy.free_high {
             FreeHigh::Off => false,
             FreeHigh::AnyHighOrder => signal,
             FreeHigh::Consecutive => signal && self.flags & PCPF_PREV_FREE_HIGH_ORDER != 0,
         };
-        if high_order {
-            self.flags |= PCPF_PREV_FREE_HIGH_ORDER;
-        } else {
-            self.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
-        }
+        self.flags |= PCPF_PREV_FREE_HIGH_ORDER;
         free_high
     }
 
@@ -168,7 +169,7 @@ impl PerCpuPages {
 
 /// `v << by` saturating at `i32::MAX` (a free_factor grows until the product passes high).
 #[inline]
-fn shl(v: i32, by: u8) -> i32 {
+pub(crate) fn shl(v: i32, by: u8) -> i32 {
     i32::try_from(i64::from(v) << by.min(40)).unwrap_or(i32::MAX)
 }
 
@@ -176,24 +177,23 @@ impl<E: EventSink> PageAllocator<E> {
     /// Free a claimed block through `cpu`'s pageset when the policy caches its order and the
     /// pageset is available (kernel `free_unref_page`). Returns false when the caller must free
     /// it to the buddy lists instead.
+    #[inline]
     pub(crate) fn free_unref_page(&self, cpu: Cpu, zone: &Zone, pfn: Pfn, order: Order) -> bool {
-        let policy = &self.policy;
-        let mt = zone.pageblocks.get(pfn);
-        if mt == MigrateType::Isolate {
-            return false;
-        }
-        // HIGHATOMIC and CMA blocks ride on the MOVABLE list; draining returns them home.
-        let pcp_mt = if mt.is_mergeable() { mt } else { MigrateType::Movable };
-        let Some(pindex) = policy.pcp_lists.pindex(order, pcp_mt as u8) else { return false };
+        // HIGHATOMIC and CMA blocks ride on the MOVABLE list (draining returns them home);
+        // ISOLATE blocks go straight to the buddy lists.
+        let bits = zone.pageblocks.get_bits(pfn);
+        let Some(pindex) = self.pcp_fast.free_pindex(order, bits) else { return false };
         let slot = &zone.pcp[cpu.id.index()];
         let Some(mut pcp) = self.lock_local_pcp(slot) else { return false };
-        self.free_unref_page_commit(cpu, zone, slot, &mut pcp, pfn, order, pindex);
+        self.free_unref_page_commit(cpu, zone, slot, &mut pcp, pfn, order, pindex, bits);
         true
     }
 
     /// Put the block on its list and drain if the pageset is over its threshold (kernel
-    /// `free_unref_page_commit`).
+    /// `free_unref_page_commit`). `bits` are the migratetype bits of the block's pageblock,
+    /// read by the caller.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn free_unref_page_commit(
         &self,
         cpu: Cpu,
@@ -203,9 +203,9 @@ impl<E: EventSink> PageAllocator<E> {
         pfn: Pfn,
         order: Order,
         pindex: usize,
+        bits: u8,
     ) {
         let policy = &self.policy;
-        let s = self.tunables.pcp_batch_scale_max;
         if policy.refill_sizing == RefillSizing::AllocFactor {
             pcp.alloc_factor >>= 1;
         }
@@ -219,9 +219,8 @@ impl<E: EventSink> PageAllocator<E> {
         let frame = &zone.mem_map[idx as usize];
         if !self.cfg.hygiene {
             // ≤ 6.9 caches the block's type at free time and drains it back as that type.
-            frame
-                .aux()
-                .store(zone.pageblocks.get(pfn) as u32, core::sync::atomic::Ordering::Relaxed);
+            let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
+            frame.aux().store(mt as u32, core::sync::atomic::Ordering::Relaxed);
         }
         frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
         pcp.lists[pindex].push_head(&zone.mem_map, idx);
@@ -231,11 +230,36 @@ impl<E: EventSink> PageAllocator<E> {
         if matches!(
             policy.free_batch_sizing,
             FreeBatchSizing::FreeCount | FreeBatchSizing::FreeCountV1
-        ) && pcp.free_count < shl(pcp.batch, s)
+        ) && pcp.free_count < pcp.batch_scaled
         {
             pcp.free_count += 1 << order.0;
         }
         let zone_flags = zone.flags.load(core::sync::atomic::Ordering::Relaxed);
+        // The common free: no free_high, no zone flag that moves the threshold, count below
+        // high. nr_pcp_high would clamp high and return it unchanged, and nothing drains.
+        let high = pcp.clamp_high();
+        if !free_high && zone_flags & self.pcp_fast.free_gate == 0 && pcp.count < high {
+            return;
+        }
+        self.free_unref_page_flush(cpu, zone, slot, pcp, pindex, zone_flags, free_high);
+    }
+
+    /// The rest of `free_unref_page_commit` when the free may drain: the threshold
+    /// (`nr_pcp_high`), the drain, and clearing ZONE_BELOW_HIGH once the zone is above HIGH.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn free_unref_page_flush(
+        &self,
+        cpu: Cpu,
+        zone: &Zone,
+        slot: &PcpSlot,
+        pcp: &mut PerCpuPages,
+        pindex: usize,
+        zone_flags: u32,
+        free_high: bool,
+    ) {
+        let policy = &self.policy;
+        let s = self.tunables.pcp_batch_scale_max;
         let (high, reason) = pcp.nr_pcp_high(policy, s, zone_flags, free_high);
         if pcp.count >= high {
             let n = pcp.nr_pcp_free(policy, s, high, free_high);

@@ -18,10 +18,15 @@ pub mod drain;
 pub(crate) mod free;
 
 use crate::list::ListHead;
-use crate::policy::{PcpHigh, Policy, Tunables, MAX_NR_PCP_LISTS};
+use crate::migratetype::{MigrateType, MIGRATE_PCPTYPES};
+use crate::policy::{
+    FreeBatchSizing, PcpHigh, Policy, ReclaimActiveLimit, Tunables, MAX_NR_PCP_LISTS,
+};
 use crate::sizing::{self, PcpSizes};
 use crate::stats::Counters;
 use crate::sync::Mutex;
+use crate::types::{Order, NR_PAGE_ORDERS};
+use crate::zone::flags;
 
 #[cfg(doc)]
 use crate::policy::PcpLocking;
@@ -58,6 +63,9 @@ pub struct PerCpuPages {
     pub(crate) free_factor: u8,
     /// Pages freed recently (FreeBatchSizing::FreeCount*), halved by each allocation.
     pub(crate) free_count: i32,
+    /// `batch << S` (saturating), S being PCP_BATCH_SCALE_MAX: `free_count` stops growing
+    /// there. Kept with `batch` so a free does not recompute it.
+    pub(crate) batch_scaled: i32,
     /// Lowest count after an allocation since the last decay (HighDecay::CountMinLimited).
     pub(crate) count_min: i32,
     /// Activity since the last tick: the vmstat-fold signal that re-arms `expire`.
@@ -80,6 +88,7 @@ impl PerCpuPages {
             expire: 0,
             free_factor: 0,
             free_count: 0,
+            batch_scaled: 1,
             count_min: 0,
             active: false,
             lists: [ListHead::new(); MAX_NR_PCP_LISTS],
@@ -138,8 +147,9 @@ impl PerCpuPages {
 
     /// Push new sizes (kernel `pageset_update`): `high` itself is left alone and re-clamped
     /// on next use.
-    pub(crate) fn update(&mut self, sizes: PcpSizes) {
+    pub(crate) fn update(&mut self, sizes: PcpSizes, s: u8) {
         self.batch = sizes.batch as i32;
+        self.batch_scaled = free::shl(self.batch, s);
         self.high_min = sizes.high_min as i32;
         self.high_max = sizes.high_max as i32;
     }
@@ -147,6 +157,94 @@ impl PerCpuPages {
 
 // The kernel's per_cpu_pages fits in four cache lines; so does ours (lists are 12 bytes each).
 const _: () = assert!(size_of::<PerCpuPages>() <= 256);
+
+/// The policy decisions the pageset hit paths make on every call, resolved once when the
+/// allocator is built (the policy never changes afterwards): a table lookup and a mask test
+/// replace matches on several switches.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PcpFast {
+    /// The list of each (order, PCP migratetype), or [`PcpFast::NOT_CACHED`] (the layout's
+    /// `pindex`).
+    pindex: [[u8; MIGRATE_PCPTYPES]; NR_PAGE_ORDERS],
+    /// The list a freed block of each order goes on, by its pageblock's migratetype bits
+    /// (`Pageblocks::get_bits`): HIGHATOMIC and CMA blocks ride on the MOVABLE list,
+    /// ISOLATE blocks and uncached orders go to the buddy lists ([`PcpFast::NOT_CACHED`]).
+    free_pindex: [[u8; 8]; NR_PAGE_ORDERS],
+    /// What an allocation from a pageset does to the recent-free signal (`note_alloc`).
+    pub(crate) alloc_decay: AllocDecay,
+    /// Zone flags under which a free's flush threshold is not simply `high`: RECLAIM_ACTIVE
+    /// when a reclaim limit applies, BELOW_HIGH with that mechanism (`nr_pcp_high`).
+    pub(crate) free_gate: u32,
+}
+
+impl PcpFast {
+    const NOT_CACHED: u8 = u8::MAX;
+
+    pub(crate) fn new(policy: &Policy) -> PcpFast {
+        let mut pindex = [[PcpFast::NOT_CACHED; MIGRATE_PCPTYPES]; NR_PAGE_ORDERS];
+        for (o, row) in pindex.iter_mut().enumerate() {
+            for (mt, slot) in row.iter_mut().enumerate() {
+                if let Some(i) = policy.pcp_lists.pindex(Order(o as u8), mt as u8) {
+                    *slot = i as u8;
+                }
+            }
+        }
+        let mut free_pindex = [[PcpFast::NOT_CACHED; 8]; NR_PAGE_ORDERS];
+        for (o, row) in free_pindex.iter_mut().enumerate() {
+            for (bits, slot) in row.iter_mut().enumerate() {
+                let mt = MigrateType::from_u8(bits as u8).unwrap_or(MigrateType::Movable);
+                if mt == MigrateType::Isolate {
+                    continue;
+                }
+                let pcp_mt = if mt.is_mergeable() { mt } else { MigrateType::Movable };
+                *slot = pindex[o][pcp_mt as usize];
+            }
+        }
+        let alloc_decay = match policy.free_batch_sizing {
+            FreeBatchSizing::Batch => AllocDecay::None,
+            FreeBatchSizing::FreeFactor
+            | FreeBatchSizing::FreeFactorCapped
+            | FreeBatchSizing::FreeFactorCappedInclusive => AllocDecay::FreeFactor,
+            FreeBatchSizing::FreeCountV1 | FreeBatchSizing::FreeCount => AllocDecay::FreeCount,
+        };
+        let mut free_gate = 0;
+        if policy.reclaim_active_limit != ReclaimActiveLimit::Off {
+            free_gate |= flags::RECLAIM_ACTIVE;
+        }
+        if policy.zone_below_high {
+            free_gate |= flags::BELOW_HIGH;
+        }
+        PcpFast { pindex, free_pindex, alloc_decay, free_gate }
+    }
+
+    /// The list blocks of `order` and type `mt` go on, if the layout caches them (HIGHATOMIC
+    /// and CMA have no list: the caller maps them first).
+    #[inline]
+    pub(crate) fn pindex(&self, order: Order, mt: MigrateType) -> Option<usize> {
+        let i = *self.pindex.get(order.index())?.get(mt as usize)?;
+        (i != PcpFast::NOT_CACHED).then_some(usize::from(i))
+    }
+
+    /// The list a block of `order` freed into a pageblock whose migratetype bits are `bits`
+    /// goes on, or `None` when it goes to the buddy lists.
+    #[inline]
+    pub(crate) fn free_pindex(&self, order: Order, bits: u8) -> Option<usize> {
+        let i = *self.free_pindex.get(order.index())?.get(usize::from(bits))?;
+        (i != PcpFast::NOT_CACHED).then_some(usize::from(i))
+    }
+}
+
+/// Which recent-free signal an allocation from a pageset halves (kernel: `free_count >>= 1`,
+/// or `free_factor >>= 1` before 6.7), by the policy's `free_batch_sizing`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AllocDecay {
+    /// Neither exists (batch-sized drains).
+    None,
+    /// `free_factor`.
+    FreeFactor,
+    /// `free_count`.
+    FreeCount,
+}
 
 /// A pageset, its lock and the counters it owns, on its own cache lines.
 #[derive(Debug)]
@@ -256,5 +354,48 @@ pub(crate) fn zone_pcp_sizes(
                 PcpSizes { batch, high_min: high, high_max: high }
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::PcpLists;
+    use crate::types::MAX_PAGE_ORDER;
+
+    /// The precomputed tables say what the policy's functions say, for every layout.
+    #[test]
+    fn fast_tables_agree_with_the_layout() {
+        for &layout in PcpLists::ALL {
+            let policy = Policy { pcp_lists: layout, ..Policy::modern() };
+            let fast = PcpFast::new(&policy);
+            for o in 0..=MAX_PAGE_ORDER + 1 {
+                let order = Order(o);
+                for mt in MigrateType::ALL {
+                    let want = layout.pindex(order, mt as u8);
+                    assert_eq!(fast.pindex(order, mt), want, "{layout} order {o} {mt}");
+                }
+                for bits in 0..8u8 {
+                    let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
+                    let want = match mt {
+                        MigrateType::Isolate => None,
+                        MigrateType::HighAtomic | MigrateType::Cma => {
+                            layout.pindex(order, MigrateType::Movable as u8)
+                        }
+                        _ => layout.pindex(order, mt as u8),
+                    };
+                    assert_eq!(
+                        fast.free_pindex(order, bits),
+                        want,
+                        "{layout} order {o} bits {bits}"
+                    );
+                }
+            }
+        }
+        let modern = PcpFast::new(&Policy::modern());
+        assert_eq!(modern.alloc_decay, AllocDecay::FreeCount);
+        assert_eq!(modern.free_gate, flags::RECLAIM_ACTIVE | flags::BELOW_HIGH);
+        let old = PcpFast::new(&Policy::preset("tune-base").expect("preset"));
+        assert_eq!(old.alloc_decay, AllocDecay::FreeFactor);
     }
 }
