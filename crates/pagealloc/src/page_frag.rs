@@ -10,7 +10,7 @@
 //! Not modelled: pfmemalloc pages (pages from the emergency reserves are reused like any
 //! other), because the allocator does not tag them.
 
-use core::sync::atomic::Ordering::{AcqRel, Relaxed};
+use crate::sync::Ordering::{AcqRel, Relaxed};
 
 use crate::error::{AllocError, FreeError};
 use crate::events::EventSink;
@@ -144,7 +144,7 @@ impl PageFragCache {
 
 impl<E: EventSink> PageAllocator<E> {
     /// The reference count of an allocated page_frag page.
-    fn frag_refs(&self, page: Pfn) -> Option<&core::sync::atomic::AtomicU32> {
+    fn frag_refs(&self, page: Pfn) -> Option<&crate::sync::AtomicU32> {
         let zone = self.zone_of(page)?;
         let frame = zone.frame(page);
         (frame.info().state == FrameState::Allocated).then(|| frame.aux())

@@ -219,9 +219,7 @@ impl<E: EventSink> PageAllocator<E> {
         let frame = &zone.mem_map[idx as usize];
         if !self.cfg.hygiene {
             // ≤ 6.9 caches the block's type at free time and drains it back as that type.
-            frame
-                .aux()
-                .store(zone.pageblocks.get(pfn) as u32, core::sync::atomic::Ordering::Relaxed);
+            frame.aux().store(zone.pageblocks.get(pfn) as u32, crate::sync::Ordering::Relaxed);
         }
         frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
         pcp.lists[pindex].push_head(&zone.mem_map, idx);
@@ -235,7 +233,7 @@ impl<E: EventSink> PageAllocator<E> {
         {
             pcp.free_count += 1 << order.0;
         }
-        let zone_flags = zone.flags.load(core::sync::atomic::Ordering::Relaxed);
+        let zone_flags = zone.flags.load(crate::sync::Ordering::Relaxed);
         let (high, reason) = pcp.nr_pcp_high(policy, s, zone_flags, free_high);
         if pcp.count >= high {
             let n = pcp.nr_pcp_free(policy, s, high, free_high);
@@ -385,7 +383,7 @@ fn free_to_buddy<E: EventSink>(
     let mt = if hygiene || block == MigrateType::Isolate {
         block
     } else {
-        let cached = zone.mem_map[idx as usize].aux().load(core::sync::atomic::Ordering::Relaxed);
+        let cached = zone.mem_map[idx as usize].aux().load(crate::sync::Ordering::Relaxed);
         MigrateType::from_u8(cached as u8).unwrap_or(block)
     };
     zl.free_one_page_locked(pfn, order, mt, Fpi::None);
