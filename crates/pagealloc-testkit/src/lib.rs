@@ -1,11 +1,13 @@
 //! Test support for `pagealloc`: a reference model of what must hold for any allocator
 //! (the [`oracle`]), random programs of allocator operations ([`program`]), a runner that
-//! executes a program against the oracle and the validator ([`runner`]), and machine shapes
-//! that exercise zones, holes, nodes and CMA ([`machines`]).
+//! executes a program against the oracle and the validator ([`runner`]), machine shapes
+//! that exercise zones, holes, nodes and CMA ([`machines`]), and the decoder that turns a fuzz
+//! input into a machine, a preset and a program ([`fuzz`]).
 //!
 //! Property tests, the fuzz target and the lab's stress command all drive the allocator
 //! through [`runner::run`], so a bug found by one is replayable by the others.
 
+pub mod fuzz;
 pub mod machines;
 pub mod oracle;
 pub mod program;
