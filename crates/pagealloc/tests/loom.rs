@@ -75,18 +75,38 @@ fn machine(locking: PcpLocking) -> Arc<PageAllocator> {
     Arc::new(pa)
 }
 
-/// Run `f` on a new loom thread with its own handle to the allocator.
-fn spawn<T: Send + 'static>(
+/// Run `a` and `b` on two new loom threads sharing the allocator, and wait for both.
+fn race<A: Send + 'static, B: Send + 'static>(
     pa: &Arc<PageAllocator>,
-    f: impl FnOnce(&PageAllocator) -> T + Send + 'static,
-) -> thread::JoinHandle<T> {
-    let pa = Arc::clone(pa);
-    thread::spawn(move || f(&pa))
+    a: impl FnOnce(&PageAllocator) -> A + Send + 'static,
+    b: impl FnOnce(&PageAllocator) -> B + Send + 'static,
+) -> (A, B) {
+    let (pa_a, pa_b) = (Arc::clone(pa), Arc::clone(pa));
+    let a = thread::spawn(move || a(&pa_a));
+    let b = thread::spawn(move || b(&pa_b));
+    (a.join().expect("thread a"), b.join().expect("thread b"))
 }
 
-/// Count an execution as one where `outcome` held, or one where it did not.
-fn tally(outcome: bool, held: &AtomicUsize, not: &AtomicUsize) {
-    if outcome { held } else { not }.fetch_add(1, Relaxed);
+/// Executions in which an outcome held, and in which it did not: kept across the executions
+/// of one model, to show that loom reached both sides of a race.
+struct Outcomes {
+    held: AtomicUsize,
+    not: AtomicUsize,
+}
+
+impl Outcomes {
+    const fn new() -> Outcomes {
+        Outcomes { held: AtomicUsize::new(0), not: AtomicUsize::new(0) }
+    }
+
+    fn record(&self, outcome: bool) {
+        if outcome { &self.held } else { &self.not }.fetch_add(1, Relaxed);
+    }
+
+    /// (held, not).
+    fn counts(&self) -> (usize, usize) {
+        (self.held.load(Relaxed), self.not.load(Relaxed))
+    }
 }
 
 fn cpu(pa: &PageAllocator, id: u32) -> Cpu {
@@ -138,21 +158,19 @@ fn zone(pa: &PageAllocator) -> pagealloc::ZoneIdx {
 /// try-lock form the free either gets the pageset or finds it busy and goes to the zone —
 /// both must happen in some execution, and in neither is a page lost; under the IRQ-off form
 /// the free waits and always lands on the pageset.
-fn free_against_remote_drain(
-    locking: PcpLocking,
-    seen_zone: &'static AtomicUsize,
-    seen_pcp: &'static AtomicUsize,
-) {
+fn free_against_remote_drain(locking: PcpLocking, to_zone: &'static Outcomes) {
     model(move || {
         let pa = machine(locking);
         let (a, b, x) = (alloc(&pa, 0), alloc(&pa, 0), alloc(&pa, 0));
         free(&pa, 0, a).unwrap();
         free(&pa, 0, b).unwrap();
         let before = pa.vm_events();
-        let freer = spawn(&pa, move |pa| free(pa, 0, x));
-        let drainer = spawn(&pa, |pa| pa.drain_pages_zone(cpu(pa, 1), CpuId(0), zone(pa)));
-        assert_eq!(freer.join().unwrap(), Ok(()));
-        drainer.join().unwrap();
+        let (freed, ()) = race(
+            &pa,
+            move |pa| free(pa, 0, x),
+            |pa| pa.drain_pages_zone(cpu(pa, 1), CpuId(0), zone(pa)),
+        );
+        assert_eq!(freed, Ok(()));
         let busy = since(&pa, &before, Counter::PcpTrylockFail);
         let on_pcp = since(&pa, &before, Counter::PcpFree);
         assert_eq!(busy + on_pcp, 1, "the free took exactly one path");
@@ -161,27 +179,25 @@ fn free_against_remote_drain(
             // It went to the zone, and the drain emptied the pageset: nothing is cached.
             assert_eq!(pcp_pages(&pa), 0);
         }
-        tally(busy == 1, seen_zone, seen_pcp);
+        to_zone.record(busy == 1);
         check_and_release(&pa, &[]);
     });
 }
 
 #[test]
 fn trylock_free_on_a_busy_pageset_goes_to_the_zone() {
-    static ZONE: AtomicUsize = AtomicUsize::new(0);
-    static PCP: AtomicUsize = AtomicUsize::new(0);
-    free_against_remote_drain(PcpLocking::SpinlockTrylock, &ZONE, &PCP);
-    let (z, p) = (ZONE.load(Relaxed), PCP.load(Relaxed));
+    static TO_ZONE: Outcomes = Outcomes::new();
+    free_against_remote_drain(PcpLocking::SpinlockTrylock, &TO_ZONE);
+    let (z, p) = TO_ZONE.counts();
     assert!(z > 0 && p > 0, "both outcomes explored: {z} to the zone, {p} to the pageset");
 }
 
 #[test]
 fn irq_off_free_waits_for_a_busy_pageset() {
-    static ZONE: AtomicUsize = AtomicUsize::new(0);
-    static PCP: AtomicUsize = AtomicUsize::new(0);
-    free_against_remote_drain(PcpLocking::LocalIrqOff, &ZONE, &PCP);
-    assert_eq!(ZONE.load(Relaxed), 0);
-    assert!(PCP.load(Relaxed) > 0);
+    static TO_ZONE: Outcomes = Outcomes::new();
+    free_against_remote_drain(PcpLocking::LocalIrqOff, &TO_ZONE);
+    let (z, p) = TO_ZONE.counts();
+    assert!(z == 0 && p > 0, "{z} frees went to the zone, {p} to the pageset");
 }
 
 /// (b) CPU 0 frees two pages locally (undisturbed, the first brings its pageset to `high`, 4,
@@ -190,28 +206,29 @@ fn irq_off_free_waits_for_a_busy_pageset() {
 /// the allocation find CPU 0's pageset held by the drain (and go to the zone), others not.
 #[test]
 fn drain_all_pages_races_a_local_free() {
-    static BUSY: AtomicUsize = AtomicUsize::new(0);
-    static NOT_BUSY: AtomicUsize = AtomicUsize::new(0);
+    static BUSY: Outcomes = Outcomes::new();
     model(|| {
         let pa = machine(PcpLocking::SpinlockTrylock);
         let (a, b, x, y) = (alloc(&pa, 0), alloc(&pa, 0), alloc(&pa, 0), alloc(&pa, 0));
         free(&pa, 0, a).unwrap();
         free(&pa, 0, b).unwrap();
         let before = pa.vm_events();
-        let local = spawn(&pa, move |pa| {
-            free(pa, 0, x).unwrap();
-            free(pa, 0, y).unwrap();
-            alloc(pa, 0)
-        });
-        let remote = spawn(&pa, |pa| {
-            pa.drain_all_pages(cpu(pa, 1), None);
-            alloc(pa, 1)
-        });
-        let (p, q) = (local.join().unwrap(), remote.join().unwrap());
-        tally(since(&pa, &before, Counter::PcpTrylockFail) > 0, &BUSY, &NOT_BUSY);
+        let (p, q) = race(
+            &pa,
+            move |pa| {
+                free(pa, 0, x).unwrap();
+                free(pa, 0, y).unwrap();
+                alloc(pa, 0)
+            },
+            |pa| {
+                pa.drain_all_pages(cpu(pa, 1), None);
+                alloc(pa, 1)
+            },
+        );
+        BUSY.record(since(&pa, &before, Counter::PcpTrylockFail) > 0);
         check_and_release(&pa, &[p, q]);
     });
-    let (b, n) = (BUSY.load(Relaxed), NOT_BUSY.load(Relaxed));
+    let (b, n) = BUSY.counts();
     assert!(b > 0 && n > 0, "CPU 0 found its pageset busy in {b} executions, free in {n}");
 }
 
@@ -219,22 +236,22 @@ fn drain_all_pages_races_a_local_free() {
 /// while CPU 1 drains CPU 0's pageset and then allocates through its own refill.
 #[test]
 fn refill_races_drain() {
-    static DRAIN_AFTER_REFILL: AtomicUsize = AtomicUsize::new(0);
-    static DRAIN_BEFORE_REFILL: AtomicUsize = AtomicUsize::new(0);
+    static DRAIN_AFTER_REFILL: Outcomes = Outcomes::new();
     model(|| {
         let pa = machine(PcpLocking::SpinlockTrylock);
         let before = pa.vm_events();
-        let refiller = spawn(&pa, |pa| alloc(pa, 0));
-        let drainer = spawn(&pa, |pa| {
-            pa.drain_pages_zone(cpu(pa, 1), CpuId(0), zone(pa));
-            alloc(pa, 1)
-        });
-        let (p, q) = (refiller.join().unwrap(), drainer.join().unwrap());
-        let drained = since(&pa, &before, Counter::DrainExplicitPages) > 0;
-        tally(drained, &DRAIN_AFTER_REFILL, &DRAIN_BEFORE_REFILL);
+        let (p, q) = race(
+            &pa,
+            |pa| alloc(pa, 0),
+            |pa| {
+                pa.drain_pages_zone(cpu(pa, 1), CpuId(0), zone(pa));
+                alloc(pa, 1)
+            },
+        );
+        DRAIN_AFTER_REFILL.record(since(&pa, &before, Counter::DrainExplicitPages) > 0);
         check_and_release(&pa, &[p, q]);
     });
-    let (a, b) = (DRAIN_AFTER_REFILL.load(Relaxed), DRAIN_BEFORE_REFILL.load(Relaxed));
+    let (a, b) = DRAIN_AFTER_REFILL.counts();
     assert!(a > 0 && b > 0, "drain after the refill {a} times, before it {b} times");
 }
 
@@ -245,8 +262,8 @@ fn racing_double_free_succeeds_once() {
     model(|| {
         let pa = machine(PcpLocking::SpinlockTrylock);
         let x = alloc(&pa, 0);
-        let frees: Vec<_> = (0..2).map(|c| spawn(&pa, move |pa| free(pa, c, x))).collect();
-        let results: Vec<_> = frees.into_iter().map(|t| t.join().unwrap()).collect();
+        let (r0, r1) = race(&pa, move |pa| free(pa, 0, x), move |pa| free(pa, 1, x));
+        let results = [r0, r1];
         let ok = results.iter().filter(|r| r.is_ok()).count();
         assert_eq!(ok, 1, "{results:?}");
         for r in results {
