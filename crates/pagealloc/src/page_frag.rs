@@ -186,7 +186,13 @@ mod tests {
     use crate::debug::validate;
     use crate::{Counter, CpuId, MemoryMap, NodeId, Policy, Tunables};
 
+    /// The machine size under miri, MiB.
+    const MIRI_MIB: u64 = 32;
+
     fn machine(policy: Policy, mib: u64) -> PageAllocator {
+        // Miri checks every atomic access for races, which makes building and validating a
+        // 64 MiB machine take minutes there; what these tests check does not need that size.
+        let mib = if cfg!(miri) { mib.min(MIRI_MIB) } else { mib };
         let mut map = MemoryMap::new();
         map.add_range(NodeId(0), (4096 << 20)..((4096 + mib) << 20))
             .unwrap()
@@ -269,6 +275,7 @@ mod tests {
     /// When no order-3 block is free the cache falls back to an order-0 page, and `pfrag-pcp`
     /// frees that one through the per-CPU list while `pfrag-buddy` does not.
     #[test]
+    #[cfg_attr(miri, ignore = "allocates its machine's 4096 pages one by one: over 8 min in miri")]
     fn order0_fallback_pages_and_their_free_path() {
         for (preset, via_pcp) in [("pfrag-buddy", false), ("pfrag-pcp", true)] {
             let pa = machine(Policy::preset(preset).unwrap(), 16);
