@@ -67,8 +67,8 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         if flags.has(AllocFlags::CMA) {
             // Balance movable allocations between CMA and ordinary blocks: use CMA first once
             // it holds more than half of the zone's free memory.
-            let cma = z.nr_free_cma.load(core::sync::atomic::Ordering::Relaxed);
-            let free = z.nr_free_pages.load(core::sync::atomic::Ordering::Relaxed);
+            let cma = z.nr_free_cma.load(crate::sync::Ordering::Relaxed);
+            let free = z.nr_free_pages.load(crate::sync::Ordering::Relaxed);
             if cma > free / 2 {
                 if let Some(p) = self.rmqueue_smallest(order, MigrateType::Cma) {
                     return Some(p);

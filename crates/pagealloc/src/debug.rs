@@ -180,7 +180,7 @@ pub fn validate_zone<E: EventSink>(pa: &PageAllocator<E>, z: &Zone) -> Result<()
                 format!("NR_FREE_CMA_PAGES {} but lists hold {cma}", z.free_cma_pages().0),
             ));
         }
-        let ha = z.nr_free_highatomic.load(core::sync::atomic::Ordering::Relaxed);
+        let ha = z.nr_free_highatomic.load(crate::sync::Ordering::Relaxed);
         if highatomic != ha {
             return Err(fail(z, format!("free highatomic {ha} but lists hold {highatomic}")));
         }

@@ -205,8 +205,8 @@ impl<E: EventSink> ZoneLocked<'_, E> {
     /// frees a little more (kernel `boost_watermark`). Returns whether it boosted.
     fn boost_watermark(&self) -> bool {
         let zone = self.zone;
-        let cur = zone.watermark_boost.load(core::sync::atomic::Ordering::Relaxed);
-        let high = zone.watermark[WMARK_HIGH].load(core::sync::atomic::Ordering::Relaxed);
+        let cur = zone.watermark_boost.load(crate::sync::Ordering::Relaxed);
+        let high = zone.watermark[WMARK_HIGH].load(crate::sync::Ordering::Relaxed);
         match crate::sizing::watermark_boost_step(
             cur,
             high,
@@ -214,7 +214,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
             self.cfg.boost_factor,
         ) {
             Some(b) => {
-                zone.watermark_boost.store(b, core::sync::atomic::Ordering::Relaxed);
+                zone.watermark_boost.store(b, crate::sync::Ordering::Relaxed);
                 self.count(Counter::WatermarkBoost, 1);
                 true
             }

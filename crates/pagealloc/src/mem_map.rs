@@ -10,7 +10,7 @@
 //! neighbour that may sit on a per-CPU list) without a data race; such a reader only ever acts
 //! on the `Buddy` state, which changes only under the zone lock it holds.
 
-use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use crate::sync::{AtomicU32, Ordering::Relaxed};
 
 use crate::types::Order;
 
@@ -101,11 +101,13 @@ pub struct Frame {
     aux: AtomicU32,
 }
 
+// Loom's atomics carry the model's bookkeeping and are larger; the models need no layout.
+#[cfg(not(loom))]
 const _: () = assert!(size_of::<Frame>() == 16);
 
 impl Frame {
     /// A `Tail` frame on no list: all bits zero, the state a zeroed mem_map starts in.
-    pub const fn new() -> Frame {
+    pub fn new() -> Frame {
         Frame {
             next: AtomicU32::new(0),
             prev: AtomicU32::new(0),
@@ -117,6 +119,7 @@ impl Frame {
     /// `n` frames, each [`Frame::new`], in zeroed memory straight from the allocator: for
     /// a large map the OS hands out zero pages lazily, so building an allocator over hundreds
     /// of GiB touches only the metadata of the frames it writes (block heads), not all of it.
+    #[cfg(not(loom))]
     #[allow(unsafe_code)]
     pub fn zeroed_map(n: usize) -> alloc::boxed::Box<[Frame]> {
         use alloc::alloc::{alloc_zeroed, handle_alloc_error, Layout};
@@ -138,6 +141,13 @@ impl Frame {
             }
             alloc::boxed::Box::from_raw(core::ptr::slice_from_raw_parts_mut(ptr, n))
         }
+    }
+
+    /// `n` frames, each [`Frame::new`], built one by one: loom's atomics register with the
+    /// running model when they are created, so zeroed memory holds no frames loom knows of.
+    #[cfg(loom)]
+    pub fn zeroed_map(n: usize) -> alloc::boxed::Box<[Frame]> {
+        (0..n).map(|_| Frame::new()).collect()
     }
 
     /// Current state, order and list.

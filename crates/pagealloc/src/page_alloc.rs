@@ -2,9 +2,9 @@
 //! watermark checks (with ALLOC_NOFRAGMENT's lower-zone spreading, seed 002), runs the slow
 //! path's reserve steps, and frees with double-free detection (kernel-spec §3.1–3.2, §4.1).
 
+use crate::sync::{AtomicU64, Ordering::Relaxed};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::buddy::Fpi;
 use crate::error::{AllocError, FreeError};

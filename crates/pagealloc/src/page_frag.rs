@@ -10,7 +10,7 @@
 //! Not modelled: pfmemalloc pages (pages from the emergency reserves are reused like any
 //! other), because the allocator does not tag them.
 
-use core::sync::atomic::Ordering::{AcqRel, Relaxed};
+use crate::sync::Ordering::{AcqRel, Relaxed};
 
 use crate::error::{AllocError, FreeError};
 use crate::events::EventSink;
@@ -144,7 +144,7 @@ impl PageFragCache {
 
 impl<E: EventSink> PageAllocator<E> {
     /// The reference count of an allocated page_frag page.
-    fn frag_refs(&self, page: Pfn) -> Option<&core::sync::atomic::AtomicU32> {
+    fn frag_refs(&self, page: Pfn) -> Option<&crate::sync::AtomicU32> {
         let zone = self.zone_of(page)?;
         let frame = zone.frame(page);
         (frame.info().state == FrameState::Allocated).then(|| frame.aux())
@@ -186,7 +186,13 @@ mod tests {
     use crate::debug::validate;
     use crate::{Counter, CpuId, MemoryMap, NodeId, Policy, Tunables};
 
+    /// The machine size under miri, MiB.
+    const MIRI_MIB: u64 = 32;
+
     fn machine(policy: Policy, mib: u64) -> PageAllocator {
+        // Miri checks every atomic access for races, which makes building and validating a
+        // 64 MiB machine take minutes there; what these tests check does not need that size.
+        let mib = if cfg!(miri) { mib.min(MIRI_MIB) } else { mib };
         let mut map = MemoryMap::new();
         map.add_range(NodeId(0), (4096 << 20)..((4096 + mib) << 20))
             .unwrap()
@@ -269,6 +275,7 @@ mod tests {
     /// When no order-3 block is free the cache falls back to an order-0 page, and `pfrag-pcp`
     /// frees that one through the per-CPU list while `pfrag-buddy` does not.
     #[test]
+    #[cfg_attr(miri, ignore = "allocates its machine's 4096 pages one by one: over 8 min in miri")]
     fn order0_fallback_pages_and_their_free_path() {
         for (preset, via_pcp) in [("pfrag-buddy", false), ("pfrag-pcp", true)] {
             let pa = machine(Policy::preset(preset).unwrap(), 16);

@@ -5,9 +5,9 @@
 //! as the kernel does; a stale read only puts a page on a list the drain path re-checks) and
 //! written only under the zone lock.
 
+use crate::sync::{AtomicU8, Ordering::Relaxed};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use crate::migratetype::MigrateType;
 use crate::types::{Pfn, PAGEBLOCK_ORDER};

@@ -7,8 +7,8 @@
 //! the kernel's per-CPU counters. [`Counters::add_shared`] is for the few updates made with no
 //! lock held.
 
+use crate::sync::{AtomicU64, Ordering::Relaxed};
 use core::fmt;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::migratetype::MigrateType;
 use crate::types::ZoneType;

@@ -1,7 +1,7 @@
 //! Watermark checks (kernel-spec §3.3): may a zone hand out a block of some order without
 //! dipping below the watermark the request is allowed to reach?
 
-use core::sync::atomic::Ordering::Relaxed;
+use crate::sync::Ordering::Relaxed;
 
 use crate::gfp::AllocFlags;
 use crate::migratetype::MigrateType;

@@ -6,8 +6,8 @@
 //! watermarks, flags) are written under it, or by sizing updates, and read racily by
 //! watermark checks, as the kernel reads them.
 
+use crate::sync::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use alloc::boxed::Box;
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 
 use crate::events::EventSink;
 use crate::list::ListHead;

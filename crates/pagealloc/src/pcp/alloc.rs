@@ -159,7 +159,7 @@ impl<E: EventSink> PageAllocator<E> {
         let frame = &zone.mem_map[idx as usize];
         frame.set_info(FrameInfo { state: FrameState::Allocated, order, list: mt as u8 });
         // The page's reference count (kernel set_page_refcounted): page_frag_free drops it.
-        frame.aux().store(1, core::sync::atomic::Ordering::Relaxed);
+        frame.aux().store(1, crate::sync::Ordering::Relaxed);
         slot.stats.add_locked(Counter::PcpAlloc, 1);
         slot.stats.add_locked(Counter::pgalloc(zone.ztype), order.nr_pages().0);
         Some(zone.pfn_of(idx))
@@ -181,7 +181,7 @@ impl<E: EventSink> PageAllocator<E> {
         alloc_flags: AllocFlags,
     ) -> i32 {
         let s = self.tunables.pcp_batch_scale_max;
-        let zone_flags = zone.flags.load(core::sync::atomic::Ordering::Relaxed);
+        let zone_flags = zone.flags.load(crate::sync::Ordering::Relaxed);
         let n = pcp.nr_pcp_alloc(&self.policy, s, zone_flags, order);
         let got = self.rmqueue_bulk(cpu, zone, pcp, order, n, pindex, mt, alloc_flags);
         slot.stats.add_locked(Counter::PcpRefill, 1);
@@ -217,7 +217,7 @@ impl<E: EventSink> PageAllocator<E> {
                     MigrateType::Cma => MigrateType::Cma,
                     _ => mt,
                 };
-                frame.aux().store(from as u32, core::sync::atomic::Ordering::Relaxed);
+                frame.aux().store(from as u32, crate::sync::Ordering::Relaxed);
             }
             frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
             pcp.lists[pindex].push_tail(&zone.mem_map, idx);

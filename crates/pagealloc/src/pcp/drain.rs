@@ -2,7 +2,7 @@
 //! `expire` drain behind [`PageAllocator::tick`], `drain_pages_zone`, `drain_pages` and
 //! `drain_all_pages` (kernel-spec §5, presets-reference §3.7, §3.9).
 
-use core::sync::atomic::Ordering::Relaxed;
+use crate::sync::Ordering::Relaxed;
 
 use crate::events::EventSink;
 use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH};

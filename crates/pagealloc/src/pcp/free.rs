@@ -220,7 +220,7 @@ impl<E: EventSink> PageAllocator<E> {
         if !self.cfg.hygiene {
             // ≤ 6.9 caches the block's type at free time and drains it back as that type.
             let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
-            frame.aux().store(mt as u32, core::sync::atomic::Ordering::Relaxed);
+            frame.aux().store(mt as u32, crate::sync::Ordering::Relaxed);
         }
         frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
         pcp.lists[pindex].push_head(&zone.mem_map, idx);
@@ -234,7 +234,7 @@ impl<E: EventSink> PageAllocator<E> {
         {
             pcp.free_count += 1 << order.0;
         }
-        let zone_flags = zone.flags.load(core::sync::atomic::Ordering::Relaxed);
+        let zone_flags = zone.flags.load(crate::sync::Ordering::Relaxed);
         // The common free: no free_high, no zone flag that moves the threshold, count below
         // high. nr_pcp_high would clamp high and return it unchanged, and nothing drains.
         let high = pcp.clamp_high();
@@ -409,7 +409,7 @@ fn free_to_buddy<E: EventSink>(
     let mt = if hygiene || block == MigrateType::Isolate {
         block
     } else {
-        let cached = zone.mem_map[idx as usize].aux().load(core::sync::atomic::Ordering::Relaxed);
+        let cached = zone.mem_map[idx as usize].aux().load(crate::sync::Ordering::Relaxed);
         MigrateType::from_u8(cached as u8).unwrap_or(block)
     };
     zl.free_one_page_locked(pfn, order, mt, Fpi::None);
