@@ -10,4 +10,5 @@ pub mod presets;
 pub mod reproduce;
 pub mod run;
 pub mod sizing;
+pub mod stress;
 pub mod workloads;
