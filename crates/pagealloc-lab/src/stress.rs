@@ -9,9 +9,11 @@
 //! reclaimable, atomic high-order for the highatomic reserve, THP-style movable, memalloc),
 //! frees, handoffs (the block goes to another worker, which checks it, owns it, and frees or
 //! hands it on: cross-CPU frees), page_frag fragments, ticks and `drain_all_pages`. Each
-//! worker owns at most its share of half the memory (blocks, blocks handed to it, page_frag
-//! pages), so that normal traffic mostly succeeds. The coordinating thread ticks every CPU
-//! every 10 ms and drains every pageset every 50 ms meanwhile.
+//! worker owns at most its share of half the memory (blocks it holds, blocks handed to it,
+//! page_frag pages) and allocates only up to half its share, keeping the rest for handoffs,
+//! so that normal traffic mostly succeeds: running out is what the exhaustion cycles are for.
+//! The coordinating thread ticks every CPU every 10 ms and drains every pageset every 50 ms
+//! meanwhile.
 //!
 //! Every quarter of the run (at least 0.25 s, at most 5 s apart) comes an exhaustion cycle,
 //! the threads meeting at a barrier between its steps: every worker allocates until an order-0
@@ -295,6 +297,10 @@ pub struct Counts {
     pub alloc_failures: u64,
     /// Of those, refused in exhaustion cycles (where failing is the point).
     pub failures_at_exhaustion: u64,
+    /// Blocks allocated, by order.
+    pub blocks_by_order: [u64; MAX_PAGE_ORDER as usize + 1],
+    /// Block allocations refused outside exhaustion cycles, by order (fragments not counted).
+    pub failures_by_order: [u64; MAX_PAGE_ORDER as usize + 1],
     /// Blocks freed.
     pub frees: u64,
     /// Of which by another worker than the one that allocated them.
@@ -322,6 +328,12 @@ impl Counts {
         self.allocs += o.allocs;
         self.alloc_failures += o.alloc_failures;
         self.failures_at_exhaustion += o.failures_at_exhaustion;
+        for (a, b) in self.failures_by_order.iter_mut().zip(o.failures_by_order) {
+            *a += b;
+        }
+        for (a, b) in self.blocks_by_order.iter_mut().zip(o.blocks_by_order) {
+            *a += b;
+        }
         self.frees += o.frees;
         self.cross_thread_frees += o.cross_thread_frees;
         self.handoffs += o.handoffs;
@@ -374,7 +386,10 @@ struct Shared<'h> {
     /// Each worker's operations so far (published every few operations, for the progress
     /// bar).
     progress: Vec<AtomicU64>,
-    /// Pages a worker may own in the normal phase: half the memory, shared out.
+    /// Pages a worker may own in the normal phase: half the memory, shared out, but at least
+    /// two order-10 blocks (with a small arena and many threads, normal traffic then runs
+    /// out of memory too: more refused allocations, nothing wrong). It allocates up to half
+    /// of that (at least one order-10 block) and takes handoffs up to all of it.
     budget_pages: u64,
     /// Pages each worker owns: blocks it holds, blocks handed to it not yet received, and the
     /// page_frag pages its cache took that are not freed yet.
@@ -402,7 +417,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(f64, u64)) -> Result<Report,
         barrier: Barrier::new(threads as usize + 1),
         progress: (0..threads).map(|_| AtomicU64::new(0)).collect(),
         owned: (0..threads).map(|_| AtomicU64::new(0)).collect(),
-        budget_pages: pa.managed_pages().0 / 2 / u64::from(threads),
+        budget_pages: (pa.managed_pages().0 / 2 / u64::from(threads)).max(2 << MAX_PAGE_ORDER),
         #[cfg(test)]
         faults: opts.faults,
     };
@@ -568,6 +583,8 @@ struct Worker<'h> {
     waited: u32,
     /// In the allocating part of an exhaustion cycle.
     exhausting: bool,
+    /// An allocation waiting for room in the worker's share.
+    pending: Option<(Gfp, u8)>,
 }
 
 /// Fragments a worker keeps out at most.
@@ -591,6 +608,7 @@ impl<'h> Worker<'h> {
             counts: Counts::default(),
             waited: 0,
             exhausting: false,
+            pending: None,
         }
     }
 
@@ -675,20 +693,25 @@ impl<'h> Worker<'h> {
         }
         let threads = self.shared.inboxes.len();
         if self.owned().load(Relaxed) > self.shared.budget_pages {
-            // Over its share: give back a block, else fragments, else the cache's page.
-            if !self.held.is_empty() {
-                self.free_one();
-            } else if !self.frags.is_empty() {
-                self.frag_free();
-            } else {
-                self.frag_drain();
-            }
+            self.shed();
             return;
         }
         match self.rng.below(1000) {
             0..450 => {
-                let (gfp, order) = (pick(&mut self.rng, &GFPS), pick(&mut self.rng, &ORDERS));
-                self.alloc(gfp, order);
+                // Allocate up to half the share; the other half is room for handoffs. A
+                // request that does not fit waits while blocks are freed, so the orders
+                // allocated keep the weights of ORDERS.
+                let (gfp, order) = self
+                    .pending
+                    .take()
+                    .unwrap_or_else(|| (pick(&mut self.rng, &GFPS), pick(&mut self.rng, &ORDERS)));
+                let limit = (self.shared.budget_pages / 2).max(1 << MAX_PAGE_ORDER);
+                if self.owned().load(Relaxed) + (1 << order) <= limit {
+                    self.alloc(gfp, order);
+                } else {
+                    self.pending = Some((gfp, order));
+                    self.shed();
+                }
             }
             450..800 => self.free_one(),
             800..880 if threads > 1 => self.handoff(),
@@ -737,6 +760,7 @@ impl<'h> Worker<'h> {
         }
         match self.shared.heap.alloc_block_with(gfp, Order(order)) {
             Ok(block) => {
+                self.counts.blocks_by_order[usize::from(order)] += 1;
                 #[cfg(test)]
                 let alias = self.injected_alias();
                 self.adopt(block, false);
@@ -748,7 +772,11 @@ impl<'h> Worker<'h> {
             }
             Err(AllocError::OutOfMemory { .. }) => {
                 self.counts.alloc_failures += 1;
-                self.counts.failures_at_exhaustion += u64::from(self.exhausting);
+                if self.exhausting {
+                    self.counts.failures_at_exhaustion += 1;
+                } else {
+                    self.counts.failures_by_order[usize::from(order)] += 1;
+                }
                 false
             }
             Err(e) => {
@@ -816,6 +844,20 @@ impl<'h> Worker<'h> {
         }
     }
 
+    /// Give something back to make room: a block, else a fragment, else the cache's page,
+    /// else take in what was handed over (it counts already).
+    fn shed(&mut self) {
+        if !self.held.is_empty() {
+            self.free_one();
+        } else if !self.frags.is_empty() {
+            self.frag_free();
+        } else if self.cache.page().is_some() {
+            self.frag_drain();
+        } else {
+            self.receive();
+        }
+    }
+
     fn free_one(&mut self) {
         if self.held.is_empty() {
             return;
@@ -862,24 +904,24 @@ impl<'h> Worker<'h> {
         });
     }
 
-    /// Hand a held block to another worker, checked first; free it instead if that worker
-    /// owns half as much again as its share already (a worker the scheduler starves must not
-    /// end up owning all the memory; workers owning at most 1.5 shares leave a quarter free).
+    /// Hand a held block to another worker, checked first; free it instead if the block
+    /// would take that worker over its share (a worker the scheduler starves must not end up
+    /// owning all the memory).
     fn handoff(&mut self) {
         if self.held.is_empty() {
             return;
         }
         let n = self.shared.inboxes.len() as u64;
         let to = ((u64::from(self.index) + 1 + self.rng.below(n - 1)) % n) as usize;
-        let budget = self.shared.budget_pages;
-        if self.shared.owned[to].load(Relaxed) > budget + budget / 2 {
-            self.free_one();
+        let i = self.rng.below(self.held.len() as u64) as usize;
+        let pages = 1 << self.held[i].block.order();
+        if self.shared.owned[to].load(Relaxed) + pages > self.shared.budget_pages {
+            let h = self.held.swap_remove(i);
+            self.free(h);
             return;
         }
-        let i = self.rng.below(self.held.len() as u64) as usize;
         let h = self.held.swap_remove(i);
         self.check(&h.block, h.tag, "handoff");
-        let pages = 1 << h.block.order();
         self.owned().fetch_sub(pages, Relaxed);
         self.shared.owned[to].fetch_add(pages, Relaxed);
         #[cfg(test)]
@@ -1209,6 +1251,18 @@ pub fn render(r: &Report, machine: &str, preset: &str) -> String {
         c.ticks,
         c.drains
     );
+    let orders = |v: &[u64]| -> Vec<String> {
+        v.iter().enumerate().filter(|(_, n)| **n > 0).map(|(o, n)| format!("{o}: {n}")).collect()
+    };
+    let _ = writeln!(s, "blocks allocated by order: {}", orders(&c.blocks_by_order).join(", "));
+    let by_order = orders(&c.failures_by_order);
+    if !by_order.is_empty() {
+        let _ = writeln!(
+            s,
+            "block allocations refused outside exhaustion cycles, by order: {}",
+            by_order.join(", ")
+        );
+    }
     let _ = writeln!(
         s,
         "{} exhaustion cycles (free pages when GFP_ATOMIC and GFP_KERNEL failed: {}..{}; after \
@@ -1323,7 +1377,7 @@ mod tests {
     #[test]
     fn a_worker_that_panics_is_reported_and_the_run_still_ends() {
         let mut o = opts(3, 300);
-        o.faults.panic_at = 1000;
+        o.faults.panic_at = 200;
         let r = run(&o, &mut |_, _| {}).unwrap();
         assert_eq!(r.by_kind["worker_panics"], 1, "{r:?}");
         assert!(r.samples.iter().any(|s| s == "worker 1 panicked: injected"), "{r:?}");

@@ -27,8 +27,9 @@ pub struct Args {
     /// Policy preset: a built-in name or a preset file (.toml).
     #[arg(long, default_value = "modern", value_name = "NAME_OR_FILE")]
     pub preset: String,
-    /// Arena size, MiB: what exhaustion cycles use up.
-    #[arg(long, default_value_t = 128)]
+    /// Arena size, MiB: what exhaustion cycles use up. Each worker owns at most its share of
+    /// half of it, so an order-10 block (4 MiB) should fit a quarter of a share.
+    #[arg(long, default_value_t = 256)]
     pub arena_mib: usize,
     /// Print one JSON document instead of text.
     #[arg(long)]
