@@ -80,6 +80,7 @@ pub fn run(args: &Args) -> Result<()> {
         doc["preset"] = serde_json::json!(preset.name);
         doc["requested_seconds"] = serde_json::json!(args.seconds);
         doc["machine"] = serde_json::to_value(&m)?;
+        doc["revision"] = serde_json::json!(crate::results::revision());
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         let machine = format!("{}, {} CPUs, Linux {}", m.cpu_model, m.logical_cpus, m.kernel);
