@@ -24,7 +24,7 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use allocator_api2::alloc::{AllocError as ApiAllocError, Allocator};
@@ -33,8 +33,8 @@ use pagealloc::mem_map::Frame;
 use pagealloc::pcp::PcpSlot;
 use pagealloc::types::{MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGE_SHIFT, PAGE_SIZE};
 use pagealloc::{
-    AllocError, BuildError, Cpu, CpuId, FreeError, Gfp, MemoryMap, NodeId, Order, PageAllocator,
-    Pfn, Policy, Tunables, Zone, ZoneLimits,
+    AllocError, BuildError, Cpu, CpuId, Frag, FreeError, Gfp, MemoryMap, NodeId, Order,
+    PageAllocator, PageFragCache, Pfn, Policy, Tunables, Zone, ZoneLimits,
 };
 
 /// Bytes of the largest block (order [`MAX_PAGE_ORDER`]); arenas are aligned to it.
@@ -229,6 +229,114 @@ impl<'a> PageBlock<'a> {
         // SAFETY: as in `touch`; the bytes were written by `touch` or are the zero/garbage
         // contents of owned memory, which any u64 bit pattern may hold.
         unsafe { self.ptr.as_ptr().cast::<u64>().read_volatile() }
+    }
+
+    /// The block's first frame (its address in 4 KiB pages).
+    #[inline]
+    pub fn pfn(&self) -> Pfn {
+        Pfn((self.addr() >> PAGE_SHIFT) as u64)
+    }
+
+    /// Write `words(i)` into the first and the last 8 bytes of each 4 KiB page `i` of the
+    /// block, with relaxed atomic stores (see [`stamp_word`]).
+    pub fn stamp_pages(&mut self, words: impl Fn(u64) -> [u64; 2]) {
+        for i in 0..1u64 << self.order {
+            let [first, last] = words(i);
+            let page = self.addr() + ((i as usize) << PAGE_SHIFT);
+            // SAFETY: both words are 8-aligned (the block is page-aligned) and inside page
+            // `i` of the block the token owns, live while `'a` keeps its source alive.
+            unsafe {
+                stamp_word(page).store(first, Relaxed);
+                stamp_word(page + PAGE_SIZE as usize - 8).store(last, Relaxed);
+            }
+        }
+    }
+
+    /// The first page `i` whose first and last words are not `words(i)`, with what they
+    /// hold; `None` when every page holds its stamp.
+    pub fn check_pages(&self, words: impl Fn(u64) -> [u64; 2]) -> Option<(u64, [u64; 2])> {
+        (0..1u64 << self.order).find_map(|i| {
+            let page = self.addr() + ((i as usize) << PAGE_SHIFT);
+            // SAFETY: as in `stamp_pages`.
+            let found = unsafe {
+                [
+                    stamp_word(page).load(Relaxed),
+                    stamp_word(page + PAGE_SIZE as usize - 8).load(Relaxed),
+                ]
+            };
+            (found != words(i)).then_some((i, found))
+        })
+    }
+
+    /// A second token for the same block: the double ownership `pagealloc stress` must catch,
+    /// made on purpose by its tests.
+    #[cfg(test)]
+    pub(crate) fn alias(&self) -> PageBlock<'a> {
+        PageBlock::new(self.ptr, self.order, self.source)
+    }
+}
+
+/// The 8-byte word at `addr`, accessed atomically. Stamps (`pagealloc stress`) are written and
+/// read only through this, so a block the allocator wrongly gave to two owners at once is a
+/// stamp that does not match — caught — never a data race.
+///
+/// # Safety
+///
+/// `addr` is 8-aligned and inside memory that stays mapped for `'a`, and no non-atomic access
+/// to that word runs concurrently with the returned reference's use.
+#[inline]
+unsafe fn stamp_word<'a>(addr: usize) -> &'a AtomicU64 {
+    // SAFETY: forwarded contract; AtomicU64 has the size and (given 8-alignment) the
+    // alignment of u64.
+    unsafe { AtomicU64::from_ptr(addr as *mut u64) }
+}
+
+/// A fragment of a [`PageHeap`]'s page_frag page: `len` bytes that the holder owns until it
+/// gives them back with [`PageHeap::frag_free`]. Not `Clone`, built only here; dropping it
+/// leaks the fragment's reference on its page.
+#[derive(Debug)]
+pub struct FragToken<'a> {
+    frag: Frag,
+    len: u32,
+    _heap: PhantomData<&'a PageHeap>,
+}
+
+impl FragToken<'_> {
+    /// The first frame of the page_frag page the fragment was carved from.
+    #[inline]
+    pub fn page(&self) -> Pfn {
+        self.frag.page
+    }
+
+    /// The fragment's length in bytes.
+    #[inline]
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    #[inline]
+    fn addr(&self) -> usize {
+        ((self.frag.page.0 as usize) << PAGE_SHIFT) + self.frag.offset as usize
+    }
+
+    /// Write `words` into the fragment's first and last 8 bytes (relaxed atomic stores).
+    pub fn stamp(&mut self, words: [u64; 2]) {
+        let a = self.addr();
+        // SAFETY: `frag_alloc` hands out 8-aligned fragments of at least 16 bytes, a multiple
+        // of 8, inside a page of the arena, which stays mapped while `'a` borrows the heap.
+        unsafe {
+            stamp_word(a).store(words[0], Relaxed);
+            stamp_word(a + self.len as usize - 8).store(words[1], Relaxed);
+        }
+    }
+
+    /// What the fragment's first and last 8 bytes hold.
+    pub fn read_stamp(&self) -> [u64; 2] {
+        let a = self.addr();
+        // SAFETY: as in `stamp`.
+        unsafe {
+            [stamp_word(a).load(Relaxed), stamp_word(a + self.len as usize - 8).load(Relaxed)]
+        }
     }
 }
 
@@ -449,6 +557,47 @@ impl PageHeap {
         let pages = bytes.div_ceil(PAGE_SIZE as usize).checked_next_power_of_two()?;
         let order = pages.trailing_zeros() as u8;
         (order <= MAX_PAGE_ORDER).then_some(Order(order))
+    }
+
+    /// A block of `order` on the current CPU with `gfp`'s constraints instead of the heap's
+    /// own flags, as a token ([`PageSource::free_block`] gives it back).
+    #[inline]
+    pub fn alloc_block_with(&self, gfp: Gfp, order: Order) -> Result<PageBlock<'_>, AllocError> {
+        let pfn = self.pa.alloc_pages(self.current_cpu(), gfp, order)?;
+        let addr = (pfn.0 as usize) << PAGE_SHIFT;
+        debug_assert!(self.arena.contains(addr, block_bytes(order.0)));
+        // Inside the arena (the allocator hands out only frames of its map), hence non-null.
+        let ptr = NonNull::new(addr as *mut u8).ok_or(AllocError::OutOfMemory { order })?;
+        Ok(PageBlock::new(ptr, order.0, self.id))
+    }
+
+    /// Carve a fragment from `cache` on the current CPU (kernel `page_frag_alloc`): `len`
+    /// bytes rounded to a multiple of 8 in 16..=4096, 8-byte aligned. `cache` must serve
+    /// only this heap.
+    pub fn frag_alloc(
+        &self,
+        cache: &mut PageFragCache,
+        len: u32,
+        gfp: Gfp,
+    ) -> Result<FragToken<'_>, AllocError> {
+        let len = len.clamp(16, PAGE_SIZE as u32) & !7;
+        let frag = cache.alloc(&self.pa, self.current_cpu(), len, gfp, 8)?;
+        debug_assert!(self
+            .arena
+            .contains(((frag.page.0 as usize) << PAGE_SHIFT) + frag.offset as usize, len as usize));
+        Ok(FragToken { frag, len, _heap: PhantomData })
+    }
+
+    /// Give a fragment back (kernel `page_frag_free`); the last one of a page the cache has
+    /// let go of frees the page.
+    pub fn frag_free(&self, frag: FragToken<'_>) -> Result<(), FreeError> {
+        self.pa.page_frag_free(self.current_cpu(), frag.frag.page)
+    }
+
+    /// Let go of `cache`'s page (kernel `page_frag_cache_drain`): freed now if no fragment of
+    /// it is out, else by the last [`frag_free`](Self::frag_free).
+    pub fn frag_drain(&self, cache: &mut PageFragCache) {
+        cache.drain(&self.pa, self.current_cpu());
     }
 }
 
@@ -925,6 +1074,41 @@ mod tests {
         }
         drained_and_valid(&h);
         assert!(h.metadata_bytes_per_frame() >= size_of::<Frame>() as f64);
+    }
+
+    #[test]
+    fn fragments_are_stamped_in_place_and_their_page_comes_back() {
+        let h = heap(16);
+        let mut cache = PageFragCache::new();
+        let mut frags: Vec<FragToken<'_>> = [1, 16, 100, 4096, 9000]
+            .iter()
+            .map(|&n| h.frag_alloc(&mut cache, n, Gfp::KERNEL).unwrap())
+            .collect();
+        assert_eq!(frags.iter().map(FragToken::len).collect::<Vec<_>>(), [16, 16, 96, 4096, 4096]);
+        for (i, f) in frags.iter_mut().enumerate() {
+            f.stamp([i as u64, !(i as u64)]);
+        }
+        // Neighbouring fragments do not overlap: every stamp survives the others.
+        for (i, f) in frags.iter().enumerate() {
+            assert_eq!(f.read_stamp(), [i as u64, !(i as u64)]);
+        }
+        h.frag_drain(&mut cache);
+        for f in frags {
+            h.frag_free(f).unwrap();
+        }
+        drained_and_valid(&h);
+    }
+
+    #[test]
+    fn blocks_with_any_flags_are_stamped_page_by_page() {
+        let h = heap(16);
+        let mut b = h.alloc_block_with(Gfp::HIGHUSER_MOVABLE, Order(3)).unwrap();
+        assert_eq!(b.pfn(), PageHeap::pfn_of(b.addr()));
+        b.stamp_pages(|i| [i, i + 100]);
+        assert_eq!(b.check_pages(|i| [i, i + 100]), None);
+        assert_eq!(b.check_pages(|i| [i, i + 101]), Some((0, [0, 100])));
+        h.free_block(b).unwrap();
+        drained_and_valid(&h);
     }
 
     #[test]

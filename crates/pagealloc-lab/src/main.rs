@@ -22,6 +22,7 @@ mod published;
 mod report;
 mod results;
 mod runs;
+mod stress;
 mod trace;
 mod workload;
 mod zoneinfo;
@@ -101,6 +102,18 @@ enum Command {
     /// prints one document; `--toml` prints each as a machine file to start your own from.
     #[command(after_long_help = cmd::machines::AFTER_HELP)]
     Machines(cmd::machines::Args),
+    /// Hammer a PageHeap with real threads and check that no page is lost or handed out
+    /// twice.
+    ///
+    /// Workers allocate blocks of every order 0..=10 with GFP flags of every migratetype,
+    /// free them, hand them to each other (cross-CPU frees), carve and free page_frag
+    /// fragments, tick and drain the pagesets, while the main thread ticks and drains too;
+    /// every few seconds all of them allocate until memory runs out and then free everything.
+    /// Each owner writes its tag into every 4 KiB page it gets and checks it on free and
+    /// handoff, and a per-frame ledger catches a frame given to two owners. At each exhaustion
+    /// cycle and at the end: every page free, the validator, fresh allocations up to order
+    /// 10. Exits non-zero on any violation.
+    Stress(cmd::stress::Args),
 }
 
 fn main() -> Result<()> {
@@ -118,5 +131,6 @@ fn main() -> Result<()> {
         Command::Workloads(args) => cmd::workloads::run(&args),
         Command::Plot(args) => cmd::plot::run(&args),
         Command::Machines(args) => cmd::machines::run(&args),
+        Command::Stress(args) => cmd::stress::run(&args),
     }
 }

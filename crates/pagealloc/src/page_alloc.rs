@@ -31,6 +31,16 @@ pub enum BuildError {
     Map(MapError),
     /// A tunable is out of range.
     Tunables(crate::policy::PolicyError),
+    /// The memory for a zone's metadata (16 bytes per frame of its span, and a pageset per
+    /// CPU) could not be allocated: the map describes more memory than this host can manage.
+    NoMetadataMemory {
+        /// The node.
+        node: NodeId,
+        /// The zone type.
+        zone: ZoneType,
+        /// Frames the zone spans.
+        frames: u64,
+    },
 }
 
 impl core::fmt::Display for BuildError {
@@ -38,6 +48,14 @@ impl core::fmt::Display for BuildError {
         match self {
             BuildError::Map(e) => write!(f, "memory map: {e}"),
             BuildError::Tunables(e) => write!(f, "tunables: {e}"),
+            BuildError::NoMetadataMemory { node, zone, frames } => write!(
+                f,
+                "node {} zone {}: cannot allocate the metadata of its {frames} frames ({} MiB \
+                 at 16 bytes a frame): more memory than this host can manage",
+                node.0,
+                zone.name(),
+                frames.saturating_mul(16) >> 20
+            ),
         }
     }
 }
@@ -867,7 +885,7 @@ fn diagnose_bad_free(zone: &Zone, pfn: Pfn, order: Order, info: FrameInfo) -> Fr
 /// Build the zones of every node and the nodes' zonelists.
 type ZonesAndNodes = (Box<[Zone]>, Box<[Node]>);
 
-fn build_zones(map: &MemoryMap) -> Result<ZonesAndNodes, MapError> {
+fn build_zones(map: &MemoryMap) -> Result<ZonesAndNodes, BuildError> {
     let nr_nodes = map.nr_nodes();
     let mut zones = Vec::new();
     let mut nodes = Vec::with_capacity(nr_nodes);
@@ -880,14 +898,16 @@ fn build_zones(map: &MemoryMap) -> Result<ZonesAndNodes, MapError> {
             else {
                 continue;
             };
-            if last.0 - first.start.0 >= u64::from(u32::MAX) {
-                return Err(MapError::ZoneTooLarge { node, zone: zt });
+            let frames = last.0 - first.start.0;
+            if frames >= u64::from(u32::MAX) {
+                return Err(MapError::ZoneTooLarge { node, zone: zt }.into());
             }
             if zones.len() >= usize::from(u16::MAX) {
-                return Err(MapError::TooManyNodesOrCpus);
+                return Err(MapError::TooManyNodesOrCpus.into());
             }
             let idx = ZoneIdx(zones.len() as u16);
-            let mut z = Zone::new(idx, node, zt, first.start, last, map.nr_cpus());
+            let mut z = Zone::new(idx, node, zt, first.start, last, map.nr_cpus())
+                .ok_or(BuildError::NoMetadataMemory { node, zone: zt, frames })?;
             z.present_pages = pieces.iter().map(|r| r.end.0 - r.start.0).sum();
             z.cma_pages = pieces
                 .iter()
@@ -913,7 +933,8 @@ fn build_zones(map: &MemoryMap) -> Result<ZonesAndNodes, MapError> {
                     zone: b.ztype,
                     node_a: a.node,
                     node_b: b.node,
-                });
+                }
+                .into());
             }
         }
     }

@@ -8,6 +8,7 @@
 
 use crate::sync::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use alloc::boxed::Box;
+use alloc::vec::Vec;
 
 use crate::events::EventSink;
 use crate::list::ListHead;
@@ -102,7 +103,8 @@ pub struct Zone {
 
 impl Zone {
     /// A zone spanning `start..end` with every frame `Tail` and nothing free yet (the
-    /// allocator then marks the holes `Reserved` and frees the rest).
+    /// allocator then marks the holes `Reserved` and frees the rest). `None` if the memory
+    /// for its frames' metadata or its pagesets cannot be had.
     pub(crate) fn new(
         idx: ZoneIdx,
         node: NodeId,
@@ -110,10 +112,13 @@ impl Zone {
         start: Pfn,
         end: Pfn,
         nr_cpus: u32,
-    ) -> Zone {
-        let n = (end.0 - start.0) as usize;
-        let mem_map = Frame::zeroed_map(n);
-        Zone {
+    ) -> Option<Zone> {
+        let n = usize::try_from(end.0 - start.0).ok()?;
+        let mem_map = Frame::zeroed_map(n)?;
+        let mut pcp = Vec::new();
+        pcp.try_reserve_exact(nr_cpus as usize).ok()?;
+        pcp.extend((0..nr_cpus).map(|_| PcpSlot::new()));
+        Some(Zone {
             idx,
             node,
             ztype,
@@ -135,8 +140,8 @@ impl Zone {
             lowmem_reserve: core::array::from_fn(|_| AtomicU64::new(0)),
             flags: AtomicU32::new(0),
             counters: Counters::default(),
-            pcp: (0..nr_cpus).map(|_| PcpSlot::new()).collect(),
-        }
+            pcp: pcp.into_boxed_slice(),
+        })
     }
 
     /// Index of this zone in its allocator.

@@ -115,13 +115,17 @@ struct Row {
 
 /// The machine, as far as the output needs it.
 #[derive(Debug, serde::Serialize)]
-struct Machine {
-    cpu_model: String,
-    logical_cpus: usize,
-    kernel: String,
+pub struct Machine {
+    /// `model name` of /proc/cpuinfo.
+    pub cpu_model: String,
+    /// CPUs this process may run on.
+    pub logical_cpus: usize,
+    /// The kernel release.
+    pub kernel: String,
 }
 
-fn machine() -> Machine {
+/// This machine: CPU model, CPUs, kernel.
+pub fn machine() -> Machine {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
         .lines()

@@ -11,4 +11,5 @@ pub mod replay;
 pub mod reproduce;
 pub mod run;
 pub mod sizing;
+pub mod stress;
 pub mod workloads;

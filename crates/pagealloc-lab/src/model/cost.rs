@@ -4,16 +4,18 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+use toml::de::{DeTable, DeValue};
+
+use crate::preset_file::{in_file_order, kind_of, Source, Span};
 
 /// Picoseconds per nanosecond: the model keeps time in integer picoseconds so that sums of
 /// small costs neither drift nor depend on float rounding order.
 pub const PS_PER_NS: f64 = 1000.0;
 
 /// Costs of the primitives, in nanoseconds, with where they were measured.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CostProfile {
     /// The machine the figures come from (CPU model, CPUs, kernel), as `calibrate` found it.
     pub machine: String,
@@ -43,30 +45,130 @@ pub struct CostProfile {
     pub remote_factor_source: String,
 }
 
+/// What a cost field takes.
+const COST: &str = "a number of nanoseconds in 0..=1e9";
+/// What `remote_factor` takes.
+const REMOTE: &str = "a number in 1..=100";
+
+/// The profile's text fields, with what each is (for a missing one), in struct order.
+const TEXT_FIELDS: [(&str, &str); 3] = [
+    ("machine", "the machine the figures come from"),
+    ("method", "how they were measured"),
+    ("remote_factor_source", "where `remote_factor` comes from"),
+];
+
+/// Its numeric fields, with what each takes, in struct order.
+const COST_FIELDS: [(&str, &str); 8] = [
+    ("pcp_alloc_ns", COST),
+    ("pcp_free_ns", COST),
+    ("zone_lock_base_ns", COST),
+    ("zone_list_op_ns", COST),
+    ("lock_handoff_ns", COST),
+    ("page_touch_hot_ns", COST),
+    ("page_touch_cold_ns", COST),
+    ("remote_factor", REMOTE),
+];
+
 /// The profile shipped with the lab, measured by `pagealloc calibrate` (see the file's header).
 const DEFAULT_PROFILE: &str = include_str!("../../data/cost-default.toml");
 
 impl CostProfile {
     /// The shipped profile.
     pub fn default_profile() -> CostProfile {
-        toml::from_str(DEFAULT_PROFILE).expect("the shipped cost profile parses (tested)")
+        CostProfile::parse(Path::new("data/cost-default.toml"), DEFAULT_PROFILE)
+            .expect("the shipped cost profile parses (tested)")
     }
 
     /// Load a profile written by `pagealloc calibrate`.
     pub fn load(path: &Path) -> Result<CostProfile> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let p: CostProfile = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
-            anyhow::anyhow!("{}:{line}: {}", path.display(), e.message())
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read cost profile `{}`", path.display()))?;
+        CostProfile::parse(path, &text)
+    }
+
+    /// Read a profile from `text` (read from `path`, for messages). Malformed TOML, an unknown
+    /// or missing field, a value of the wrong kind or out of range: each an error
+    /// `FILE:LINE: field `NAME`: …` saying what the field takes (no line for a missing one).
+    pub fn parse(path: &Path, text: &str) -> Result<CostProfile> {
+        let src = Source { path, text };
+        let doc = DeTable::parse(text).map_err(|e| src.malformed(&e))?.into_inner();
+        let mut strings: [Option<String>; TEXT_FIELDS.len()] = Default::default();
+        let mut numbers: [Option<(f64, Span)>; COST_FIELDS.len()] = Default::default();
+        for (key, value) in in_file_order(&doc) {
+            let k = key.get_ref().as_ref();
+            let field = |msg: std::fmt::Arguments<'_>| {
+                src.error(value.span(), format!("field `{k}`: {msg}"))
+            };
+            if let Some(i) = TEXT_FIELDS.iter().position(|(n, _)| *n == k) {
+                strings[i] = Some(match value.get_ref() {
+                    DeValue::String(t) => t.as_ref().to_owned(),
+                    other => {
+                        return Err(field(format_args!("takes a string, not {}", kind_of(other))))
+                    }
+                });
+            } else if let Some(i) = COST_FIELDS.iter().position(|(n, _)| *n == k) {
+                let x = match value.get_ref() {
+                    DeValue::Float(f) => f.as_str().replace('_', "").parse().unwrap_or(f64::NAN),
+                    DeValue::Integer(n) => {
+                        i64::from_str_radix(n.as_str(), n.radix()).map_or(f64::NAN, |n| n as f64)
+                    }
+                    other => {
+                        return Err(field(format_args!(
+                            "takes {}, not {}",
+                            COST_FIELDS[i].1,
+                            kind_of(other)
+                        )))
+                    }
+                };
+                numbers[i] = Some((x, value.span()));
+            } else {
+                let all: Vec<&str> =
+                    TEXT_FIELDS.iter().chain(&COST_FIELDS).map(|(n, _)| *n).collect();
+                return Err(src.error(
+                    key.span(),
+                    format_args!("unknown field `{k}`; a cost profile has {}", all.join(", ")),
+                ));
+            }
+        }
+        let missing = |(name, what): (&str, &str)| {
+            anyhow!(
+                "{}: missing field `{name}` ({what}); `pagealloc calibrate --out FILE` writes a \
+                 complete profile",
+                path.display()
+            )
+        };
+        let text = |i: usize| strings[i].clone().ok_or_else(|| missing(TEXT_FIELDS[i]));
+        let cost =
+            |i: usize| numbers[i].as_ref().map(|v| v.0).ok_or_else(|| missing(COST_FIELDS[i]));
+        let p = CostProfile {
+            machine: text(0)?,
+            method: text(1)?,
+            pcp_alloc_ns: cost(0)?,
+            pcp_free_ns: cost(1)?,
+            zone_lock_base_ns: cost(2)?,
+            zone_list_op_ns: cost(3)?,
+            lock_handoff_ns: cost(4)?,
+            page_touch_hot_ns: cost(5)?,
+            page_touch_cold_ns: cost(6)?,
+            remote_factor: cost(7)?,
+            remote_factor_source: text(2)?,
+        };
+        p.check_fields().map_err(|(name, msg)| {
+            let i = COST_FIELDS.iter().position(|(n, _)| *n == name).expect("a cost field");
+            let span = numbers[i].as_ref().map_or(0..0, |(_, s)| s.clone());
+            src.error(span, format_args!("field `{name}`: {msg}"))
         })?;
-        p.check().with_context(|| format!("{}", path.display()))?;
         Ok(p)
     }
 
     /// Every cost must be a finite non-negative number; touching a cold page may not be
     /// cheaper than a hot one; the remote factor is at least 1.
     pub fn check(&self) -> Result<()> {
+        self.check_fields().map_err(|(name, msg)| anyhow!("field `{name}`: {msg}"))
+    }
+
+    /// [`check`](Self::check), with the field refused and why.
+    fn check_fields(&self) -> Result<(), (&'static str, String)> {
         let fields = [
             ("pcp_alloc_ns", self.pcp_alloc_ns),
             ("pcp_free_ns", self.pcp_free_ns),
@@ -78,14 +180,24 @@ impl CostProfile {
         ];
         for (name, v) in fields {
             if !v.is_finite() || !(0.0..=1e9).contains(&v) {
-                bail!("field `{name}` = {v}: a cost must be a number of nanoseconds in 0..1e9");
+                return Err((name, format!("{v} is out of range; it takes {}", COST)));
             }
         }
         if self.page_touch_cold_ns < self.page_touch_hot_ns {
-            bail!("field `page_touch_cold_ns` is below `page_touch_hot_ns`");
+            return Err((
+                "page_touch_cold_ns",
+                format!(
+                    "{} is below `page_touch_hot_ns` = {}: a page out of every cache cannot be \
+                     written faster than one in the LLC",
+                    self.page_touch_cold_ns, self.page_touch_hot_ns
+                ),
+            ));
         }
-        if !(1.0..=100.0).contains(&self.remote_factor) {
-            bail!("field `remote_factor` = {}: takes 1..=100", self.remote_factor);
+        if !(self.remote_factor.is_finite() && (1.0..=100.0).contains(&self.remote_factor)) {
+            return Err((
+                "remote_factor",
+                format!("{} is out of range; it takes {REMOTE}", self.remote_factor),
+            ));
         }
         Ok(())
     }
@@ -148,12 +260,82 @@ mod tests {
     fn bad_profiles_are_refused_naming_the_field() {
         let mut p = CostProfile::default_profile();
         p.zone_list_op_ns = f64::NAN;
-        assert!(p.check().unwrap_err().to_string().contains("zone_list_op_ns"));
+        assert_eq!(p.check_fields().unwrap_err().0, "zone_list_op_ns");
         let mut p = CostProfile::default_profile();
         p.page_touch_cold_ns = 0.0;
-        assert!(p.check().unwrap_err().to_string().contains("page_touch_cold_ns"));
+        assert_eq!(p.check_fields().unwrap_err().0, "page_touch_cold_ns");
         let mut p = CostProfile::default_profile();
         p.remote_factor = 0.5;
-        assert!(p.check().unwrap_err().to_string().contains("remote_factor"));
+        assert_eq!(p.check_fields().unwrap_err().0, "remote_factor");
+    }
+
+    /// The shipped profile with `field`'s line replaced by `line` (or dropped if empty).
+    fn edited(field: &str, line: &str) -> String {
+        let mut out = String::new();
+        for l in DEFAULT_PROFILE.lines() {
+            if l.starts_with(&format!("{field} =")) {
+                if !line.is_empty() {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            } else {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn errors_name_the_file_the_line_and_the_field() {
+        let line_of = |field: &str| {
+            DEFAULT_PROFILE.lines().position(|l| l.starts_with(&format!("{field} ="))).unwrap() + 1
+        };
+        let cases: Vec<(String, String)> = vec![
+            (
+                edited("pcp_free_ns", "pcp_free_ns = \"fast\""),
+                format!(":{}: field `pcp_free_ns`: takes a number of nanoseconds in 0..=1e9, not a string", line_of("pcp_free_ns")),
+            ),
+            (
+                edited("zone_list_op_ns", "zone_list_op_ns = -3"),
+                format!(":{}: field `zone_list_op_ns`: -3 is out of range", line_of("zone_list_op_ns")),
+            ),
+            (
+                edited("lock_handoff_ns", "lock_handoff_ns = inf"),
+                format!(":{}: field `lock_handoff_ns`: inf is out of range", line_of("lock_handoff_ns")),
+            ),
+            (
+                edited("page_touch_cold_ns", "page_touch_cold_ns = 1.0"),
+                format!(":{}: field `page_touch_cold_ns`: 1 is below `page_touch_hot_ns`", line_of("page_touch_cold_ns")),
+            ),
+            (
+                edited("remote_factor", "remote_factor = 0.5"),
+                format!(":{}: field `remote_factor`: 0.5 is out of range; it takes a number in 1..=100", line_of("remote_factor")),
+            ),
+            (
+                edited("machine", "machine = 3"),
+                format!(":{}: field `machine`: takes a string, not an integer", line_of("machine")),
+            ),
+            (
+                edited("pcp_alloc_ns", "pcp_alloc_nss = 3.0"),
+                format!(":{}: unknown field `pcp_alloc_nss`; a cost profile has machine,", line_of("pcp_alloc_ns")),
+            ),
+            (edited("pcp_alloc_ns", ""), ": missing field `pcp_alloc_ns`".to_owned()),
+            (edited("method", ""), ": missing field `method` (how they were measured)".to_owned()),
+            (
+                edited("pcp_alloc_ns", "pcp_alloc_ns = 1.0\npcp_alloc_ns = 2.0"),
+                format!(":{}: malformed TOML", line_of("pcp_alloc_ns") + 1),
+            ),
+        ];
+        for (text, want) in cases {
+            let e =
+                format!("{:#}", CostProfile::parse(Path::new("my-costs.toml"), &text).unwrap_err());
+            assert!(e.starts_with("my-costs.toml") && e.contains(&want), "{e}\nlacks {want}");
+        }
+        // Integers are whole nanoseconds.
+        let p =
+            CostProfile::parse(Path::new("x.toml"), &edited("pcp_alloc_ns", "pcp_alloc_ns = 17"))
+                .unwrap();
+        assert_eq!(p.pcp_alloc_ns, 17.0);
     }
 }

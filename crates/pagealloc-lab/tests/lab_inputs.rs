@@ -1,0 +1,207 @@
+//! Every kind of malformed lab input, given to the model's verbs (`run`, `compare`): machine
+//! files, preset files, workload parameters and cost profiles. Each must fail with a message
+//! naming the file, the line and the field (or the parameter) and what it accepts — never a
+//! panic, never a run.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+fn pagealloc() -> Command {
+    Command::cargo_bin("pagealloc").expect("binary built")
+}
+
+/// `pagealloc run trunc --quick` (unless `args` sets `--scale`) with `args`: must fail with
+/// exit code 1; its stderr.
+fn run_fails(args: &[&str]) -> String {
+    let quick: &[&str] = if args.contains(&"--scale") { &[] } else { &["--quick"] };
+    let out = pagealloc()
+        .args(["run", "trunc", "--no-save"])
+        .args(quick)
+        .args(args)
+        .assert()
+        .failure()
+        .code(1);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(out.get_output().stdout.is_empty(), "{args:?}: a run happened");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    err
+}
+
+/// Write `text` as `dir/name`; its path as a string.
+fn file(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+/// Check every (file text, wanted `LINE: rest`) case given with `flag`.
+fn check_files(flag: &str, cases: &[(&str, &str)], extra: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let path = file(dir.path(), &format!("case{i}.toml"), text);
+        let mut args = vec![flag, path.as_str()];
+        args.extend_from_slice(extra);
+        let err = run_fails(&args);
+        assert!(err.contains(&format!("{path}{want}")), "{text:?}:\n{err}\nlacks {path}{want}");
+    }
+}
+
+const MACHINE: &str = "name = \"mine\"\n[[node]]\ncpus = 2\nmemory_gib = 4\nllc_mib = 32\n";
+
+#[test]
+fn the_example_machine_file_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(dir.path(), "mine.toml", MACHINE);
+    pagealloc()
+        .args(["run", "trunc", "--quick", "--no-save", "--machine", &path])
+        .assert()
+        .success();
+}
+
+#[test]
+fn malformed_machine_files() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "name = \"mine\"\n[[node]]\ncpus = 2\nmemory_gib = 4\nllc_mib = 32\nllc_shared_by = 3\n",
+            ":6: field `node[0].llc_shared_by`: 3 CPUs share the LLC but the node has only 2",
+        ),
+        (
+            "name = \"mine\"\n[[node]]\ncpus = \"two\"\nmemory_gib = 4\nllc_mib = 32\n",
+            ":3: field `node[0].cpus`: takes an integer",
+        ),
+        (
+            "name = \"mine\"\n[[node]]\ncpus = 2\nmemory_gb = 4\nllc_mib = 32\n",
+            ":4: field `node[0].memory_gb`: unknown key; a [[node]] has cpus, memory_gib",
+        ),
+        ("name = \"mine\"\n[[node]\ncpus = 2\n", ":2: malformed TOML"),
+        ("", ":1: field `node`: a machine needs at least one node"),
+        (
+            "name = \"mine\"\n[[node]]\ncpus = 2\nmemory_kib = 6\nllc_mib = 32\n",
+            ":4: field `node[0].memory_kib`: 6144 bytes is not a whole number of 4096-byte pages",
+        ),
+        (
+            "name = \"mine\"\nmin_free_kbytes = -1\n[[node]]\ncpus = 2\nmemory_gib = 4\nllc_mib = 32\n",
+            ":2: field `min_free_kbytes`: -1 is out of range; it takes an integer in 0..=",
+        ),
+    ];
+    check_files("--machine", cases, &[]);
+    let err = run_fails(&["--machine", "no/such/machine.toml"]);
+    assert!(err.contains("cannot read machine file `no/such/machine.toml`"), "{err}");
+}
+
+#[test]
+fn malformed_preset_files() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "base = \"modern\"\n[tunables]\npcp_batch_scale_max = 9\n",
+            ":3: [tunables]: `pcp_batch_scale_max` = 9 is not accepted; it takes an integer in 0..=6",
+        ),
+        ("base = \"modren\"\n", ":1: `base` = \"modren\" is not a built-in preset"),
+        (
+            "base = \"modern\"\n[switches]\nhigh_decy = \"off\"\n",
+            ":3: [switches]: unknown switch `high_decy`",
+        ),
+        (
+            "base = \"modern\"\n[switches]\nhigh_decay = \"fast\"\n",
+            ":3: [switches]: `high_decay` = \"fast\" is not accepted",
+        ),
+        ("name = \"x\"\n", ":1: missing key `base`"),
+        ("base = \"modern\"\n[switches\n", ":2: malformed TOML"),
+    ];
+    check_files("--preset", cases, &["--machine", "lab-2cpu"]);
+    let err = run_fails(&["--machine", "lab-2cpu", "--preset", "no/such/preset.toml"]);
+    assert!(err.contains("cannot read preset file `no/such/preset.toml`"), "{err}");
+}
+
+#[test]
+fn workload_parameters_out_of_range_or_unknown() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--param", "files=0"], "--param files=0: out of range; `files` takes 1 to 1000 (files)"),
+        (&["--param", "files=1001"], "--param files=1001: out of range; `files` takes 1 to 1000"),
+        (&["--param", "files=-3"], "out of range"),
+        (&["--param", "files=1e400"], "--param files=1e400: out of range"),
+        (&["--param", "files=NaN"], "--param files=NaN: out of range"),
+        (&["--param", "files=abc"], "--param files=abc: `abc` is not a number (files)"),
+        (&["--param", "files"], "--param `files`: write NAME=VALUE"),
+        (
+            &["--param", "nope=1"],
+            "workload `trunc` has no parameter `nope`; its parameters are: files, file_mib",
+        ),
+        (&["--scale", "0"], "--scale 0: takes a number above 0 and at most 1000"),
+        (&["--scale", "5000"], "--scale 5000: takes a number above 0 and at most 1000"),
+    ];
+    for (args, want) in cases {
+        let mut a = vec!["--machine", "lab-2cpu"];
+        a.extend_from_slice(args);
+        let err = run_fails(&a);
+        assert!(err.contains(want), "{args:?}:\n{err}");
+    }
+    // `compare` checks its parameters the same way.
+    let out = pagealloc()
+        .args(["compare", "trunc", "--presets", "modern,tune-base", "--machine", "lab-2cpu"])
+        .args(["--quick", "--no-save", "--param", "pagevec=0"])
+        .assert()
+        .failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("--param pagevec=0: out of range; `pagevec` takes 1 to 4096"), "{err}");
+}
+
+/// The shipped cost profile's text with `field`'s line replaced by `line` (or dropped).
+fn cost_with(field: &str, line: &str) -> (String, usize) {
+    let text = include_str!("../data/cost-default.toml");
+    let at = text.lines().position(|l| l.starts_with(&format!("{field} ="))).unwrap() + 1;
+    let out: Vec<&str> = text
+        .lines()
+        .filter_map(|l| match l.starts_with(&format!("{field} =")) {
+            true if line.is_empty() => None,
+            true => Some(line),
+            false => Some(l),
+        })
+        .collect();
+    (out.join("\n") + "\n", at)
+}
+
+#[test]
+fn malformed_cost_profiles() {
+    let cases = [
+        cost_with("pcp_alloc_ns", "pcp_alloc_ns = \"fast\""),
+        cost_with("zone_list_op_ns", "zone_list_op_ns = -3.0"),
+        cost_with("page_touch_cold_ns", "page_touch_cold_ns = 1.0"),
+        cost_with("remote_factor", "remote_factor = 0.5"),
+        cost_with("lock_handoff_ns", "lock_handoff_ns = nan"),
+        cost_with("pcp_free_ns", "pcp_free_nss = 21.3"),
+        cost_with("method", "method = \"x"),
+    ];
+    let wanted = [
+        "field `pcp_alloc_ns`: takes a number of nanoseconds in 0..=1e9, not a string",
+        "field `zone_list_op_ns`: -3 is out of range; it takes a number of nanoseconds in 0..=1e9",
+        "field `page_touch_cold_ns`: 1 is below `page_touch_hot_ns` = 222.9",
+        "field `remote_factor`: 0.5 is out of range; it takes a number in 1..=100",
+        "field `lock_handoff_ns`: NaN is out of range",
+        "unknown field `pcp_free_nss`; a cost profile has machine, method",
+        "malformed TOML",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (i, ((text, line), want)) in cases.iter().zip(wanted).enumerate() {
+        let path = file(dir.path(), &format!("cost{i}.toml"), text);
+        let err = run_fails(&["--machine", "lab-2cpu", "--cost", &path]);
+        assert!(
+            err.contains(&format!("{path}:{line}: {want}")),
+            "{err}\nlacks {path}:{line}: {want}"
+        );
+    }
+    let (text, _) = cost_with("pcp_free_ns", "");
+    let path = file(dir.path(), "short.toml", &text);
+    let err = run_fails(&["--machine", "lab-2cpu", "--cost", &path]);
+    assert!(err.contains(&format!("{path}: missing field `pcp_free_ns`")), "{err}");
+    let err = run_fails(&["--machine", "lab-2cpu", "--cost", "no/such/cost.toml"]);
+    assert!(err.contains("cannot read cost profile `no/such/cost.toml`"), "{err}");
+    // The shipped profile itself loads from a file.
+    let (text, _) = cost_with("pcp_alloc_ns", "pcp_alloc_ns = 16.9");
+    let path = file(dir.path(), "good.toml", &text);
+    pagealloc()
+        .args(["run", "trunc", "--quick", "--no-save", "--machine", "lab-2cpu", "--cost", &path])
+        .assert()
+        .success();
+}
