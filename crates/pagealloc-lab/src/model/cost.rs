@@ -291,42 +291,52 @@ mod tests {
         let line_of = |field: &str| {
             DEFAULT_PROFILE.lines().position(|l| l.starts_with(&format!("{field} ="))).unwrap() + 1
         };
-        let cases: Vec<(String, String)> = vec![
+        // (field, the line that replaces its line or "" to drop it, what the error says after
+        // `FILE:LINE`, or after `FILE` for a missing field)
+        let cases = [
             (
-                edited("pcp_free_ns", "pcp_free_ns = \"fast\""),
-                format!(":{}: field `pcp_free_ns`: takes a number of nanoseconds in 0..=1e9, not a string", line_of("pcp_free_ns")),
+                "pcp_free_ns",
+                "pcp_free_ns = \"fast\"",
+                "field `pcp_free_ns`: takes a number of nanoseconds in 0..=1e9, not a string",
             ),
             (
-                edited("zone_list_op_ns", "zone_list_op_ns = -3"),
-                format!(":{}: field `zone_list_op_ns`: -3 is out of range", line_of("zone_list_op_ns")),
+                "zone_list_op_ns",
+                "zone_list_op_ns = -3",
+                "field `zone_list_op_ns`: -3 is out of range",
             ),
             (
-                edited("lock_handoff_ns", "lock_handoff_ns = inf"),
-                format!(":{}: field `lock_handoff_ns`: inf is out of range", line_of("lock_handoff_ns")),
+                "lock_handoff_ns",
+                "lock_handoff_ns = inf",
+                "field `lock_handoff_ns`: inf is out of range",
             ),
             (
-                edited("page_touch_cold_ns", "page_touch_cold_ns = 1.0"),
-                format!(":{}: field `page_touch_cold_ns`: 1 is below `page_touch_hot_ns`", line_of("page_touch_cold_ns")),
+                "page_touch_cold_ns",
+                "page_touch_cold_ns = 1.0",
+                "field `page_touch_cold_ns`: 1 is below `page_touch_hot_ns`",
             ),
             (
-                edited("remote_factor", "remote_factor = 0.5"),
-                format!(":{}: field `remote_factor`: 0.5 is out of range; it takes a number in 1..=100", line_of("remote_factor")),
+                "remote_factor",
+                "remote_factor = 0.5",
+                "field `remote_factor`: 0.5 is out of range; it takes a number in 1..=100",
             ),
+            ("machine", "machine = 3", "field `machine`: takes a string, not an integer"),
             (
-                edited("machine", "machine = 3"),
-                format!(":{}: field `machine`: takes a string, not an integer", line_of("machine")),
+                "pcp_alloc_ns",
+                "pcp_alloc_nss = 3.0",
+                "unknown field `pcp_alloc_nss`; a cost profile has machine,",
             ),
-            (
-                edited("pcp_alloc_ns", "pcp_alloc_nss = 3.0"),
-                format!(":{}: unknown field `pcp_alloc_nss`; a cost profile has machine,", line_of("pcp_alloc_ns")),
-            ),
-            (edited("pcp_alloc_ns", ""), ": missing field `pcp_alloc_ns`".to_owned()),
-            (edited("method", ""), ": missing field `method` (how they were measured)".to_owned()),
-            (
-                edited("pcp_alloc_ns", "pcp_alloc_ns = 1.0\npcp_alloc_ns = 2.0"),
-                format!(":{}: malformed TOML", line_of("pcp_alloc_ns") + 1),
-            ),
+            ("pcp_alloc_ns", "", "missing field `pcp_alloc_ns`"),
+            ("method", "", "missing field `method` (how they were measured)"),
         ];
+        let cases = cases.iter().map(|&(field, line, msg)| {
+            let at = if line.is_empty() { String::new() } else { format!(":{}", line_of(field)) };
+            (edited(field, line), format!("{at}: {msg}"))
+        });
+        let duplicate = "pcp_alloc_ns = 1.0\npcp_alloc_ns = 2.0";
+        let cases = cases.chain([(
+            edited("pcp_alloc_ns", duplicate),
+            format!(":{}: malformed TOML", line_of("pcp_alloc_ns") + 1),
+        )]);
         for (text, want) in cases {
             let e =
                 format!("{:#}", CostProfile::parse(Path::new("my-costs.toml"), &text).unwrap_err());
