@@ -217,6 +217,15 @@ impl<E: EventSink> PageAllocator<E> {
                     while o > 0 && (!p.is_aligned(Order(o)) || p.0 + (1 << o) > r.end.0) {
                         o -= 1;
                     }
+                    // Write the heads the free will read (the block's and, freed pageblock
+                    // by pageblock, each pageblock's) before it reads them: a lazily mapped
+                    // zeroed map then takes one page fault for each (a first read maps the
+                    // zero page, and the write faults again to copy it). They are `Tail`.
+                    let mut h = p.0;
+                    while h < p.0 + (1 << o) {
+                        zone.frame(Pfn(h)).set_info(FrameInfo::TAIL);
+                        h += PAGEBLOCK_NR_PAGES;
+                    }
                     zl.free_one_page(p, Order(o), Fpi::ToTail);
                     p = Pfn(p.0 + (1 << o));
                 }
@@ -726,6 +735,17 @@ impl<E: EventSink> PageAllocator<E> {
     /// with exactly this order is refused with an error and left alone.
     pub fn free_pages(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.free_pages_routed(cpu, pfn, order, true)
+    }
+
+    /// A hint that the block at `pfn` will be freed soon: start loading its frame's metadata,
+    /// so that a caller freeing many blocks in a row (a process exit, an unmap) overlaps the
+    /// cache misses instead of taking them one after another. It changes no state; a frame
+    /// outside every zone is ignored. Does nothing on targets without a prefetch hint.
+    #[inline]
+    pub fn prefetch(&self, pfn: Pfn) {
+        if let Some(zone) = self.zone_of(pfn) {
+            crate::sync::prefetch_write(zone.frame(pfn));
+        }
     }
 
     /// Free a block, through `cpu`'s pageset if `allow_pcp` and the policy caches its order,
