@@ -86,8 +86,11 @@ pub struct RunResult {
     pub metrics: Vec<Metric>,
     /// The runner's full outcome (series for plots, most used frames…).
     pub outcome: RunOutcome,
-    /// Wall-clock seconds.
+    /// Wall-clock seconds, building the machine and checking it at the end included.
     pub wall_s: f64,
+    /// Wall-clock seconds of the workload's run alone (the scheduler's loop, the final
+    /// give-back and check of every page included; building the allocator excluded).
+    pub run_s: f64,
     /// The `/proc` views asked for, rendered from the final state: (name, text).
     pub views: Vec<(&'static str, String)>,
     /// Events written to the spec's trace file.
@@ -170,12 +173,14 @@ pub fn execute(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResul
         None => None,
     };
     let mut w = (spec.workload.build)(&spec.params);
+    let run_started = Instant::now();
     let outcome = model.run(w.as_mut(), progress).with_context(|| {
         format!(
             "{} on {} with {} (seed {})",
             spec.workload.name, spec.machine.name, spec.preset_name, spec.seed
         )
     })?;
+    let run_s = run_started.elapsed().as_secs_f64();
     let views = render_views(model.allocator(), &spec.show);
     let trace_events = match writer {
         Some((path, w)) => {
@@ -193,6 +198,7 @@ pub fn execute(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResul
         metrics: metrics::of_outcome(spec.workload.name, &outcome),
         outcome,
         wall_s: started.elapsed().as_secs_f64(),
+        run_s,
         views,
         trace_events,
     })

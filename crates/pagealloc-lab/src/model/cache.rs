@@ -11,21 +11,26 @@
 //! rather than cache lines, and only the pages the workload touches (no instructions, no
 //! kernel metadata).
 
-/// Bits of a stamp word that hold the touch counter; the top byte holds the LLC + 1 (0 =
-/// never touched).
-const STAMP_BITS: u32 = 56;
-const STAMP_MASK: u64 = (1 << STAMP_BITS) - 1;
-
 /// Every LLC's touch clock and every frame's last touch.
+///
+/// A frame's stamp is one 32-bit word, `(LLC + 1) << counter_bits | that LLC's clock at the
+/// touch`: half the size of a 64-bit stamp, so twice as many of the hot frames' stamps fit the
+/// host's own cache (the model is bound by cache misses on these arrays). The clocks are kept
+/// small by renormalising: when an LLC's clock reaches the counter's top, every stamp of that
+/// LLC is rewritten relative to a lower clock, and a stamp older than the capacity (cold
+/// either way) is cleared. A page's age in touches is kept exactly, so the answers are those
+/// of an unbounded clock.
 #[derive(Debug)]
 pub struct LlcModel {
-    /// Per frame number: (LLC + 1) << 56 | that LLC's touch counter at the last touch. Zeroed
-    /// memory is never touched, so the OS maps it lazily: untouched frames cost nothing.
-    last: Vec<u64>,
-    /// Per LLC: pages touched so far.
-    clock: Vec<u64>,
-    /// Per LLC: capacity in pages.
-    capacity: Vec<u64>,
+    /// Per frame number: the stamp of its last touch, 0 if never touched. Zeroed memory is
+    /// never touched, so the OS maps it lazily: untouched frames cost nothing.
+    last: Vec<u32>,
+    /// Bits of a stamp that hold the clock; the rest hold the LLC + 1.
+    counter_bits: u32,
+    /// Per LLC: its clock, in `0..1 << counter_bits`.
+    clock: Vec<u32>,
+    /// Per LLC: capacity in pages (below half the clock's range).
+    capacity: Vec<u32>,
     /// Pages found hot / cold so far.
     hot: u64,
     cold: u64,
@@ -33,24 +38,58 @@ pub struct LlcModel {
 
 impl LlcModel {
     /// A model for frames `0..nr_frames` and LLCs of the given capacities (bytes).
-    pub fn new(nr_frames: u64, llc_bytes: &[u64]) -> LlcModel {
-        assert!(llc_bytes.len() < 255, "at most 254 LLCs fit the stamp's top byte");
-        LlcModel {
+    pub fn new(nr_frames: u64, llc_bytes: &[u64]) -> anyhow::Result<LlcModel> {
+        let n = llc_bytes.len();
+        if n >= 1 << 16 {
+            anyhow::bail!("{n} LLCs: the cache model handles at most 65,535");
+        }
+        // Room for LLC + 1 in the top bits; the rest is the clock.
+        let tag_bits = (usize::BITS - n.leading_zeros()).max(1);
+        LlcModel::with_counter_bits(nr_frames, llc_bytes, 32 - tag_bits)
+    }
+
+    /// [`LlcModel::new`] with a clock of `counter_bits` bits (tests use a small one to make
+    /// renormalising frequent).
+    fn with_counter_bits(
+        nr_frames: u64,
+        llc_bytes: &[u64],
+        counter_bits: u32,
+    ) -> anyhow::Result<LlcModel> {
+        let n = llc_bytes.len();
+        let mut capacity = Vec::with_capacity(n);
+        for &bytes in llc_bytes {
+            let pages = bytes / 4096;
+            // Renormalising must leave room to count: capacity below half the range.
+            if pages >= 1 << (counter_bits - 1) {
+                anyhow::bail!(
+                    "an LLC of {bytes} bytes is too large for the cache model of {n} LLCs \
+                     (at most {} pages each)",
+                    (1u64 << (counter_bits - 1)) - 1
+                );
+            }
+            capacity.push(pages as u32);
+        }
+        Ok(LlcModel {
             last: vec![0; nr_frames as usize],
-            clock: vec![0; llc_bytes.len()],
-            capacity: llc_bytes.iter().map(|b| b / 4096).collect(),
+            counter_bits,
+            clock: vec![0; n],
+            capacity,
             hot: 0,
             cold: 0,
-        }
+        })
     }
 
     /// LLC `llc` touches frames `first..first + n`; returns how many were cold. Frames past
     /// the model's end count as cold.
     pub fn touch(&mut self, llc: usize, first: u64, n: u64) -> u64 {
-        let tag = (llc as u64 + 1) << STAMP_BITS;
+        let tag = (llc as u32 + 1) << self.counter_bits;
+        let mask = (1u32 << self.counter_bits) - 1;
         let cap = self.capacity[llc];
         let mut cold = 0;
         for f in first..first + n {
+            if self.clock[llc] == mask {
+                self.renormalise(llc);
+            }
             let now = self.clock[llc];
             self.clock[llc] = now + 1;
             let Some(slot) = self.last.get_mut(f as usize) else {
@@ -59,15 +98,35 @@ impl LlcModel {
             };
             let last = *slot;
             // Hot if fewer than `cap` other touches came in between.
-            let hot = last & !STAMP_MASK == tag && now - (last & STAMP_MASK) <= cap;
+            let hot = last & !mask == tag && now - (last & mask) <= cap;
             if !hot {
                 cold += 1;
             }
-            *slot = tag | (now & STAMP_MASK);
+            *slot = tag | now;
         }
         self.cold += cold;
         self.hot += n - cold;
         cold
+    }
+
+    /// Move LLC `llc`'s clock down to its capacity, keeping the age of every stamp that can
+    /// still be hot and clearing the others. Runs once per `range - capacity` touches of the
+    /// LLC and walks every frame.
+    #[cold]
+    #[inline(never)]
+    fn renormalise(&mut self, llc: usize) {
+        let tag = (llc as u32 + 1) << self.counter_bits;
+        let mask = (1u32 << self.counter_bits) - 1;
+        let now = self.clock[llc];
+        let cap = self.capacity[llc];
+        // New clock `cap`: an age of at most `cap` maps to a stamp of at least 0.
+        for slot in self.last.iter_mut() {
+            if *slot & !mask == tag {
+                let age = now - (*slot & mask);
+                *slot = if age <= cap { tag | (cap - age) } else { 0 };
+            }
+        }
+        self.clock[llc] = cap;
     }
 
     /// Pages found hot and cold so far.
@@ -83,7 +142,7 @@ mod tests {
     #[test]
     fn a_page_stays_hot_until_capacity_pages_were_touched_since() {
         // One LLC of 4 pages.
-        let mut m = LlcModel::new(100, &[4 * 4096]);
+        let mut m = LlcModel::new(100, &[4 * 4096]).unwrap();
         assert_eq!(m.touch(0, 10, 1), 1, "first touch is cold");
         assert_eq!(m.touch(0, 10, 1), 0, "immediately again: hot");
         // Three other pages: page 10 is then the 4th most recent, still inside 4 pages.
@@ -97,16 +156,64 @@ mod tests {
 
     #[test]
     fn another_llc_takes_the_page_over() {
-        let mut m = LlcModel::new(16, &[64 * 4096, 64 * 4096]);
+        let mut m = LlcModel::new(16, &[64 * 4096, 64 * 4096]).unwrap();
         m.touch(0, 5, 1);
         assert_eq!(m.touch(1, 5, 1), 1, "cold for the other socket");
         assert_eq!(m.touch(0, 5, 1), 1, "and now cold for the first");
         assert_eq!(m.touch(0, 5, 1), 0);
     }
 
+    /// The obvious model with unbounded clocks, to check the renormalised one against.
+    struct Reference {
+        last: Vec<Option<(usize, u64)>>,
+        clock: Vec<u64>,
+        capacity: Vec<u64>,
+    }
+
+    impl Reference {
+        fn touch(&mut self, llc: usize, f: usize) -> bool {
+            let now = self.clock[llc];
+            self.clock[llc] += 1;
+            let hot =
+                matches!(self.last[f], Some((l, t)) if l == llc && now - t <= self.capacity[llc]);
+            self.last[f] = Some((llc, now));
+            !hot
+        }
+    }
+
+    #[test]
+    fn renormalising_keeps_every_answer_of_an_unbounded_clock() {
+        // A clock of 8 bits (256 touches) renormalises every ≈ 200 touches of an LLC.
+        let caps = [40u64, 9, 100];
+        let bytes: Vec<u64> = caps.iter().map(|c| c * 4096).collect();
+        let mut m = LlcModel::with_counter_bits(300, &bytes, 8).unwrap();
+        let mut r = Reference { last: vec![None; 300], clock: vec![0; 3], capacity: caps.to_vec() };
+        let mut rng = pagealloc_testkit::rng::Rng::new(7);
+        let (mut colds, mut renorms) = (0u64, 0u32);
+        for _ in 0..200_000 {
+            let llc = rng.below(3) as usize;
+            // Mostly a small working set, sometimes anywhere: both hot and cold answers.
+            let f = if rng.below(4) == 0 { rng.below(300) } else { rng.below(60) } as usize;
+            let before = m.clock[llc];
+            let cold = m.touch(llc, f as u64, 1);
+            renorms += u32::from(m.clock[llc] <= before);
+            assert_eq!(cold == 1, r.touch(llc, f), "touch of frame {f} by LLC {llc}");
+            colds += cold;
+        }
+        assert!(renorms > 100, "the clock wrapped only {renorms} times");
+        assert!(colds > 10_000 && colds < 190_000, "{colds} cold: the test should see both");
+    }
+
+    #[test]
+    fn an_llc_too_large_for_the_clock_is_refused() {
+        assert!(LlcModel::with_counter_bits(10, &[128 * 4096], 8).is_err());
+        assert!(LlcModel::with_counter_bits(10, &[127 * 4096], 8).is_ok());
+        assert!(LlcModel::new(10, &vec![4096; 1 << 16]).is_err());
+    }
+
     #[test]
     fn frames_outside_the_model_are_cold() {
-        let mut m = LlcModel::new(4, &[64 * 4096]);
+        let mut m = LlcModel::new(4, &[64 * 4096]).unwrap();
         assert_eq!(m.touch(0, 3, 3), 3);
         assert_eq!(m.touch(0, 3, 3), 2, "frame 3 is hot now, 4 and 5 lie outside");
     }

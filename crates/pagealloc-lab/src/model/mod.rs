@@ -17,7 +17,7 @@ pub mod cost;
 pub mod sink;
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
 use anyhow::{anyhow, bail, Context, Result};
 use pagealloc::{
@@ -227,6 +227,14 @@ impl Ctx<'_> {
         r.map_err(|e| anyhow!("cpu {}: free of {pfn:?} order {}: {e}", self.cpu(), order.0))
     }
 
+    /// A hint that the block at `pfn` will be freed soon (see [`PageAllocator::prefetch`]):
+    /// a workload freeing a batch calls it a few blocks ahead. It costs no virtual time and
+    /// changes nothing in the run; it only makes the model itself faster.
+    #[inline]
+    pub fn prefetch(&self, pfn: Pfn) {
+        self.pa.prefetch(pfn);
+    }
+
     /// Drop a reference to a page_frag page (kernel `page_frag_free`: the last reference
     /// frees the block, order 0 through the pageset or the buddy lists as the policy says).
     pub fn frag_free(&mut self, page: Pfn) -> Result<()> {
@@ -379,7 +387,7 @@ impl Model {
                 wake_pending: None,
             })
             .collect();
-        let cache = LlcModel::new(end_pfn, &topology.llc_bytes);
+        let cache = LlcModel::new(end_pfn, &topology.llc_bytes).context("LLC model")?;
         Ok(Model {
             pa,
             cpus,
@@ -445,7 +453,6 @@ impl Model {
                 self.tick_all(next_tick, &sampled, &mut rec);
                 next_tick += PS_PER_S;
             }
-            heap.pop();
             let cpu = self.pa.cpu(CpuId(c)).expect("running CPUs exist");
             let v = &mut self.cpus[c as usize];
             let mut ctx = Ctx {
@@ -460,23 +467,33 @@ impl Model {
             };
             let next = w.step(&mut ctx)?;
             let v = &mut self.cpus[c as usize];
-            match next {
-                Next::Continue => heap.push(Reverse((v.now, c))),
-                Next::SleepUntil(at) => {
-                    // Idle until `at`: the clock moves, busy time does not.
-                    v.now = v.now.max(at);
-                    heap.push(Reverse((v.now, c)));
-                }
-                Next::Block => match v.wake_pending.take() {
-                    Some(at) => {
+            // The CPU is still the heap's top: a CPU that runs on moves down in place (one
+            // sift instead of a pop and a push; the order of (time, cpu) keys is total, so
+            // the schedule is the same).
+            {
+                let mut top = heap.peek_mut().expect("the CPU that ran is on the heap");
+                match next {
+                    Next::Continue => *top = Reverse((v.now, c)),
+                    Next::SleepUntil(at) => {
+                        // Idle until `at`: the clock moves, busy time does not.
                         v.now = v.now.max(at);
-                        heap.push(Reverse((v.now, c)));
+                        *top = Reverse((v.now, c));
                     }
-                    None => v.state = State::Blocked,
-                },
-                Next::Done => {
-                    v.state = State::Done;
-                    end = end.max(v.now);
+                    Next::Block => match v.wake_pending.take() {
+                        Some(at) => {
+                            v.now = v.now.max(at);
+                            *top = Reverse((v.now, c));
+                        }
+                        None => {
+                            v.state = State::Blocked;
+                            PeekMut::pop(top);
+                        }
+                    },
+                    Next::Done => {
+                        v.state = State::Done;
+                        end = end.max(v.now);
+                        PeekMut::pop(top);
+                    }
                 }
             }
             for (target, at) in wakes.drain(..) {

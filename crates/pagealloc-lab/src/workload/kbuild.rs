@@ -44,7 +44,7 @@ use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 use pagealloc_testkit::rng::Rng;
 
-use super::{ns, ParamSpec, Params, WorkloadInfo};
+use super::{ns, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
 use crate::model::{Ctx, ModelInfo, Next, Workload};
 
 /// The registry entry.
@@ -471,7 +471,11 @@ impl Kbuild {
             }
             Phase::ExitUser => {
                 let end = (p.freed + EXIT_CHUNK).min(p.anon.len());
-                for &page in &p.anon[p.freed..end] {
+                for i in p.freed..end {
+                    if let Some(&ahead) = p.anon.get(i + PREFETCH_AHEAD) {
+                        ctx.prefetch(ahead);
+                    }
+                    let page = p.anon[i];
                     ctx.work(self.exit_page);
                     ctx.free(page, Order(0))?;
                 }

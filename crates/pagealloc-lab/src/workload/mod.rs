@@ -78,6 +78,11 @@ pub struct WorkloadInfo {
     pub build: fn(&Params) -> Box<dyn Workload>,
 }
 
+/// How many blocks ahead of the one being freed a workload freeing a batch prefetches
+/// ([`Ctx::prefetch`](crate::model::Ctx::prefetch)): a speed hint for the model that changes
+/// nothing in the run.
+pub const PREFETCH_AHEAD: usize = 8;
+
 /// Every workload, by name.
 pub const WORKLOADS: &[WorkloadInfo] = &[
     kbuild::INFO,

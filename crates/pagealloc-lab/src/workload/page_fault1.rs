@@ -32,7 +32,7 @@
 use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
-use super::{ns, ParamSpec, Params, WorkloadInfo};
+use super::{ns, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
 use crate::model::{Ctx, ModelInfo, Next, Workload, PS_PER_S};
 
 /// The registry entry.
@@ -248,7 +248,11 @@ impl PageFault1 {
             return Ok(());
         }
         let stop = (task.unmapped + UNMAP_CHUNK).min(task.pages.len());
-        for &page in &task.pages[task.unmapped..stop] {
+        for i in task.unmapped..stop {
+            if let Some(&ahead) = task.pages.get(i + PREFETCH_AHEAD) {
+                ctx.prefetch(ahead);
+            }
+            let page = task.pages[i];
             ctx.work(self.unmap_page);
             ctx.free(page, Order(0))?;
         }

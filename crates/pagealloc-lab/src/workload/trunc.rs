@@ -21,7 +21,7 @@
 use anyhow::Result;
 use pagealloc::{Gfp, Order, Pfn};
 
-use super::{ns, ParamSpec, Params, WorkloadInfo};
+use super::{ns, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
 use crate::model::{Ctx, ModelInfo, Next, Workload};
 
 /// The registry entry.
@@ -197,6 +197,9 @@ impl Workload for Trunc {
                 }
                 let end = (self.next_free + self.pagevec).min(self.cache.len());
                 for i in self.next_free..end {
+                    if let Some(&ahead) = self.cache.get(i + PREFETCH_AHEAD) {
+                        ctx.prefetch(ahead);
+                    }
                     ctx.free(self.cache[i], Order(0))?;
                     ctx.work(self.trunc_page);
                 }
