@@ -482,3 +482,21 @@ fn zone_lock_hold_time_is_counted_only_with_a_clock() {
     assert!(ev.get(Counter::ZoneLockAcquire) >= 2);
     assert_eq!(ev.get(Counter::ZoneLockHeldNs), 7 * ev.get(Counter::ZoneLockAcquire), "{ev:?}");
 }
+
+#[test]
+fn prefetch_is_only_a_hint() {
+    let pa = machine(64 * MIB);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).unwrap();
+    let free_before = pa.nr_free_pages();
+    // An allocated frame, a free one, and frames outside every zone.
+    for pfn in [p, Pfn(p.0 + 1), Pfn(1 << 40), Pfn(u64::MAX)] {
+        pa.prefetch(pfn);
+    }
+    assert_eq!(pa.nr_free_pages(), free_before);
+    check(&pa);
+    // The prefetched block frees as usual, once.
+    pa.free_pages(cpu, p, Order(0)).unwrap();
+    assert!(pa.free_pages(cpu, p, Order(0)).is_err());
+    check(&pa);
+}
