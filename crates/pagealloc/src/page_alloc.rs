@@ -744,7 +744,7 @@ impl<E: EventSink> PageAllocator<E> {
     #[inline]
     pub fn prefetch(&self, pfn: Pfn) {
         if let Some(zone) = self.zone_of(pfn) {
-            crate::sync::prefetch_write(zone.frame(pfn));
+            crate::sync::prefetch(zone.frame(pfn));
         }
     }
 

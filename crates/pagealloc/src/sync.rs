@@ -199,11 +199,11 @@ mod model {
     }
 }
 
-/// Start loading the cache line holding `*p`, for a write soon (a hint: it changes nothing a
+/// Start loading the cache line holding `*p` into the cache (a hint: it changes nothing a
 /// program can observe). x86-64 only; elsewhere, and under miri and loom, it does nothing.
 #[inline(always)]
 #[allow(unsafe_code)]
-pub fn prefetch_write<T>(p: &T) {
+pub fn prefetch<T>(p: &T) {
     #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
     // SAFETY: `_mm_prefetch` only hints the cache; `p` is a valid reference, so the address
     // is mapped, and the instruction never faults or writes memory.
