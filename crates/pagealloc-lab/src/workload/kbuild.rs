@@ -27,8 +27,8 @@
 //! their real sizes and rates, so the compile phase lasts ≈ `jobs` / 25,000 of the real one and
 //! the link is scaled down in the same ratio (`link_mib`); `build_time` is therefore the real
 //! build time × ≈ `jobs` / 25,000. The default, 1,792 jobs (16 per slot at -j 112), is 7% of
-//! the build: ≈ 11 s of compile phase and ≈ 1.5 s of link in virtual time, ≈ 25 s of wall time
-//! on the 224-CPU machine in a release build. The pagesets reach their steady state within a
+//! the build: ≈ 11 s of compile phase and ≈ 1.5 s of link in virtual time, 11–15 s of wall time
+//! on the 224-CPU machine in a release build (the 2-CPU lab VM, `docs/performance.md`). The pagesets reach their steady state within a
 //! few exits per CPU (five exits per job, ≈ 0.65 s of CPU per job), well inside that.
 //!
 //! Known biases: one task per slot CPU, never migrating (≈ 10 K migrations/s machine-wide
