@@ -33,8 +33,8 @@ use pagealloc::mem_map::Frame;
 use pagealloc::pcp::PcpSlot;
 use pagealloc::types::{MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGE_SHIFT, PAGE_SIZE};
 use pagealloc::{
-    AllocError, BuildError, Cpu, CpuId, Frag, FreeError, Gfp, MemoryMap, NodeId, Order,
-    PageAllocator, PageFragCache, Pfn, Policy, Tunables, Zone, ZoneLimits,
+    AllocError, BuildError, Cpu, CpuId, EventSink, Frag, FreeError, Gfp, MemoryMap, NoEvents,
+    NodeId, Order, PageAllocator, PageFragCache, Pfn, Policy, Tunables, Zone, ZoneLimits,
 };
 
 /// Bytes of the largest block (order [`MAX_PAGE_ORDER`]); arenas are aligned to it.
@@ -91,6 +91,16 @@ impl fmt::Display for HeapError {
 
 impl std::error::Error for HeapError {}
 
+/// The frame of the page at `addr`: its virtual page number.
+#[inline]
+fn pfn_of(addr: usize) -> Pfn {
+    Pfn((addr >> PAGE_SHIFT) as u64)
+}
+
+/// Where [`HeapOptions::low_address`] asks the kernel to map the arena: 1 TiB, so that frame
+/// numbers (virtual page numbers) stay far below 2^32 for arenas up to 15 TiB.
+const LOW_ARENA_HINT: usize = 1 << 40;
+
 /// An anonymous private mapping of `len` bytes whose start is aligned to 4 MiB. Unmapped on
 /// drop. Holds addresses as integers (it hands out no references), so it is `Send + Sync`.
 #[derive(Debug)]
@@ -100,7 +110,7 @@ struct Arena {
 }
 
 impl Arena {
-    fn map(len: usize, huge: HugePages, prefault: bool) -> Result<Arena, HeapError> {
+    fn map(len: usize, huge: HugePages, prefault: bool, low: bool) -> Result<Arena, HeapError> {
         let granule = if huge == HugePages::Hugetlb { 2 << 20 } else { PAGE_SIZE as usize };
         if len == 0 || len % granule != 0 {
             return Err(HeapError::BadSize(len));
@@ -111,11 +121,11 @@ impl Arena {
         let flags = libc::MAP_PRIVATE
             | libc::MAP_ANONYMOUS
             | if huge == HugePages::Hugetlb { libc::MAP_HUGETLB } else { libc::MAP_NORESERVE };
-        // SAFETY: an anonymous mapping at an address of the kernel's choosing (null hint, no
-        // MAP_FIXED) cannot alias any existing Rust object; all arguments are plain values.
-        let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), over, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)
-        };
+        let hint = if low { LOW_ARENA_HINT as *mut libc::c_void } else { std::ptr::null_mut() };
+        // SAFETY: an anonymous mapping at an address of the kernel's choosing (a hint at most,
+        // no MAP_FIXED: the kernel never replaces an existing mapping) cannot alias any
+        // existing Rust object; all arguments are plain values.
+        let p = unsafe { libc::mmap(hint, over, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
         if p == libc::MAP_FAILED {
             return Err(HeapError::Map(std::io::Error::last_os_error()));
         }
@@ -395,6 +405,13 @@ pub struct HeapOptions {
     pub huge: HugePages,
     /// Fault every page of the arena in at start (part of the reported init time).
     pub prefault: bool,
+    /// Ask for the arena low in the address space ([`LOW_ARENA_HINT`], a hint the kernel may
+    /// refuse), so its frame numbers fit in 32 bits: the lab's workloads keep compact frame
+    /// lists.
+    pub low_address: bool,
+    /// Time every zone-lock hold (the allocator's `zone_lock_held_ns` counter): two clock
+    /// reads per hold.
+    pub time_zone_locks: bool,
 }
 
 impl HeapOptions {
@@ -408,6 +425,8 @@ impl HeapOptions {
             gfp: Gfp::KERNEL,
             huge: HugePages::None,
             prefault: false,
+            low_address: false,
+            time_zone_locks: false,
         }
     }
 }
@@ -419,9 +438,12 @@ impl HeapOptions {
 /// glibc ≥ 2.35 registers), else from `sched_getcpu()`; see [`CpuSource`]. A stale answer (the
 /// thread migrated since) is harmless, since every pageset is behind its lock — it only costs
 /// locality.
+///
+/// `E` is the allocator's event sink: [`NoEvents`] for the heap users get, a recording sink
+/// for the lab's real runner (which reads the allocator the same way the model does).
 #[derive(Debug)]
-pub struct PageHeap {
-    pa: PageAllocator,
+pub struct PageHeap<E: EventSink = NoEvents> {
+    pa: PageAllocator<E>,
     /// Frame → allocator-CPU table is `cpu % nr_cpus`; the handles, precomputed.
     cpus: Box<[Cpu]>,
     cpu_source: CpuSource,
@@ -435,15 +457,35 @@ pub struct PageHeap {
 impl PageHeap {
     /// Map an arena and build an allocator over it with every frame free.
     pub fn new(opts: &HeapOptions) -> Result<PageHeap, HeapError> {
+        PageHeap::with_events(opts, NoEvents)
+    }
+
+    /// The order of the block that serves `layout`: size and alignment rounded up to a
+    /// power-of-two number of pages (at least one). `None` above order 10.
+    pub fn order_for(layout: Layout) -> Option<Order> {
+        let bytes = layout.size().max(layout.align()).max(PAGE_SIZE as usize);
+        let pages = bytes.div_ceil(PAGE_SIZE as usize).checked_next_power_of_two()?;
+        let order = pages.trailing_zeros() as u8;
+        (order <= MAX_PAGE_ORDER).then_some(Order(order))
+    }
+}
+
+impl<E: EventSink> PageHeap<E> {
+    /// [`new`](PageHeap::new) with an allocator that reports its events to `sink`.
+    pub fn with_events(opts: &HeapOptions, sink: E) -> Result<PageHeap<E>, HeapError> {
         let started = Instant::now();
-        let arena = Arena::map(opts.bytes, opts.huge, opts.prefault)?;
+        let arena = Arena::map(opts.bytes, opts.huge, opts.prefault, opts.low_address)?;
         let cpus = opts.cpus.unwrap_or_else(configured_cpus).max(1);
         let mut map = MemoryMap::new();
         map.with_zone_limits(ZoneLimits::NORMAL_ONLY);
         map.add_range(NodeId(0), arena.base as u64..(arena.base + arena.len) as u64)
             .map_err(|e| HeapError::Build(e.into()))?
             .set_cpus(NodeId(0), cpus);
-        let pa = PageAllocator::new(map, opts.tunables, opts.policy).map_err(HeapError::Build)?;
+        let mut pa = PageAllocator::with_events(map, opts.tunables, opts.policy, sink)
+            .map_err(HeapError::Build)?;
+        if opts.time_zone_locks {
+            pa = pa.with_clock(monotonic_ns);
+        }
         // FREE_HIGH_BATCH needs each CPU's share of its last-level cache (kernel-spec §2.7).
         let sysfs = std::path::Path::new("/sys/devices/system/cpu");
         for c in 0..pa.nr_cpus() {
@@ -465,7 +507,7 @@ impl PageHeap {
     }
 
     /// The allocator underneath (for counters, validation, snapshots).
-    pub fn allocator(&self) -> &PageAllocator {
+    pub fn allocator(&self) -> &PageAllocator<E> {
         &self.pa
     }
 
@@ -495,6 +537,28 @@ impl PageHeap {
         total as f64 / self.pa.managed_pages().0.max(1) as f64
     }
 
+    /// Write into `bytes` bytes of the arena from the start of frame `pfn` on (pages after
+    /// the first as needed): one relaxed 8-byte atomic store of `value` per 64-byte cache
+    /// line, so every line is brought into the cache and dirtied as a real write would, and
+    /// two threads touching the same memory is never a data race. The lab's real runner
+    /// touches blocks where a workload says it writes them. Returns the pages written, or
+    /// `None` (and writes nothing) when the range is not inside the arena.
+    pub fn touch(&self, pfn: Pfn, bytes: u64, value: u64) -> Option<u64> {
+        let addr = usize::try_from(pfn.0).ok()?.checked_mul(PAGE_SIZE as usize)?;
+        let len = usize::try_from(bytes).ok()?;
+        if !self.arena.contains(addr, len) {
+            return None;
+        }
+        for line in (addr..addr + len).step_by(64) {
+            // SAFETY: `line` is 64-aligned (the frame is page-aligned) and inside the arena,
+            // which stays mapped while `&self` is borrowed; the arena is never handed out as
+            // a Rust reference, and the lab's real runner writes it only through this method,
+            // so every access to the word is atomic.
+            unsafe { stamp_word(line).store(value, Relaxed) };
+        }
+        Some(bytes.div_ceil(PAGE_SIZE))
+    }
+
     /// Where [`current_cpu`](Self::current_cpu) reads the CPU number from.
     pub fn cpu_source(&self) -> CpuSource {
         self.cpu_source
@@ -508,11 +572,6 @@ impl PageHeap {
         let n = self.cpus.len();
         let i = if c < 0 { 0 } else { c as usize };
         self.cpus[if i < n { i } else { i % n }]
-    }
-
-    #[inline]
-    fn pfn_of(addr: usize) -> Pfn {
-        Pfn((addr >> PAGE_SHIFT) as u64)
     }
 
     /// Allocate a block of `4096 << order` bytes, aligned to its size, on the current CPU.
@@ -543,20 +602,11 @@ impl PageHeap {
     #[inline]
     pub unsafe fn dealloc(&self, ptr: NonNull<u8>, order: Order) -> Result<(), FreeError> {
         let addr = ptr.as_ptr() as usize;
-        let pfn = Self::pfn_of(addr);
+        let pfn = pfn_of(addr);
         if !self.arena.contains(addr, PAGE_SIZE as usize) {
             return Err(FreeError::ForeignFrame(pfn));
         }
         self.pa.free_pages(self.current_cpu(), pfn, order)
-    }
-
-    /// The order of the block that serves `layout`: size and alignment rounded up to a
-    /// power-of-two number of pages (at least one). `None` above order 10.
-    pub fn order_for(layout: Layout) -> Option<Order> {
-        let bytes = layout.size().max(layout.align()).max(PAGE_SIZE as usize);
-        let pages = bytes.div_ceil(PAGE_SIZE as usize).checked_next_power_of_two()?;
-        let order = pages.trailing_zeros() as u8;
-        (order <= MAX_PAGE_ORDER).then_some(Order(order))
     }
 
     /// A block of `order` on the current CPU with `gfp`'s constraints instead of the heap's
@@ -630,7 +680,7 @@ impl PageSource for PageHeap {
 // `&PageHeap` gives the same heap, so any copy may free any block.
 unsafe impl Allocator for PageHeap {
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, ApiAllocError> {
-        let order = PageHeap::order_for(layout).ok_or(ApiAllocError)?;
+        let order = Self::order_for(layout).ok_or(ApiAllocError)?;
         let ptr = self.alloc_pages(order).map_err(|_| ApiAllocError)?;
         Ok(NonNull::slice_from_raw_parts(ptr, block_bytes(order.0)))
     }
@@ -638,7 +688,7 @@ unsafe impl Allocator for PageHeap {
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
         // A layout that fits the block rounds to the block's order (any size between the
         // requested one and the block length does, and the alignment is the one requested).
-        let Some(order) = PageHeap::order_for(layout) else { return };
+        let Some(order) = Self::order_for(layout) else { return };
         // SAFETY: the caller guarantees `ptr` is a live block of this heap allocated for a
         // layout fitting `layout`, and gives up access to it.
         let r = unsafe { self.dealloc(ptr, order) };
@@ -678,8 +728,8 @@ impl PageHeap {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, ApiAllocError> {
-        let old_order = PageHeap::order_for(old).ok_or(ApiAllocError)?;
-        let new_order = PageHeap::order_for(new).ok_or(ApiAllocError)?;
+        let old_order = Self::order_for(old).ok_or(ApiAllocError)?;
+        let new_order = Self::order_for(new).ok_or(ApiAllocError)?;
         if new_order == old_order {
             return Ok(NonNull::slice_from_raw_parts(ptr, block_bytes(old_order.0)));
         }
@@ -812,6 +862,32 @@ fn configured_cpus() -> u32 {
     }
 }
 
+/// Nanoseconds on the monotonic clock since its first read in this process.
+fn monotonic_ns() -> u64 {
+    static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    u64::try_from(BASE.get_or_init(Instant::now).elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Pin the calling thread to host CPU `cpu` (`sched_setaffinity`): the real runner's
+/// `--pin`. Fails for a CPU the system does not have or the thread may not use.
+pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: `cpu_set_t` is a plain bit array, for which all-zero bytes are the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below CPU_SETSIZE (checked above), so the bit is inside `set`.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: pid 0 is the calling thread; the set is a valid, initialised `cpu_set_t` of the
+    // size passed, read by the kernel only during the call.
+    let r = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Peers
 
@@ -876,7 +952,7 @@ impl fmt::Debug for BuddyFrames {
 impl BuddyFrames {
     /// Frames for `bytes` of arena.
     pub fn new(bytes: usize) -> Result<BuddyFrames, HeapError> {
-        let arena = Arena::map(bytes, HugePages::None, false)?;
+        let arena = Arena::map(bytes, HugePages::None, false, false)?;
         let frames = LockedFrameAllocator::<33>::new();
         frames.lock().add_frame(0, bytes >> PAGE_SHIFT);
         Ok(BuddyFrames { frames, arena, id: next_source_id() })
@@ -1030,7 +1106,7 @@ mod tests {
         // which the contract allows (it is refused).
         unsafe {
             h.dealloc(p, Order(0)).unwrap();
-            let pfn = PageHeap::pfn_of(p.as_ptr() as usize);
+            let pfn = pfn_of(p.as_ptr() as usize);
             assert_eq!(h.dealloc(p, Order(0)), Err(FreeError::DoubleFree { pfn }));
         }
         // SAFETY: wrong order, a tail page and a foreign address are all refused untouched.
@@ -1103,7 +1179,7 @@ mod tests {
     fn blocks_with_any_flags_are_stamped_page_by_page() {
         let h = heap(16);
         let mut b = h.alloc_block_with(Gfp::HIGHUSER_MOVABLE, Order(3)).unwrap();
-        assert_eq!(b.pfn(), PageHeap::pfn_of(b.addr()));
+        assert_eq!(b.pfn(), pfn_of(b.addr()));
         b.stamp_pages(|i| [i, i + 100]);
         assert_eq!(b.check_pages(|i| [i, i + 100]), None);
         assert_eq!(b.check_pages(|i| [i, i + 101]), Some((0, [0, 100])));

@@ -67,6 +67,20 @@ fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// The metrics of a real run: [`of_outcome`]'s, less the two the real runner cannot
+/// measure (`zone_lock_pct`: it does not time lock waits; `cache_miss_pct`: it cannot tell a
+/// cold touch from a hot one), with `elapsed_s` in wall time.
+pub fn of_real_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
+    let mut v = of_outcome(workload, o);
+    v.retain(|m| m.name != "zone_lock_pct" && m.name != "cache_miss_pct");
+    for m in &mut v {
+        if m.name == "elapsed_s" {
+            m.doc = "wall time of the run";
+        }
+    }
+    v
+}
+
 /// Every metric of a run: the workload's, then the runner's.
 pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
     let mut v: Vec<Metric> = o

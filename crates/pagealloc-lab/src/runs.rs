@@ -1,6 +1,6 @@
-//! Model runs as jobs: a [`RunSpec`] says what to run, [`execute`] runs it and returns its
-//! metrics and rows, [`execute_all`] runs many on the machine's cores with a progress bar.
-//! `run`, `compare` and `reproduce` all go through here.
+//! Runs as jobs: a [`RunSpec`] says what to run and on which [`Runner`], [`execute`] runs it
+//! and returns its metrics and rows, [`execute_all`] runs many on the machine's cores with a
+//! progress bar. `run`, `compare` and `reproduce` all go through here.
 
 use std::collections::BTreeMap;
 use std::io::BufWriter;
@@ -17,6 +17,7 @@ use crate::machine::Machine;
 use crate::metrics::{self, Metric};
 use crate::mmtests::Better;
 use crate::model::cost::CostProfile;
+use crate::model::real::{RealRunner, RealSetup};
 use crate::model::sink::ModelSink;
 use crate::model::{Model, ModelSetup, RunOutcome, Topology};
 use crate::preset_file::ResolvedPreset;
@@ -25,9 +26,35 @@ use crate::results::Row;
 use crate::trace::write::FtraceWriter;
 use crate::workload::{Params, WorkloadInfo};
 
-/// One model run to make.
+/// Which runner executes a [`RunSpec`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Runner {
+    /// The deterministic model of the spec's machine ([`Model`]).
+    #[default]
+    Model,
+    /// OS threads on real memory ([`RealRunner`]); the spec's machine is this host
+    /// ([`Machine::host`]). `pin`: pin each thread to a host CPU.
+    Real {
+        /// Pin thread `c` to host CPU `c % host CPUs`.
+        pin: bool,
+    },
+}
+
+impl Runner {
+    /// The name result rows carry.
+    pub fn name(self) -> &'static str {
+        match self {
+            Runner::Model => "model",
+            Runner::Real { .. } => "real",
+        }
+    }
+}
+
+/// One run to make.
 #[derive(Clone, Debug)]
 pub struct RunSpec {
+    /// The runner.
+    pub runner: Runner,
     /// The workload.
     pub workload: &'static WorkloadInfo,
     /// Its parameters (overrides and scale already applied).
@@ -157,6 +184,54 @@ pub fn render_views(
 
 /// Run `spec`; `progress` hears its progress (0..=1).
 pub fn execute(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult> {
+    match spec.runner {
+        Runner::Model => execute_model(spec, progress),
+        Runner::Real { pin } => execute_real(spec, pin, progress),
+    }
+}
+
+/// Run `spec` on the real runner.
+fn execute_real(spec: &RunSpec, pin: bool, progress: &mut dyn FnMut(f64)) -> Result<RunResult> {
+    if spec.trace.is_some() {
+        anyhow::bail!("--trace records virtual time: it goes with the model runner only");
+    }
+    let started = Instant::now();
+    let setup = RealSetup {
+        cpus: spec.machine.nr_cpus(),
+        memory_bytes: usize::try_from(spec.machine.memory_bytes())?,
+        policy: spec.preset.policy,
+        tunables: spec.machine.tunables(spec.preset.tunables),
+        seed: spec.seed,
+        pin,
+        cooldown_s: 30,
+        validate: false,
+    };
+    let mut runner = RealRunner::new(setup)?;
+    let mut w = (spec.workload.build)(&spec.params);
+    let run_started = Instant::now();
+    let outcome = runner.run(w.as_mut(), progress).with_context(|| {
+        format!(
+            "{} on the real runner ({} CPU threads) with {} (seed {})",
+            spec.workload.name,
+            spec.machine.nr_cpus(),
+            spec.preset_name,
+            spec.seed
+        )
+    })?;
+    let run_s = run_started.elapsed().as_secs_f64();
+    let views = render_views(runner.allocator(), &spec.show);
+    Ok(RunResult {
+        metrics: metrics::of_real_outcome(spec.workload.name, &outcome),
+        outcome,
+        wall_s: started.elapsed().as_secs_f64(),
+        run_s,
+        views,
+        trace_events: 0,
+    })
+}
+
+/// Run `spec` on the model.
+fn execute_model(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult> {
     let started = Instant::now();
     let mut model = build(spec)?;
     let writer = match &spec.trace {
@@ -212,7 +287,7 @@ pub fn rows(spec: &RunSpec, r: &RunResult, revision: &str) -> Vec<Row> {
     let row = |metric: &str, value: f64, unit: &str, better, t, cpu| Row {
         workload: spec.workload.name.to_string(),
         preset: spec.preset_name.clone(),
-        runner: "model".into(),
+        runner: spec.runner.name().into(),
         machine: spec.machine.name.clone(),
         seed: spec.seed,
         params: params.clone(),

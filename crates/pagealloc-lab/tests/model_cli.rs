@@ -1,5 +1,6 @@
 //! The model's verbs on small inputs: `run`, `compare`, `reproduce`, `workloads`, `plot` — output
-//! shape, JSON, determinism, saved rows, and clear errors for what does not exist.
+//! shape, JSON, determinism, saved rows, and clear errors for what does not exist — and `run
+//! --runner real`, the workloads on OS threads over real memory.
 
 use assert_cmd::Command;
 
@@ -168,4 +169,63 @@ fn workloads_lists_parameters_with_sources() {
     let files = trunc["params"].as_array().unwrap().iter().find(|p| p["name"] == "files").unwrap();
     assert_eq!(files["default"], 10.0);
     assert!(files["source"].as_str().unwrap().contains("TRUNC_NR_FILES"));
+}
+
+#[test]
+fn a_real_run_prints_wall_time_metrics_and_saves_real_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = pagealloc()
+        .args(["run", "trunc", "--runner", "real", "--cpus", "2", "--memory-mib", "256"])
+        .args(["--param", "file_mib=16", "--quick", "--json", "--results"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["runner"], "real");
+    assert_eq!(doc["machine"], "host");
+    assert_eq!(doc["cpus"], 2);
+    // One file of 16 MiB: 4096 pages read in, each allocated, touched and freed once.
+    assert_eq!(doc["metrics"]["pages"]["value"], 4096.0);
+    assert_eq!(doc["allocator_calls"], 2 * 4096);
+    assert!(doc["metrics"]["elapsed_s"]["value"].as_f64().unwrap() > 0.0);
+    // What the real runner cannot measure, it does not report.
+    assert!(doc["metrics"].get("zone_lock_pct").is_none(), "{doc}");
+    assert!(doc["metrics"].get("cache_miss_pct").is_none(), "{doc}");
+    let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(files.len(), 1);
+    let text = std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first["runner"], "real");
+    assert_eq!(first["machine"], "host");
+
+    let out = pagealloc()
+        .args(["run", "trunc", "--runner", "real", "--cpus", "2", "--memory-mib", "256"])
+        .args(["--param", "file_mib=16", "--quick", "--no-save", "--pin", "--show", "buddyinfo"])
+        .assert()
+        .success();
+    let text = stdout(&out);
+    assert!(text.contains("trunc on host (2 CPUs)"), "{text}");
+    assert!(text.contains("pages touched by 2 threads (pinned)"), "{text}");
+    assert!(text.contains("/proc/buddyinfo:\nNode 0, zone   Normal"), "{text}");
+}
+
+#[test]
+fn model_options_and_real_options_do_not_mix() {
+    let out = pagealloc()
+        .args(["run", "trunc", "--runner", "real", "--machine", "lab-2cpu", "--no-save"])
+        .assert()
+        .failure();
+    assert!(stderr(&out).contains("the real runner runs on this host"), "{}", stderr(&out));
+    let out = pagealloc().args(["run", "trunc", "--pin", "--no-save"]).assert().failure();
+    assert!(stderr(&out).contains("go with --runner real"), "{}", stderr(&out));
+    let out = pagealloc()
+        .args(["run", "trunc", "--runner", "real", "--trace", "x.trace", "--quick", "--no-save"])
+        .assert()
+        .failure();
+    assert!(stderr(&out).contains("model runner only"), "{}", stderr(&out));
+    let out = pagealloc()
+        .args(["run", "trunc", "--runner", "real", "--memory-mib", "0", "--no-save"])
+        .assert()
+        .failure();
+    assert!(stderr(&out).contains("--memory-mib 0"), "{}", stderr(&out));
 }

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::run::{machine_for, Common};
 use crate::mmtests::{self, MetricSamples, RowSet, Significance, TableOptions};
 use crate::preset_file::resolve;
-use crate::runs::{self, RunSpec};
+use crate::runs::{self, RunSpec, Runner};
 use crate::{results, workload};
 
 /// The runner metrics a comparison shows besides the workload's own (seed 001's columns).
@@ -69,6 +69,7 @@ pub fn run(args: &Args) -> Result<()> {
         let preset = resolve(name)?;
         for i in 0..args.iterations {
             specs.push(RunSpec {
+                runner: Runner::Model,
                 workload: w,
                 params: params.clone(),
                 preset: preset.clone(),

@@ -20,7 +20,7 @@ use crate::mmtests::{self, Significance};
 use crate::preset_file::resolve;
 use crate::published::{self, PublishedMetric, PublishedTable};
 use crate::results;
-use crate::runs::{self, ProcView, RunResult, RunSpec};
+use crate::runs::{self, ProcView, RunResult, RunSpec, Runner};
 use crate::workload::{self, WorkloadInfo};
 
 /// Changes smaller than this (percent, "positive = better") count as no change where there
@@ -276,6 +276,7 @@ pub fn run(args: &Args) -> Result<()> {
                 let preset = resolve(preset_name)?;
                 for i in 0..p.samples {
                     specs.push(RunSpec {
+                        runner: Runner::Model,
                         workload: p.workload,
                         params: params.clone(),
                         preset: preset.clone(),

@@ -1,5 +1,6 @@
-//! `pagealloc run WORKLOAD`: one model run of a workload on a machine with a preset; prints
-//! the workload's and the runner's metrics, and saves them as result rows.
+//! `pagealloc run WORKLOAD`: one run of a workload with a preset, on the model of a machine
+//! or (`--runner real`) on OS threads over real memory of this host; prints the workload's
+//! and the runner's metrics, and saves them as result rows.
 
 use std::path::PathBuf;
 
@@ -9,7 +10,7 @@ use serde_json::json;
 use crate::machine::Machine;
 use crate::model::cost::CostProfile;
 use crate::preset_file::resolve;
-use crate::runs::{self, ProcView, RunSpec};
+use crate::runs::{self, ProcView, RunSpec, Runner};
 use crate::{results, workload};
 
 /// The scale `--quick` means: a tenth of the workload's volume.
@@ -72,9 +73,22 @@ pub struct Args {
     /// the machine of the workload's seed table.
     #[arg(long, value_name = "NAME_OR_FILE")]
     pub machine: Option<String>,
-    /// Use this many CPUs instead of the machine's (spread over its nodes).
+    /// Use this many CPUs instead of the machine's (spread over its nodes). With `--runner
+    /// real`: the number of threads (default: this host's CPUs).
     #[arg(long)]
     pub cpus: Option<u32>,
+    /// Which runner: `model` simulates the machine deterministically; `real` runs the
+    /// workload on OS threads over an arena of this host's memory, timed by the wall clock
+    /// (one thread per CPU; steps take turns on the workload, their work and sleeps overlap).
+    #[arg(long, value_enum, default_value_t = RunnerArg::Model)]
+    pub runner: RunnerArg,
+    /// With `--runner real`: pin thread `c` to host CPU `c % host CPUs`.
+    #[arg(long)]
+    pub pin: bool,
+    /// With `--runner real`: the arena the allocator manages, MiB (mapped without reserve;
+    /// only pages the workload touches become resident).
+    #[arg(long, value_name = "MIB")]
+    pub memory_mib: Option<u64>,
     /// Set a workload parameter (repeatable): `--param files=2`.
     #[arg(long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
@@ -89,6 +103,18 @@ pub struct Args {
     #[command(flatten)]
     pub common: Common,
 }
+
+/// The runners `--runner` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RunnerArg {
+    /// The deterministic model of a machine.
+    Model,
+    /// OS threads on real memory of this host.
+    Real,
+}
+
+/// Default arena of a real run, MiB.
+pub const REAL_MEMORY_MIB: u64 = 1024;
 
 /// Resolve the machine for a workload: the named one, or the workload's default, with
 /// `--cpus` applied.
@@ -108,8 +134,32 @@ pub fn machine_for(
 pub fn run(args: &Args) -> Result<()> {
     let w = workload::find(&args.workload)?;
     let params = w.params(&args.params, args.common.scale())?;
-    let machine = machine_for(w, args.machine.as_deref(), args.cpus)?;
+    let (runner, machine) = match args.runner {
+        RunnerArg::Model => {
+            if args.pin || args.memory_mib.is_some() {
+                anyhow::bail!("--pin and --memory-mib go with --runner real");
+            }
+            (Runner::Model, machine_for(w, args.machine.as_deref(), args.cpus)?)
+        }
+        RunnerArg::Real => {
+            if args.machine.is_some() {
+                anyhow::bail!(
+                    "--machine describes a machine for the model; the real runner runs on this \
+                     host: set its threads with --cpus and its memory with --memory-mib"
+                );
+            }
+            let cpus = args.cpus.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+            });
+            let mib = args.memory_mib.unwrap_or(REAL_MEMORY_MIB);
+            if mib == 0 || mib > 1 << 30 {
+                anyhow::bail!("--memory-mib {mib}: takes 1 to 2^30 MiB");
+            }
+            (Runner::Real { pin: args.pin }, Machine::host(cpus, mib << 20)?)
+        }
+    };
     let spec = RunSpec {
+        runner,
         workload: w,
         params,
         preset: resolve(&args.preset)?,
@@ -151,7 +201,9 @@ pub fn run(args: &Args) -> Result<()> {
             r.views.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
         let mut doc = json!({
             "workload": w.name,
+            "runner": spec.runner.name(),
             "machine": spec.machine.name,
+            "cpus": spec.machine.nr_cpus(),
             "preset": spec.preset_name,
             "seed": spec.seed,
             "params": params,
@@ -188,16 +240,29 @@ pub fn run(args: &Args) -> Result<()> {
         println!("  {:<24} {:>16.3} {:<7} {}", m.name, m.value, m.unit, m.doc);
     }
     println!();
-    println!(
-        "model: {} allocator calls in {:.2} s wall ({:.2} M calls/s), {} steps; the run alone \
-         {:.2} s ({:.2} M calls/s), the rest building the machine",
-        calls,
-        r.wall_s,
-        calls as f64 / r.wall_s.max(1e-9) / 1e6,
-        o.steps,
-        r.run_s,
-        calls as f64 / r.run_s.max(1e-9) / 1e6,
-    );
+    match spec.runner {
+        Runner::Model => println!(
+            "model: {} allocator calls in {:.2} s wall ({:.2} M calls/s), {} steps; the run \
+             alone {:.2} s ({:.2} M calls/s), the rest building the machine",
+            calls,
+            r.wall_s,
+            calls as f64 / r.wall_s.max(1e-9) / 1e6,
+            o.steps,
+            r.run_s,
+            calls as f64 / r.run_s.max(1e-9) / 1e6,
+        ),
+        Runner::Real { pin } => println!(
+            "real: {} allocator calls and {} pages touched by {} threads{} in {:.2} s of run \
+             ({:.2} s wall with the arena's set-up and the cool-down), {} steps",
+            calls,
+            o.touches.0,
+            spec.machine.nr_cpus(),
+            if pin { " (pinned)" } else { "" },
+            o.elapsed_ps as f64 / 1e12,
+            r.wall_s,
+            o.steps,
+        ),
+    }
     for (name, text) in &r.views {
         println!("\n/proc/{name}:\n{text}");
     }

@@ -724,6 +724,41 @@ impl Machine {
         }
     }
 
+    /// This host as the real runner sees it: one node of `cpus` CPUs and `memory_bytes` of
+    /// arena, every CPU sharing the last-level cache sysfs reports for CPU 0 (32 MiB, an
+    /// assumption it records, when sysfs says nothing).
+    pub fn host(cpus: u32, memory_bytes: u64) -> Result<Machine> {
+        let sysfs = Path::new("/sys/devices/system/cpu");
+        let mut assumptions = Vec::new();
+        let llc_bytes = crate::cacheinfo::llc_bytes(sysfs, 0).unwrap_or_else(|| {
+            assumptions.push("llc: 32 MiB, sysfs reports no cache for cpu0".to_string());
+            32 << 20
+        });
+        let m = Machine {
+            name: "host".into(),
+            description: format!(
+                "this host for the real runner: {cpus} threads over a {} MiB arena",
+                memory_bytes >> 20
+            ),
+            source: "the real runner (--runner real)".into(),
+            arch: if cfg!(target_arch = "aarch64") { Arch::Arm64 } else { Arch::X86_64 },
+            nodes: vec![NodeSpec {
+                cpus,
+                memory_bytes,
+                llc_bytes,
+                llc_shared_by: cpus,
+                l2: None,
+                l1d: None,
+            }],
+            min_free_kbytes: None,
+            watermark_scale_factor: None,
+            assumptions,
+            file: None,
+        };
+        m.validate().map_err(|e| anyhow!("--runner real: {e}"))?;
+        Ok(m)
+    }
+
     /// `base` with the machine's `min_free_kbytes` and `watermark_scale_factor`, where it sets
     /// them.
     pub fn tunables(&self, base: Tunables) -> Tunables {

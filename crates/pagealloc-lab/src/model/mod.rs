@@ -14,6 +14,7 @@
 
 pub mod cache;
 pub mod cost;
+pub mod real;
 pub mod sink;
 
 use std::cmp::Reverse;
@@ -28,7 +29,7 @@ use pagealloc_testkit::rng::Rng;
 
 use self::cache::LlcModel;
 use self::cost::{CostProfile, CostPs};
-use self::sink::{CallTime, ModelSink};
+use self::sink::ModelSink;
 
 /// Picoseconds in a second: virtual time is kept in picoseconds.
 pub const PS_PER_S: u64 = 1_000_000_000_000;
@@ -96,8 +97,9 @@ pub enum Next {
     Done,
 }
 
-/// A workload, driven by the runner one step at a time on one CPU at a time.
-pub trait Workload {
+/// A workload, driven by the runner one step at a time on one CPU at a time (`Send`: the
+/// real runner's threads take turns with it).
+pub trait Workload: Send {
     /// Set up; return the CPUs that run (each starts at time 0).
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>>;
     /// One step on `ctx`'s CPU: a handful of actions, ideally one allocator call.
@@ -133,17 +135,25 @@ struct VCpu {
     wake_pending: Option<u64>,
 }
 
-/// A CPU's view of the machine during its step.
+/// A CPU's view of the machine during its step: the same surface for the model (a virtual
+/// CPU whose every action is charged to its clock) and for the real runner ([`real`]: an OS
+/// thread on real memory, timed by the wall clock).
 #[derive(Debug)]
 pub struct Ctx<'a> {
     cpu: Cpu,
-    llc: usize,
-    v: &'a mut VCpu,
     pa: &'a PageAllocator<ModelSink>,
-    cache: &'a mut LlcModel,
-    cost: &'a CostPs,
     wakes: &'a mut Vec<(u32, u64)>,
     counts: &'a mut OpCounts,
+    clock: Clock<'a>,
+}
+
+/// Where a [`Ctx`]'s time comes from, and what its touches write.
+#[derive(Debug)]
+enum Clock<'a> {
+    /// The model: a virtual CPU charged from the cost profile, touching the LLC model.
+    Virtual { v: &'a mut VCpu, llc: usize, cache: &'a mut LlcModel, cost: &'a CostPs },
+    /// The real runner: an OS thread whose touches write the heap's memory.
+    Real { t: &'a mut real::ThreadClock, heap: &'a real::RealHeap },
 }
 
 /// Allocator calls made by the workload.
@@ -157,15 +167,27 @@ pub struct OpCounts {
     pub frees: u64,
 }
 
+impl OpCounts {
+    fn add(&mut self, o: &OpCounts) {
+        self.allocs += o.allocs;
+        self.alloc_failures += o.alloc_failures;
+        self.frees += o.frees;
+    }
+}
+
 impl Ctx<'_> {
     /// This CPU.
     pub fn cpu(&self) -> u32 {
         self.cpu.id().0
     }
 
-    /// This CPU's clock (ps).
+    /// This CPU's clock (ps): virtual time in the model; in the real runner, wall time since
+    /// the run started plus the work this step has asked for and not yet spent.
     pub fn now(&self) -> u64 {
-        self.v.now
+        match &self.clock {
+            Clock::Virtual { v, .. } => v.now,
+            Clock::Real { t, .. } => t.now(),
+        }
     }
 
     /// The allocator, to read its state (zones, watermarks, free pages) — not to allocate or
@@ -176,40 +198,59 @@ impl Ctx<'_> {
 
     /// This CPU's generator.
     pub fn rng(&mut self) -> &mut Rng {
-        &mut self.v.rng
+        match &mut self.clock {
+            Clock::Virtual { v, .. } => &mut v.rng,
+            Clock::Real { t, .. } => &mut t.rng,
+        }
     }
 
-    /// Compute for `ps` picoseconds (the workload's own work, not the allocator's).
+    /// Compute for `ps` picoseconds (the workload's own work, not the allocator's). The real
+    /// runner spins that long once the step is over, outside the workload's lock.
     pub fn work(&mut self, ps: u64) {
-        self.v.now += ps;
-        self.v.busy += ps;
+        match &mut self.clock {
+            Clock::Virtual { v, .. } => {
+                v.now += ps;
+                v.busy += ps;
+            }
+            Clock::Real { t, .. } => t.debt_ps += ps,
+        }
     }
 
-    fn charge(&mut self, t: CallTime, fixed: u64) {
-        let before = self.v.now;
-        self.v.now = t.now + fixed;
-        self.v.waited += t.waited;
-        self.v.held += t.held;
-        self.v.busy += self.v.now - before - t.waited;
+    /// Charge a finished allocator call (model only; real time passes by itself).
+    fn charge(&mut self, fixed: impl FnOnce(&CostPs) -> u64) {
+        if let Clock::Virtual { v, cost, .. } = &mut self.clock {
+            let t = self.pa.events().end();
+            let before = v.now;
+            v.now = t.now + fixed(cost);
+            v.waited += t.waited;
+            v.held += t.held;
+            v.busy += v.now - before - t.waited;
+        }
+    }
+
+    /// Start an allocator call on the model's clock.
+    fn begin(&self) {
+        if let Clock::Virtual { v, .. } = &self.clock {
+            self.pa.events().begin(v.now);
+        }
     }
 
     /// Allocate from this CPU's node; `None` if the allocator refused (counted).
     pub fn alloc(&mut self, gfp: Gfp, order: Order) -> Option<Pfn> {
-        self.pa.events().begin(self.v.now);
+        self.begin();
         let r = self.pa.alloc_pages(self.cpu, gfp, order);
         self.finish_alloc(r.ok())
     }
 
     /// Allocate from `node`'s zonelist (a task bound with `numactl -m`).
     pub fn alloc_node(&mut self, node: u32, gfp: Gfp, order: Order) -> Option<Pfn> {
-        self.pa.events().begin(self.v.now);
+        self.begin();
         let r = self.pa.alloc_pages_node(self.cpu, NodeId(node), gfp, order);
         self.finish_alloc(r.ok())
     }
 
     fn finish_alloc(&mut self, pfn: Option<Pfn>) -> Option<Pfn> {
-        let t = self.pa.events().end();
-        self.charge(t, self.cost.pcp_alloc);
+        self.charge(|c| c.pcp_alloc);
         self.counts.allocs += 1;
         if pfn.is_none() {
             self.counts.alloc_failures += 1;
@@ -219,10 +260,9 @@ impl Ctx<'_> {
 
     /// Free a block on this CPU. A refused free is a bug in the workload: an error.
     pub fn free(&mut self, pfn: Pfn, order: Order) -> Result<()> {
-        self.pa.events().begin(self.v.now);
+        self.begin();
         let r = self.pa.free_pages(self.cpu, pfn, order);
-        let t = self.pa.events().end();
-        self.charge(t, self.cost.pcp_free);
+        self.charge(|c| c.pcp_free);
         self.counts.frees += 1;
         r.map_err(|e| anyhow!("cpu {}: free of {pfn:?} order {}: {e}", self.cpu(), order.0))
     }
@@ -238,26 +278,37 @@ impl Ctx<'_> {
     /// Drop a reference to a page_frag page (kernel `page_frag_free`: the last reference
     /// frees the block, order 0 through the pageset or the buddy lists as the policy says).
     pub fn frag_free(&mut self, page: Pfn) -> Result<()> {
-        self.pa.events().begin(self.v.now);
+        self.begin();
         let r = self.pa.page_frag_free(self.cpu, page);
-        let t = self.pa.events().end();
-        self.charge(t, self.cost.pcp_free);
+        self.charge(|c| c.pcp_free);
         self.counts.frees += 1;
         r.map_err(|e| anyhow!("cpu {}: page_frag_free of {page:?}: {e}", self.cpu()))
     }
 
     /// Write `bytes` starting at the first page of the block at `pfn` (pages after the first
-    /// as needed); cold pages cost more. Returns the number of cold pages.
+    /// as needed). The model charges each page from the cost profile, cold pages (not in
+    /// this CPU's LLC model) dearer, and returns the number of cold pages. The real runner
+    /// writes every cache line of the range and returns 0: it cannot tell which were cold.
     pub fn touch(&mut self, pfn: Pfn, bytes: u64) -> u64 {
         if bytes == 0 {
             return 0;
         }
-        let pages = bytes.div_ceil(4096);
-        let cold = self.cache.touch(self.llc, pfn.0, pages);
-        let full = cold * self.cost.touch_cold + (pages - cold) * self.cost.touch_hot;
-        // Charge the bytes written, not the whole last page.
-        self.work(full * bytes / (pages * 4096));
-        cold
+        match &mut self.clock {
+            Clock::Virtual { v, llc, cache, cost } => {
+                let pages = bytes.div_ceil(4096);
+                let cold = cache.touch(*llc, pfn.0, pages);
+                let full = cold * cost.touch_cold + (pages - cold) * cost.touch_hot;
+                // Charge the bytes written, not the whole last page.
+                let ps = full * bytes / (pages * 4096);
+                v.now += ps;
+                v.busy += ps;
+                cold
+            }
+            Clock::Real { t, heap } => {
+                t.touch(heap, pfn, bytes);
+                0
+            }
+        }
     }
 
     /// Wake CPU `cpu` at time `at` (ps) if it blocked; otherwise its next block returns at
@@ -457,13 +508,15 @@ impl Model {
             let v = &mut self.cpus[c as usize];
             let mut ctx = Ctx {
                 cpu,
-                llc: self.topology.cpu_llc[c as usize] as usize,
-                v,
                 pa: &self.pa,
-                cache: &mut self.cache,
-                cost: &self.cost,
                 wakes: &mut wakes,
                 counts: &mut counts,
+                clock: Clock::Virtual {
+                    v,
+                    llc: self.topology.cpu_llc[c as usize] as usize,
+                    cache: &mut self.cache,
+                    cost: &self.cost,
+                },
             };
             let next = w.step(&mut ctx)?;
             let v = &mut self.cpus[c as usize];

@@ -206,6 +206,10 @@ impl EventSink for ModelSink {
     /// operation as under the lock (the same kind of pointer chasing through `struct page`s).
     #[inline]
     fn pcp_list_work(&self, _cpu: CpuId, ops: u32) {
+        if self.locks.get().is_none() {
+            // Not attached (the allocator's build, or the real runner): no virtual time.
+            return;
+        }
         self.now.store(self.now.load(Relaxed) + u64::from(ops) * self.cost.list_op, Relaxed);
     }
 }

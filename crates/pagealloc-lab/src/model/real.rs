@@ -1,0 +1,657 @@
+//! The real runner: the same workloads on OS threads over real memory (`pagealloc run
+//! --runner real`).
+//!
+//! One thread per workload CPU, each the allocator CPU of that number (pinned to host CPU
+//! `cpu % host CPUs` with `--pin`). The allocator is the library over a [`PageHeap`] arena
+//! of this host, and a workload's `touch` writes every cache line of the range it names.
+//! The arena is faulted in while the runner is built, before the run: the memory a kernel
+//! hands out is backed already, and a host page fault on a workload's first touch (a few
+//! microseconds, which made page-fault1 eight times slower than the model before it was
+//! done) is no part of what the workloads imitate.
+//! Time is the wall clock: `Ctx::now` is the time since the run started, `work(ps)` spins
+//! that long, `SleepUntil` sleeps, `Block` parks the thread until another one wakes it.
+//!
+//! # What runs in parallel
+//!
+//! The workloads keep all CPUs' state in one object driven one step at a time, so the
+//! runner holds a lock on the workload for each step. The step's allocator calls and
+//! touches run under that lock; the work it asked for (`Ctx::work`), sleeping and blocking
+//! run after it, in parallel with the other threads. Two threads' allocator calls therefore
+//! never overlap here: the zone-lock and pageset-lock contention of the seeds' large
+//! machines is the model's to show (and `pagealloc bench`'s, for the library on its own).
+//! What the real runner does show is the library on real memory and real caches, with the
+//! real clock deciding how steps interleave.
+//!
+//! # Ticks
+//!
+//! A ticker (the calling thread) runs every CPU's vmstat tick once a second of wall time, as
+//! the model does once a virtual second, and samples the pagesets. After the workload, the
+//! cool-down's ticks run back to back: an idle pageset changes only at ticks.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use pagealloc::{Counter, CpuId, PageAllocator, Pfn, Policy, Tunables};
+use pagealloc_testkit::rng::Rng;
+
+use super::cost::CostPs;
+use super::sink::ModelSink;
+use super::{
+    sampled_cpus, stream_seed, Clock, Ctx, ModelInfo, Next, OpCounts, PcpSample, Recorder,
+    RunOutcome, Workload,
+};
+use crate::heap::{pin_current_thread, HeapOptions, PageHeap};
+
+/// The heap the real runner allocates from: its allocator reports to a [`ModelSink`] that
+/// is never attached to lock clocks, so the workloads read it through the same type as in
+/// the model and no call is charged anything.
+pub type RealHeap = PageHeap<ModelSink>;
+
+/// Everything a real run is built from.
+#[derive(Clone, Debug)]
+pub struct RealSetup {
+    /// Threads, one per allocator CPU.
+    pub cpus: u32,
+    /// Arena bytes: the memory the allocator manages.
+    pub memory_bytes: usize,
+    /// The preset's switches.
+    pub policy: Policy,
+    /// Sysctls.
+    pub tunables: Tunables,
+    /// Seed of every CPU's generator.
+    pub seed: u64,
+    /// Pin thread `c` to host CPU `c % host CPUs`.
+    pub pin: bool,
+    /// Ticks run after the workload, before the final pageset sample.
+    pub cooldown_s: u32,
+    /// Run the allocator's full validator at the end.
+    pub validate: bool,
+}
+
+/// A workload CPU's clock and generator in the real runner.
+#[derive(Debug)]
+pub struct ThreadClock {
+    start: Instant,
+    pub(super) rng: Rng,
+    /// Work the current step asked for, not spun yet (ps).
+    pub(super) debt_ps: u64,
+    /// Pages written by touches.
+    touched: u64,
+    /// Touches that named memory outside the arena (a workload bug).
+    bad_touches: u64,
+    /// What touches write (the CPU's number, so memory shows who wrote it last).
+    tag: u64,
+}
+
+impl ThreadClock {
+    /// Wall time since the run started plus the work owed (ps).
+    pub(super) fn now(&self) -> u64 {
+        ps_since(self.start) + self.debt_ps
+    }
+
+    pub(super) fn touch(&mut self, heap: &RealHeap, pfn: Pfn, bytes: u64) {
+        match heap.touch(pfn, bytes, self.tag) {
+            Some(pages) => self.touched += pages,
+            None => self.bad_touches += 1,
+        }
+    }
+
+    /// Spin for the work owed.
+    fn spend(&mut self) {
+        if self.debt_ps == 0 {
+            return;
+        }
+        let until = Instant::now() + Duration::from_nanos(self.debt_ps / 1000);
+        self.debt_ps = 0;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Sleep until `at` ps after the start.
+    fn sleep_until(&self, at: u64) {
+        let deadline = self.start + Duration::from_nanos(at / 1000);
+        let now = Instant::now();
+        if deadline > now {
+            std::thread::sleep(deadline - now);
+        }
+    }
+}
+
+fn ps_since(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX / 2).saturating_mul(1000)
+}
+
+/// Scheduling state of one workload CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    Running,
+    Blocked,
+    Done,
+}
+
+/// What the threads share besides the workload.
+#[derive(Debug)]
+struct Sched {
+    state: Vec<State>,
+    /// A wake for a running CPU: its next `Block` returns at once (earliest time kept).
+    pending: Vec<Option<u64>>,
+    /// The time a blocked CPU was woken for.
+    woken_at: Vec<u64>,
+    /// Set when any thread failed or the workload stalled: everyone stops.
+    failed: bool,
+}
+
+impl Sched {
+    /// Every CPU still in the run is blocked: nobody is left to wake them.
+    fn stalled(&self) -> bool {
+        !self.state.contains(&State::Running) && self.state.contains(&State::Blocked)
+    }
+}
+
+/// Per-thread results.
+#[derive(Debug, Default)]
+struct ThreadTotals {
+    counts: OpCounts,
+    steps: u64,
+    busy_ps: u64,
+    touched: u64,
+    bad_touches: u64,
+    end_ps: u64,
+}
+
+/// The real runner: a heap of this host and the setup to run workloads on it.
+#[derive(Debug)]
+pub struct RealRunner {
+    heap: RealHeap,
+    setup: RealSetup,
+}
+
+impl RealRunner {
+    /// Map the arena and build the allocator over it.
+    pub fn new(setup: RealSetup) -> Result<RealRunner> {
+        if setup.cpus == 0 {
+            bail!("the real runner needs at least one CPU");
+        }
+        let n = setup.cpus as usize;
+        let sink = ModelSink::new(vec![0; n], vec![0; n], CostPs::default());
+        let opts = HeapOptions {
+            cpus: Some(setup.cpus),
+            policy: setup.policy,
+            tunables: setup.tunables,
+            time_zone_locks: true,
+            low_address: true,
+            // Backed before the run: see the module doc.
+            prefault: true,
+            ..HeapOptions::new(setup.memory_bytes)
+        };
+        let heap = PageHeap::with_events(&opts, sink).with_context(|| {
+            format!("mapping a {} MiB arena for the real runner", setup.memory_bytes >> 20)
+        })?;
+        Ok(RealRunner { heap, setup })
+    }
+
+    /// The allocator (for `/proc` views after a run).
+    pub fn allocator(&self) -> &PageAllocator<ModelSink> {
+        self.heap.allocator()
+    }
+
+    /// What a workload may know of the machine.
+    pub fn info(&self) -> ModelInfo {
+        let pa = self.heap.allocator();
+        ModelInfo {
+            nr_cpus: pa.nr_cpus(),
+            nr_nodes: 1,
+            cpu_node: vec![0; pa.nr_cpus() as usize],
+            node_managed_pages: vec![pa.managed_pages().0],
+            seed: self.setup.seed,
+        }
+    }
+
+    /// Run `w` to its end on real threads; `progress` hears its progress (0..=1) at each
+    /// tick.
+    pub fn run(
+        &mut self,
+        w: &mut dyn Workload,
+        progress: &mut dyn FnMut(f64),
+    ) -> Result<RunOutcome> {
+        let info = self.info();
+        let pa = self.heap.allocator();
+        let start_events = pa.vm_events();
+        let running = w.start(&info)?;
+        let n = info.nr_cpus as usize;
+        let mut state = vec![State::Idle; n];
+        for &c in &running {
+            match state.get_mut(c as usize) {
+                None => bail!("workload names cpu {c}"),
+                Some(s) if *s != State::Idle => bail!("workload names cpu {c} twice"),
+                Some(s) => *s = State::Running,
+            }
+        }
+        let sampled = sampled_cpus(n, &running);
+        let sched = Mutex::new(Sched {
+            state,
+            pending: vec![None; n],
+            woken_at: vec![0; n],
+            failed: false,
+        });
+        let cv = Condvar::new();
+        let workload = Mutex::new(w);
+        let host_cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
+        let start = Instant::now();
+        let mut rec = Recorder::default();
+        let mut ticks = 0u64;
+        let heap = &self.heap;
+        let (sched, cv, workload) = (&sched, &cv, &workload);
+        let results: Vec<Result<ThreadTotals>> = std::thread::scope(|s| {
+            let handles: Vec<_> = running
+                .iter()
+                .map(|&c| {
+                    let pin = self.setup.pin.then_some(c as usize % host_cpus);
+                    let clock = ThreadClock {
+                        start,
+                        rng: Rng::new(stream_seed(self.setup.seed, u64::from(c))),
+                        debt_ps: 0,
+                        touched: 0,
+                        bad_touches: 0,
+                        tag: u64::from(c),
+                    };
+                    s.spawn(move || {
+                        let r = cpu_thread(c, pin, clock, heap, workload, sched, cv);
+                        if r.is_err() {
+                            lock(sched).failed = true;
+                            cv.notify_all();
+                        }
+                        r
+                    })
+                })
+                .collect();
+            // The ticker: once a second of wall time until every thread is done.
+            loop {
+                let next = start + Duration::from_secs(ticks + 1);
+                let g = lock(sched);
+                let over = |g: &Sched| {
+                    g.failed || g.state.iter().all(|&s| s != State::Running && s != State::Blocked)
+                };
+                if over(&g) {
+                    break;
+                }
+                let wait = next.saturating_duration_since(Instant::now());
+                let (g, _) = cv.wait_timeout(g, wait).expect("no panics while held");
+                if over(&g) {
+                    break;
+                }
+                drop(g);
+                if Instant::now() >= next {
+                    ticks += 1;
+                    tick_all(pa, ticks, &sampled, &mut rec);
+                    progress(lock(workload).progress());
+                }
+            }
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("a runner thread panicked"))))
+                .collect()
+        });
+        let mut totals = ThreadTotals::default();
+        for r in results {
+            let t = r?;
+            totals.counts.add(&t.counts);
+            totals.steps += t.steps;
+            totals.busy_ps += t.busy_ps;
+            totals.touched += t.touched;
+            totals.bad_touches += t.bad_touches;
+            totals.end_ps = totals.end_ps.max(t.end_ps);
+        }
+        if lock(sched).failed {
+            bail!("the workload stalled: every CPU still in the run is blocked and nothing is left to wake it");
+        }
+        if totals.bad_touches > 0 {
+            bail!("the workload touched memory outside the arena {} times", totals.bad_touches);
+        }
+        let mut w = workload.lock().map_err(|_| anyhow!("workload lock poisoned"))?;
+        let pcp_end_pages = pcp_pages(pa);
+        for _ in 0..self.setup.cooldown_s {
+            ticks += 1;
+            tick_all(pa, ticks, &sampled, &mut rec);
+        }
+        let pcp_final_pages = pcp_pages(pa);
+        progress(1.0);
+        let events = pa.vm_events().since(&start_events);
+        let workload_metrics = w.metrics();
+        let held = w.held();
+        drop(w);
+        self.give_back(held)?;
+        let held_ns = events.get(Counter::ZoneLockHeldNs);
+        Ok(RunOutcome {
+            elapsed_ps: totals.end_ps,
+            busy_ps: totals.busy_ps,
+            lock_wait_ps: 0,
+            lock_held_ps: held_ns.saturating_mul(1000),
+            events,
+            ops: totals.counts,
+            pcp_peak_pages: rec.pcp_pages.iter().copied().max().unwrap_or(0).max(pcp_end_pages),
+            pcp_pages: rec.pcp_pages,
+            pcp_end_pages,
+            pcp_final_pages,
+            pcp_cpu_samples: rec.samples,
+            touches: (totals.touched, 0),
+            most_used_frames: Vec::new(),
+            workload: workload_metrics,
+            steps: totals.steps,
+        })
+    }
+
+    /// Free what the workload still holds and check that every page came back.
+    fn give_back(&self, held: Vec<(u32, Pfn, pagealloc::Order)>) -> Result<()> {
+        let pa = self.heap.allocator();
+        for (c, pfn, order) in held {
+            let cpu = pa.cpu(CpuId(c)).ok_or_else(|| anyhow!("held block on cpu {c}"))?;
+            pa.free_pages(cpu, pfn, order)
+                .map_err(|e| anyhow!("returning {pfn:?} order {} at the end: {e}", order.0))?;
+        }
+        let free = pa.nr_free_pages().0 + pcp_pages(pa);
+        let managed = pa.managed_pages().0;
+        if free != managed {
+            bail!(
+                "conservation: {managed} pages managed, {free} free after the workload returned \
+                 everything ({} unaccounted)",
+                managed as i64 - free as i64
+            );
+        }
+        if self.setup.validate {
+            pagealloc::debug::validate(pa).map_err(|e| anyhow!("validator: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().expect("no panics while held")
+}
+
+/// Pages on every pageset of every zone.
+fn pcp_pages(pa: &PageAllocator<ModelSink>) -> u64 {
+    pa.zones().iter().map(pagealloc::Zone::pcp_pages).sum()
+}
+
+/// Every CPU's vmstat tick (tick number `t`), then a sample of the pagesets.
+fn tick_all(pa: &PageAllocator<ModelSink>, t: u64, sampled: &[u32], rec: &mut Recorder) {
+    for c in 0..pa.nr_cpus() {
+        let cpu = pa.cpu(CpuId(c)).expect("every CPU exists");
+        pa.tick(cpu);
+    }
+    rec.pcp_pages.push(pcp_pages(pa));
+    for &c in sampled {
+        let (mut count, mut high, mut most) = (0i64, 0i64, i64::MIN);
+        for z in pa.zones() {
+            if let Some(p) = z.pcp(CpuId(c)) {
+                count += i64::from(p.count);
+                if i64::from(p.count) > most {
+                    most = i64::from(p.count);
+                    high = i64::from(p.high);
+                }
+            }
+        }
+        rec.samples.push(PcpSample { t: t as u32, cpu: c, count, high });
+    }
+}
+
+/// One workload CPU's thread: steps under the workload's lock, then its work, sleep or
+/// block outside it, until the workload says it is done or another thread failed.
+fn cpu_thread(
+    c: u32,
+    pin: Option<usize>,
+    mut clock: ThreadClock,
+    heap: &RealHeap,
+    workload: &Mutex<&mut dyn Workload>,
+    sched: &Mutex<Sched>,
+    cv: &Condvar,
+) -> Result<ThreadTotals> {
+    if let Some(host) = pin {
+        pin_current_thread(host).with_context(|| format!("pinning cpu {c} to host CPU {host}"))?;
+    }
+    let pa = heap.allocator();
+    let cpu = pa.cpu(CpuId(c)).ok_or_else(|| anyhow!("workload names cpu {c}"))?;
+    let mut totals = ThreadTotals::default();
+    let mut wakes = Vec::new();
+    loop {
+        if lock(sched).failed {
+            return Ok(totals);
+        }
+        let (next, began) = {
+            let mut w = workload.lock().map_err(|_| anyhow!("workload lock poisoned"))?;
+            // Busy time starts once the step holds the workload: waiting for it is not work.
+            let began = Instant::now();
+            let mut ctx = Ctx {
+                cpu,
+                pa,
+                wakes: &mut wakes,
+                counts: &mut totals.counts,
+                clock: Clock::Real { t: &mut clock, heap },
+            };
+            (w.step(&mut ctx)?, began)
+        };
+        totals.steps += 1;
+        if !wakes.is_empty() {
+            let mut g = lock(sched);
+            for (target, at) in wakes.drain(..) {
+                let t = target as usize;
+                let Some(&st) = g.state.get(t) else {
+                    bail!("workload woke cpu {target}, which does not exist");
+                };
+                match st {
+                    State::Blocked => {
+                        g.state[t] = State::Running;
+                        g.woken_at[t] = at;
+                    }
+                    State::Running => g.pending[t] = Some(g.pending[t].map_or(at, |p| p.min(at))),
+                    State::Idle | State::Done => {}
+                }
+            }
+            cv.notify_all();
+        }
+        clock.spend();
+        totals.busy_ps += u64::try_from(began.elapsed().as_nanos()).unwrap_or(0) * 1000;
+        match next {
+            Next::Continue => {}
+            Next::SleepUntil(at) => clock.sleep_until(at),
+            Next::Block => {
+                let mut g = lock(sched);
+                if let Some(at) = g.pending[c as usize].take() {
+                    drop(g);
+                    clock.sleep_until(at);
+                    continue;
+                }
+                g.state[c as usize] = State::Blocked;
+                if g.stalled() {
+                    g.failed = true;
+                    cv.notify_all();
+                    return Ok(totals);
+                }
+                while g.state[c as usize] == State::Blocked && !g.failed {
+                    g = cv.wait(g).expect("no panics while held");
+                }
+                let at = g.woken_at[c as usize];
+                drop(g);
+                clock.sleep_until(at);
+            }
+            Next::Done => {
+                totals.end_ps = clock.now();
+                let mut g = lock(sched);
+                g.state[c as usize] = State::Done;
+                if g.stalled() {
+                    g.failed = true;
+                }
+                cv.notify_all();
+                break;
+            }
+        }
+    }
+    totals.touched = clock.touched;
+    totals.bad_touches = clock.bad_touches;
+    Ok(totals)
+}
+
+#[cfg(test)]
+mod tests {
+    use pagealloc::{Gfp, Order};
+
+    use super::*;
+    use crate::model::tests::small_setup;
+    use crate::model::Model;
+    use crate::workload;
+
+    fn runner(cpus: u32) -> RealRunner {
+        RealRunner::new(RealSetup {
+            cpus,
+            memory_bytes: 64 << 20,
+            policy: Policy::modern(),
+            tunables: Tunables::default(),
+            seed: 1,
+            pin: false,
+            cooldown_s: 3,
+            validate: true,
+        })
+        .unwrap()
+    }
+
+    /// CPU 0 allocates a page, writes it and hands it to CPU 1, which frees it on its own
+    /// pageset and hands the turn back: `rounds` cross-CPU hand-offs through Block and wake.
+    struct PingPong {
+        rounds: u32,
+        sent: u32,
+        freed: u32,
+        in_flight: Option<Pfn>,
+    }
+
+    impl Workload for PingPong {
+        fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
+            Ok(vec![0, 1])
+        }
+        fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+            if ctx.cpu() == 0 {
+                if self.sent == self.rounds {
+                    return Ok(Next::Done);
+                }
+                if self.in_flight.is_some() {
+                    return Ok(Next::Block);
+                }
+                let p = ctx.alloc(Gfp::KERNEL, Order(0)).ok_or_else(|| anyhow!("no memory"))?;
+                ctx.touch(p, 4096);
+                ctx.work(1_000_000);
+                self.in_flight = Some(p);
+                self.sent += 1;
+                ctx.wake(1, ctx.now());
+                Ok(Next::Continue)
+            } else {
+                match self.in_flight.take() {
+                    Some(p) => {
+                        ctx.free(p, Order(0))?;
+                        self.freed += 1;
+                        ctx.wake(0, ctx.now());
+                        Ok(Next::Continue)
+                    }
+                    None if self.freed == self.rounds => Ok(Next::Done),
+                    None => Ok(Next::Block),
+                }
+            }
+        }
+        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+            self.in_flight.take().map(|p| (1, p, Order(0))).into_iter().collect()
+        }
+        fn metrics(&self) -> Vec<(String, f64)> {
+            vec![("freed".into(), f64::from(self.freed))]
+        }
+        fn progress(&self) -> f64 {
+            f64::from(self.freed) / f64::from(self.rounds)
+        }
+    }
+
+    #[test]
+    fn hand_offs_between_threads_complete_and_every_page_comes_back() {
+        let mut r = runner(2);
+        let mut w = PingPong { rounds: 2000, sent: 0, freed: 0, in_flight: None };
+        let o = r.run(&mut w, &mut |_| {}).unwrap();
+        assert_eq!(w.freed, 2000);
+        assert_eq!((o.ops.allocs, o.ops.frees, o.ops.alloc_failures), (2000, 2000, 0));
+        assert_eq!(o.touches, (2000, 0));
+        // 2000 steps of 1 µs of work at least.
+        assert!(o.elapsed_ps >= 2000 * 1_000_000, "{}", o.elapsed_ps);
+        assert!(o.busy_ps >= 2000 * 1_000_000);
+        // CPU 1 freed CPU 0's pages to its own pageset: they were refilled on CPU 0.
+        assert!(o.events.get(Counter::PcpRefill) > 0);
+        assert_eq!(o.workload, vec![("freed".to_string(), 2000.0)]);
+    }
+
+    /// A workload that goes wrong in one of three ways.
+    #[derive(Clone, Copy)]
+    enum Misbehave {
+        /// CPU 0 blocks and nobody wakes it; CPU 1 ends.
+        Stall,
+        /// CPU 0 blocks; CPU 1's step fails.
+        Fail,
+        /// CPU 0 touches a frame outside the arena.
+        WildTouch,
+    }
+
+    impl Workload for Misbehave {
+        fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
+            Ok(vec![0, 1])
+        }
+        fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+            match (*self, ctx.cpu()) {
+                (Misbehave::WildTouch, 0) => {
+                    ctx.touch(Pfn(1), 64);
+                    Ok(Next::Done)
+                }
+                (Misbehave::WildTouch, _) => Ok(Next::Done),
+                (_, 0) => Ok(Next::Block),
+                (m, _) => {
+                    // Let CPU 0 block first (either order must end the run).
+                    std::thread::sleep(Duration::from_millis(20));
+                    if matches!(m, Misbehave::Fail) {
+                        bail!("cpu 1 gives up");
+                    }
+                    Ok(Next::Done)
+                }
+            }
+        }
+        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+            Vec::new()
+        }
+        fn metrics(&self) -> Vec<(String, f64)> {
+            Vec::new()
+        }
+        fn progress(&self) -> f64 {
+            0.0
+        }
+    }
+
+    #[test]
+    fn a_stall_a_failing_thread_or_a_wild_touch_ends_the_run_with_an_error() {
+        let e = runner(2).run(&mut Misbehave::Stall, &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("stalled"), "{e:#}");
+        let e = runner(2).run(&mut Misbehave::Fail, &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("cpu 1 gives up"), "{e:#}");
+        let e = runner(2).run(&mut Misbehave::WildTouch, &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("outside the arena"), "{e:#}");
+    }
+
+    #[test]
+    fn a_seed_workload_makes_the_same_calls_on_both_runners() {
+        // trunc's calls depend only on its parameters: both runners must see them all.
+        let info = workload::find("trunc").unwrap();
+        let params = info.params(&["files=2".into(), "file_mib=8".into()], 1.0).unwrap();
+        let mut model = Model::new(small_setup(2, 64, "modern", 1)).unwrap();
+        let m = model.run((info.build)(&params).as_mut(), &mut |_| {}).unwrap();
+        let r = runner(2).run((info.build)(&params).as_mut(), &mut |_| {}).unwrap();
+        assert_eq!(r.ops, m.ops);
+        assert_eq!(r.ops.allocs, 2 * 8 * 256);
+        assert_eq!(r.touches.0, m.touches.0 + m.touches.1);
+        let pages = |o: &RunOutcome| o.workload.iter().find(|(k, _)| k == "pages").unwrap().1;
+        assert_eq!(pages(&r), pages(&m));
+    }
+}
