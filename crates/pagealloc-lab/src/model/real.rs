@@ -259,7 +259,12 @@ impl RealRunner {
                         tag: u64::from(c),
                     };
                     s.spawn(move || {
-                        let r = cpu_thread(c, pin, clock, heap, workload, sched, cv);
+                        // A panicking step (a workload bug) must end the run like a failing
+                        // one, or the threads it would have woken wait for ever.
+                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            cpu_thread(c, pin, clock, heap, workload, sched, cv)
+                        }))
+                        .unwrap_or_else(|_| Err(anyhow!("cpu {c}: the workload panicked")));
                         if r.is_err() {
                             lock(sched).failed = true;
                             cv.notify_all();
@@ -287,7 +292,9 @@ impl RealRunner {
                 if Instant::now() >= next {
                     ticks += 1;
                     tick_all(pa, ticks, &sampled, &mut rec);
-                    progress(lock(workload).progress());
+                    if let Ok(w) = workload.lock() {
+                        progress(w.progress());
+                    }
                 }
             }
             handles
@@ -422,7 +429,8 @@ fn cpu_thread(
             return Ok(totals);
         }
         let (next, began) = {
-            let mut w = workload.lock().map_err(|_| anyhow!("workload lock poisoned"))?;
+            // Poisoned: another thread panicked in its step and reports it; stop quietly.
+            let Ok(mut w) = workload.lock() else { return Ok(totals) };
             // Busy time starts once the step holds the workload: waiting for it is not work.
             let began = Instant::now();
             let mut ctx = Ctx {
@@ -595,6 +603,8 @@ mod tests {
         Fail,
         /// CPU 0 touches a frame outside the arena.
         WildTouch,
+        /// CPU 0 blocks; CPU 1's step panics.
+        Panic,
     }
 
     impl Workload for Misbehave {
@@ -612,8 +622,10 @@ mod tests {
                 (m, _) => {
                     // Let CPU 0 block first (either order must end the run).
                     std::thread::sleep(Duration::from_millis(20));
-                    if matches!(m, Misbehave::Fail) {
-                        bail!("cpu 1 gives up");
+                    match m {
+                        Misbehave::Fail => bail!("cpu 1 gives up"),
+                        Misbehave::Panic => panic!("cpu 1 panics"),
+                        _ => {}
                     }
                     Ok(Next::Done)
                 }
@@ -631,13 +643,15 @@ mod tests {
     }
 
     #[test]
-    fn a_stall_a_failing_thread_or_a_wild_touch_ends_the_run_with_an_error() {
+    fn a_stall_a_failing_or_panicking_thread_or_a_wild_touch_ends_the_run_with_an_error() {
         let e = runner(2).run(&mut Misbehave::Stall, &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("stalled"), "{e:#}");
         let e = runner(2).run(&mut Misbehave::Fail, &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("cpu 1 gives up"), "{e:#}");
         let e = runner(2).run(&mut Misbehave::WildTouch, &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("outside the arena"), "{e:#}");
+        let e = runner(2).run(&mut Misbehave::Panic, &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("cpu 1: the workload panicked"), "{e:#}");
     }
 
     #[test]
