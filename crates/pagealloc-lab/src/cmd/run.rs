@@ -85,8 +85,8 @@ pub struct Args {
     /// With `--runner real`: pin thread `c` to host CPU `c % host CPUs`.
     #[arg(long)]
     pub pin: bool,
-    /// With `--runner real`: the arena the allocator manages, MiB (mapped without reserve;
-    /// only pages the workload touches become resident).
+    /// With `--runner real`: the arena the allocator manages, MiB (default 1024). It is
+    /// faulted in before the run, so all of it is resident while the run lasts.
     #[arg(long, value_name = "MIB")]
     pub memory_mib: Option<u64>,
     /// Set a workload parameter (repeatable): `--param files=2`.
