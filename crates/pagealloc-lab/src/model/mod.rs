@@ -617,51 +617,70 @@ impl Model {
             self.pa.events().begin(at);
             self.pa.tick(cpu);
         }
-        rec.pcp_pages.push(self.pcp_pages());
-        let t = (at / PS_PER_S) as u32;
-        for &c in sampled {
-            let (mut count, mut high, mut most) = (0i64, 0i64, i64::MIN);
-            for z in self.pa.zones() {
-                if let Some(p) = z.pcp(CpuId(c)) {
-                    count += i64::from(p.count);
-                    if i64::from(p.count) > most {
-                        most = i64::from(p.count);
-                        high = i64::from(p.high);
-                    }
-                }
-            }
-            rec.samples.push(PcpSample { t, cpu: c, count, high });
-        }
+        sample_pagesets(&self.pa, (at / PS_PER_S) as u32, sampled, rec);
     }
 
     /// Pages on every pageset of every zone.
     fn pcp_pages(&self) -> u64 {
-        self.pa.zones().iter().map(pagealloc::Zone::pcp_pages).sum()
+        pcp_pages(&self.pa)
     }
 
-    /// Free what the workload still holds and check that every page came back: the run's
-    /// conservation check.
+    /// Free what the workload still holds and check that every page came back.
     fn give_back(&mut self, w: &mut dyn Workload) -> Result<()> {
-        for (c, pfn, order) in w.held() {
-            let cpu = self.pa.cpu(CpuId(c)).ok_or_else(|| anyhow!("held block on cpu {c}"))?;
-            self.pa
-                .free_pages(cpu, pfn, order)
-                .map_err(|e| anyhow!("returning {pfn:?} order {} at the end: {e}", order.0))?;
-        }
-        let free = self.pa.nr_free_pages().0 + self.pcp_pages();
-        let managed = self.pa.managed_pages().0;
-        if free != managed {
-            bail!(
-                "conservation: {managed} pages managed, {free} free after the workload returned \
-                 everything ({} unaccounted)",
-                managed as i64 - free as i64
-            );
-        }
-        if self.validate {
-            pagealloc::debug::validate(&self.pa).map_err(|e| anyhow!("validator: {e}"))?;
-        }
-        Ok(())
+        give_back(&self.pa, w.held(), self.validate)
     }
+}
+
+/// Pages on every pageset of every zone.
+fn pcp_pages(pa: &PageAllocator<ModelSink>) -> u64 {
+    pa.zones().iter().map(pagealloc::Zone::pcp_pages).sum()
+}
+
+/// At tick `t` (seconds): the pages held by all pagesets, and each `sampled` CPU's count and
+/// `high` (of the zone where it holds most). Both runners sample this way.
+fn sample_pagesets(pa: &PageAllocator<ModelSink>, t: u32, sampled: &[u32], rec: &mut Recorder) {
+    rec.pcp_pages.push(pcp_pages(pa));
+    for &c in sampled {
+        let (mut count, mut high, mut most) = (0i64, 0i64, i64::MIN);
+        for z in pa.zones() {
+            if let Some(p) = z.pcp(CpuId(c)) {
+                count += i64::from(p.count);
+                if i64::from(p.count) > most {
+                    most = i64::from(p.count);
+                    high = i64::from(p.high);
+                }
+            }
+        }
+        rec.samples.push(PcpSample { t, cpu: c, count, high });
+    }
+}
+
+/// Free the blocks a workload still holds (each on its CPU) and check that every page came
+/// back: the run's conservation check, and the full validator when `validate`. Both runners
+/// end with it.
+fn give_back(
+    pa: &PageAllocator<ModelSink>,
+    held: Vec<(u32, Pfn, Order)>,
+    validate: bool,
+) -> Result<()> {
+    for (c, pfn, order) in held {
+        let cpu = pa.cpu(CpuId(c)).ok_or_else(|| anyhow!("held block on cpu {c}"))?;
+        pa.free_pages(cpu, pfn, order)
+            .map_err(|e| anyhow!("returning {pfn:?} order {} at the end: {e}", order.0))?;
+    }
+    let free = pa.nr_free_pages().0 + pcp_pages(pa);
+    let managed = pa.managed_pages().0;
+    if free != managed {
+        bail!(
+            "conservation: {managed} pages managed, {free} free after the workload returned \
+             everything ({} unaccounted)",
+            managed as i64 - free as i64
+        );
+    }
+    if validate {
+        pagealloc::debug::validate(pa).map_err(|e| anyhow!("validator: {e}"))?;
+    }
+    Ok(())
 }
 
 /// The seed of CPU `cpu`'s generator. SplitMix64 walks its state in steps of one constant,

@@ -38,8 +38,8 @@ use pagealloc_testkit::rng::Rng;
 use super::cost::CostPs;
 use super::sink::ModelSink;
 use super::{
-    sampled_cpus, stream_seed, Clock, Ctx, ModelInfo, Next, OpCounts, PcpSample, Recorder,
-    RunOutcome, Workload,
+    give_back, pcp_pages, sample_pagesets, sampled_cpus, stream_seed, Clock, Ctx, ModelInfo, Next,
+    OpCounts, Recorder, RunOutcome, Workload,
 };
 use crate::heap::{pin_current_thread, HeapOptions, PageHeap};
 
@@ -330,7 +330,7 @@ impl RealRunner {
         let workload_metrics = w.metrics();
         let held = w.held();
         drop(w);
-        self.give_back(held)?;
+        give_back(pa, held, self.setup.validate)?;
         let held_ns = events.get(Counter::ZoneLockHeldNs);
         Ok(RunOutcome {
             elapsed_ps: totals.end_ps,
@@ -350,38 +350,10 @@ impl RealRunner {
             steps: totals.steps,
         })
     }
-
-    /// Free what the workload still holds and check that every page came back.
-    fn give_back(&self, held: Vec<(u32, Pfn, pagealloc::Order)>) -> Result<()> {
-        let pa = self.heap.allocator();
-        for (c, pfn, order) in held {
-            let cpu = pa.cpu(CpuId(c)).ok_or_else(|| anyhow!("held block on cpu {c}"))?;
-            pa.free_pages(cpu, pfn, order)
-                .map_err(|e| anyhow!("returning {pfn:?} order {} at the end: {e}", order.0))?;
-        }
-        let free = pa.nr_free_pages().0 + pcp_pages(pa);
-        let managed = pa.managed_pages().0;
-        if free != managed {
-            bail!(
-                "conservation: {managed} pages managed, {free} free after the workload returned \
-                 everything ({} unaccounted)",
-                managed as i64 - free as i64
-            );
-        }
-        if self.setup.validate {
-            pagealloc::debug::validate(pa).map_err(|e| anyhow!("validator: {e}"))?;
-        }
-        Ok(())
-    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().expect("no panics while held")
-}
-
-/// Pages on every pageset of every zone.
-fn pcp_pages(pa: &PageAllocator<ModelSink>) -> u64 {
-    pa.zones().iter().map(pagealloc::Zone::pcp_pages).sum()
 }
 
 /// Every CPU's vmstat tick (tick number `t`), then a sample of the pagesets.
@@ -390,20 +362,7 @@ fn tick_all(pa: &PageAllocator<ModelSink>, t: u64, sampled: &[u32], rec: &mut Re
         let cpu = pa.cpu(CpuId(c)).expect("every CPU exists");
         pa.tick(cpu);
     }
-    rec.pcp_pages.push(pcp_pages(pa));
-    for &c in sampled {
-        let (mut count, mut high, mut most) = (0i64, 0i64, i64::MIN);
-        for z in pa.zones() {
-            if let Some(p) = z.pcp(CpuId(c)) {
-                count += i64::from(p.count);
-                if i64::from(p.count) > most {
-                    most = i64::from(p.count);
-                    high = i64::from(p.high);
-                }
-            }
-        }
-        rec.samples.push(PcpSample { t: t as u32, cpu: c, count, high });
-    }
+    sample_pagesets(pa, t as u32, sampled, rec);
 }
 
 /// One workload CPU's thread: steps under the workload's lock, then its work, sleep or
@@ -589,8 +548,10 @@ mod tests {
         // 2000 steps of 1 µs of work at least.
         assert!(o.elapsed_ps >= 2000 * 1_000_000, "{}", o.elapsed_ps);
         assert!(o.busy_ps >= 2000 * 1_000_000);
-        // CPU 1 freed CPU 0's pages to its own pageset: they were refilled on CPU 0.
-        assert!(o.events.get(Counter::PcpRefill) > 0);
+        // CPU 1 freed every page to its own pageset, so none came back to CPU 0's: each of
+        // CPU 0's 2000 pages was refilled from the zone (freeing on the allocating CPU would
+        // have needed one batch).
+        assert!(o.events.get(Counter::PcpRefillPages) >= 2000);
         assert_eq!(o.workload, vec![("freed".to_string(), 2000.0)]);
     }
 
