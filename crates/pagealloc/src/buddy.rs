@@ -1,6 +1,6 @@
 //! The buddy allocator proper: carve blocks (`rmqueue_smallest`, `expand`) and merge them back
-//! (`free_one_page`), under the zone lock (kernel-spec §3.8, §4.6, §4.7; 6.10+ semantics, where
-//! a free block's list type always equals its pageblock's type).
+//! (`free_one_page`), under the zone lock (docs/kernel-reference.md §3.8, §4.6, §4.7; 6.10+
+//! semantics, where a free block's list type always equals its pageblock's type).
 
 use crate::events::{EventSink, TraceEvent};
 use crate::gfp::AllocFlags;

@@ -1,5 +1,6 @@
-//! Validators: check the invariants of DESIGN §2 on a live allocator, and name the first one
-//! that fails. Tests run them after every step; the model runs them in its check mode.
+//! Validators: check the invariants listed in ARCHITECTURE.md ("Invariants") on a live
+//! allocator, and name the first one that fails. Tests run them after every step; the model runs
+//! them in its check mode.
 //!
 //! Each zone is checked under its own lock, by walking the free lists and then every frame
 //! of the span, so a validation costs O(spanned frames).

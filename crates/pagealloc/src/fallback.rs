@@ -1,6 +1,6 @@
 //! Anti-fragmentation fallback: when a migratetype's own lists are empty, take a block from
 //! another type's list — preferably a whole pageblock, claiming it — and the highatomic reserve
-//! (kernel-spec §3.9, §3.10; 6.10+ steal semantics).
+//! (docs/kernel-reference.md §3.9, §3.10; 6.10+ steal semantics).
 
 use crate::events::{EventSink, TraceEvent};
 use crate::gfp::AllocFlags;
@@ -108,8 +108,8 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         }
     }
 
-    /// The ≤ 6.9 steal (kernel-spec §3.9 "6.7–6.9 differences"): free pages are moved to the
-    /// requester's lists *before* deciding whether to relabel the block, and a block that is
+    /// The ≤ 6.9 steal (docs/kernel-reference.md §3.9 "6.7–6.9 differences"): free pages are moved
+    /// to the requester's lists *before* deciding whether to relabel the block, and a block that is
     /// not claimed is moved whole to the requester's list while keeping its label.
     fn steal_suitable_fallback_legacy(
         &mut self,
@@ -294,8 +294,8 @@ impl<E: EventSink> ZoneLocked<'_, E> {
     }
 }
 
-/// Pages of a pageblock that are "like" the requester's type (kernel-spec §3.9): its movable
-/// allocations for a movable request; for another request in a movable block, what is
+/// Pages of a pageblock that are "like" the requester's type (docs/kernel-reference.md §3.9): its
+/// movable allocations for a movable request; for another request in a movable block, what is
 /// neither free nor movable; otherwise none. Claim when free + alike ≥ half a pageblock.
 fn alike_pages(start_mt: MigrateType, block_type: MigrateType, free: u64, movable: u64) -> u64 {
     if start_mt == MigrateType::Movable {

@@ -169,8 +169,8 @@ impl fmt::Debug for Gfp {
     }
 }
 
-/// Internal allocation flags (kernel `alloc_flags`, kernel-spec §1.8): which watermark to
-/// check and which reserves may be used.
+/// Internal allocation flags (kernel `alloc_flags`, docs/kernel-reference.md §1.8): which watermark
+/// to check and which reserves may be used.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct AllocFlags(pub u32);
 

@@ -219,8 +219,8 @@ impl MemoryMap {
         Ok(self)
     }
 
-    /// Describe every CPU's caches (the LLC slice decides FREE_HIGH_BATCH; kernel-spec §2.7).
-    /// Default: unknown (0), which leaves the flag off. Per-CPU values can be set later with
+    /// Describe every CPU's caches (the LLC slice decides FREE_HIGH_BATCH; docs/kernel-reference.md
+    /// §2.7). Default: unknown (0), which leaves the flag off. Per-CPU values can be set later with
     /// `PageAllocator::set_cpu_cache`.
     pub fn set_cpu_cache(&mut self, cache: CacheInfo) -> &mut MemoryMap {
         self.cpu_cache = cache;

@@ -1,5 +1,5 @@
 //! Migratetypes: what kind of allocation a pageblock's pages are grouped for, and the fallback
-//! order when a type's own free lists are empty (kernel-spec §1.2).
+//! order when a type's own free lists are empty (docs/kernel-reference.md §1.2).
 
 use core::fmt;
 

@@ -1,6 +1,7 @@
-//! `PageAllocator`: the public API (kernel `mm/page_alloc.c`). Builds zones from a [`MemoryMap`], walks the zonelist with
-//! watermark checks (with ALLOC_NOFRAGMENT's lower-zone spreading, seed 002), runs the slow
-//! path's reserve steps, and frees with double-free detection (kernel-spec §3.1–3.2, §4.1).
+//! `PageAllocator`: the public API (kernel `mm/page_alloc.c`). Builds zones from a [`MemoryMap`],
+//! walks the zonelist with watermark checks (with ALLOC_NOFRAGMENT's lower-zone spreading, seed
+//! 002), runs the slow path's reserve steps, and frees with double-free detection
+//! (docs/kernel-reference.md §3.1–3.2, §4.1).
 
 use crate::sync::{AtomicU64, Ordering::Relaxed};
 use alloc::boxed::Box;

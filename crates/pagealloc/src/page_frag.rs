@@ -1,7 +1,7 @@
 //! The page_frag cache: network drivers carve RX/TX buffers of a few hundred bytes to a few
-//! KiB out of 32 KiB (order-3) pages, one reference per fragment (kernel-spec §6, 6.13+ form,
-//! where the offset counts up). The last fragment freed frees the page — through the per-CPU
-//! lists or straight to the buddy lists as [`Policy::page_frag_free`] says (seed 003).
+//! KiB out of 32 KiB (order-3) pages, one reference per fragment (docs/kernel-reference.md §6,
+//! 6.13+ form, where the offset counts up). The last fragment freed frees the page — through the
+//! per-CPU lists or straight to the buddy lists as [`Policy::page_frag_free`] says (seed 003).
 //!
 //! The page's reference count lives in its head frame's owner word (`Frame::aux`) while a cache
 //! or fragments hold it. The cache keeps a bias of references it has not handed out yet, so

@@ -1,5 +1,5 @@
 //! Per-pageblock flags: the migratetype each 512-frame pageblock is grouped for
-//! (kernel-spec §1.3). Stored one byte per pageblock.
+//! (docs/kernel-reference.md §1.3). Stored one byte per pageblock.
 //!
 //! Read without the zone lock (the free path looks up a block's type before locking anything,
 //! as the kernel does; a stale read only puts a page on a list the drain path re-checks) and

@@ -24,8 +24,9 @@
 //! [`Tunables::set`], [`set_key`]) for user preset files and `pagealloc presets --json`. Keys
 //! are the field names (snake_case, stable); enum values are kebab-case names.
 //!
-//! Sources: `presets-reference.md` (behaviour of every seed row, read from the patch mails)
-//! and `kernel-spec.md` (the 6.7+ baseline). No kernel code or comment is reproduced.
+//! Sources: `docs/preset-history.md` (behaviour of every seed row, read from the patch mails)
+//! and `docs/kernel-reference.md` (the 6.7+ baseline). No kernel code or comment is reproduced.
+//! Section numbers (§) in this file are those of `docs/preset-history.md`.
 
 use alloc::borrow::ToOwned;
 use alloc::string::String;
@@ -302,7 +303,7 @@ switch_enum! {
         /// hotplug or (NUMA) the remote-zone expiry. Kernels before 6.7.
         Off => "off",
         /// `high = max(count − (batch << S), high · 4 / 5, high_min)`. Huang v1 patch 7, as
-        /// posted (reconstructed from the v1 patches 8–10 context: presets-reference U1);
+        /// posted (reconstructed from the v1 patches 8–10 context: docs/presets.md §5, U1);
         /// never merged (v3 decays by 1/8).
         FourFifths => "four-fifths",
         /// `high = max(count − (batch << S), high − min(count_min, high / 5), high_min)`, where
@@ -341,7 +342,7 @@ switch_enum! {
         /// `<20230920061856.257597-5-ying.huang@intel.com>`; v3 52166607ecc9; first release 6.7.
         FreeFactorCapped => "free-factor-capped",
         /// As `free-factor-capped` with the increment test relaxed to `(batch << free_factor)
-        /// ≤ high − batch`. Huang v1 patch 7 as posted (presets-reference U1); never merged
+        /// ≤ high − batch`. Huang v1 patch 7 as posted (docs/presets.md §5, U1); never merged
         /// (only v1 patches 7–9 have it; the merged series moved to free_count).
         FreeFactorCappedInclusive => "free-factor-capped-inclusive",
         /// free_count: pages freed recently, `+= 2^order` per free while below `batch << S`.
@@ -420,7 +421,7 @@ switch_enum! {
         All => "all",
         /// `min(count, batch << S)` pages, and pcp.high is lowered by `batch << S` (never below
         /// high_min; a no-op without auto-tuning). Huang v1 patch 7 (this branch is inferred,
-        /// not read: presets-reference U1); v3 51a755c56dc0; first release 6.7.
+        /// not read: docs/presets.md §5, U1); v3 51a755c56dc0; first release 6.7.
         CappedShrinkHigh => "capped-shrink-high",
     }
 }
@@ -511,7 +512,7 @@ switch_enum! {
         /// Order 0 through the PCP free path (as `__page_frag_cache_drain` already did), order
         /// 3 to the buddy. "mm/page_alloc: free order-0 pages through PCP in
         /// page_frag_free()", v2 RESEND `<20181119134834.17765-2-aaron.lu@intel.com>`,
-        /// 65895b67ad27; believed first in 5.0 (presets-reference U2); 4.19.y backport
+        /// 65895b67ad27; believed first in 5.0 (docs/presets.md §5, U2); 4.19.y backport
         /// `<20191203223437.421076677@linuxfoundation.org>`.
         PcpOrder0 => "pcp-order0",
         /// Every order the PCP caches ([`PcpLists`]): orders 0 and 3 once high orders are
@@ -634,7 +635,8 @@ macro_rules! define_policy {
 
 define_policy! {
     /// Which form of each mechanism runs: one switch per behaviour that differs between any two
-    /// seed rows (presets-reference §1–§6). Read-only once an allocator is built; cheap to copy.
+    /// seed rows (docs/preset-history.md §1–§6). Read-only once an allocator is built; cheap to
+    /// copy.
     ///
     /// Combinations no kernel shipped are allowed and do what the fields say; a switch whose
     /// mechanism is absent (e.g. `free_high_drain` with `free_high = off`) is simply not
@@ -685,7 +687,7 @@ define_policy! {
         /// memory offline) take the pageset and zone locks in chunks of at most `batch << S`
         /// pages instead of once for everything, bounding lock hold times. "mm: page_alloc:
         /// control latency caused by zone PCP draining" (Lucas Stach, 2024); first release
-        /// 6.10 (kernel-spec §10; also in stable trees).
+        /// 6.10 (docs/kernel-reference.md §10; also in stable trees).
         pub drain_pages_chunked: bool,
         /// What `pgfree` adds for a PCP free: 1 per block (5.14 – ≥ 6.0) or 2^order.
         pub pgfree_unit: PgfreeUnit,
@@ -702,8 +704,8 @@ define_policy! {
         /// not wake kswapd with zone lock held", 73444bc4d8f9; first release 5.0.
         pub watermark_boost: bool,
         /// Freelist migratetype hygiene: a free block always sits on its pageblock's type's
-        /// list. Steals and claims follow kernel-spec §3.9 "6.10+" (single-page steals keep
-        /// remainders on the block's own lists), merging relabels the buddy's pageblock,
+        /// list. Steals and claims follow docs/kernel-reference.md §3.9 "6.10+" (single-page steals
+        /// keep remainders on the block's own lists), merging relabels the buddy's pageblock,
         /// blocks above pageblock order are freed pageblock by pageblock, and a PCP drain looks
         /// the pageblock type up per block. Off = the ≤ 6.9 rules (whole found block moved to
         /// the requester's list; type cached at PCP free). Johannes Weiner, "mm: page_alloc:
@@ -719,7 +721,7 @@ define_policy! {
 }
 
 impl Policy {
-    /// The modern kernel (kernel-spec.md baseline, 6.10+ forms): everything on.
+    /// The modern kernel (docs/kernel-reference.md baseline, 6.10+ forms): everything on.
     pub const fn modern() -> Policy {
         MODERN
     }
@@ -786,8 +788,8 @@ impl Preset {
     }
 }
 
-/// 6.10+ mainline as described by kernel-spec.md, with the lowmem_reserve rule that mainline
-/// went back to in 6.14 (and stable trees carry).
+/// 6.10+ mainline as described by docs/kernel-reference.md, with the lowmem_reserve rule that
+/// mainline went back to in 6.14 (and stable trees carry).
 const MODERN: Policy = Policy {
     pcp_lists: PcpLists::ThpMovableSplit,
     pcp_locking: PcpLocking::SpinlockTrylock,
@@ -811,7 +813,7 @@ const MODERN: Policy = Policy {
     lowmem_reserve_empty_zone_zero: false,
 };
 
-/// 5.17-rc3 (presets-reference §1.2): the 5.14 PCP work, no free_high.
+/// 5.17-rc3 (docs/preset-history.md §1.2): the 5.14 PCP work, no free_high.
 const HPC_VANILLA: Policy = Policy {
     pcp_lists: PcpLists::ThpPerMigratetype,
     pcp_locking: PcpLocking::LocalIrqOff,
@@ -838,7 +840,7 @@ const HPC_VANILLA: Policy = Policy {
 /// 5.17-rc3 with 44042b449872 reverted (§1.3): only the layout goes back.
 const HPC_REVERT: Policy = Policy { pcp_lists: PcpLists::Order0Only, ..HPC_VANILLA };
 
-/// Series B v1 patches 1–4 (§2.1–2.3, 2.5): the seed-000 `mm-highpcpopt-v1` column.
+/// Series B v1 patches 1–4 (§2.1–2.3, §2.5): the seed-000 `mm-highpcpopt-v1` column.
 const HPC_OPT_V1: Policy = Policy {
     bulk_free: BulkFree::SinglePassAfterStart,
     bulk_free_prefetch: BuddyPrefetch::OrderBuddy,
@@ -934,7 +936,8 @@ const PFRAG_BUDDY: Policy = FRAG_VANILLA;
 /// 4.19 with 65895b67ad27 backported (§5).
 const PFRAG_PCP: Policy = Policy { page_frag_free: PageFragFree::PcpOrder0, ..PFRAG_BUDDY };
 
-/// Every preset name, in [`PRESETS`] order: DESIGN §4's table, each `-v1` variant after the
+/// Every preset name, in [`PRESETS`] order: `modern`, then the seed rows series by series
+/// (bulk free, auto-tuning, fragmentation avoidance, page_frag), each `-v1` variant after the
 /// merged form it differs from.
 pub const PRESET_NAMES: &[&str] = &[
     "modern",
@@ -966,7 +969,7 @@ const fn row(seed: &'static str, label: &'static str) -> SeedRow {
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "modern",
-        summary: "mainline 6.10+ (kernel-spec baseline): Huang v3 auto-tuning, migratetype \
+        summary: "mainline 6.10+ (docs/kernel-reference.md): Huang v3 auto-tuning, migratetype \
                   hygiene, two THP lists, chunked drains; lowmem_reserve as 6.14+",
         rows: &[],
         unmerged: false,
@@ -1156,7 +1159,7 @@ impl Tunables {
         "lowmem_reserve_ratio",
     ];
 
-    /// The kernel's defaults (kernel-spec §2).
+    /// The kernel's defaults (docs/kernel-reference.md §2).
     pub const DEFAULT: Tunables = Tunables {
         percpu_pagelist_high_fraction: 0,
         pcp_batch_scale_max: 5,

@@ -1,5 +1,6 @@
 //! Sizing rules: min_free_kbytes, watermarks, lowmem_reserve, watermark boost, PCP batch and
-//! high, vmstat thresholds (kernel-spec §2, with §1.2 and §1.5 for two small rules).
+//! high, vmstat thresholds (docs/kernel-reference.md §2, with §1.2 and §1.5 for two small rules).
+//! Section numbers (§) in this file are those of `docs/kernel-reference.md`.
 //!
 //! Everything here is a pure function of its arguments with exact integer arithmetic, so the
 //! zone code, the PCP layer and `pagealloc sizing` share one implementation and one set of
@@ -369,7 +370,7 @@ pub fn zone_batchsize(managed: NrPages) -> u32 {
 /// The fixed PCP `high` of kernels before 5.14, in pages: 6 × batch (378 for batch 63).
 ///
 /// Pass [`zone_batchsize_raw`] (not the clamped batch): tiny zones then get 0, as those kernels
-/// printed. 5.14 replaced this with [`zone_highsize`] (presets-reference.md, 5.14 item b).
+/// printed. 5.14 replaced this with [`zone_highsize`] (docs/preset-history.md §1.2, item b).
 pub const fn legacy_pcp_high(batch: u32) -> u32 {
     batch.saturating_mul(6)
 }

@@ -1,5 +1,5 @@
-//! Watermark checks (kernel-spec §3.3): may a zone hand out a block of some order without
-//! dipping below the watermark the request is allowed to reach?
+//! Watermark checks (docs/kernel-reference.md §3.3): may a zone hand out a block of some order
+//! without dipping below the watermark the request is allowed to reach?
 
 use crate::sync::Ordering::Relaxed;
 

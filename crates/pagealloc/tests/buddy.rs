@@ -420,8 +420,8 @@ fn trace_events_mirror_the_kmem_tracepoints() {
     assert!(matches!(log.last(), Some(T::PageAlloc { pfn: None, order: Order(10), .. })));
 }
 
-/// 6.10's freelist hygiene vs the ≤ 6.9 rules (kernel-spec §3.9): a single-block steal from a
-/// movable pageblock leaves the remainder on the MOVABLE list (6.10+), or moves the found
+/// 6.10's freelist hygiene vs the ≤ 6.9 rules (docs/kernel-reference.md §3.9): a single-block steal
+/// from a movable pageblock leaves the remainder on the MOVABLE list (6.10+), or moves the found
 /// block to the UNMOVABLE list first so the remainder lands there (≤ 6.9). The pageblock keeps
 /// its label in both.
 #[test]

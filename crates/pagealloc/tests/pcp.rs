@@ -1,6 +1,8 @@
-//! Per-CPU pagesets through the public API: the kernel-spec §2.9 machine and its §5.5
+//! Per-CPU pagesets through the public API: the docs/kernel-reference.md §2.9 machine and its §5.5
 //! reference traces, then one behavioural test per `Policy` switch, each comparing policies
 //! that differ in that switch alone. Every scenario ends with the validator.
+//! Section numbers (§) in this file are those of `docs/kernel-reference.md` unless another
+//! document is named.
 
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Barrier, Mutex};
@@ -26,8 +28,8 @@ const GIB: u64 = 1 << 30;
 // ---------------------------------------------------------------------------------------------
 // Machines and helpers
 
-/// The kernel-spec §2.9 machine: 1 node, 2 CPUs; DMA 3976 pages from 4 KiB, DMA32 772 864
-/// pages from 16 MiB, Normal 327 680 pages (1.25 GiB) from 4 GiB, so lowmem L = 1 104 520;
+/// The docs/kernel-reference.md §2.9 machine: 1 node, 2 CPUs; DMA 3976 pages from 4 KiB, DMA32 772
+/// 864 pages from 16 MiB, Normal 327 680 pages (1.25 GiB) from 4 GiB, so lowmem L = 1 104 520;
 /// min_free_kbytes 67584; the modern policy.
 fn spec_machine() -> PageAllocator {
     let mut map = MemoryMap::new();
@@ -151,9 +153,9 @@ impl DrainLog {
 }
 
 // ---------------------------------------------------------------------------------------------
-// kernel-spec §2.9 and §5.5
+// docs/kernel-reference.md §2.9 and §5.5
 
-/// kernel-spec §2.9: the worked sizes of the Normal zone's pagesets and watermarks.
+/// docs/kernel-reference.md §2.9: the worked sizes of the Normal zone's pagesets and watermarks.
 #[test]
 fn spec_machine_has_the_reference_pageset_sizes_and_watermarks() {
     let pa = spec_machine();
@@ -179,7 +181,8 @@ fn spec_machine_has_the_reference_pageset_sizes_and_watermarks() {
     check(&pa);
 }
 
-/// kernel-spec §5.5, first trace (§3.5): refills double up to batch << S and each grows high.
+/// docs/kernel-reference.md §5.5, first trace (§3.5): refills double up to batch << S and each
+/// grows high.
 #[test]
 fn order0_allocation_refills_double_to_2016_and_grow_high_to_high_max() {
     let pa = spec_machine();
@@ -214,7 +217,7 @@ fn order0_allocation_refills_double_to_2016_and_grow_high_to_high_max() {
     check(&pa);
 }
 
-/// kernel-spec §5.5 "fresh pcp, pure order-0 frees" (§4.2–4.4).
+/// docs/kernel-reference.md §5.5 "fresh pcp, pure order-0 frees" (§4.2–4.4).
 #[test]
 fn order0_frees_on_a_fresh_pageset_drain_2016_from_the_3132nd_free() {
     let pa = spec_machine();
@@ -247,7 +250,7 @@ fn order3_free_high_trace(llc_slice_bytes: u64) -> (PageAllocator, Vec<u64>) {
     (pa, drains)
 }
 
-/// kernel-spec §5.5, order-3 frees with FREE_HIGH_BATCH (§2.7, §4.2 step 3).
+/// docs/kernel-reference.md §5.5, order-3 frees with FREE_HIGH_BATCH (§2.7, §4.2 step 3).
 #[test]
 fn order3_frees_with_free_high_batch_keep_a_batch_cached() {
     let (pa, drains) = order3_free_high_trace(2 << 20);
@@ -257,7 +260,7 @@ fn order3_frees_with_free_high_batch_keep_a_batch_cached() {
     check(&pa);
 }
 
-/// kernel-spec §5.5, order-3 frees without FREE_HIGH_BATCH (§4.2 step 3, §4.4).
+/// docs/kernel-reference.md §5.5, order-3 frees without FREE_HIGH_BATCH (§4.2 step 3, §4.4).
 #[test]
 fn order3_frees_without_free_high_batch_drain_every_block() {
     let (pa, drains) = order3_free_high_trace(0);
@@ -303,7 +306,7 @@ fn every_policy_switch_has_a_behavioural_test() {
     );
 }
 
-/// pcp_lists: presets-reference §1.3 (44042b449872 reverted) vs kernel-spec §1.6.
+/// pcp_lists: docs/preset-history.md §1.3 (44042b449872 reverted) vs docs/kernel-reference.md §1.6.
 #[test]
 fn pcp_lists_order0_only_sends_order1_blocks_to_the_zone() {
     let modern = Policy::modern();
@@ -331,7 +334,7 @@ fn pcp_lists_order0_only_sends_order1_blocks_to_the_zone() {
     }
 }
 
-/// pcp_lists: one THP list (6.0) vs two (6.10, bf14ed81f571; kernel-spec §1.6).
+/// pcp_lists: one THP list (6.0) vs two (6.10, bf14ed81f571; docs/kernel-reference.md §1.6).
 #[test]
 fn pcp_lists_thp_split_keeps_movable_and_unmovable_thps_apart() {
     let split = Policy::modern();
@@ -410,14 +413,15 @@ fn free_while_pageset_busy(locking: PcpLocking) -> (u64, u64) {
     (d.get(Counter::PcpTrylockFail), d.get(Counter::PcpFree))
 }
 
-/// pcp_locking: 6.0 spinlock + trylock (kernel-spec §4.1) vs ≤ 5.19 IRQs off.
+/// pcp_locking: 6.0 spinlock + trylock (docs/kernel-reference.md §4.1) vs ≤ 5.19 IRQs off.
 #[test]
 fn pcp_locking_trylock_sends_a_free_on_a_busy_pageset_to_the_zone() {
     assert_eq!(free_while_pageset_busy(PcpLocking::SpinlockTrylock), (1, 0));
     assert_eq!(free_while_pageset_busy(PcpLocking::LocalIrqOff), (0, 1));
 }
 
-/// pcp_high: presets-reference §1.1, §1.2b; kernel-spec §2.5, §5.4 (6.7 auto-tuning).
+/// pcp_high: docs/preset-history.md §1.1, §1.2b; docs/kernel-reference.md §2.5, §5.4 (6.7
+/// auto-tuning).
 #[test]
 fn pcp_high_is_six_batches_or_static_low_wmark_or_grows_on_refill() {
     for variant in [PcpHigh::SixTimesBatch, PcpHigh::StaticLowWmark, PcpHigh::AutoTune] {
@@ -460,7 +464,8 @@ fn grow_high_on_cpu0<E: EventSink>(pa: &PageAllocator<E>) -> Vec<Pfn> {
     pages
 }
 
-/// reclaim_active_limit: presets-reference §1.2d (5.14) and §3.7; kernel-spec §4.3 step 3.
+/// reclaim_active_limit: docs/preset-history.md §1.2d (5.14) and §3.7; docs/kernel-reference.md
+/// §4.3 step 3.
 #[test]
 fn reclaim_active_limit_caps_the_pageset_and_shrinks_high() {
     for variant in
@@ -495,7 +500,8 @@ fn reclaim_active_limit_caps_the_pageset_and_shrinks_high() {
     }
 }
 
-/// zone_below_high: 57c0419c5f0e (6.7); kernel-spec §3.5 step 4, §4.2 step 6, §4.3 step 5.
+/// zone_below_high: 57c0419c5f0e (6.7); docs/kernel-reference.md §3.5 step 4, §4.2 step 6, §4.3
+/// step 5.
 #[test]
 fn zone_below_high_stops_refill_growth_and_drains_frees() {
     for on in [true, false] {
@@ -526,7 +532,8 @@ fn zone_below_high_stops_refill_growth_and_drains_frees() {
     }
 }
 
-/// high_decay: kernel-spec §5.1 (6.7 one-eighth); presets-reference §3.7, §3.9 (v1 forms).
+/// high_decay: docs/kernel-reference.md §5.1 (6.7 one-eighth); docs/preset-history.md §3.7, §3.9
+/// (v1 forms).
 #[test]
 fn high_decay_lowers_high_on_tick_by_its_rule() {
     for variant in
@@ -577,7 +584,8 @@ fn overflow_drains(
     (drains, pcp(&pa, 0))
 }
 
-/// free_batch_sizing: presets-reference §1.2c, §3.4, §3.7, §3.10; kernel-spec §4.4.
+/// free_batch_sizing: docs/preset-history.md §1.2c, §3.4, §3.7, §3.10; docs/kernel-reference.md
+/// §4.4.
 #[test]
 fn free_batch_sizing_sets_the_size_of_successive_overflow_drains() {
     let t = Tunables::default();
@@ -607,7 +615,7 @@ fn free_batch_sizing_sets_the_size_of_successive_overflow_drains() {
     assert_eq!((inclusive, s.free_factor), (vec![31, 62, 124, 248, 496, 496], 5));
 }
 
-/// free_batch_sizing: v1 patch 10 vs v3 9/9 (6ccdcb6d3a74); kernel-spec §4.3 step 3.
+/// free_batch_sizing: v1 patch 10 vs v3 9/9 (6ccdcb6d3a74); docs/kernel-reference.md §4.3 step 3.
 #[test]
 fn free_count_v1_lowers_high_by_free_count_and_merged_by_at_least_a_batch() {
     for (sizing, step) in [(FreeBatchSizing::FreeCountV1, 1), (FreeBatchSizing::FreeCount, 31)] {
@@ -623,7 +631,7 @@ fn free_count_v1_lowers_high_by_free_count_and_merged_by_at_least_a_batch() {
     }
 }
 
-/// free_high: f26b3fa04611 (5.18) vs ca71fe1ad922 (6.7); kernel-spec §4.2 step 3.
+/// free_high: f26b3fa04611 (5.18) vs ca71fe1ad922 (6.7); docs/kernel-reference.md §4.2 step 3.
 #[test]
 fn free_high_drains_on_high_order_frees_any_or_consecutive() {
     for variant in [FreeHigh::Off, FreeHigh::AnyHighOrder, FreeHigh::Consecutive] {
@@ -653,7 +661,7 @@ fn free_high_drains_on_high_order_frees_any_or_consecutive() {
     }
 }
 
-/// free_high_batch: v1 patches 2–3 vs v3 94a3bfe4073c; kernel-spec §2.7, §4.2 step 3.
+/// free_high_batch: v1 patches 2–3 vs v3 94a3bfe4073c; docs/kernel-reference.md §2.7, §4.2 step 3.
 #[test]
 fn free_high_batch_flag_follows_its_cache_rule_and_keeps_a_batch() {
     let llc = CacheInfo { llc_slice_bytes: 2 << 20, data_slices_bytes: 0 };
@@ -683,7 +691,7 @@ fn free_high_batch_flag_follows_its_cache_rule_and_keeps_a_batch() {
     }
 }
 
-/// free_high_drain: f26b3fa04611 (5.18) vs 51a755c56dc0 (6.7); kernel-spec §4.3, §4.4.
+/// free_high_drain: f26b3fa04611 (5.18) vs 51a755c56dc0 (6.7); docs/kernel-reference.md §4.3, §4.4.
 #[test]
 fn free_high_drain_takes_everything_or_batch_shl_s_and_shrinks_high() {
     for variant in [FreeHighDrain::All, FreeHighDrain::CappedShrinkHigh] {
@@ -714,7 +722,7 @@ fn free_high_drain_takes_everything_or_batch_shl_s_and_shrinks_high() {
     }
 }
 
-/// refill_sizing: c0a242394cb9 (6.7); kernel-spec §3.5 steps 3–5.
+/// refill_sizing: c0a242394cb9 (6.7); docs/kernel-reference.md §3.5 steps 3–5.
 #[test]
 fn refill_sizing_batch_or_doubling_alloc_factor() {
     for variant in [RefillSizing::Batch, RefillSizing::AllocFactor] {
@@ -760,7 +768,7 @@ fn drain_three_lists(policy: Policy) -> (Vec<MigrateType>, PageAllocator<DrainLo
     (types, pa)
 }
 
-/// bulk_free: presets-reference §1.2f (two-pass), §2.3 (v1 single pass), §2.4 (v2).
+/// bulk_free: docs/preset-history.md §1.2f (two-pass), §2.3 (v1 single pass), §2.4 (v2).
 #[test]
 fn bulk_free_chooses_the_list_order_of_a_drain() {
     use MigrateType::{Movable as M, Reclaimable as R, Unmovable as U};
@@ -776,7 +784,7 @@ fn bulk_free_chooses_the_list_order_of_a_drain() {
     assert_eq!(two_pass[..14], seq(&[(M, 1), (R, 1), (U, 12)])[..]);
 }
 
-/// bulk_free_prefetch: presets-reference §2.1; a cache effect only, so nothing differs.
+/// bulk_free_prefetch: docs/preset-history.md §2.1; a cache effect only, so nothing differs.
 #[test]
 fn bulk_free_prefetch_changes_no_visible_state() {
     let base = Policy::preset("hpc-vanilla").unwrap();
@@ -809,7 +817,7 @@ fn drain_pages_chunked_drains_in_batch_shl_s_chunks() {
     }
 }
 
-/// pgfree_unit: presets-reference §1.2a (5.14–6.0 blocks) vs §1.4 (6.6 pages).
+/// pgfree_unit: docs/preset-history.md §1.2a (5.14–6.0 blocks) vs §1.4 (6.6 pages).
 #[test]
 fn pgfree_unit_counts_pcp_frees_in_blocks_or_pages() {
     for (unit, pcp_order2) in [(PgfreeUnit::Pages, 4), (PgfreeUnit::Blocks, 1)] {
@@ -840,7 +848,8 @@ fn frag_page_free<E: EventSink>(pa: &PageAllocator<E>, gfp: Gfp) -> (Order, bool
     (order, moved(pa, &before, Counter::PcpFree) == 1)
 }
 
-/// page_frag_free: 65895b67ad27 (order 0 via PCP) and kernel-spec §4.8 (every PCP order).
+/// page_frag_free: 65895b67ad27 (order 0 via PCP) and docs/kernel-reference.md §4.8 (every PCP
+/// order).
 #[test]
 fn page_frag_free_routes_order0_and_order3_pages_by_policy() {
     for (variant, order0_pcp, order3_pcp) in [
@@ -894,7 +903,7 @@ fn fragment_normal<E: EventSink>(pa: &PageAllocator<E>) {
     assert!(z.free_pages().0 > z.wmark_pages(2), "fragments enough to pass the watermarks");
 }
 
-/// alloc_nofragment: 6bb154504f8b (5.0, seed 002); presets-reference §4.1.
+/// alloc_nofragment: 6bb154504f8b (5.0, seed 002); docs/preset-history.md §4.1.
 #[test]
 fn alloc_nofragment_spreads_to_dma32_before_fragmenting_normal() {
     let vanilla = Policy::preset("frag-vanilla").unwrap();
@@ -925,7 +934,7 @@ fn alloc_nofragment_spreads_to_dma32_before_fragmenting_normal() {
     }
 }
 
-/// watermark_boost: 1c30844d2dfe (5.0); kernel-spec §2.3.
+/// watermark_boost: 1c30844d2dfe (5.0); docs/kernel-reference.md §2.3.
 #[test]
 fn watermark_boost_follows_a_fragmenting_fallback() {
     for on in [true, false] {
@@ -954,7 +963,8 @@ fn watermark_boost_follows_a_fragmenting_fallback() {
     }
 }
 
-/// migratetype_hygiene: kernel-spec §4.6 (6.10 relabels the buddy's block; 6.7 does not).
+/// migratetype_hygiene: docs/kernel-reference.md §4.6 (6.10 relabels the buddy's block; 6.7 does
+/// not).
 #[test]
 fn migratetype_hygiene_relabels_the_buddy_block_on_merge() {
     for hygiene in [true, false] {
@@ -1004,14 +1014,15 @@ fn drained_type_after_relabel(hygiene: bool, before_free: bool) -> MigrateType {
     drained[0].2
 }
 
-/// migratetype_hygiene: kernel-spec §4.1, §4.5 (6.10 looks the type up again at drain).
+/// migratetype_hygiene: docs/kernel-reference.md §4.1, §4.5 (6.10 looks the type up again at
+/// drain).
 #[test]
 fn migratetype_hygiene_drains_by_current_or_cached_type() {
     assert_eq!(drained_type_after_relabel(true, false), MigrateType::Movable);
     assert_eq!(drained_type_after_relabel(false, false), MigrateType::Unmovable);
 }
 
-/// kernel-spec §4.1: 6.7 caches the pageblock type at free time for the later drain.
+/// docs/kernel-reference.md §4.1: 6.7 caches the pageblock type at free time for the later drain.
 #[test]
 fn migratetype_hygiene_off_caches_the_type_at_free_time() {
     // The pageblock became Movable while the page was allocated, so the page joined the
@@ -1020,7 +1031,8 @@ fn migratetype_hygiene_off_caches_the_type_at_free_time() {
     assert_eq!(drained_type_after_relabel(false, true), MigrateType::Movable);
 }
 
-/// lowmem_reserve_empty_zone_zero: 96a5c186efff (6.10), reverted in 6.14; kernel-spec §2.2.
+/// lowmem_reserve_empty_zone_zero: 96a5c186efff (6.10), reverted in 6.14; docs/kernel-reference.md
+/// §2.2.
 #[test]
 fn lowmem_reserve_against_an_empty_zone_is_zero_or_cumulative() {
     for zero in [true, false] {

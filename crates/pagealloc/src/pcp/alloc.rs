@@ -1,5 +1,6 @@
 //! The allocation side of a pageset: `rmqueue_pcplist`, the refill size `nr_pcp_alloc` and
-//! the bulk refill `rmqueue_bulk` (kernel-spec §3.4–3.6, presets-reference §3.5, §3.7).
+//! the bulk refill `rmqueue_bulk` (docs/kernel-reference.md §3.4–3.6, docs/preset-history.md §3.5,
+//! §3.7).
 
 use crate::events::EventSink;
 use crate::gfp::AllocFlags;
@@ -139,8 +140,8 @@ impl<E: EventSink> PageAllocator<E> {
         self.pcp_pop(zone, slot, &mut pcp, order, pindex, mt)
     }
 
-    /// Pop the head block of list `pindex` and hand it out (`None` only if it is empty) (the hit half of
-    /// `__rmqueue_pcplist`).
+    /// Pop the head block of list `pindex` and hand it out (`None` only if it is empty) (the hit
+    /// half of `__rmqueue_pcplist`).
     #[inline(always)]
     fn pcp_pop(
         &self,
@@ -240,7 +241,7 @@ mod tests {
         p
     }
 
-    /// kernel-spec §5.5, first trace: pure order-0 allocation from an empty pageset.
+    /// docs/kernel-reference.md §5.5, first trace: pure order-0 allocation from an empty pageset.
     #[test]
     fn refill_sizes_and_high_growth_follow_the_reference_trace() {
         let policy = Policy::modern();

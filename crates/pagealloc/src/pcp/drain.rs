@@ -1,6 +1,6 @@
 //! Pages leaving a pageset over time and on demand: `decay_pcp_high` and the remote-node
 //! `expire` drain behind [`PageAllocator::tick`], `drain_pages_zone`, `drain_pages` and
-//! `drain_all_pages` (kernel-spec §5, presets-reference §3.7, §3.9).
+//! `drain_all_pages` (docs/kernel-reference.md §5, docs/preset-history.md §3.7, §3.9).
 
 use crate::sync::Ordering::Relaxed;
 
@@ -16,7 +16,7 @@ use crate::{Cpu, PageAllocator};
 /// intervals).
 const EXPIRE_TICKS: u8 = 3;
 
-/// What a CPU's caches look like, for the FREE_HIGH_BATCH decision (kernel-spec §2.7).
+/// What a CPU's caches look like, for the FREE_HIGH_BATCH decision (docs/kernel-reference.md §2.7).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheInfo {
     /// Last-level cache size divided by the CPUs sharing it, bytes (0 if unknown).
@@ -201,7 +201,7 @@ mod tests {
         p
     }
 
-    /// kernel-spec §5.5: an empty pageset decays from 20480 to 3132 in 15 ticks.
+    /// docs/kernel-reference.md §5.5: an empty pageset decays from 20480 to 3132 in 15 ticks.
     #[test]
     fn decay_of_an_empty_pageset_takes_fifteen_ticks() {
         let mut p = pcp(0, 20480);
@@ -220,7 +220,7 @@ mod tests {
         );
     }
 
-    /// kernel-spec §5.5: decay after a burst of frees left 20097 pages on the pageset.
+    /// docs/kernel-reference.md §5.5: decay after a burst of frees left 20097 pages on the pageset.
     #[test]
     fn decay_after_a_free_burst_follows_the_reference_trace() {
         let mut p = pcp(20097, 20480);

@@ -1,6 +1,6 @@
 //! The free side of a pageset: `free_unref_page_commit`, the flush threshold `nr_pcp_high`,
-//! the drain size `nr_pcp_free` and the bulk drain `free_pcppages_bulk` (kernel-spec §4,
-//! presets-reference §1.2, §2, §3).
+//! the drain size `nr_pcp_free` and the bulk drain `free_pcppages_bulk` (docs/kernel-reference.md
+//! §4, docs/preset-history.md §1.2, §2, §3).
 
 use alloc::vec::Vec;
 

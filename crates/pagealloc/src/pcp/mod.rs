@@ -1,6 +1,6 @@
 //! Per-CPU pagesets (kernel `struct per_cpu_pages`): a small cache of free blocks per
 //! (zone, CPU) in front of the buddy lists, so most allocations and frees never touch the zone
-//! lock (kernel-spec §1.5–1.6, §3.4–3.6, §4, §5).
+//! lock (docs/kernel-reference.md §1.5–1.6, §3.4–3.6, §4, §5).
 //!
 //! Every mechanism the seeds changed is switched by [`Policy`]: the list layout, how `high`
 //! is sized and tuned, refill and drain sizes, `free_high`, bulk-free list selection, decay.
@@ -38,9 +38,9 @@ pub const PCPF_FREE_HIGH_BATCH: u8 = 0x02;
 
 /// One per-CPU pageset. Everything here is protected by the pageset's lock (the `Mutex` in
 /// [`PcpSlot`]). Invariants: `count == Σ lists[i].len() << order(i)`; once used,
-/// `high_min <= high <= high_max` except transiently as kernel-spec §1.5 and §8.3 describe.
-/// Counts are `i32` as the kernel's `int`s: they are compared with differences that can go
-/// negative (`high - count - batch`).
+/// `high_min <= high <= high_max` except transiently as docs/kernel-reference.md §1.5 and §8.3
+/// describe. Counts are `i32` as the kernel's `int`s: they are compared with differences that can
+/// go negative (`high - count - batch`).
 #[derive(Debug)]
 pub struct PerCpuPages {
     /// Pages (not blocks) on all lists.
