@@ -1,7 +1,7 @@
 //! Each CPU's cache description from sysfs (`/sys/devices/system/cpu/cpuN/cache/index*/`), the
-//! input of the FREE_HIGH_BATCH decision (kernel-spec §2.7): the last-level cache's size over
-//! the CPUs sharing it, and (the v1 form) the sum over every data or unified cache of its size
-//! over its sharers. `pagealloc calibrate` also reads the LLC's whole size, to size the
+//! input of the FREE_HIGH_BATCH decision (docs/kernel-reference.md §2.7): the last-level cache's
+//! size over the CPUs sharing it, and (the v1 form) the sum over every data or unified cache of its
+//! size over its sharers. `pagealloc calibrate` also reads the LLC's whole size, to size the
 //! regions it times hot and cold page writes on.
 
 use std::fs;

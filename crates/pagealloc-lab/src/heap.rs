@@ -486,7 +486,8 @@ impl<E: EventSink> PageHeap<E> {
         if opts.time_zone_locks {
             pa = pa.with_clock(monotonic_ns);
         }
-        // FREE_HIGH_BATCH needs each CPU's share of its last-level cache (kernel-spec §2.7).
+        // FREE_HIGH_BATCH needs each CPU's share of its last-level cache (docs/kernel-reference.md
+        // §2.7).
         let sysfs = std::path::Path::new("/sys/devices/system/cpu");
         for c in 0..pa.nr_cpus() {
             if let Some(cache) = crate::cacheinfo::read(sysfs, c) {

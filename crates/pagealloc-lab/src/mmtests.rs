@@ -1,4 +1,4 @@
-//! mmtests-style statistics and comparison tables (`mmtests-format.md`, DESIGN §7).
+//! mmtests-style statistics and comparison tables (docs/workloads.md §11).
 //!
 //! Kernel developers read the seeds' tables at a glance, so the lab prints the same layout that
 //! mmtests' `compare-kernels.sh` prints. Every rule here was read from mmtests' Perl modules:

@@ -1,6 +1,6 @@
 //! `/proc` views of a live [`PageAllocator`]: `buddyinfo`, `pagetypeinfo`, `zoneinfo` and a
-//! `vmstat` subset, laid out with the kernel's format strings (kernel-spec §8) so that the
-//! tools that read a kernel's files (node_exporter, procfs, jc, PCP, `sar`, scripts) read ours.
+//! `vmstat` subset, laid out with the kernel's format strings (docs/kernel-reference.md §8) so that
+//! the tools that read a kernel's files (node_exporter, procfs, jc, PCP, `sar`, scripts) read ours.
 //!
 //! What is printed, and what is left out:
 //!
@@ -12,9 +12,9 @@
 //!   `>100000` where the kernel's walk stops counting — and the pageblocks of each type. The
 //!   "Number of mixed blocks" section (page_owner kernels only) is not printed.
 //! - **zoneinfo**: every zone type we model (DMA, DMA32, Normal, Movable) of every node,
-//!   populated or not, as kernel-spec §8.3 asks; an absent zone prints the zeros and the
-//!   watermarks the kernel gives an empty zone (MIN 32 for Movable). ZONE_DEVICE has no block
-//!   of its own (we do not model it), but the `protection:` tuple has the kernel's
+//!   populated or not, as docs/kernel-reference.md §8.3 asks; an absent zone prints the zeros
+//!   and the watermarks the kernel gives an empty zone (MIN 32 for Movable). ZONE_DEVICE has no
+//!   block of its own (we do not model it), but the `protection:` tuple has the kernel's
 //!   MAX_NR_ZONES = 5 entries: our four, then the ZONE_DEVICE column computed as the kernel
 //!   computes it for an empty upper zone — equal to the Movable column under the cumulative
 //!   rule (≤ 6.9, ≥ 6.14), 0 under the 6.10–6.13 rule (`Policy::lowmem_reserve_empty_zone_zero`).

@@ -1,4 +1,4 @@
-//! Results as tidy rows (JSON lines, DESIGN §6): one row per (workload, preset, runner,
+//! Results as tidy rows (JSON lines): one row per (workload, preset, runner,
 //! machine, seed, metric, sample), with the revision of the code that produced it. `compare`,
 //! `reproduce` and `plot` read rows; runs write them under `results/` unless told not to.
 

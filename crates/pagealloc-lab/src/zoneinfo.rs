@@ -1,4 +1,4 @@
-//! A tolerant parser of `/proc/zoneinfo` as real kernels write it (kernel-spec §8.3).
+//! A tolerant parser of `/proc/zoneinfo` as real kernels write it (docs/kernel-reference.md §8.3).
 //!
 //! The layout grew over the years and this parser takes every version people still run:
 //! 3.10 (RHEL 7: `scanned`, `all_unreclaimable`, `inactive_ratio`, no `per-node stats`, only

@@ -1,6 +1,6 @@
-//! `pagealloc sizing` against kernel-written zoneinfo files: the kernel-spec §2.9 worked example,
-//! every realdata file (with the mismatches established for each and why), this machine, the
-//! JSON shape, and clear errors.
+//! `pagealloc sizing` against kernel-written zoneinfo files: the docs/kernel-reference.md §2.9
+//! worked example, every realdata file (with the mismatches established for each and why), this
+//! machine, the JSON shape, and clear errors.
 //!
 //! About the realdata mismatches. Every one of them comes from `managed` having changed after
 //! the kernel last recomputed (kernels recompute watermarks, protection and pageset sizes at
@@ -67,9 +67,9 @@ fn m(node: u64, zone: &str, field: &str) -> Mismatch {
     (node, zone.to_owned(), field.to_owned())
 }
 
-/// kernel-spec §2.9 (Normal 327 680 managed pages, min_free_kbytes 67 584, 2 CPUs), written by
-/// hand as a 6.13+ zoneinfo with the DMA and DMA32 sizes of the library's worked-example test
-/// (lowmem total 1 104 425): every field matches, with min_free_kbytes inferred or given.
+/// docs/kernel-reference.md §2.9 (Normal 327 680 managed pages, min_free_kbytes 67 584, 2 CPUs),
+/// written by hand as a 6.13+ zoneinfo with the DMA and DMA32 sizes of the library's worked-example
+/// test (lowmem total 1 104 425): every field matches, with min_free_kbytes inferred or given.
 #[test]
 fn worked_example_of_section_2_9_has_no_mismatch() {
     let file = fixture("section-2-9-zoneinfo.txt");

@@ -1,6 +1,6 @@
 //! `pagealloc compare WORKLOAD --presets A,B,…`: run a workload under several presets, a few
-//! samples each, and print the mmtests comparison table (DESIGN §7): the first preset is the
-//! baseline, every other cell says how much better (+) or worse (−) it is, and `*  x.xx%*`
+//! samples each, and print the mmtests comparison table (docs/workloads.md §11): the first preset
+//! is the baseline, every other cell says how much better (+) or worse (−) it is, and `*  x.xx%*`
 //! marks a significant difference.
 
 use anyhow::{bail, Result};

@@ -1,6 +1,7 @@
 //! `pagealloc plot ROWS.jsonl…`: SVG plots from saved result rows — memory held by the
 //! pagesets over time per preset, a few CPUs' pageset count and `high` over time, and
-//! per-preset bars of each metric. Only reads rows (DESIGN §6).
+//! per-preset bars of each metric. Only reads rows (`results.rs`): measuring, storing and
+//! rendering stay apart.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! `pagealloc sizing`: recompute what a real kernel printed in `/proc/zoneinfo` — watermarks,
 //! lowmem protection, PCP batch / high_min / high_max, the fixed per-CPU `high` of older
 //! kernels, the vmstat threshold — with the library's `pagealloc::sizing` rules, and mark every
-//! field that differs (kernel-spec §2, §8.3).
+//! field that differs (docs/kernel-reference.md §2, §8.3).
 //!
 //! Each field is recomputed from the kernel's *own* inputs in the file, so that one value that
 //! drifted does not cascade: LOW from the printed MIN (LOW = MIN + step), HIGH from the printed
@@ -1511,7 +1511,7 @@ fn autotuned_note(z: &Zone, ctx: &Ctx, batch: u32, node_cpus: u32, online: u32) 
         let _ = write!(
             s,
             ", outside on {} — a pageset keeps its old high after a resize until it is next used \
-             (kernel-spec §8.3)",
+             (docs/kernel-reference.md §8.3)",
             outside.join(", ")
         );
     }

@@ -1,7 +1,7 @@
 //! Machines as data: the seeds' machines and the user's own, as nodes with CPUs, memory and
-//! caches (DESIGN §5). A machine becomes a [`MemoryMap`] for the allocator, a set of LLC
-//! domains for the model's cache, and the two tunables a machine carries
-//! (`min_free_kbytes`, `watermark_scale_factor`).
+//! caches. A machine becomes a [`MemoryMap`] for the allocator, a set of LLC domains for the
+//! model's cache, and the two tunables a machine carries (`min_free_kbytes`,
+//! `watermark_scale_factor`).
 //!
 //! A machine is written in TOML ([`file`] reads it; every built-in is such a file under
 //! `machine/builtin/`, compiled in):
@@ -9,7 +9,7 @@
 //! ```toml
 //! name = "spr-2s-224"
 //! description = "2-socket Intel Sapphire Rapids, 224 threads, 512 GB"
-//! source = "seed 001; workloads-reference §1.1 [M-LKP-KBUILD8]"
+//! source = "seed 001; the LKP kbuild8 report (docs/workloads.md §1.1)"
 //! arch = "x86_64"                   # or "arm64"; decides the zone limits
 //! min_free_kbytes = 0               # optional; 0 or absent: the kernel's boot value
 //! watermark_scale_factor = 10       # optional; absent: the kernel default (10)

@@ -1,5 +1,6 @@
 //! `kbuild`: LKP's kernel build as seed 001's first table ran it, `numactl -m 1 -- make -j 112`
-//! of an allyesconfig kernel on a 2-socket, 224-CPU Sapphire Rapids (workloads-reference §1).
+//! of an allyesconfig kernel on a 2-socket, 224-CPU Sapphire Rapids (docs/workloads.md §1).
+//! Section numbers (§) in this file are those of `docs/workloads.md`.
 //!
 //! What it imitates: make keeps `parallel` compile jobs running. A job is a short-lived
 //! compiler process (cc1) followed by a few small helper processes (the `sh -c` of the rule,
@@ -28,8 +29,9 @@
 //! the link is scaled down in the same ratio (`link_mib`); `build_time` is therefore the real
 //! build time × ≈ `jobs` / 25,000. The default, 1,792 jobs (16 per slot at -j 112), is 7% of
 //! the build: ≈ 11 s of compile phase and ≈ 1.5 s of link in virtual time, 11–15 s of wall time
-//! on the 224-CPU machine in a release build (the 2-CPU lab VM, `docs/performance.md`). The pagesets reach their steady state within a
-//! few exits per CPU (five exits per job, ≈ 0.65 s of CPU per job), well inside that.
+//! on the 224-CPU machine in a release build (the 2-CPU lab VM, `docs/performance.md`). The
+//! pagesets reach their steady state within a few exits per CPU (five exits per job, ≈ 0.65 s of
+//! CPU per job), well inside that.
 //!
 //! Known biases: one task per slot CPU, never migrating (≈ 10 K migrations/s machine-wide
 //! in the real run are not modelled); hyperthread siblings are not modelled (the 112 busy CPUs
@@ -61,7 +63,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 /// model's volume to the real one.
 const REAL_OBJECTS: f64 = 25_000.0;
 /// Largest resident set of one process in the 2022 allyesconfig run (the final link),
-/// 2,845,254 kB [M-LKP-KBUILD-ICL].
+/// 2,845,254 kB (the LKP Ice Lake kbuild report, docs/workloads.md §1.2).
 const REAL_LINK_MIB: f64 = 2_845_254.0 / 1024.0;
 /// Default number of jobs: the scaled-down build (see the module doc).
 const DEFAULT_JOBS: f64 = 1792.0;
@@ -85,7 +87,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 4096.0,
         unit: "jobs",
         doc: "make -j: compile jobs running at once, one slot each",
-        source: "`numactl -m 1 -- make -j 112` [M-PCP-REPLY], workloads-reference §1.1",
+        source: "`numactl -m 1 -- make -j 112` (Huang Ying's reply of 2023-09-21 to the v1 \
+                 cover), docs/workloads.md §1.1",
         scaled: false,
     },
     ParamSpec {
@@ -95,7 +98,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 63.0,
         unit: "node",
         doc: "node every allocation comes from (numactl -m); -1 for each CPU's own node",
-        source: "`numactl -m 1` [M-PCP-REPLY], workloads-reference §1.1",
+        source: "`numactl -m 1` (Huang Ying's reply of 2023-09-21 to the v1 cover), \
+                 docs/workloads.md §1.1",
         scaled: false,
     },
     ParamSpec {
@@ -105,8 +109,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 1.0,
         unit: "0 = spread, 1 = node 0",
         doc: "job slots spread evenly over all CPUs (one per core), or packed on node 0's CPUs",
-        source: "reading of §1.1: numactl -m binds memory only and the scheduler spreads busy \
-                 tasks over idle cores of both sockets (see the module doc)",
+        source: "reading of docs/workloads.md §1.1: numactl -m binds memory only and the scheduler \
+                 spreads busy tasks over idle cores of both sockets (see the module doc)",
         scaled: false,
     },
     ParamSpec {
@@ -117,8 +121,9 @@ const PARAMS: &[ParamSpec] = &[
         unit: "µs",
         doc: "CPU time of a compiler process per page fault (its computation between faults)",
         source: "(user 40,321 s + system 8,017 s) / 1.537e9 page faults of the 2022 allyesconfig \
-                 run on 128 CPUs [M-LKP-KBUILD-ICL]; the 2023 kbuild8 run agrees (5.9 M faults/s \
-                 over ≈ 186 busy CPUs = 31.7 K/s per CPU) [M-LKP-KBUILD8], §1.2",
+                 run on 128 CPUs (the LKP Ice Lake kbuild report); the 2023 kbuild8 run agrees \
+                 (5.9 M faults/s over ≈ 186 busy CPUs = 31.7 K/s per CPU; the LKP kbuild8 \
+                 report), docs/workloads.md §1.2",
         scaled: false,
     },
     ParamSpec {
@@ -130,8 +135,8 @@ const PARAMS: &[ParamSpec] = &[
         doc: "mean memory faulted per compile job, all its processes together (each job's size \
               is drawn uniformly from 25% to 175% of it)",
         source: "≈ 5e8 faults per build (1.537e9 over 3 builds, one page allocated per fault) \
-                 [M-LKP-KBUILD-ICL] / ≈ 25,000 objects (assumed) ≈ 20,500 pages; the spread is \
-                 assumed (compile units differ widely)",
+                 (the LKP Ice Lake kbuild report, docs/workloads.md §1.2) / ≈ 25,000 objects \
+                 (assumed) ≈ 20,500 pages; the spread is assumed (compile units differ widely)",
         scaled: false,
     },
     ParamSpec {
@@ -175,7 +180,8 @@ const PARAMS: &[ParamSpec] = &[
         unit: "KiB",
         doc: "page cache written per job (the object file and its .cmd), kept to the build's end",
         source: "assumed: with Cached ≈ 6.2 GB averaged over the 2022 run, source tree included \
-                 [M-LKP-KBUILD-ICL], outputs of a few hundred KiB per object are plausible",
+                 (the LKP Ice Lake kbuild report, docs/workloads.md §1.2), outputs of a few \
+                 hundred KiB per object are plausible",
         scaled: false,
     },
     ParamSpec {
@@ -205,8 +211,9 @@ const PARAMS: &[ParamSpec] = &[
         max: 1e7,
         unit: "MiB",
         doc: "memory faulted by the final link, which runs alone after every job (0: no link)",
-        source: "largest process of the 2022 allyesconfig run, 2,845,254 kB [M-LKP-KBUILD-ICL], \
-                 scaled by jobs / 25,000 like the compile phase",
+        source: "largest process of the 2022 allyesconfig run, 2,845,254 kB (the LKP Ice Lake \
+                 kbuild report, docs/workloads.md §1.2), scaled by jobs / 25,000 like the compile \
+                 phase",
         scaled: true,
     },
 ];

@@ -1,5 +1,6 @@
 //! `lmbench-unix`: lmbench3's `bw_unix -P 16`, AF_UNIX stream bandwidth with 16 reader/writer
-//! pairs, as seed 001's third table ran it on the 128-CPU server (workloads-reference §4).
+//! pairs, as seed 001's third table ran it on the 128-CPU server (docs/workloads.md §4).
+//! Section numbers (§) in this file are those of `docs/workloads.md`.
 //!
 //! What it imitates: each pair is a `socketpair(AF_UNIX, SOCK_STREAM)`; the writer loops
 //! `write(64 KiB)`, the reader `read(64 KiB)`. `unix_stream_sendmsg` cuts each write into
@@ -62,7 +63,7 @@ const PARAMS: &[ParamSpec] = &[
         max: 4096.0,
         unit: "pairs",
         doc: "reader/writer process pairs (bw_unix -P)",
-        source: "seed 001: \"16-pair processes\", i.e. bw_unix -P 16 (workloads-reference §4.1)",
+        source: "seed 001: \"16-pair processes\", i.e. bw_unix -P 16 (docs/workloads.md §4.1)",
         scaled: false,
     },
     ParamSpec {
@@ -72,9 +73,9 @@ const PARAMS: &[ParamSpec] = &[
         max: 3600.0,
         unit: "virtual s",
         doc: "length of the transfer",
-        source: "benchmp's MEDIUM, 2 s, one of the real run's 11 repetitions (§4.1); one \
-                 virtual second holds ≈ 10^5 writes per pair, enough for the pagesets' steady \
-                 state, and 2 s include one vmstat tick",
+        source: "benchmp's MEDIUM, 2 s, one of the real run's 11 repetitions (docs/workloads.md \
+                 §4.1); one virtual second holds ≈ 10^5 writes per pair, enough for the pagesets' \
+                 steady state, and 2 s include one vmstat tick",
         scaled: true,
     },
     ParamSpec {
@@ -84,7 +85,7 @@ const PARAMS: &[ParamSpec] = &[
         max: 16_777_216.0,
         unit: "bytes",
         doc: "size of each write and read",
-        source: "XFERSIZE = 64 KiB in bw_unix.c (§4.1)",
+        source: "XFERSIZE = 64 KiB in bw_unix.c (docs/workloads.md §4.1)",
         scaled: false,
     },
     ParamSpec {
@@ -95,7 +96,7 @@ const PARAMS: &[ParamSpec] = &[
         unit: "bytes",
         doc: "sk_sndbuf of the writer's socket: caps the skb size (half of it) and the \
               truesize queued",
-        source: "net.core.wmem_default = 212,992 B on common kernels (§4.2)",
+        source: "net.core.wmem_default = 212,992 B on common kernels (docs/workloads.md §4.2)",
         scaled: false,
     },
     ParamSpec {

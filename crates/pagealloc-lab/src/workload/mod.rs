@@ -1,6 +1,6 @@
 //! The seeds' workloads as models: one module each, with what it imitates, its parameters
 //! and their sources, and its known biases in the module's doc. Parameters come from how the
-//! real benchmark behaves (`workloads-reference.md` in the project's shared references),
+//! real benchmark behaves (`docs/workloads.md`),
 //! never from the seed tables' results.
 
 pub mod kbuild;

@@ -7,7 +7,7 @@
 //! pair on 8), so that costs nothing in placement; a migration moves a task to another CPU of
 //! its node and, if a task is running there, the two swap: each CPU keeps its pagesets, the
 //! tasks change roles on them (patch 10's changelog: "If a CPU was used as sender originally,
-//! then it is used as receiver after context switching", workloads-reference §2.2). Every
+//! then it is used as receiver after context switching", docs/workloads.md §2.2). Every
 //! CPU of the machine is started, idle ones blocked, so that migrations can reach them.
 //!
 //! A swap may run the incoming task's next step at the CPU's clock, up to one step earlier

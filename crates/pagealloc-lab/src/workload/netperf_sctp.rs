@@ -1,5 +1,6 @@
 //! `netperf-sctp-stream-many`: LKP's netperf SCTP_STREAM_MANY with 64 pairs over loopback,
-//! seed 001's second table on the 128-CPU server (workloads-reference §2).
+//! seed 001's second table on the 128-CPU server (docs/workloads.md §2).
+//! Section numbers (§) in this file are those of `docs/workloads.md`.
 //!
 //! What it imitates: 64 `netperf -t SCTP_STREAM_MANY -- -m 10K` senders, each with a
 //! netserver child receiving, unpinned. Per 10 KiB message the sender's `sctp_sendmsg`
@@ -74,7 +75,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 4096.0,
         unit: "pairs",
         doc: "netperf/netserver process pairs",
-        source: "seed 001: \"64-pair processes\" on 128 CPUs, LKP nr_threads 50% (§2.1)",
+        source: "seed 001: \"64-pair processes\" on 128 CPUs, LKP nr_threads 50% \
+                 (docs/workloads.md §2.1)",
         scaled: false,
     },
     ParamSpec {
@@ -84,9 +86,9 @@ const PARAMS: &[ParamSpec] = &[
         max: 3600.0,
         unit: "virtual s",
         doc: "length of the run",
-        source: "assumed: LKP runs 300 s (-l 300, §2.1); the pagesets reach their steady \
-                 state within milliseconds at these rates; 1.5 s includes one vmstat tick \
-                 (the tuned presets' decay) and keeps a full-size run near 15 s of wall time",
+        source: "assumed: LKP runs 300 s (-l 300, docs/workloads.md §2.1); the pagesets reach \
+                 their steady state within milliseconds at these rates; 1.5 s includes one vmstat \
+                 tick (the tuned presets' decay) and keeps a full-size run near 15 s of wall time",
         scaled: true,
     },
     ParamSpec {
@@ -96,7 +98,7 @@ const PARAMS: &[ParamSpec] = &[
         max: 60_000.0,
         unit: "bytes",
         doc: "send size (netperf -m); one DATA chunk per message (no fragmentation)",
-        source: "LKP jobs/netperf.yaml send_size: 10K (§2.1)",
+        source: "LKP jobs/netperf.yaml send_size: 10K (docs/workloads.md §2.1)",
         scaled: false,
     },
     ParamSpec {
@@ -106,7 +108,7 @@ const PARAMS: &[ParamSpec] = &[
         max: 65536.0,
         unit: "bytes",
         doc: "path MTU: bounds the chunks bundled in a packet",
-        source: "loopback MTU 65536 (§2.2: 'MTU 64 KiB')",
+        source: "loopback MTU 65536 (docs/workloads.md §2.2: 'MTU 64 KiB')",
         scaled: false,
     },
     ParamSpec {
@@ -152,8 +154,9 @@ const PARAMS: &[ParamSpec] = &[
         doc: "work per packet on the CPU that sends it besides allocations and copies: \
               packet assembly, IP and loopback transmit, and the receive side that runs in \
               the same context (sctp_rcv, ulpevents, SACK generation and processing)",
-        source: "assumed: two protocol stacks' worth of per-packet work; the profile puts \
-                 ≈ 20% of cycles in receive processing inside the sender's system call (§2.2)",
+        source: "assumed: two protocol stacks' worth of per-packet work; the profile puts ≈ 20% of \
+                 cycles in receive processing inside the sender's system call (docs/workloads.md \
+                 §2.2)",
         scaled: false,
     },
     ParamSpec {

@@ -1,5 +1,6 @@
 //! `netperf-tcp`: mmtests' netperf-tcp, one TCP_STREAM pair over loopback per message size,
-//! as seed 000's patch 5/5 ran it (workloads-reference §3).
+//! as seed 000's patch 5/5 ran it (docs/workloads.md §3).
+//! Section numbers (§) in this file are those of `docs/workloads.md`.
 //!
 //! What it imitates: `netperf -t TCP_STREAM -- -m SIZE -M SIZE` and its `netserver`,
 //! unbound, on an otherwise idle machine. `tcp_sendmsg` copies each message into the
@@ -68,7 +69,8 @@ const PARAMS: &[ParamSpec] = &[
         unit: "bytes",
         doc: "send and receive size (netperf -m SIZE -M SIZE); mmtests runs 64, 128, 256, \
               1024, 2048, 3312, 4096, 8192, 16384",
-        source: "mmtests NETPERF_BUFFER_SIZES (§3.1); the default is the table's last row",
+        source: "mmtests NETPERF_BUFFER_SIZES (docs/workloads.md §3.1); the default is the table's \
+                 last row",
         scaled: false,
     },
     ParamSpec {
@@ -78,7 +80,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 3600.0,
         unit: "virtual s",
         doc: "length of the run",
-        source: "netperf's default test length, 10 s: mmtests passes no -l (§3.1)",
+        source: "netperf's default test length, 10 s: mmtests passes no -l (docs/workloads.md \
+                 §3.1)",
         scaled: true,
     },
     ParamSpec {
@@ -88,7 +91,7 @@ const PARAMS: &[ParamSpec] = &[
         max: 32768.0,
         unit: "bytes",
         doc: "size of the page frag pages (order 3 when 32 KiB)",
-        source: "SKB_FRAG_PAGE_ORDER = get_order(32768) (§0)",
+        source: "SKB_FRAG_PAGE_ORDER = get_order(32768) (docs/workloads.md §0)",
         scaled: false,
     },
     ParamSpec {

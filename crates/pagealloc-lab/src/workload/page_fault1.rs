@@ -1,5 +1,6 @@
 //! `page-fault1`: will-it-scale's `page_fault1` in processes mode, as mmtests ran it for seed
-//! 004 on a 2-socket CascadeLake with 40 cores and 80 CPUs (workloads-reference §5).
+//! 004 on a 2-socket CascadeLake with 40 cores and 80 CPUs (docs/workloads.md §5).
+//! Section numbers (§) in this file are those of `docs/workloads.md`.
 //!
 //! What it imitates: N processes, each bound to a core (task i to hwloc core `i % ncores`, both
 //! hyperthreads of the core allowed), loop forever: `mmap` 128 MiB of anonymous memory, write
@@ -53,8 +54,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 100_000.0,
         unit: "processes",
         doc: "tasks (-t); mmtests runs 2, 5, 8, 12, 21, 30, 48, 79, 110, … step 31 …, 320",
-        source: "seed 004's motivation: \"page_fault1 using $nr_cpu processes\" [SEED-004]; the \
-                 series of counts from mmtests wis-bench [R-MMT-WIS], §5.1",
+        source: "seed 004's motivation: \"page_fault1 using $nr_cpu processes\"; the series of \
+                 counts from mmtests wis-bench, docs/workloads.md §5.1",
         scaled: false,
     },
     ParamSpec {
@@ -64,7 +65,7 @@ const PARAMS: &[ParamSpec] = &[
         max: 1e6,
         unit: "MiB",
         doc: "size of each mapping faulted and unmapped per loop",
-        source: "MEMSIZE = 128 MiB in tests/page_fault1.c [R-WIS], §5.1",
+        source: "MEMSIZE = 128 MiB in tests/page_fault1.c (will-it-scale), docs/workloads.md §5.1",
         scaled: false,
     },
     ParamSpec {
@@ -74,8 +75,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 8.0,
         unit: "CPUs",
         doc: "hardware threads per core: tasks are bound to cores, i % (CPUs / this)",
-        source: "\"40 cores, 80 CPUs HT enabled\" [SEED-004]; binding to hwloc CORE objects \
-                 [R-WIS main.c], §5.1",
+        source: "\"40 cores, 80 CPUs HT enabled\" (seed 004); binding to hwloc CORE objects \
+                 (will-it-scale main.c), docs/workloads.md §5.1",
         scaled: false,
     },
     ParamSpec {
@@ -130,8 +131,9 @@ const PARAMS: &[ParamSpec] = &[
         max: 1000.0,
         unit: "s",
         doc: "virtual measured window (the harness averages five 1-second samples)",
-        source: "assumed: scaled down from mmtests' `-s 5` one-second samples [R-MMT-WIS] to \
-                 keep an 80-CPU run near 15 s of wall time (release build)",
+        source: "assumed: scaled down from mmtests' `-s 5` one-second samples (mmtests wis-bench, \
+                 docs/workloads.md §5.1) to keep an 80-CPU run near 15 s of wall time (release \
+                 build)",
         scaled: true,
     },
 ];

@@ -1,5 +1,6 @@
 //! `page-frag-rx`: network RX buffers as order-0 pages, freed by `page_frag_free` on the CPU
-//! that cleans the TX completions (seed 003; workloads-reference §8).
+//! that cleans the TX completions (seed 003; docs/workloads.md §8).
+//! Section numbers (§) in this file are those of `docs/workloads.md`.
 //!
 //! What it imitates: a forwarding box whose driver's page recycling does not work (Paweł
 //! Staszewski's mlx5 router as Jesper Brouer analysed it, and Tariq Toukan's reproducer with
@@ -72,8 +73,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 4096.0,
         unit: "CPUs",
         doc: "RX queues, one CPU each (CPUs 0..rx_cpus)",
-        source: "Tariq Toukan's reproducer: fewer RX queues than CPUs, 24 of 48 [M-AARON-RFC4], \
-                 §8.1; here half of the 24 CPUs",
+        source: "Tariq Toukan's reproducer: fewer RX queues than CPUs, 24 of 48 (Aaron Lu's RFC \
+                 v4), docs/workloads.md §8.1; here half of the 24 CPUs",
         scaled: false,
     },
     ParamSpec {
@@ -83,7 +84,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 4096.0,
         unit: "CPUs",
         doc: "TX-completion CPUs (the next tx_cpus CPUs); 0: each RX CPU cleans its own TX queue",
-        source: "Tariq Toukan's reproducer: the other CPUs free the pages [M-AARON-RFC4], §8.1",
+        source: "Tariq Toukan's reproducer: the other CPUs free the pages (Aaron Lu's RFC v4), \
+                 docs/workloads.md §8.1",
         scaled: false,
     },
     ParamSpec {
@@ -93,7 +95,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 4096.0,
         unit: "packets",
         doc: "packets per NAPI round; the RX ring is refilled after each round",
-        source: "\"The NAPI budget is 64 packets\" (include/net/page_pool.h, 4.19) [R-LINUX], §8.2",
+        source: "\"The NAPI budget is 64 packets\" (Linux include/net/page_pool.h, 4.19), \
+                 docs/workloads.md §8.2",
         scaled: false,
     },
     ParamSpec {
@@ -103,8 +106,9 @@ const PARAMS: &[ParamSpec] = &[
         max: 1e6,
         unit: "pages",
         doc: "RX descriptors per queue, each holding a page (allocated at start)",
-        source: "assumed between Duyck's 128 and Paweł's 4096 RX descriptors [M-PFF-DUYCK, \
-                 M-PFF-PAWEL], §8.1; only sets how many pages sit in the ring",
+        source: "assumed between Duyck's 128 and Paweł's 4096 RX descriptors (their replies in the \
+                 page_frag patch thread), docs/workloads.md §8.1; only sets how many pages sit in \
+                 the ring",
         scaled: false,
     },
     ParamSpec {
@@ -114,7 +118,7 @@ const PARAMS: &[ParamSpec] = &[
         max: 1e6,
         unit: "packets",
         doc: "TX descriptors per queue: packets queued and not yet cleaned (in-flight pages)",
-        source: "Paweł's router: TX ring 128–256 [M-PFF-PAWEL], §8.1",
+        source: "Paweł's router: TX ring 128–256 (Paweł's reply), docs/workloads.md §8.1",
         scaled: false,
     },
     ParamSpec {
@@ -124,8 +128,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 1e6,
         unit: "packets",
         doc: "TX completions cleaned per round (at most tx_ring)",
-        source: "assumed: one NAPI budget of completions per poll (§9: the router's completion \
-                 batch sizes are not published)",
+        source: "assumed: one NAPI budget of completions per poll (docs/workloads.md §9: the \
+                 router's completion batch sizes are not published)",
         scaled: false,
     },
     ParamSpec {
@@ -135,7 +139,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 4096.0,
         unit: "bytes",
         doc: "packet size: bytes of the page the RX CPU reads",
-        source: "Ilias Apalodimas's Cortex-A53 test with 64-byte packets [M-PFF-ILIAS], §8.1",
+        source: "Ilias Apalodimas's Cortex-A53 test with 64-byte packets (Ilias's reply), \
+                 docs/workloads.md §8.1",
         scaled: false,
     },
     ParamSpec {

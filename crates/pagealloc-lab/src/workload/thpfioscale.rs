@@ -1,7 +1,8 @@
 //! `thpfioscale`: mmtests' `config-global-dhp__workload_thpfioscale` as it stood in November
 //! 2018 (seed 002, ALLOC_NOFRAGMENT).
+//! Section numbers (§) in this file are those of `docs/workloads.md`.
 //!
-//! What it imitates (workloads-reference §7): four fio jobs write 64 KiB files "inefficiently"
+//! What it imitates (docs/workloads.md §7): four fio jobs write 64 KiB files "inefficiently"
 //! (`create_on_open=1`, `fallocate=none`) until 150% of memory has been written, which
 //! interleaves page-cache pages with the slab objects of each new file and forces reclaim;
 //! then four fio jobs read the same files at random, 4 KiB at a time, refaulting evicted pages
@@ -21,7 +22,7 @@
 //!   of a directory block (an unmovable page per 100 entries, kept to the end), then one
 //!   order-0 movable page-cache page per 4 KiB written and a radix-tree node (reclaimable slab)
 //!   with the first page. A writer is paced by the device's write bandwidth (dirty throttling).
-//! - Slab: SLUB-like caches with the slab order of SLUB's `calculate_order` (workloads-reference
+//! - Slab: SLUB-like caches with the slab order of SLUB's `calculate_order` (docs/workloads.md
 //!   §0) for the machine's CPU count; one current slab per (cache, CPU), a partial list per
 //!   (cache, node) that takes slabs an object was freed from; a slab page is freed when its
 //!   last object goes. High-order slab pages are tried without reclaim, then order 0 with it,
@@ -100,7 +101,7 @@ const PARAMS: &[ParamSpec] = &[
         max: 64.0,
         unit: "jobs",
         doc: "fio writer jobs, then as many reader jobs (each job has its own files)",
-        source: "mmtests config FIO_THREADS=4, bench script numjobs (workloads-reference §7.1)",
+        source: "mmtests config FIO_THREADS=4, bench script numjobs (docs/workloads.md §7.1)",
         scaled: false,
     },
     ParamSpec {
@@ -110,7 +111,7 @@ const PARAMS: &[ParamSpec] = &[
         max: 64.0,
         unit: "KiB",
         doc: "size of each file",
-        source: "thpfioscale-bench: file size 65536 B (workloads-reference §7.1)",
+        source: "thpfioscale-bench: file size 65536 B (docs/workloads.md §7.1)",
         scaled: false,
     },
     ParamSpec {
@@ -120,7 +121,7 @@ const PARAMS: &[ParamSpec] = &[
         max: 1000.0,
         unit: "% of memory",
         doc: "total size of the files, as a share of the machine's memory",
-        source: "mmtests config FIO_SIZE = 1.5 × MemTotal (workloads-reference §7.1)",
+        source: "mmtests config FIO_SIZE = 1.5 × MemTotal (docs/workloads.md §7.1)",
         scaled: false,
     },
     ParamSpec {
@@ -130,7 +131,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 1024.0,
         unit: "threads",
         doc: "THP faulting threads; 0 = ((CPUs per node) − fio_threads) / 4, at least 1",
-        source: "mmtests config MIN=MAX threads = ((NUMCPUS/NUMNODES) − 4)/4 (§7.1)",
+        source: "mmtests config MIN=MAX threads = ((NUMCPUS/NUMNODES) − 4)/4 (docs/workloads.md \
+                 §7.1)",
         scaled: false,
     },
     ParamSpec {
@@ -141,7 +143,7 @@ const PARAMS: &[ParamSpec] = &[
         unit: "% of node 0",
         doc: "THP_SIZE; the program faults half of it (nr_hpages = total/threads/2 MiB/2)",
         source: "mmtests config THP_SIZE = ¾ of MMTESTS_NODE_SIZE[0]; thpfioscale.c halves it \
-                 (workloads-reference §7.1, inferred)",
+                 (docs/workloads.md §7.1, inferred)",
         scaled: false,
     },
     ParamSpec {
@@ -152,7 +154,7 @@ const PARAMS: &[ParamSpec] = &[
         unit: "bool",
         doc: "1 = madvise(MADV_HUGEPAGE): order-9 requests with direct reclaim (GFP_TRANSHUGE)",
         source: "config variant -madvhugepage (THPFIOSCALE_MADV_HUGEPAGE=yes); 4.20 \
-                 alloc_hugepage_direct_gfpmask with defrag=madvise (workloads-reference §7.2)",
+                 alloc_hugepage_direct_gfpmask with defrag=madvise (docs/workloads.md §7.2)",
         scaled: false,
     },
     ParamSpec {
@@ -164,7 +166,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "readers' warm-up before the THP program starts, in units of the write phase's \
               duration",
         source: "thpfioscale-bench: sleep INIT_TIME (the write phase's duration) before the \
-                 THP program (workloads-reference §7.1)",
+                 THP program (docs/workloads.md §7.1)",
         scaled: true,
     },
     ParamSpec {

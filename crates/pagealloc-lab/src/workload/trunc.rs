@@ -1,6 +1,7 @@
 //! `trunc`: mmtests' `config-io-trunc` as it stood in February 2022 (seeds 000 and 004).
+//! Section numbers (§) in this file are those of `docs/workloads.md`.
 //!
-//! What it imitates (workloads-reference §6): ten sparse files of 1 GiB are read with `cat`,
+//! What it imitates (docs/workloads.md §6): ten sparse files of 1 GiB are read with `cat`,
 //! which fills the page cache with zeroed order-0 movable pages, one per 4 KiB; then `rm`
 //! truncates them all, and the **system time of `rm`** is the metric ("elapsed", ms). The free
 //! side is a pure burst of order-0 frees on one CPU, released in batches of `PAGEVEC_SIZE`
@@ -41,7 +42,7 @@ const PARAMS: &[ParamSpec] = &[
         max: 1000.0,
         unit: "files",
         doc: "sparse files read and then removed",
-        source: "mmtests config-io-trunc TRUNC_NR_FILES=10 (workloads-reference §6.1)",
+        source: "mmtests config-io-trunc TRUNC_NR_FILES=10 (docs/workloads.md §6.1)",
         scaled: true,
     },
     ParamSpec {
@@ -51,7 +52,8 @@ const PARAMS: &[ParamSpec] = &[
         max: 1_048_576.0,
         unit: "MiB",
         doc: "size of each file (cut by 10% until files × size fits in half a node's memory)",
-        source: "mmtests config-io-trunc TRUNC_FILESIZE=1 GiB, cut rule of trunc-bench (§6.1)",
+        source: "mmtests config-io-trunc TRUNC_FILESIZE=1 GiB, cut rule of trunc-bench \
+                 (docs/workloads.md §6.1)",
         scaled: false,
     },
     ParamSpec {
@@ -61,7 +63,7 @@ const PARAMS: &[ParamSpec] = &[
         max: 4096.0,
         unit: "pages",
         doc: "pages released per batch by truncation",
-        source: "PAGEVEC_SIZE = 15 in 5.17 (include/linux/pagevec.h, §6.2)",
+        source: "PAGEVEC_SIZE = 15 in 5.17 (include/linux/pagevec.h, docs/workloads.md §6.2)",
         scaled: false,
     },
     ParamSpec {
