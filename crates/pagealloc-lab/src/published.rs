@@ -23,8 +23,8 @@
 //! - seed 003, columns pfrag-buddy, pfrag-pcp: `003-page-frag` (cortex-a53),
 //!   `003-page-frag@micro` (unknown-micro).
 //!
-//! Table keys: `id`, `seed` (file name), `lines` (seed lines copied from), `workload` (lab
-//! workload name), `machine` (lab machine name), `title`, `baseline` (= `presets[0]`),
+//! Table keys: `id`, `seed` (the mail: its seed number, then author, subject and date; the
+//! seeds are listed in `docs/kernel-reference.md §0.1`), `workload` (lab workload name), `machine` (lab machine name), `title`, `baseline` (= `presets[0]`),
 //! `presets` (one built-in preset per column, in printed order), `labels` (column labels as
 //! printed), `kernels` (optional, mmtests' first header line), `significance` (`ttest` or
 //! `none`), `normalised` (values relative to base = 100), `note` (optional).
@@ -39,7 +39,7 @@
 //! `*  x.xx%*` significance marker, default all false), optional `stddev` (a mean row's Stddev
 //! row again), optional `flag` (a marker printed after the row) and, for `000-top-pfns` only,
 //! `pfn`. The file's header comment repeats this schema, and a comment before every metric
-//! cites the seed line it came from.
+//! says where in the mail it stands (the row as printed, the column, or the sentence).
 //!
 //! Loading checks the shape ([`parse`]); the tests also spot-check values against the mails and
 //! recompute every printed percentage from the values.
@@ -149,10 +149,9 @@ pub struct Published {
 pub struct PublishedTable {
     /// `000-trunc`, `000-trunc@cascadelake`, … (see [`TABLE_IDS`]).
     pub id: String,
-    /// The seed file name (`000_04f04a773e3a9315.txt`).
+    /// The seed mail: its number, then author, subject and date (`000: Mel Gorman, "[PATCH
+    /// 0/5] Follow-up on high-order PCP caching", 2022-02-15`).
     pub seed: String,
-    /// The seed lines the panel was copied from (`"177-187"`).
-    pub lines: String,
     /// The lab workload name (`trunc`, `netperf-tcp`, …).
     pub workload: String,
     /// The lab machine name (`skylake-1s`, …).
@@ -482,7 +481,10 @@ mod tests {
             assert!(TABLE_IDS.contains(&t.base_id()), "{}", t.id);
             assert_eq!(t.id.contains('@'), !t.panel().is_empty(), "{}", t.id);
             assert!(t.id.starts_with(&t.seed[..3]) || t.seed_number() == "004", "{}", t.id);
-            assert!(t.seed.ends_with(".txt") && !t.lines.is_empty(), "{}", t.id);
+            // "NNN: author, \"subject\", YYYY-MM-DD …": a public identity, not a file name.
+            let (number, mail) = t.seed.split_once(": ").unwrap_or_default();
+            assert!(number.len() == 3 && number.bytes().all(|b| b.is_ascii_digit()), "{}", t.id);
+            assert!(mail.contains(", \"") && mail.contains(", 20"), "{}: {mail}", t.id);
             assert!(WORKLOADS.contains(&t.workload.as_str()), "{}: {}", t.id, t.workload);
             assert!(MACHINES.contains(&t.machine.as_str()), "{}: {}", t.id, t.machine);
             assert!(!t.title.is_empty() && !t.note.is_empty(), "{}", t.id);
@@ -597,9 +599,9 @@ mod tests {
 
     #[test]
     fn better_pct_is_mmtests_rule() {
-        // Seed 000 line 181: Amean elapsed 543.00 → 530.00 is 2.39% better.
+        // Seed 000, trunc on 1-socket Skylake: Amean elapsed 543.00 → 530.00 is 2.39% better.
         assert!((Better::Lower.pct(543.0, 530.0) - 2.394).abs() < 1e-3);
-        // Seed 000 line 411: Hmean 64 938.95 → 941.50 is 0.27% better.
+        // Seed 000, netperf-tcp on Skylake: Hmean 64 938.95 → 941.50 is 0.27% better.
         assert!((Better::Higher.pct(938.95, 941.50) - 0.2716).abs() < 1e-3);
         assert_eq!(Better::Lower.pct(0.0, 0.0), 0.0);
         assert!(Better::Higher.pct(0.0, 1.0).is_nan());
@@ -659,8 +661,7 @@ mod tests {
         let good = r#"
 [[table]]
 id = "000-trunc@x"
-seed = "000_04f04a773e3a9315.txt"
-lines = "1"
+seed = '000: Mel Gorman, "[PATCH 0/5] Follow-up on high-order PCP caching", 2022-02-15'
 workload = "trunc"
 machine = "skylake-1s"
 title = "t"
@@ -705,40 +706,40 @@ values = [1.0, 2.0]
         assert!(parse(&unknown).is_err());
     }
 
-    // ---- Spot checks: literals copied from the mails (file and line in each comment). ----
+    // ---- Spot checks: literals copied from the mails (the row as printed in each comment). ----
 
-    /// Seed 000 (000_04f04a773e3a9315.txt) lines 177-199, v1 patch 4/5.
+    /// Seed 000, v1 patch 4/5: trunc on both machines.
     #[test]
     #[expect(clippy::approx_constant, reason = "CoeffVar 3.14 as the mail prints it")]
     fn seed_000_trunc() {
-        // line 181: Amean elapsed 543.00 ( 0.00%) 530.00 * 2.39%* 530.00 * 2.39%*
+        // Amean elapsed 543.00 ( 0.00%) 530.00 * 2.39%* 530.00 * 2.39%*
         let m = row("000-trunc", "elapsed", "", "amean");
         assert_eq!(m.values, [543.00, 530.00, 530.00]);
         assert_eq!(m.pct.as_deref(), Some(&[0.00, 2.39, 2.39][..]));
         assert_eq!(m.marked, [false, true, true]);
         assert_eq!(m.stddev.as_deref(), Some(&[4.83, 0.00, 0.00][..]));
         assert_eq!((m.better, m.unit.as_str()), (Better::Lower, "ms"));
-        // line 186: BAmean-95 elapsed 542.22 ( 0.00%) 530.00 ( 2.25%) 530.00 ( 2.25%)
+        // BAmean-95 elapsed 542.22 ( 0.00%) 530.00 ( 2.25%) 530.00 ( 2.25%)
         assert_eq!(row("000-trunc", "elapsed", "", "bamean-95").values, [542.22, 530.00, 530.00]);
-        // line 192: Min elapsed 510.00 ( 0.00%) 500.00 ( 1.96%) 500.00 ( 1.96%)
+        // Min elapsed 510.00 ( 0.00%) 500.00 ( 1.96%) 500.00 ( 1.96%)
         assert_eq!(
             row("000-trunc@cascadelake", "elapsed", "", "min").values,
             [510.0, 500.0, 500.0]
         );
-        // line 193: Amean elapsed 529.00 ( 0.00%) 521.00 ( 1.51%) 516.00 * 2.46%*
+        // Amean elapsed 529.00 ( 0.00%) 521.00 ( 1.51%) 516.00 * 2.46%*
         let m = row("000-trunc@cascadelake", "elapsed", "", "amean");
         assert_eq!(m.values, [529.00, 521.00, 516.00]);
         assert_eq!(m.marked, [false, false, true]);
-        // line 194: Stddev elapsed 16.63 ( 0.00%) 12.87 ( 22.64%) 9.66 ( 41.92%)
+        // Stddev elapsed 16.63 ( 0.00%) 12.87 ( 22.64%) 9.66 ( 41.92%)
         let m = row("000-trunc@cascadelake", "elapsed", "", "stddev");
         assert_eq!((m.values[2], m.pct.as_ref().unwrap()[2]), (9.66, 41.92));
         assert_eq!(m.better, Better::Lower);
-        // line 195: CoeffVar elapsed 3.14 ( 0.00%) 2.47 ( 21.46%) 1.87 ( 40.45%)
+        // CoeffVar elapsed 3.14 ( 0.00%) 2.47 ( 21.46%) 1.87 ( 40.45%)
         assert_eq!(
             row("000-trunc@cascadelake", "elapsed", "", "coeffvar").values,
             [3.14, 2.47, 1.87]
         );
-        // line 199: BAmean-99 elapsed 526.67 ( 0.00%) 518.89 ( 1.48%) 514.44 ( 2.32%)
+        // BAmean-99 elapsed 526.67 ( 0.00%) 518.89 ( 1.48%) 514.44 ( 2.32%)
         let m = row("000-trunc@cascadelake", "elapsed", "", "bamean-99");
         assert_eq!(m.pct.as_deref(), Some(&[0.00, 1.48, 2.32][..]));
         let t = table("000-trunc");
@@ -746,34 +747,34 @@ values = [1.0, 2.0]
         assert_eq!(t.labels, ["vanilla", "mm-reverthighpcp-v1r1", "mm-highpcpopt-v1"]);
         assert_eq!(t.kernels, ["5.17.0-rc3"; 3]);
         assert_eq!((t.machine.as_str(), t.workload.as_str()), ("skylake-1s", "trunc"));
-        // line 191: vanilla mm-reverthighpcp-v1 mm-highpcpopt-v1
+        // vanilla mm-reverthighpcp-v1 mm-highpcpopt-v1
         assert_eq!(table("000-trunc@cascadelake").labels[1], "mm-reverthighpcp-v1");
         assert_eq!(table("000-trunc@cascadelake").machine, "cascadelake-2s");
     }
 
-    /// Seed 004 (004_633c41842d9d9d64.txt) lines 18-40, v2 patch 5/6.
+    /// Seed 004, v2 patch 5/6: trunc on both machines.
     #[test]
     fn seed_004_trunc() {
-        // line 20: vanilla mm-reverthighpcp-v1 mm-highpcpopt-v2
+        // vanilla mm-reverthighpcp-v1 mm-highpcpopt-v2
         let t = table("000-trunc@v2");
         assert_eq!(t.labels, ["vanilla", "mm-reverthighpcp-v1", "mm-highpcpopt-v2"]);
         assert_eq!(t.presets, ["hpc-vanilla", "hpc-revert", "hpc-opt"]);
-        // line 22: Amean elapsed 543.00 ( 0.00%) 530.00 * 2.39%* 530.00 * 2.39%*
+        // Amean elapsed 543.00 ( 0.00%) 530.00 * 2.39%* 530.00 * 2.39%*
         assert_eq!(main("000-trunc@v2", "elapsed", ""), [543.00, 530.00, 530.00]);
-        // line 34: Amean elapsed 529.00 ( 0.00%) 521.00 ( 1.51%) 510.00 * 3.59%*
+        // Amean elapsed 529.00 ( 0.00%) 521.00 ( 1.51%) 510.00 * 3.59%*
         let m = row("000-trunc@v2-cascadelake", "elapsed", "", "amean");
         assert_eq!(m.values, [529.00, 521.00, 510.00]);
         assert_eq!(m.pct.as_deref(), Some(&[0.00, 1.51, 3.59][..]));
         assert_eq!(m.marked, [false, false, true]);
-        // line 35: Stddev elapsed 16.63 ( 0.00%) 12.87 ( 22.64%) 11.55 ( 30.58%)
+        // Stddev elapsed 16.63 ( 0.00%) 12.87 ( 22.64%) 11.55 ( 30.58%)
         assert_eq!(m.stddev.as_deref(), Some(&[16.63, 12.87, 11.55][..]));
-        // line 36: CoeffVar elapsed 3.14 ( 0.00%) 2.47 ( 21.46%) 2.26 ( 27.99%)
+        // CoeffVar elapsed 3.14 ( 0.00%) 2.47 ( 21.46%) 2.26 ( 27.99%)
         let cv = row("000-trunc@v2-cascadelake", "elapsed", "", "coeffvar");
         assert_eq!(cv.pct.as_deref(), Some(&[0.00, 21.46, 27.99][..]));
-        // line 38: BAmean-50 elapsed 516.00 ( 0.00%) 512.00 ( 0.78%) 500.00 ( 3.10%)
+        // BAmean-50 elapsed 516.00 ( 0.00%) 512.00 ( 0.78%) 500.00 ( 3.10%)
         let b = row("000-trunc@v2-cascadelake", "elapsed", "", "bamean-50");
         assert_eq!(b.values, [516.00, 512.00, 500.00]);
-        // line 40: BAmean-99 elapsed 526.67 ( 0.00%) 518.89 ( 1.48%) 507.78 ( 3.59%)
+        // BAmean-99 elapsed 526.67 ( 0.00%) 518.89 ( 1.48%) 507.78 ( 3.59%)
         let b = row("000-trunc@v2-cascadelake", "elapsed", "", "bamean-99");
         assert_eq!(b.values, [526.67, 518.89, 507.78]);
     }
@@ -795,7 +796,7 @@ values = [1.0, 2.0]
         }
     }
 
-    /// Seed 000 lines 204-222 (v1) and seed 004 lines 45-63 (v2): page_fault1.
+    /// Seed 000 (v1 patch 4/5) and seed 004 (v2 patch 5/6): page_fault1.
     #[test]
     fn page_fault1() {
         let t = table("000-page-fault1");
@@ -805,34 +806,34 @@ values = [1.0, 2.0]
         let counts = [2, 5, 8, 12, 21, 30, 48, 79, 110, 141, 172, 203, 234, 265, 296, 320];
         let want: Vec<String> = counts.iter().map(|c| format!("processes-{c}")).collect();
         assert_eq!(params, want);
-        // seed 000 line 207:
+        // seed 000:
         // Hmean page_fault1-processes-2 2694662.26 ( 0.00%) 2696801.07 ( 0.08%)
         assert_eq!(main("000-page-fault1", "page_fault1", "processes-2"), [2694662.26, 2696801.07]);
-        // seed 000 line 210:
+        // seed 000:
         // Hmean page_fault1-processes-12 12167502.10 ( 0.00%) 12073323.10 * -0.77%*
         let m = row("000-page-fault1", "page_fault1", "processes-12", "hmean");
         assert_eq!(m.values, [12167502.10, 12073323.10]);
         assert_eq!((m.marked[1], m.pct.as_ref().unwrap()[1]), (true, -0.77));
         assert_eq!((m.better, m.unit.as_str()), (Better::Higher, "faults/s"));
-        // seed 000 line 214:
+        // seed 000:
         // Hmean page_fault1-processes-79 25928742.64 ( 0.00%) 25920933.41 ( -0.03%) <---
         let m = row("000-page-fault1", "page_fault1", "processes-79", "hmean");
         assert_eq!((m.values[1], m.flag.as_str(), m.marked[1]), (25920933.41, "<---", false));
-        // seed 000 line 222:
+        // seed 000:
         // Hmean page_fault1-processes-320 25555149.05 ( 0.00%) 25585059.83 ( 0.12%)
         assert_eq!(
             main("000-page-fault1", "page_fault1", "processes-320"),
             [25555149.05, 25585059.83]
         );
-        // seed 004 line 47: vanilla mm-highpcpopt-v2
+        // seed 004: vanilla mm-highpcpopt-v2
         assert_eq!(table("000-page-fault1@v2").presets, ["hpc-vanilla", "hpc-opt"]);
-        // seed 004 line 49: Hmean page_fault1-processes-5 6425819.34 ( 0.00%) 6435544.57 * 0.15%*
+        // seed 004: Hmean page_fault1-processes-5 6425819.34 ( 0.00%) 6435544.57 * 0.15%*
         let m = row("000-page-fault1@v2", "page_fault1", "processes-5", "hmean");
         assert_eq!((m.values[1], m.marked[1]), (6435544.57, true));
-        // seed 004 line 55: ... processes-79 25928742.64 ( 0.00%) 25934202.02 ( 0.02%) <--
+        // seed 004: ... processes-79 25928742.64 ( 0.00%) 25934202.02 ( 0.02%) <--
         let m = row("000-page-fault1@v2", "page_fault1", "processes-79", "hmean");
         assert_eq!((m.values[1], m.flag.as_str()), (25934202.02, "<--"));
-        // seed 004 line 56: ... processes-110 25730869.75 ( 0.00%) 25671880.65 * -0.23%*
+        // seed 004: ... processes-110 25730869.75 ( 0.00%) 25671880.65 * -0.23%*
         let m = row("000-page-fault1@v2", "page_fault1", "processes-110", "hmean");
         assert_eq!(m.pct.as_ref().unwrap()[1], -0.23);
         // Rows without a flag have none.
@@ -842,39 +843,39 @@ values = [1.0, 2.0]
         );
     }
 
-    /// Seed 000 lines 380-419 (v1 patch 5/5): netperf-tcp on two machines.
+    /// Seed 000, v1 patch 5/5: netperf-tcp on two machines.
     #[test]
     fn netperf_tcp() {
         let t = table("000-netperf-tcp");
         assert_eq!((t.machine.as_str(), t.metrics.len()), ("skylake-1s", 18));
         assert_eq!(t.labels, ["vanilla", "mm-reverthighpcp-v1", "mm-highpcplimit-v1"]);
         assert_eq!(t.presets, ["hpc-vanilla", "hpc-revert", "hpc-limit-v1"]);
-        // line 402: Min 64 935.38 ( 0.00%) 939.40 ( 0.43%) 940.11 ( 0.51%)
+        // Min 64 935.38 ( 0.00%) 939.40 ( 0.43%) 940.11 ( 0.51%)
         let m = row("000-netperf-tcp", "throughput", "64", "min");
         assert_eq!(m.values, [935.38, 939.40, 940.11]);
         assert_eq!((m.better, m.unit.as_str()), (Better::Higher, "Mbit/s"));
-        // line 410: Min 16384 58017.25 ( 0.00%) 60352.93 ( 4.03%) 60691.14 ( 4.61%)
+        // Min 16384 58017.25 ( 0.00%) 60352.93 ( 4.03%) 60691.14 ( 4.61%)
         assert_eq!(row("000-netperf-tcp", "throughput", "16384", "min").values[2], 60691.14);
-        // line 411: Hmean 64 938.95 ( 0.00%) 941.50 * 0.27%* 940.47 ( 0.16%)
+        // Hmean 64 938.95 ( 0.00%) 941.50 * 0.27%* 940.47 ( 0.16%)
         let m = row("000-netperf-tcp", "throughput", "64", "hmean");
         assert_eq!(m.values, [938.95, 941.50, 940.47]);
         assert_eq!(m.marked, [false, true, false]);
-        // line 416: Hmean 3312 31001.99 ( 0.00%) 32206.50 * 3.89%* 31849.40 * 2.73%*
+        // Hmean 3312 31001.99 ( 0.00%) 32206.50 * 3.89%* 31849.40 * 2.73%*
         assert_eq!(main("000-netperf-tcp", "throughput", "3312"), [31001.99, 32206.50, 31849.40]);
-        // line 419: Hmean 16384 58410.86 ( 0.00%) 60839.80 * 4.16%* 61362.12 * 5.05%*
+        // Hmean 16384 58410.86 ( 0.00%) 60839.80 * 4.16%* 61362.12 * 5.05%*
         let m = row("000-netperf-tcp", "throughput", "16384", "hmean");
         assert_eq!(m.pct.as_deref(), Some(&[0.00, 4.16, 5.05][..]));
         let t = table("000-netperf-tcp@trace-machine");
         assert_eq!((t.machine.as_str(), t.metrics.len()), ("unknown-trace", 9));
-        // line 385: vanilla mm-reverthighpcp-v1r1 mm-highpcplimit-v1r12
+        // vanilla mm-reverthighpcp-v1r1 mm-highpcplimit-v1r12
         assert_eq!(t.labels, ["vanilla", "mm-reverthighpcp-v1r1", "mm-highpcplimit-v1r12"]);
-        // line 386: Hmean 64 839.93 ( 0.00%) 840.77 ( 0.10%) 835.34 * -0.55%*
+        // Hmean 64 839.93 ( 0.00%) 840.77 ( 0.10%) 835.34 * -0.55%*
         let m = row("000-netperf-tcp@trace-machine", "throughput", "64", "hmean");
         assert_eq!(
             (m.values.as_slice(), m.marked.as_slice()),
             (&[839.93, 840.77, 835.34][..], &[false, false, true][..])
         );
-        // line 394: Hmean 16384 39759.59 ( 0.00%) 36805.78 * -7.43%* 39291.42 ( -1.18%)
+        // Hmean 16384 39759.59 ( 0.00%) 36805.78 * -7.43%* 39291.42 ( -1.18%)
         let m = row("000-netperf-tcp@trace-machine", "throughput", "16384", "hmean");
         assert_eq!(m.values, [39759.59, 36805.78, 39291.42]);
         assert_eq!(m.pct.as_deref(), Some(&[0.00, -7.43, -1.18][..]));
@@ -882,7 +883,7 @@ values = [1.0, 2.0]
         assert_eq!(sizes, ["64", "128", "256", "1024", "2048", "3312", "4096", "8192", "16384"]);
     }
 
-    /// Seed 000 lines 354-374: the five most used page frames.
+    /// Seed 000, v1 patch 5/5: the five most used page frames.
     #[test]
     fn top_pfns() {
         let t = table("000-top-pfns");
@@ -890,16 +891,16 @@ values = [1.0, 2.0]
         assert_eq!(t.presets, ["hpc-vanilla", "hpc-revert", "hpc-limit-v1"]);
         assert_eq!(t.significance, Significance::None);
         assert_eq!(t.metrics.len(), 5);
-        // lines 357, 364, 371: 13041 pfn=0x111a30 / 192009 pfn=0x54c140 / 142693 pfn=0x346208
+        // entry 1 of each list: 13041 pfn=0x111a30 / 192009 pfn=0x54c140 / 142693 pfn=0x346208
         let m = row("000-top-pfns", "allocs", "1", "value");
         assert_eq!(m.values, [13041.0, 192009.0, 142693.0]);
         assert_eq!(m.pfn, ["0x111a30", "0x54c140", "0x346208"]);
         assert_eq!(m.kind, Kind::Text);
-        // lines 360, 367, 374: 13121 pfn=0x689598 / 243515 pfn=0xa9dc20 / 166950 pfn=0x2702f8
+        // entry 4 of each list: 13121 pfn=0x689598 / 243515 pfn=0xa9dc20 / 166950 pfn=0x2702f8
         let m = row("000-top-pfns", "allocs", "4", "value");
         assert_eq!(m.values, [13121.0, 243515.0, 166950.0]);
         assert_eq!(m.pfn, ["0x689598", "0xa9dc20", "0x2702f8"]);
-        // lines 361, 368: 13128 pfn=0x5814d8 / 402523 pfn=0x222bb8; the third list stops at 4.
+        // entry 5: 13128 pfn=0x5814d8 / 402523 pfn=0x222bb8; the third list stops at 4.
         let m = row("000-top-pfns", "allocs", "5", "value");
         assert_eq!(m.values[..2], [13128.0, 402523.0]);
         assert!(m.values[2].is_nan());
@@ -912,7 +913,7 @@ values = [1.0, 2.0]
         }
     }
 
-    /// Seed 001 (001_eb9dbbda58efad27.txt, one line): the three normalised tables.
+    /// Seed 001 (the v1 cover letter): the three normalised tables.
     #[test]
     fn seed_001() {
         let t = table("001-kbuild");
@@ -959,19 +960,19 @@ values = [1.0, 2.0]
         assert!(!row(lmb, "cache_miss_pct", "", "value").normalised);
     }
 
-    /// Seed 002 (002_b08f20b63052ca9c.txt): thpfioscale, four panels.
+    /// Seed 002: thpfioscale, four panels.
     #[test]
     fn seed_002() {
         let t = table("002-thpfioscale");
         assert_eq!(t.labels, ["vanilla", "lowzone-v5r8"]);
         assert_eq!(t.kernels, ["4.20.0-rc3"; 2]);
         assert_eq!(t.presets, ["frag-vanilla", "frag-lowzone"]);
-        // lines 84-85: 804694; 408912 (49% reduction)
+        // 804694; 408912 (49% reduction)
         let m = row("002-thpfioscale", "extfrag_lt9", "", "value");
         assert_eq!(m.values, [804694.0, 408912.0]);
         assert_eq!((m.pct.as_deref(), m.pct_decimals), (Some(&[0.0, 49.0][..]), 0));
         assert_eq!(m.kind, Kind::Text);
-        // lines 108-110 and 113-115: the breakdown, which adds up to the totals.
+        // the per-migratetype breakdown, which adds up to the totals.
         let unmov = main("002-thpfioscale", "extfrag_lt9_unmovable", "");
         let mov = main("002-thpfioscale", "extfrag_lt9_movable", "");
         let recl = main("002-thpfioscale", "extfrag_lt9_reclaimable", "");
@@ -982,56 +983,56 @@ values = [1.0, 2.0]
         for i in 0..2 {
             assert_eq!(unmov[i] + mov[i] + recl[i], m.values[i]);
         }
-        // line 90: Amean fault-base-1 662.92 ( 0.00%) 653.58 * 1.41%*
+        // Amean fault-base-1 662.92 ( 0.00%) 653.58 * 1.41%*
         let m = row("002-thpfioscale", "fault-base", "1", "amean");
         assert_eq!(
             (m.values.as_slice(), m.marked.as_slice()),
             (&[662.92, 653.58][..], &[false, true][..])
         );
-        // line 95: Percentage huge-1 0.00 ( 0.00%) 0.00 ( 0.00%)
+        // Percentage huge-1 0.00 ( 0.00%) 0.00 ( 0.00%)
         assert_eq!(row("002-thpfioscale", "huge", "1", "percentage").values, [0.0, 0.0]);
-        // lines 135-136: 291392; 191187 (34% reduction)
+        // 291392; 191187 (34% reduction)
         assert_eq!(main("002-thpfioscale@madv", "extfrag_lt9", ""), [291392.0, 191187.0]);
-        // line 142: Amean fault-huge-1 1098.48 ( 0.00%) 1127.11 ( -2.61%)
+        // Amean fault-huge-1 1098.48 ( 0.00%) 1127.11 ( -2.61%)
         let m = row("002-thpfioscale@madv", "fault-huge", "1", "amean");
         assert_eq!((m.values[1], m.pct.as_ref().unwrap()[1]), (1127.11, -2.61));
-        // line 147: Percentage huge-1 78.57 ( 0.00%) 77.64 ( -1.18%)
+        // Percentage huge-1 78.57 ( 0.00%) 77.64 ( -1.18%)
         let m = row("002-thpfioscale@madv", "huge", "1", "percentage");
         assert_eq!((m.values.as_slice(), m.better), (&[78.57, 77.64][..], Better::Higher));
-        // lines 158-159: 215698; 200210 (7% reduction)
+        // 215698; 200210 (7% reduction)
         assert_eq!(main("002-thpfioscale@haswell", "extfrag_lt9", ""), [215698.0, 200210.0]);
-        // line 165: Amean fault-huge-5 4181.01 ( 0.00%) 3418.60 ( 18.24%)
+        // Amean fault-huge-5 4181.01 ( 0.00%) 3418.60 ( 18.24%)
         assert_eq!(main("002-thpfioscale@haswell", "fault-huge", "5"), [4181.01, 3418.60]);
-        // line 169: Percentage huge-5 1.15 ( 0.00%) 0.78 ( -31.88%)
+        // Percentage huge-5 1.15 ( 0.00%) 0.78 ( -31.88%)
         assert_eq!(main("002-thpfioscale@haswell", "huge", "5"), [1.15, 0.78]);
-        // lines 180-181: 166352; 147463 (11% reduction)
+        // 166352; 147463 (11% reduction)
         let m = row("002-thpfioscale@haswell-madv", "extfrag_lt9", "", "value");
         assert_eq!(
             (m.values.as_slice(), m.pct.as_ref().unwrap()[1]),
             (&[166352.0, 147463.0][..], 11.0)
         );
-        // line 186: Amean fault-base-5 6138.97 ( 0.00%) 6217.43 ( -1.28%)
+        // Amean fault-base-5 6138.97 ( 0.00%) 6217.43 ( -1.28%)
         assert_eq!(main("002-thpfioscale@haswell-madv", "fault-base", "5"), [6138.97, 6217.43]);
-        // line 187: Amean fault-huge-5 2294.28 ( 0.00%) 3163.33 * -37.88%*
+        // Amean fault-huge-5 2294.28 ( 0.00%) 3163.33 * -37.88%*
         let m = row("002-thpfioscale@haswell-madv", "fault-huge", "5", "amean");
         assert_eq!((m.values[1], m.marked[1], m.unit.as_str()), (3163.33, true, "us"));
-        // line 192: Percentage huge-5 96.82 ( 0.00%) 95.14 ( -1.74%)
+        // Percentage huge-5 96.82 ( 0.00%) 95.14 ( -1.74%)
         assert_eq!(main("002-thpfioscale@haswell-madv", "huge", "5"), [96.82, 95.14]);
         for id in ["002-thpfioscale@haswell", "002-thpfioscale@haswell-madv"] {
             assert_eq!(table(id).machine, "haswell-2s-48");
         }
     }
 
-    /// Seed 003 (003_5709d2886be664c0.txt) lines 46-50: prose results.
+    /// Seed 003: prose results.
     #[test]
     fn seed_003() {
-        // lines 48-50: "Ilias' test on a 'low' speed 1Gbit interface on an cortex-a53 shows ~11%"
+        // "Ilias' test on a 'low' speed 1Gbit interface on an cortex-a53 shows ~11%"
         let t = table("003-page-frag");
         assert_eq!((t.machine.as_str(), t.workload.as_str()), ("cortex-a53", "page-frag-rx"));
         assert_eq!(t.presets, ["pfrag-buddy", "pfrag-pcp"]);
         let m = row("003-page-frag", "throughput", "", "value");
         assert_eq!((m.values.as_slice(), m.kind), (&[100.0, 111.0][..], Kind::Prose));
-        // lines 47-48: "Jesper has noticed a 7% performance improvement using a micro benchmark"
+        // "Jesper has noticed a 7% performance improvement using a micro benchmark"
         let m = row("003-page-frag@micro", "throughput", "", "value");
         assert_eq!(m.values, [100.0, 107.0]);
         assert_eq!(m.pct.as_deref(), Some(&[0.0, 7.0][..]));

@@ -86,10 +86,9 @@ fn table_section(h: &mut String, t: &TableReport, rows: &[Row]) {
     let _ = write!(h, "<h2 id=\"{}\">{} — {}</h2>", esc(&t.id), esc(&t.id), esc(&t.title));
     let _ = write!(
         h,
-        "<p class=\"meta\">seed {} (lines {}); workload <b>{}</b> on <b>{}</b> ({} CPUs); {} \
-         sample(s) per preset; baseline {}</p>",
+        "<p class=\"meta\">seed {}; workload <b>{}</b> on <b>{}</b> ({} CPUs); {} sample(s) per \
+         preset; baseline {}</p>",
         esc(&t.seed),
-        esc(&t.lines),
         esc(&t.workload),
         esc(&t.machine),
         t.cpus,

@@ -379,10 +379,8 @@ pub struct TableReport {
     pub id: String,
     /// Heading.
     pub title: String,
-    /// Seed file and lines.
+    /// The seed mail the published numbers come from: its number, author, subject and date.
     pub seed: String,
-    /// Lines of the seed.
-    pub lines: String,
     /// Workload.
     pub workload: String,
     /// Machine name and CPUs.
@@ -475,7 +473,6 @@ fn table_report(p: &Plan<'_>, results: &[RunResult]) -> TableReport {
         id: t.id.clone(),
         title: t.title.clone(),
         seed: t.seed.clone(),
-        lines: t.lines.clone(),
         workload: t.workload.clone(),
         machine: p.machine.name.clone(),
         cpus: p.machine.nr_cpus(),
@@ -521,8 +518,8 @@ impl TableReport {
         let _ = writeln!(out, "== {} — {}", self.id, self.title);
         let _ = writeln!(
             out,
-            "   seed {} (lines {}); {} on {} ({} CPUs), {} sample(s) per preset",
-            self.seed, self.lines, self.workload, self.machine, self.cpus, self.samples
+            "   seed {}; {} on {} ({} CPUs), {} sample(s) per preset",
+            self.seed, self.workload, self.machine, self.cpus, self.samples
         );
         let blocks = self.blocks();
         if blocks.len() > 1 && blocks.iter().all(|(_, idx)| idx.len() == 1) {
