@@ -109,8 +109,9 @@ const PARAMS: &[ParamSpec] = &[
         max: 1.0,
         unit: "0 = spread, 1 = node 0",
         doc: "job slots spread evenly over all CPUs (one per core), or packed on node 0's CPUs",
-        source: "reading of docs/workloads.md §1.1: numactl -m binds memory only and the scheduler \
-                 spreads busy tasks over idle cores of both sockets (see the module doc)",
+        source: "reading of docs/workloads.md §1.1: numactl -m binds memory only and the \
+                 scheduler spreads busy tasks over idle cores of both sockets (see the module \
+                 doc)",
         scaled: false,
     },
     ParamSpec {

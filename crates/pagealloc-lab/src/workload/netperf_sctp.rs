@@ -154,9 +154,9 @@ const PARAMS: &[ParamSpec] = &[
         doc: "work per packet on the CPU that sends it besides allocations and copies: \
               packet assembly, IP and loopback transmit, and the receive side that runs in \
               the same context (sctp_rcv, ulpevents, SACK generation and processing)",
-        source: "assumed: two protocol stacks' worth of per-packet work; the profile puts ≈ 20% of \
-                 cycles in receive processing inside the sender's system call (docs/workloads.md \
-                 §2.2)",
+        source: "assumed: two protocol stacks' worth of per-packet work; the profile puts ≈ 20% \
+                 of cycles in receive processing inside the sender's system call \
+                 (docs/workloads.md §2.2)",
         scaled: false,
     },
     ParamSpec {

@@ -69,8 +69,8 @@ const PARAMS: &[ParamSpec] = &[
         unit: "bytes",
         doc: "send and receive size (netperf -m SIZE -M SIZE); mmtests runs 64, 128, 256, \
               1024, 2048, 3312, 4096, 8192, 16384",
-        source: "mmtests NETPERF_BUFFER_SIZES (docs/workloads.md §3.1); the default is the table's \
-                 last row",
+        source: "mmtests NETPERF_BUFFER_SIZES (docs/workloads.md §3.1); the default is the \
+                 table's last row",
         scaled: false,
     },
     ParamSpec {

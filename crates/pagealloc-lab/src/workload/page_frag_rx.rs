@@ -106,9 +106,9 @@ const PARAMS: &[ParamSpec] = &[
         max: 1e6,
         unit: "pages",
         doc: "RX descriptors per queue, each holding a page (allocated at start)",
-        source: "assumed between Duyck's 128 and Paweł's 4096 RX descriptors (their replies in the \
-                 page_frag patch thread), docs/workloads.md §8.1; only sets how many pages sit in \
-                 the ring",
+        source: "assumed between Duyck's 128 and Paweł's 4096 RX descriptors (their replies in \
+                 the page_frag patch thread), docs/workloads.md §8.1; only sets how many pages \
+                 sit in the ring",
         scaled: false,
     },
     ParamSpec {
