@@ -96,8 +96,11 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         }
         let higher = Pfn(pfn.0 & buddy.0);
         let higher_buddy = higher.buddy(Order(order.0 + 1));
-        self.zone.spans(higher_buddy)
-            && self.zone.frame(higher_buddy).is_buddy_of_order(Order(order.0 + 1))
+        if !self.zone.spans(higher_buddy) {
+            return false;
+        }
+        self.touch_frame(higher_buddy);
+        self.zone.frame(higher_buddy).is_buddy_of_order(Order(order.0 + 1))
     }
 
     /// Return the block at `pfn` to the free lists as type `mt`, merging with free buddies
@@ -113,6 +116,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         self.account_freepages(mt, 1 << order.0);
         // Until the merged block is listed, no frame of it heads anything.
         zone.frame(pfn).set_info(crate::mem_map::FrameInfo::TAIL);
+        self.touch_frame(pfn);
         let (mut pfn, mut order) = (pfn, order);
         let mut buddy = pfn.buddy(order);
         while order.0 < MAX_PAGE_ORDER {
@@ -120,6 +124,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
             if !zone.spans(buddy) {
                 break;
             }
+            self.touch_frame(buddy);
             let info = zone.frame(buddy).info();
             if info.state != FrameState::Buddy || info.order != order {
                 break;
@@ -185,6 +190,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         let (mut free, mut movable) = (0, 0);
         let mut p = start;
         while p < end {
+            self.touch_frame(p);
             let info = zone.frame(p).info();
             let step = match info.state {
                 FrameState::Buddy => {

@@ -107,6 +107,21 @@ impl TraceEvent {
     }
 }
 
+/// A cache line of the allocator's own data that a call reads or writes: what a model of the
+/// memory hierarchy prices an access by. Not a kernel tracepoint.
+///
+/// Lines the allocator only reads and that change rarely (watermarks, the zone's span,
+/// pageblock bits, the policy) are not reported: they stay in every cache that reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MetaLine {
+    /// The metadata of one frame (the kernel's `struct page`): state, order, list links.
+    Frame(Pfn),
+    /// A zone's free area of one order: its list heads and count.
+    FreeArea(ZoneIdx, Order),
+    /// A CPU's pageset in a zone: count, high, batch and list heads.
+    Pageset(ZoneIdx, CpuId),
+}
+
 /// Receives trace records. `record` may be called with the zone lock or a pcp lock held:
 /// it must not call back into the allocator.
 pub trait EventSink: Sync {
@@ -134,6 +149,19 @@ pub trait EventSink: Sync {
     /// blocks to a local list). Not a tracepoint; a model charges the time.
     #[inline]
     fn pcp_list_work(&self, _cpu: CpuId, _ops: u32) {}
+
+    /// `cpu` reads or writes `line` (with the zone lock held when inside a hold): every access
+    /// the allocator makes to its own metadata, once per access. A list operation reports the
+    /// block it moves, the neighbours whose links it rewrites and the list's head; a buddy
+    /// merge reports each buddy it inspects. Not a tracepoint: a model prices it by where the
+    /// line is.
+    #[inline]
+    fn touch(&self, _cpu: CpuId, _line: MetaLine) {}
+
+    /// `cpu` asks for `line` ahead of its use (a software prefetch): a model starts the
+    /// transfer without stalling the CPU.
+    #[inline]
+    fn prefetch(&self, _cpu: CpuId, _line: MetaLine) {}
 }
 
 /// The sink that records nothing, at no cost.
@@ -168,5 +196,15 @@ impl<T: EventSink> EventSink for &T {
     #[inline]
     fn pcp_list_work(&self, cpu: CpuId, ops: u32) {
         (**self).pcp_list_work(cpu, ops);
+    }
+
+    #[inline]
+    fn touch(&self, cpu: CpuId, line: MetaLine) {
+        (**self).touch(cpu, line);
+    }
+
+    #[inline]
+    fn prefetch(&self, cpu: CpuId, line: MetaLine) {
+        (**self).prefetch(cpu, line);
     }
 }

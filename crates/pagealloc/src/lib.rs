@@ -57,7 +57,7 @@ pub mod watermark;
 pub mod zone;
 
 pub use crate::error::{AllocError, FreeError};
-pub use crate::events::{EventSink, NoEvents, TraceEvent};
+pub use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 pub use crate::gfp::{AllocFlags, Gfp};
 pub use crate::memory_map::{MapError, MemoryMap, ZoneLimits};
 pub use crate::migratetype::MigrateType;

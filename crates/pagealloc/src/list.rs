@@ -51,40 +51,47 @@ impl ListHead {
         (self.tail != NIL).then_some(self.tail)
     }
 
-    /// Insert `idx` (not on any list) at the head.
+    /// Insert `idx` (not on any list) at the head. Returns the other member whose links
+    /// changed (the old head), or [`NIL`].
     #[inline]
-    pub fn push_head(&mut self, map: &[Frame], idx: u32) {
+    pub fn push_head(&mut self, map: &[Frame], idx: u32) -> u32 {
         let f = &map[idx as usize];
+        let old = self.head;
         f.set_prev(NIL);
-        f.set_next(self.head);
-        if self.head == NIL {
+        f.set_next(old);
+        if old == NIL {
             self.tail = idx;
         } else {
-            map[self.head as usize].set_prev(idx);
+            map[old as usize].set_prev(idx);
         }
         self.head = idx;
         self.len += 1;
+        old
     }
 
-    /// Insert `idx` (not on any list) at the tail.
+    /// Insert `idx` (not on any list) at the tail. Returns the other member whose links
+    /// changed (the old tail), or [`NIL`].
     #[inline]
-    pub fn push_tail(&mut self, map: &[Frame], idx: u32) {
+    pub fn push_tail(&mut self, map: &[Frame], idx: u32) -> u32 {
         let f = &map[idx as usize];
+        let old = self.tail;
         f.set_next(NIL);
-        f.set_prev(self.tail);
-        if self.tail == NIL {
+        f.set_prev(old);
+        if old == NIL {
             self.head = idx;
         } else {
-            map[self.tail as usize].set_next(idx);
+            map[old as usize].set_next(idx);
         }
         self.tail = idx;
         self.len += 1;
+        old
     }
 
-    /// Remove and return the head. Its own links are left as they were: a frame on no list
+    /// Remove and return the head, and the other member whose links changed (the new head),
+    /// or [`NIL`]. The removed frame's own links are left as they were: a frame on no list
     /// has meaningless links (every insertion writes both).
     #[inline]
-    pub fn pop_head(&mut self, map: &[Frame]) -> Option<u32> {
+    pub fn pop_head(&mut self, map: &[Frame]) -> Option<(u32, u32)> {
         let idx = self.head()?;
         // The head's prev is NIL, so only the new head (or the tail) changes.
         let next = map[idx as usize].next();
@@ -95,20 +102,22 @@ impl ListHead {
             map[next as usize].set_prev(NIL);
         }
         self.len -= 1;
-        Some(idx)
+        Some((idx, next))
     }
 
-    /// Remove and return the tail.
+    /// Remove and return the tail, and the other member whose links changed (the new tail),
+    /// or [`NIL`].
     #[inline]
-    pub fn pop_tail(&mut self, map: &[Frame]) -> Option<u32> {
+    pub fn pop_tail(&mut self, map: &[Frame]) -> Option<(u32, u32)> {
         let idx = self.tail()?;
-        self.unlink(map, idx);
-        Some(idx)
+        let [prev, _] = self.unlink(map, idx);
+        Some((idx, prev))
     }
 
-    /// Remove `idx`, which must be a member of this list.
+    /// Remove `idx`, which must be a member of this list. Returns the members whose links
+    /// changed, `[prev, next]`, each [`NIL`] if there is none.
     #[inline]
-    pub fn unlink(&mut self, map: &[Frame], idx: u32) {
+    pub fn unlink(&mut self, map: &[Frame], idx: u32) -> [u32; 2] {
         let f = &map[idx as usize];
         let (prev, next) = (f.prev(), f.next());
         if prev == NIL {
@@ -124,6 +133,7 @@ impl ListHead {
         f.set_next(NIL);
         f.set_prev(NIL);
         self.len -= 1;
+        [prev, next]
     }
 
     /// Iterate members from head to tail. The list must not change while iterating.
@@ -169,14 +179,15 @@ mod tests {
     fn push_pop_unlink() {
         let map: Vec<Frame> = (0..8).map(|_| Frame::new()).collect();
         let mut l = ListHead::new();
-        l.push_head(&map, 1);
-        l.push_head(&map, 2);
-        l.push_tail(&map, 3);
+        // Each operation names the neighbours whose links it rewrote.
+        assert_eq!(l.push_head(&map, 1), NIL);
+        assert_eq!(l.push_head(&map, 2), 1);
+        assert_eq!(l.push_tail(&map, 3), 1);
         assert_eq!(collect(&l, &map), [2, 1, 3]);
-        l.unlink(&map, 1);
+        assert_eq!(l.unlink(&map, 1), [2, 3]);
         assert_eq!(collect(&l, &map), [2, 3]);
-        assert_eq!(l.pop_tail(&map), Some(3));
-        assert_eq!(l.pop_head(&map), Some(2));
+        assert_eq!(l.pop_tail(&map), Some((3, 2)));
+        assert_eq!(l.pop_head(&map), Some((2, NIL)));
         assert!(l.is_empty());
         assert_eq!(l.pop_head(&map), None);
         assert_eq!(l, ListHead::new());

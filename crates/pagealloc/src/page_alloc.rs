@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 
 use crate::buddy::Fpi;
 use crate::error::{AllocError, FreeError};
-use crate::events::{EventSink, NoEvents, TraceEvent};
+use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 use crate::gfp::{slowpath_alloc_flags, AllocFlags, Gfp};
 use crate::mem_map::{FrameInfo, FrameState};
 use crate::memory_map::{MapError, MemoryMap, MAX_CPUS};
@@ -788,6 +788,9 @@ impl<E: EventSink> PageAllocator<E> {
         let zone = self.zone_of(pfn).ok_or(FreeError::ForeignFrame(pfn))?;
         if !pfn.is_aligned(order) {
             return Err(FreeError::Misaligned { pfn, order });
+        }
+        if E::ENABLED {
+            self.events.touch(cpu.id, MetaLine::Frame(pfn));
         }
         match zone.frame(pfn).claim_for_free(order) {
             Ok(_) => Ok(zone),

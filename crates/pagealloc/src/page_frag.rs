@@ -154,6 +154,10 @@ impl<E: EventSink> PageAllocator<E> {
     /// per-CPU lists or not as the policy says (kernel `page_frag_free`).
     pub fn page_frag_free(&self, cpu: Cpu, page: Pfn) -> Result<(), FreeError> {
         let zone = self.zone_of(page).ok_or(FreeError::ForeignFrame(page))?;
+        if E::ENABLED {
+            // The reference count lives in the page's metadata line.
+            self.events.touch(cpu.id, crate::events::MetaLine::Frame(page));
+        }
         let info = zone.frame(page).info();
         if info.state != FrameState::Allocated {
             return Err(FreeError::NotAllocated { pfn: page });

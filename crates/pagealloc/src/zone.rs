@@ -10,9 +10,9 @@ use crate::sync::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use crate::events::EventSink;
+use crate::events::{EventSink, MetaLine};
 use crate::list::ListHead;
-use crate::mem_map::{Frame, FrameInfo, FrameState};
+use crate::mem_map::{Frame, FrameInfo, FrameState, NIL};
 use crate::migratetype::{MigrateType, MIGRATE_TYPES};
 use crate::pageblock::Pageblocks;
 use crate::pcp::{PcpSlot, PcpSnapshot};
@@ -448,15 +448,38 @@ impl<E: EventSink> ZoneLocked<'_, E> {
             list: mt as u8,
         });
         let area = &mut self.free.area[order.index()];
-        if tail {
-            area.lists[mt.index()].push_tail(&zone.mem_map, idx);
+        let neighbour = if tail {
+            area.lists[mt.index()].push_tail(&zone.mem_map, idx)
         } else {
-            area.lists[mt.index()].push_head(&zone.mem_map, idx);
-        }
+            area.lists[mt.index()].push_head(&zone.mem_map, idx)
+        };
         area.nr_free += 1;
         self.publish_area(order, mt);
         if E::ENABLED {
             self.list_ops += 1;
+            self.touch_list_op(order, idx, [neighbour, NIL]);
+        }
+    }
+
+    /// Report a free-list operation's lines to the sink: the block's frame, the neighbours
+    /// whose links changed, the free area's list head.
+    #[inline]
+    fn touch_list_op(&self, order: Order, idx: u32, neighbours: [u32; 2]) {
+        let (cpu, zone) = (self.cpu, self.zone);
+        self.events.touch(cpu, MetaLine::Frame(zone.pfn_of(idx)));
+        for n in neighbours {
+            if n != NIL {
+                self.events.touch(cpu, MetaLine::Frame(zone.pfn_of(n)));
+            }
+        }
+        self.events.touch(cpu, MetaLine::FreeArea(zone.idx, order));
+    }
+
+    /// Report a read or write of `pfn`'s metadata under this hold to the sink.
+    #[inline]
+    pub(crate) fn touch_frame(&self, pfn: Pfn) {
+        if E::ENABLED {
+            self.events.touch(self.cpu, MetaLine::Frame(pfn));
         }
     }
 
@@ -467,12 +490,13 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         let zone = self.zone;
         let idx = zone.index_of(pfn);
         let area = &mut self.free.area[order.index()];
-        area.lists[mt.index()].unlink(&zone.mem_map, idx);
+        let neighbours = area.lists[mt.index()].unlink(&zone.mem_map, idx);
         area.nr_free -= 1;
         zone.mem_map[idx as usize].set_info(FrameInfo::TAIL);
         self.publish_area(order, mt);
         if E::ENABLED {
             self.list_ops += 1;
+            self.touch_list_op(order, idx, neighbours);
         }
     }
 

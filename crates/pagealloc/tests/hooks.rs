@@ -4,8 +4,8 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use pagealloc::{
-    AllocError, Counter, CpuId, EventSink, Gfp, MemoryMap, NodeId, Order, PageAllocator, Policy,
-    TraceEvent, Tunables, ZoneIdx,
+    AllocError, Counter, CpuId, EventSink, Gfp, MemoryMap, MetaLine, NodeId, Order, PageAllocator,
+    Policy, TraceEvent, Tunables, ZoneIdx,
 };
 
 /// Counts lock notifications and the list work reported with them.
@@ -127,4 +127,110 @@ fn bulk_free_reports_its_pageset_list_work_by_form() {
     assert!(two_pass > 2 * drained2, "{two_pass} vs {drained2} drained");
     // Under the lock both count at least one operation per drained block besides the buddy's.
     assert!(two_pass_ops > drained2 && single_ops > drained1);
+}
+
+/// Records every metadata line reported, with whether a zone lock was held.
+#[derive(Debug, Default)]
+struct LineSink {
+    held: std::sync::atomic::AtomicBool,
+    lines: std::sync::Mutex<Vec<(CpuId, MetaLine, bool)>>,
+    prefetched: std::sync::Mutex<Vec<MetaLine>>,
+}
+
+impl LineSink {
+    fn take(&self) -> Vec<(CpuId, MetaLine, bool)> {
+        std::mem::take(&mut self.lines.lock().unwrap())
+    }
+}
+
+impl EventSink for LineSink {
+    fn record(&self, _e: &TraceEvent) {}
+    fn zone_lock_taken(&self, _cpu: CpuId, _zone: ZoneIdx) {
+        self.held.store(true, Relaxed);
+    }
+    fn zone_lock_released(&self, _cpu: CpuId, _zone: ZoneIdx, _list_ops: u32) {
+        self.held.store(false, Relaxed);
+    }
+    fn touch(&self, cpu: CpuId, line: MetaLine) {
+        self.lines.lock().unwrap().push((cpu, line, self.held.load(Relaxed)));
+    }
+    fn prefetch(&self, _cpu: CpuId, line: MetaLine) {
+        self.prefetched.lock().unwrap().push(line);
+    }
+}
+
+#[test]
+fn every_metadata_line_a_call_touches_is_reported() {
+    let map = MemoryMap::single_node(2, 256 << 20).unwrap();
+    let sink = LineSink::default();
+    let pa = PageAllocator::with_events(map, Tunables::default(), Policy::modern(), &sink).unwrap();
+    sink.take();
+    let cpu1 = pa.cpu(CpuId(1)).unwrap();
+
+    // The first order-0 allocation refills CPU 1's pageset under the zone lock: free-area
+    // heads and frames under the lock, then the pageset and the block popped, outside it.
+    let page = pa.alloc_pages(cpu1, Gfp::KERNEL, Order(0)).unwrap();
+    let refill = sink.take();
+    let zone = pa.zone_of(page).unwrap().idx();
+    assert!(refill.iter().all(|&(c, _, _)| c == CpuId(1)));
+    assert!(refill
+        .iter()
+        .any(|&(_, l, held)| held && matches!(l, MetaLine::FreeArea(z, _) if z == zone)));
+    assert!(refill.iter().any(|&(_, l, held)| held && l == MetaLine::Pageset(zone, CpuId(1))));
+    // The pop that hands the block out comes after the hold, outside the lock.
+    assert!(refill.contains(&(CpuId(1), MetaLine::Frame(page), false)), "{refill:?}");
+    assert!(refill.contains(&(CpuId(1), MetaLine::Pageset(zone, CpuId(1)), false)));
+
+    // A pageset hit: the pageset's line and the frames the pop rewires, nothing under a lock.
+    let hit = pa.alloc_pages(cpu1, Gfp::KERNEL, Order(0)).unwrap();
+    let lines = sink.take();
+    assert!(lines.iter().all(|&(_, _, held)| !held));
+    assert!(lines.contains(&(CpuId(1), MetaLine::Pageset(zone, CpuId(1)), false)));
+    assert!(lines.contains(&(CpuId(1), MetaLine::Frame(hit), false)));
+    assert!(lines.len() <= 3, "{lines:?}");
+
+    // A free by another CPU: the claim reads the frame the allocating CPU wrote.
+    let cpu0 = pa.cpu(CpuId(0)).unwrap();
+    pa.free_pages(cpu0, hit, Order(0)).unwrap();
+    let lines = sink.take();
+    assert_eq!(lines[0], (CpuId(0), MetaLine::Frame(hit), false));
+    assert!(lines.contains(&(CpuId(0), MetaLine::Pageset(zone, CpuId(0)), false)));
+
+    // An order-4 block freed next to its free buddy merges under the lock: the buddy's frame
+    // is inspected there.
+    let blocks: Vec<_> =
+        (0..8).map(|_| pa.alloc_pages(cpu0, Gfp::KERNEL, Order(4)).unwrap()).collect();
+    let (a, b) = blocks
+        .iter()
+        .find_map(|&a| blocks.iter().find(|&&b| a.0 ^ b.0 == 16).map(|&b| (a, b)))
+        .expect("two halves of one order-5 block among eight order-4 blocks");
+    pa.free_pages(cpu0, a, Order(4)).unwrap();
+    sink.take();
+    pa.free_pages(cpu0, b, Order(4)).unwrap();
+    let lines = sink.take();
+    assert!(lines.contains(&(CpuId(0), MetaLine::Frame(a), true)), "{lines:?}");
+    for p in blocks.into_iter().filter(|&p| p != a && p != b) {
+        pa.free_pages(cpu0, p, Order(4)).unwrap();
+    }
+    pa.free_pages(cpu1, page, Order(0)).unwrap();
+}
+
+/// The 5.17 bulk free prefetches the buddies of the blocks it frees, and says so.
+#[test]
+fn bulk_free_prefetches_are_reported() {
+    let map = MemoryMap::single_node(2, 256 << 20).unwrap();
+    let sink = LineSink::default();
+    let policy = Policy::preset("hpc-vanilla").unwrap();
+    let pa = PageAllocator::with_events(map, Tunables::default(), policy, &sink).unwrap();
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let pages: Vec<_> =
+        (0..64).map(|_| pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).unwrap()).collect();
+    for p in pages {
+        pa.free_pages(cpu, p, Order(0)).unwrap();
+    }
+    sink.prefetched.lock().unwrap().clear();
+    pa.drain_all_pages(cpu, None);
+    let prefetched = sink.prefetched.lock().unwrap();
+    assert!(!prefetched.is_empty());
+    assert!(prefetched.iter().all(|l| matches!(l, MetaLine::Frame(_))));
 }

@@ -2,9 +2,9 @@
 //! the bulk refill `rmqueue_bulk` (docs/kernel-reference.md §3.4–3.6, docs/preset-history.md §3.5,
 //! §3.7).
 
-use crate::events::EventSink;
+use crate::events::{EventSink, MetaLine};
 use crate::gfp::AllocFlags;
-use crate::mem_map::{FrameInfo, FrameState};
+use crate::mem_map::{FrameInfo, FrameState, NIL};
 use crate::migratetype::MigrateType;
 use crate::pcp::{AllocDecay, PerCpuPages};
 use crate::policy::{HighDecay, PcpLocking, Policy, RefillSizing};
@@ -77,6 +77,17 @@ impl PerCpuPages {
 }
 
 impl<E: EventSink> PageAllocator<E> {
+    /// Report a pageset list operation's lines to the sink: the pageset, the block's frame
+    /// and the neighbour whose links changed ([`NIL`] for none).
+    #[inline]
+    pub(crate) fn touch_pcp_op(&self, cpu: Cpu, zone: &Zone, idx: u32, neighbour: u32) {
+        self.events.touch(cpu.id, MetaLine::Pageset(zone.idx, cpu.id));
+        self.events.touch(cpu.id, MetaLine::Frame(zone.pfn_of(idx)));
+        if neighbour != NIL {
+            self.events.touch(cpu.id, MetaLine::Frame(zone.pfn_of(neighbour)));
+        }
+    }
+
     /// Take a block of `order` from `cpu`'s pageset for `zone`, refilling its list from the
     /// buddy lists if empty (kernel `rmqueue_pcplist`). `None` when the pageset is busy (the
     /// caller then goes to the buddy lists, as the kernel does) or the refill found nothing.
@@ -97,7 +108,7 @@ impl<E: EventSink> PageAllocator<E> {
         {
             return None;
         }
-        self.pcp_pop(zone, slot, &mut pcp, order, pindex, mt)
+        self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt)
     }
 
     /// Lock a pageset on the local allocation or free path: only try under
@@ -137,7 +148,7 @@ impl<E: EventSink> PageAllocator<E> {
             return None;
         }
         pcp.note_alloc(self.pcp_fast.alloc_decay);
-        self.pcp_pop(zone, slot, &mut pcp, order, pindex, mt)
+        self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt)
     }
 
     /// Pop the head block of list `pindex` and hand it out (`None` only if it is empty) (the hit
@@ -145,6 +156,7 @@ impl<E: EventSink> PageAllocator<E> {
     #[inline(always)]
     fn pcp_pop(
         &self,
+        cpu: Cpu,
         zone: &Zone,
         slot: &crate::pcp::PcpSlot,
         pcp: &mut PerCpuPages,
@@ -152,7 +164,10 @@ impl<E: EventSink> PageAllocator<E> {
         pindex: usize,
         mt: MigrateType,
     ) -> Option<Pfn> {
-        let idx = pcp.lists[pindex].pop_head(&zone.mem_map)?;
+        let (idx, next) = pcp.lists[pindex].pop_head(&zone.mem_map)?;
+        if E::ENABLED {
+            self.touch_pcp_op(cpu, zone, idx, next);
+        }
         pcp.count -= 1 << order.0;
         if self.policy.high_decay == HighDecay::CountMinLimited {
             pcp.count_min = pcp.count_min.min(pcp.count);
@@ -221,7 +236,10 @@ impl<E: EventSink> PageAllocator<E> {
                 frame.aux().store(from as u32, crate::sync::Ordering::Relaxed);
             }
             frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
-            pcp.lists[pindex].push_tail(&zone.mem_map, idx);
+            let old_tail = pcp.lists[pindex].push_tail(&zone.mem_map, idx);
+            if E::ENABLED {
+                self.touch_pcp_op(cpu, zone, idx, old_tail);
+            }
             pcp.count += 1 << order.0;
             got += 1;
         }

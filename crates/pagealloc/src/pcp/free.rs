@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 
 use crate::buddy::Fpi;
-use crate::events::{EventSink, TraceEvent};
+use crate::events::{EventSink, MetaLine, TraceEvent};
 use crate::gfp::AllocFlags;
 use crate::mem_map::{FrameInfo, FrameState};
 use crate::migratetype::MigrateType;
@@ -223,7 +223,10 @@ impl<E: EventSink> PageAllocator<E> {
             frame.aux().store(mt as u32, crate::sync::Ordering::Relaxed);
         }
         frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
-        pcp.lists[pindex].push_head(&zone.mem_map, idx);
+        let old_head = pcp.lists[pindex].push_head(&zone.mem_map, idx);
+        if E::ENABLED {
+            self.touch_pcp_op(cpu, zone, idx, old_head);
+        }
         pcp.count += 1 << order.0;
         pcp.active = true;
         let free_high = pcp.free_high_decision(policy, order);
@@ -323,11 +326,14 @@ impl<E: EventSink> PageAllocator<E> {
                     batch_free = n;
                 }
                 let order = layout.pindex_order(pindex).unwrap_or(Order(0));
-                while let Some(idx) = pcp.lists[pindex].pop_tail(&zone.mem_map) {
+                while let Some((idx, prev)) = pcp.lists[pindex].pop_tail(&zone.mem_map) {
+                    if E::ENABLED {
+                        self.touch_pcp_op(cpu, zone, idx, prev);
+                    }
                     n -= 1 << order.0;
                     pcp.count -= 1 << order.0;
                     if (picked.len() as i32) < prefetch_budget {
-                        self.prefetch_buddy(zone, zone.pfn_of(idx), order);
+                        self.prefetch_buddy(cpu, zone, zone.pfn_of(idx), order);
                     }
                     picked.push((idx, order));
                     batch_free -= 1;
@@ -361,12 +367,15 @@ impl<E: EventSink> PageAllocator<E> {
                 zl.add_list_ops(1);
             }
             let order = layout.pindex_order(pindex).unwrap_or(Order(0));
-            while let Some(idx) = pcp.lists[pindex].pop_tail(&zone.mem_map) {
+            while let Some((idx, prev)) = pcp.lists[pindex].pop_tail(&zone.mem_map) {
                 zl.add_list_ops(1);
+                if E::ENABLED {
+                    self.touch_pcp_op(cpu, zone, idx, prev);
+                }
                 n -= 1 << order.0;
                 pcp.count -= 1 << order.0;
                 if prefetched < prefetch_budget {
-                    self.prefetch_buddy(zone, zone.pfn_of(idx), order);
+                    self.prefetch_buddy(cpu, zone, zone.pfn_of(idx), order);
                     prefetched += 1;
                 }
                 free_to_buddy(&mut zl, cpu, zone, idx, order, self.cfg.hygiene);
@@ -379,9 +388,9 @@ impl<E: EventSink> PageAllocator<E> {
     }
 
     /// Touch the buddy frame a bulk free is about to merge with, as the kernel's prefetch did
-    /// (a cache effect only; which frame depends on the policy).
+    /// (a cache effect only; which frame depends on the policy), and tell the sink.
     #[inline]
-    fn prefetch_buddy(&self, zone: &Zone, pfn: Pfn, order: Order) {
+    fn prefetch_buddy(&self, cpu: Cpu, zone: &Zone, pfn: Pfn, order: Order) {
         let buddy = match self.policy.bulk_free_prefetch {
             BuddyPrefetch::Off => return,
             BuddyPrefetch::Order0Buddy => pfn.buddy(Order(0)),
@@ -389,6 +398,9 @@ impl<E: EventSink> PageAllocator<E> {
         };
         if zone.spans(buddy) {
             core::hint::black_box(zone.frame(buddy).info());
+            if E::ENABLED {
+                self.events.prefetch(cpu.id, MetaLine::Frame(buddy));
+            }
         }
     }
 }
