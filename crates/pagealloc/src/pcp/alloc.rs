@@ -154,6 +154,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// Pop the head block of list `pindex` and hand it out (`None` only if it is empty) (the hit
     /// half of `__rmqueue_pcplist`).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn pcp_pop(
         &self,
         cpu: Cpu,
