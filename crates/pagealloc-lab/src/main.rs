@@ -22,6 +22,7 @@ mod published;
 mod report;
 mod results;
 mod runs;
+mod scoreboard;
 mod stress;
 mod trace;
 mod workload;

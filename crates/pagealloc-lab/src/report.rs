@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::cmd::plot::charts;
-use crate::cmd::reproduce::TableReport;
+use crate::cmd::reproduce::{Scoreboard, TableReport, LEGEND};
 use crate::results::Row;
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\
@@ -32,9 +32,9 @@ fn num(x: f64) -> String {
 /// The `reproduce --report` page.
 pub fn reproduce_page(
     tables: &[TableReport],
+    board: &Scoreboard,
     rows: &[Row],
     skipped: &[(String, String)],
-    quick: bool,
 ) -> String {
     let mut h = String::new();
     let _ = write!(
@@ -43,35 +43,53 @@ pub fn reproduce_page(
          tables reproduced</title><style>{STYLE}</style></head><body>"
     );
     let _ = write!(h, "<h1>pagealloc — the seed tables reproduced on the model</h1>");
-    let (agree, total) = tables.iter().fold((0, 0), |(a, t), r| {
-        let (x, y) = r.agreement();
-        (a + x, t + y)
-    });
-    let scale = if quick { "reduced scale (--quick)" } else { "full scale" };
+    let scale = board.scale_warning().unwrap_or("full scale");
     let _ = write!(
         h,
-        "<p class=\"meta\">{} tables and panels, {scale}. A ✓ marks a change from the baseline \
-         column that goes the way the published one goes (a published change counts when the \
-         table marks it significant, or is at least 1% where the table gives no noise; ours when \
-         the t-test over our samples says so at p&nbsp;&lt;&nbsp;0.10). Values marked base=100 \
-         are normalised to the first column, as the seed prints them.</p>",
-        tables.len()
+        "<p class=\"meta\">{} tables and panels, {}. Marks: {}. A published change is a cell \
+         the table marks significant, or at least 1% where the table gives no noise; ours is a \
+         change when the t-test over our samples says so at p&nbsp;&lt;&nbsp;0.10 (and reaches \
+         1% where the published side was judged by that threshold). The magnitude ratio is our \
+         change over the published one. Cells shared by panels count once. Values marked \
+         base=100 are normalised to the first column, as the seed prints them.</p>",
+        tables.len(),
+        esc(scale),
+        esc(LEGEND)
     );
-    let _ = write!(h, "<table class=\"summary\"><tr><th class=\"l\">table</th><th class=\"l\">workload</th><th class=\"l\">machine</th><th>same direction</th></tr>");
-    for t in tables {
-        let (a, n) = t.agreement();
+    let _ = write!(
+        h,
+        "<table class=\"summary\"><tr><th class=\"l\">table</th><th class=\"l\">workload</th>\
+         <th class=\"l\">machine</th><th>changes agree</th><th>sign</th><th>±30%</th><th>2×</th>\
+         <th>median ratio</th><th>flat agree</th></tr>"
+    );
+    let row = |h: &mut String,
+               name: &str,
+               workload: &str,
+               machine: &str,
+               s: &crate::scoreboard::Score| {
+        let median = s.median_ratio.map_or("—".to_string(), |m| format!("{m:.2}"));
         let _ = write!(
             h,
-            "<tr><td class=\"l\"><a href=\"#{id}\">{id}</a></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{a} of {n}</td></tr>",
-            esc(&t.workload),
-            esc(&t.machine),
-            id = esc(&t.id)
+            "<tr><td class=\"l\">{name}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>\
+             <td>{} of {}</td><td>{}</td><td>{}</td><td>{}</td><td>{median}</td><td>{} of {}</td></tr>",
+            esc(workload),
+            esc(machine),
+            s.changes_agree,
+            s.changes,
+            s.sign_matches,
+            s.within_30pct,
+            s.within_2x,
+            s.flat_agree,
+            s.flat
         );
+    };
+    for (t, (_, s)) in tables.iter().zip(&board.tables) {
+        let id = esc(&t.id);
+        row(&mut h, &format!("<a href=\"#{id}\">{id}</a>"), &t.workload, &t.machine, s);
     }
-    let _ = write!(
-        h,
-        "<tr><th class=\"l\">all</th><th></th><th></th><th>{agree} of {total}</th></tr></table>"
-    );
+    row(&mut h, "<b>all cells</b>", "", "", &board.all);
+    row(&mut h, "<b>performance</b>", "", "", &board.performance);
+    h.push_str("</table>");
     for (id, why) in skipped {
         let _ = write!(h, "<p class=\"no\">{}: not run: {}</p>", esc(id), esc(why));
     }
@@ -120,10 +138,10 @@ fn table_section(h: &mut String, t: &TableReport, rows: &[Row]) {
             let _ = write!(h, "<tr><td class=\"l\">{}</td>", esc(preset));
             for &i in &idx {
                 let c = &t.cells[i][r];
-                let class = match c.same_direction {
-                    Some(true) => "ok",
-                    Some(false) => "no",
-                    None => "",
+                let class = match c.mark() {
+                    "✓" | "=" => "ok",
+                    "✗" | "≠" => "no",
+                    _ => "",
                 };
                 let _ = write!(
                     h,

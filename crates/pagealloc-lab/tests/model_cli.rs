@@ -128,11 +128,24 @@ fn reproduce_json_is_deterministic_and_shaped_as_documented() {
     let base = &rows[0]["metrics"]["elapsed"];
     assert_eq!(base["published"], 543.0);
     assert!(base["ours"].as_f64().unwrap() > 0.0);
-    assert!(base["same_direction"].is_null(), "the baseline has no direction");
-    assert!(rows[1]["metrics"]["elapsed"]["same_direction"].is_boolean());
-    let total = doc["same_direction"]["total"].as_u64().unwrap();
-    assert_eq!(total, 2);
-    assert!(doc["same_direction"]["agree"].as_u64().unwrap() <= total);
+    assert!(base.get("verdict").is_none(), "the baseline is not judged");
+    let revert = &rows[1]["metrics"]["elapsed"];
+    // The printed 530.00 against 543.00, marked significant: a change for the better.
+    assert!((revert["published_pct"].as_f64().unwrap() - 2.394).abs() < 1e-3);
+    assert_eq!(revert["published_change"], "better");
+    let verdict = revert["verdict"].as_str().unwrap();
+    assert!(verdict == "change-agrees" || verdict == "change-differs", "{verdict}");
+    // The scoreboard recounts from the cells: two published changes, no flat cells, and the
+    // reduced scale is said.
+    let board = &doc["scoreboard"];
+    assert_eq!(board["scale"], "quick");
+    assert_eq!(board["comparable_with_full"], false);
+    assert_eq!(board["all"]["changes"], 2);
+    assert_eq!(board["all"]["flat"], 0);
+    let agree =
+        rows[1..].iter().filter(|r| r["metrics"]["elapsed"]["verdict"] == "change-agrees").count()
+            as u64;
+    assert_eq!(board["all"]["changes_agree"].as_u64().unwrap(), agree);
     assert!(!a.contains("wall"), "no timings in the deterministic document");
 }
 

@@ -1,12 +1,10 @@
 //! `pagealloc reproduce [TABLE …]`: every seed table, our rows beside the published rows.
 //!
 //! Each table (and panel) names a workload, a machine and the presets of its columns; the lab
-//! runs the workload on the model of that machine under each preset, a few samples each, and
-//! prints our value beside the published one per metric, with a mark saying whether ours moves
-//! from the baseline column in the same direction as the published number. A published change
-//! counts as a direction when the table marks it significant (`*  x.xx%*`) or, where the table
-//! gives no noise, when it is at least [`FLAT_PCT`]%; ours, when the t-test over our samples
-//! says so (p < 0.10, the seeds' rule) or, with one sample, when it is at least [`FLAT_PCT`]%.
+//! runs the workload on the model of that machine under each preset, at least
+//! [`MIN_SAMPLES`] samples each with different seeds, and prints our value beside the
+//! published one per metric with the scoreboard's mark (see [`crate::scoreboard`] for the
+//! rules: published changes and flat cells scored apart, magnitudes, each shared run once).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,16 +14,13 @@ use serde_json::json;
 
 use super::run::Common;
 use crate::machine::Machine;
-use crate::mmtests::{self, Significance};
+use crate::mmtests;
 use crate::preset_file::resolve;
 use crate::published::{self, PublishedMetric, PublishedTable};
 use crate::results;
 use crate::runs::{self, ProcView, RunResult, RunSpec, Runner};
+use crate::scoreboard::{our_change, published_change, Judged, PublishedRule, Score, MIN_SAMPLES};
 use crate::workload::{self, WorkloadInfo};
-
-/// Changes smaller than this (percent, "positive = better") count as no change where there
-/// is no noise to judge them by.
-pub const FLAT_PCT: f64 = 1.0;
 
 /// Arguments of `pagealloc reproduce`.
 #[derive(Debug, clap::Args)]
@@ -65,20 +60,27 @@ struct Plan<'p> {
     first_spec: usize,
 }
 
-/// Samples per preset for a full run of a table. The cheap tables get the published tables'
-/// own counts (trunc: 10 iterations); netperf gets 3 of its 5; page_fault1 one run per
-/// process count, whose measured window stands for the 5 one-second samples the harness
-/// averages; thpfioscale one run per configuration, as the seed reports one count each;
-/// seed 001's tables, which print one number per row, 2. Chosen so that the full reproduce
-/// stays within 15 minutes on the lab's 2 cores (`docs/reproduction.md` has the budget).
+impl Plan<'_> {
+    /// Index in the job list of sample `i` of preset column `p` of variant `v`.
+    fn spec_index(&self, v: usize, p: usize, i: usize) -> usize {
+        let per_variant = self.table.presets.len() * self.samples as usize;
+        self.first_spec + v * per_variant + p * self.samples as usize + i
+    }
+}
+
+/// Samples per preset for a full run of a table: trunc gets the published table's own 10
+/// iterations; every other table [`MIN_SAMPLES`], each with its own seed, so that the model's
+/// run-to-run spread is real and the t-test has something to judge (the seeds print one
+/// number per configuration for page_fault1, thpfioscale and seed 001's tables).
 fn default_samples(base_id: &str) -> u32 {
     match base_id {
         "000-trunc" => 10,
-        "000-netperf-tcp" => 3,
-        "000-top-pfns" | "000-page-fault1" | "002-thpfioscale" => 1,
-        _ => 2,
+        _ => MIN_SAMPLES,
     }
 }
+
+/// Samples per preset with `--quick`: fewer than the scoreboard asks for, and said so.
+const QUICK_SAMPLES: u32 = 2;
 
 /// The run parameter a table's parameter value stands for.
 fn param_override(workload: &str, param: &str) -> Option<String> {
@@ -114,7 +116,7 @@ fn plan<'p>(t: &'p PublishedTable, args: &Args) -> Result<Plan<'p>> {
         }
     }
     let samples = args.iterations.unwrap_or(if args.common.quick {
-        2.min(default_samples(t.base_id()))
+        QUICK_SAMPLES.min(default_samples(t.base_id()))
     } else {
         default_samples(t.base_id())
     });
@@ -141,32 +143,43 @@ pub struct Cell {
     pub ours: f64,
     /// The published value.
     pub published: f64,
-    /// Does ours move from the baseline the published way? `None` for the baseline and
-    /// where a value is missing.
-    pub same_direction: Option<bool>,
+    /// The scoreboard's judgement; `None` for the baseline column.
+    pub judged: Option<Judged>,
 }
 
 impl Cell {
-    /// ✓, ✗ or blank.
+    /// ✓ a published change we reproduce, ✗ one we miss, = flat on both sides, ≠ flat
+    /// published but ours moves, · unjudged (a value missing), blank for the baseline.
     pub fn mark(&self) -> &'static str {
-        match self.same_direction {
-            Some(true) => "✓",
-            Some(false) => "✗",
+        match &self.judged {
             None => " ",
+            Some(j) if !j.judged() => "·",
+            Some(j) => match (j.is_change(), j.agrees()) {
+                (true, true) => "✓",
+                (true, false) => "✗",
+                (false, true) => "=",
+                (false, false) => "≠",
+            },
         }
+    }
+
+    /// The mark's meaning in one word, for JSON and reports.
+    pub fn verdict(&self) -> Option<&'static str> {
+        Some(match self.mark() {
+            "✓" => "change-agrees",
+            "✗" => "change-differs",
+            "=" => "flat-agrees",
+            "≠" => "flat-differs",
+            "·" => "unjudged",
+            _ => return None,
+        })
     }
 }
 
-/// Direction of a change: -1, 0 (flat) or 1 in "positive = better" terms.
-fn direction(pct: f64, significant: bool) -> i8 {
-    if !pct.is_finite() || !significant {
-        0
-    } else if pct > 0.0 {
-        1
-    } else {
-        -1
-    }
-}
+/// What the marks of [`Cell::mark`] mean, for the text output and the report.
+pub const LEGEND: &str = "✓ a published change we reproduce (same direction, ours significant), \
+                          ✗ one we do not, = flat on both sides, ≠ flat published but ours \
+                          moves, · a value missing";
 
 /// Samples of our metric `name` for one variant and preset.
 fn our_samples(
@@ -176,8 +189,7 @@ fn our_samples(
     p: usize,
     m: &PublishedMetric,
 ) -> Vec<f64> {
-    let per_variant = plan.table.presets.len() * plan.samples as usize;
-    let start = plan.first_spec + v * per_variant + p * plan.samples as usize;
+    let start = plan.spec_index(v, p, 0);
     results[start..start + plan.samples as usize]
         .iter()
         .map(|r| {
@@ -191,11 +203,18 @@ fn our_samples(
                 r.metrics.iter().find(|x| x.name == name).map_or(f64::NAN, |x| x.value)
             }
         })
+        .filter(|x| !x.is_nan())
         .collect()
 }
 
-/// Compare one published metric across the presets.
-fn cells(plan: &Plan<'_>, results: &[RunResult], m: &PublishedMetric) -> Vec<Cell> {
+/// Compare one published metric across the presets, judging every non-baseline column by
+/// the scoreboard's rules. `keys[i]` identifies the runs of spec `i`.
+fn cells(
+    plan: &Plan<'_>,
+    results: &[RunResult],
+    keys: &[String],
+    m: &PublishedMetric,
+) -> Vec<Cell> {
     let v = plan.variants.iter().position(|(p, _)| *p == m.param).unwrap_or(0);
     let better = match m.better {
         published::Better::Lower => mmtests::Better::Lower,
@@ -205,8 +224,16 @@ fn cells(plan: &Plan<'_>, results: &[RunResult], m: &PublishedMetric) -> Vec<Cel
         (0..plan.table.presets.len()).map(|p| our_samples(plan, results, v, p, m)).collect();
     let mean = |s: &[f64]| mmtests::summarize(s, better).map_or(f64::NAN, |x| x.mean);
     let base_mean = mean(&ours[0]);
-    let has_markers = m.kind == published::Kind::Table
-        && plan.table.significance != published::Significance::None;
+    let rule = if m.kind == published::Kind::Table
+        && plan.table.significance != published::Significance::None
+    {
+        PublishedRule::Marked
+    } else {
+        PublishedRule::Threshold
+    };
+    let metric =
+        if m.param.is_empty() { m.name.clone() } else { format!("{}:{}", m.name, m.param) };
+    let runs_key = |p: usize| keys[plan.spec_index(v, p, 0)].as_str();
     (0..plan.table.presets.len())
         .map(|p| {
             let mut o = mean(&ours[p]);
@@ -214,22 +241,28 @@ fn cells(plan: &Plan<'_>, results: &[RunResult], m: &PublishedMetric) -> Vec<Cel
                 o = 100.0 * o / base_mean;
             }
             let published = m.values[p];
-            let same_direction = (p > 0 && published.is_finite() && o.is_finite()).then(|| {
-                let pub_pct = m.better.pct(m.values[0], published);
-                let pub_sig = if has_markers {
-                    m.marked.get(p).copied().unwrap_or(false)
+            let judged = (p > 0).then(|| {
+                let base = m.values[0];
+                let published_pct = if published.is_finite() && base.is_finite() {
+                    m.better.pct(base, published)
                 } else {
-                    pub_pct.abs() >= FLAT_PCT
+                    f64::NAN
                 };
-                let our_pct = mmtests::pct_better(base_mean, mean(&ours[p]), better);
-                let our_sig = if plan.samples >= 2 {
-                    mmtests::significant(&ours[0], &ours[p], better, Significance::TTest)
-                } else {
-                    our_pct.abs() >= FLAT_PCT
-                };
-                direction(pub_pct, pub_sig) == direction(our_pct, our_sig)
+                let marked = m.marked.get(p).copied().unwrap_or(false);
+                let (ours_pct, ours_change) = our_change(&ours[0], &ours[p], better, rule);
+                Judged {
+                    table: plan.table.id.clone(),
+                    metric: metric.clone(),
+                    preset: plan.table.presets[p].clone(),
+                    key: format!("{}|{}|{}|{}", runs_key(0), runs_key(p), metric, m.stat),
+                    published: published_change(rule, published_pct, marked),
+                    published_pct,
+                    ours: ours_change,
+                    ours_pct,
+                    samples: plan.samples,
+                }
             });
-            Cell { ours: o, published, same_direction }
+            Cell { ours: o, published, judged }
         })
         .collect()
 }
@@ -297,16 +330,14 @@ pub fn run(args: &Args) -> Result<()> {
     }
     // Panels share runs (seed 004's vanilla and revert columns are seed 000's; the top page
     // frames come from netperf-tcp runs): run each distinct spec once.
+    let keys: Vec<String> = specs.iter().map(spec_key).collect();
     let mut unique: Vec<RunSpec> = Vec::new();
-    let mut index_of: BTreeMap<String, usize> = BTreeMap::new();
+    let mut index_of: BTreeMap<&str, usize> = BTreeMap::new();
     let slots: Vec<usize> = specs
         .iter()
-        .map(|s| {
-            let key = format!(
-                "{}|{:?}|{}|{}|{}|{}",
-                s.workload.name, s.params, s.preset_name, s.machine.name, s.seed, s.count_frames
-            );
-            *index_of.entry(key).or_insert_with(|| {
+        .zip(&keys)
+        .map(|(s, key)| {
+            *index_of.entry(key.as_str()).or_insert_with(|| {
                 unique.push(s.clone());
                 unique.len() - 1
             })
@@ -330,21 +361,19 @@ pub fn run(args: &Args) -> Result<()> {
             eprintln!("rows saved to {}", path.display());
         }
     }
-    let mut reports: Vec<TableReport> = plans.iter().map(|p| table_report(p, &results)).collect();
+    let mut reports: Vec<TableReport> =
+        plans.iter().map(|p| table_report(p, &results, &keys)).collect();
     if !args.show.is_empty() {
         for (r, p) in reports.iter_mut().zip(&plans) {
             r.views =
                 shown_specs(p).map(|(preset, i)| (preset, results[i].views.clone())).collect();
         }
     }
-    let (agree, total) = reports.iter().fold((0, 0), |(a, t), r| {
-        let (ra, rt) = r.agreement();
-        (a + ra, t + rt)
-    });
+    let board = Scoreboard::of(&reports, args.common.quick);
     if let Some(path) = &args.report {
         let rows: Vec<_> =
             specs.iter().zip(&results).flat_map(|(s, r)| runs::rows(s, r, "")).collect();
-        let html = crate::report::reproduce_page(&reports, &rows, &skipped, args.common.quick);
+        let html = crate::report::reproduce_page(&reports, &board, &rows, &skipped);
         std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))?;
         if !args.common.json {
             eprintln!("report written to {}", path.display());
@@ -354,9 +383,10 @@ pub fn run(args: &Args) -> Result<()> {
         let skipped: BTreeMap<_, _> = skipped.into_iter().collect();
         let tables: Vec<_> = reports.iter().map(TableReport::to_json).collect();
         let doc = json!({
+            "scale": board.scale(),
             "tables": tables,
             "skipped": skipped,
-            "same_direction": {"agree": agree, "total": total},
+            "scoreboard": board.to_json(),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -367,9 +397,97 @@ pub fn run(args: &Args) -> Result<()> {
         for (id, why) in &skipped {
             println!("{id}: not run: {why}");
         }
-        println!("same direction as published: {agree} of {total} changes");
+        print!("{}", board.to_text());
     }
     Ok(())
+}
+
+/// The identity of a run: two specs with the same key are the same run (shared by panels).
+fn spec_key(s: &RunSpec) -> String {
+    format!(
+        "{}|{:?}|{}|{}|{}|{}",
+        s.workload.name, s.params, s.preset_name, s.machine.name, s.seed, s.count_frames
+    )
+}
+
+/// The scoreboard of a reproduce run: per table and overall, every cell counted once.
+#[derive(Debug)]
+pub struct Scoreboard {
+    /// (panel id, its score), in run order.
+    pub tables: Vec<(String, Score)>,
+    /// Every cell of every table, each distinct cell once.
+    pub all: Score,
+    /// The headline performance cells only.
+    pub performance: Score,
+    /// Run at the reduced scale of `--quick`.
+    pub quick: bool,
+}
+
+impl Scoreboard {
+    /// Score `reports`.
+    pub fn of(reports: &[TableReport], quick: bool) -> Scoreboard {
+        let judged = |r: &TableReport| -> Vec<Judged> {
+            r.cells.iter().flatten().filter_map(|c| c.judged.clone()).collect()
+        };
+        let all: Vec<Judged> = reports.iter().flat_map(judged).collect();
+        Scoreboard {
+            tables: reports.iter().map(|r| (r.id.clone(), Score::of(&judged(r)))).collect(),
+            all: Score::of(&all),
+            performance: Score::of(all.iter().filter(|c| c.is_performance())),
+            quick,
+        }
+    }
+
+    /// "full" or "quick".
+    pub fn scale(&self) -> &'static str {
+        if self.quick {
+            "quick"
+        } else {
+            "full"
+        }
+    }
+
+    /// What a reader must know about the scale, or nothing at full scale.
+    pub fn scale_warning(&self) -> Option<&'static str> {
+        self.quick.then_some(
+            "reduced scale (--quick): fewer samples and a smaller volume per run; the figures \
+             are not comparable with a full run's, and some directions differ",
+        )
+    }
+
+    /// The closing summary: one line per table, then all cells and the performance cells.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::from(
+            "scoreboard (rules: docs/reproduction.md, \"How the tables are scored\")\n",
+        );
+        let w = self.tables.iter().map(|(id, _)| id.len()).max().unwrap_or(0).max(11);
+        for (id, s) in &self.tables {
+            let _ = writeln!(out, "  {id:<w$}  {}", s.line());
+        }
+        let _ = writeln!(out, "  {:<w$}  {}", "all cells", self.all.line());
+        let _ = writeln!(out, "  {:<w$}  {}", "performance", self.performance.line());
+        if let Some(warn) = self.scale_warning() {
+            let _ = writeln!(out, "  {warn}");
+        }
+        out
+    }
+
+    /// The scoreboard as JSON: `{all, performance, tables: {id: score}, scale, comparable}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let tables: serde_json::Map<_, _> = self
+            .tables
+            .iter()
+            .map(|(id, s)| (id.clone(), serde_json::to_value(s).expect("plain data")))
+            .collect();
+        json!({
+            "scale": self.scale(),
+            "comparable_with_full": !self.quick,
+            "all": self.all,
+            "performance": self.performance,
+            "tables": tables,
+        })
+    }
 }
 
 /// One table's outcome: every published metric, ours beside it, per preset.
@@ -404,10 +522,9 @@ pub struct TableReport {
 }
 
 impl TableReport {
-    /// (changes in the published direction, changes judged).
-    pub fn agreement(&self) -> (u32, u32) {
-        let judged = self.cells.iter().flatten().filter_map(|c| c.same_direction);
-        judged.fold((0, 0), |(a, t), s| (a + u32::from(s), t + 1))
+    /// The table's own scoreboard figures.
+    pub fn score(&self) -> Score {
+        Score::of(self.cells.iter().flatten().filter_map(|c| c.judged.as_ref()))
     }
 
     fn to_json(&self) -> serde_json::Value {
@@ -420,11 +537,17 @@ impl TableReport {
                 for (m, cs) in self.metrics.iter().zip(&self.cells) {
                     let c = &cs[i];
                     let key = if m.1.is_empty() { m.0.clone() } else { format!("{}:{}", m.0, m.1) };
-                    mj.insert(
-                        key,
-                        json!({"ours": finite(c.ours), "published": finite(c.published),
-                               "same_direction": c.same_direction}),
-                    );
+                    let mut cell =
+                        json!({"ours": finite(c.ours), "published": finite(c.published)});
+                    if let Some(j) = &c.judged {
+                        cell["ours_pct"] = finite(j.ours_pct);
+                        cell["published_pct"] = finite(j.published_pct);
+                        cell["ours_change"] = json!(j.ours);
+                        cell["published_change"] = json!(j.published);
+                        cell["verdict"] = json!(c.verdict());
+                        cell["ratio"] = j.ratio().map_or(serde_json::Value::Null, finite);
+                    }
+                    mj.insert(key, cell);
                 }
                 json!({"preset": preset, "metrics": mj})
             })
@@ -466,7 +589,7 @@ impl TableReport {
     }
 }
 
-fn table_report(p: &Plan<'_>, results: &[RunResult]) -> TableReport {
+fn table_report(p: &Plan<'_>, results: &[RunResult], keys: &[String]) -> TableReport {
     let t = p.table;
     let metrics: Vec<&PublishedMetric> = t.main_metrics().collect();
     TableReport {
@@ -484,7 +607,7 @@ fn table_report(p: &Plan<'_>, results: &[RunResult]) -> TableReport {
             .iter()
             .map(|m| (m.name.clone(), m.param.clone(), m.normalised, m.unit.clone()))
             .collect(),
-        cells: metrics.iter().map(|m| cells(p, results, m)).collect(),
+        cells: metrics.iter().map(|m| cells(p, results, keys, m)).collect(),
         views: Vec::new(),
     }
 }
@@ -492,11 +615,9 @@ fn table_report(p: &Plan<'_>, results: &[RunResult]) -> TableReport {
 /// The runs whose `/proc` views `--show` prints: per preset, the last sample of the table's
 /// last parameter value, as (preset, index in the spec list).
 fn shown_specs<'a>(p: &'a Plan<'_>) -> impl Iterator<Item = (String, usize)> + 'a {
-    let per_variant = p.table.presets.len() * p.samples as usize;
     let last_variant = p.variants.len().saturating_sub(1);
     p.table.presets.iter().enumerate().map(move |(i, preset)| {
-        let at = p.first_spec + last_variant * per_variant + (i + 1) * p.samples as usize - 1;
-        (preset.clone(), at)
+        (preset.clone(), p.spec_index(last_variant, i, p.samples as usize - 1))
     })
 }
 
@@ -540,10 +661,7 @@ impl TableReport {
                 }
                 let _ = writeln!(out, "{}", line.trim_end());
             }
-            if !self.note.is_empty() {
-                let _ = writeln!(out, "   note: {}", self.note);
-            }
-            let _ = writeln!(out);
+            self.closing(&mut out);
             return out;
         }
         for (param, idx) in blocks {
@@ -568,11 +686,18 @@ impl TableReport {
                 let _ = writeln!(out, "{}", line.trim_end());
             }
         }
+        self.closing(&mut out);
+        out
+    }
+
+    /// The lines after a table: its note, its score, a blank line.
+    fn closing(&self, out: &mut String) {
+        use std::fmt::Write as _;
         if !self.note.is_empty() {
             let _ = writeln!(out, "   note: {}", self.note);
         }
+        let _ = writeln!(out, "   score: {}", self.score().line());
         let _ = writeln!(out);
-        out
     }
 
     /// Metrics grouped by parameter value, in first-seen order: (param, metric indices).
