@@ -26,6 +26,17 @@ pub fn llc_bytes(root: &Path, cpu: u32) -> Option<u64> {
     leaves(root, cpu)?.iter().max_by_key(|l| l.0).map(|l| l.1)
 }
 
+/// CPU `cpu`'s data or unified cache of `level` (1 = L1d, 2 = L2, …) as (bytes, CPUs sharing
+/// it), or `None` if sysfs does not describe it.
+pub fn level(root: &Path, cpu: u32, level: u32) -> Option<(u64, u64)> {
+    leaves(root, cpu)?.iter().find(|l| l.0 == level).map(|l| (l.1, l.2))
+}
+
+/// CPU `cpu`'s last-level cache as (level, bytes, CPUs sharing it).
+pub fn last_level(root: &Path, cpu: u32) -> Option<(u32, u64, u64)> {
+    leaves(root, cpu)?.into_iter().max_by_key(|l| l.0)
+}
+
 /// Every data or unified cache of `cpu` as (level, bytes, CPUs sharing it).
 fn leaves(root: &Path, cpu: u32) -> Option<Vec<(u32, u64, u64)>> {
     let dir = root.join(format!("cpu{cpu}/cache"));
@@ -109,6 +120,9 @@ mod tests {
         assert_eq!(ci.llc_slice_bytes, (32 << 20) / 16);
         assert_eq!(ci.data_slices_bytes, (32 << 10) / 2 + (1 << 20) / 2 + (32 << 20) / 16);
         assert_eq!(llc_bytes(root, 0), Some(32 << 20));
+        assert_eq!(level(root, 0, 2), Some((1 << 20, 2)));
+        assert_eq!(level(root, 0, 1), Some((32 << 10, 2)), "the data L1, not the instruction one");
+        assert_eq!(last_level(root, 0), Some((3, 32 << 20, 16)));
         assert!(read(root, 1).is_none());
         assert!(llc_bytes(root, 1).is_none());
     }

@@ -1,6 +1,9 @@
-//! The measurements behind `pagealloc calibrate`: what each primitive the model charges (the
-//! fields of [`CostProfile`](crate::model::cost::CostProfile)) costs on this machine, timed
-//! on the real library with real threads. Rendering and storing are in `cmd/calibrate.rs`.
+//! The measurements behind `pagealloc calibrate`: what each primitive the model charges costs
+//! on this machine, timed on the real library with real threads — the fixed work of the
+//! allocator's calls (the fields of [`CostProfile`](crate::model::cost::CostProfile)) and the
+//! figures of this machine's memory hierarchy it can measure (load latencies by cache level,
+//! a line moving between two cores, a lock handed over, page write rates). Rendering and
+//! storing are in `cmd/calibrate.rs`.
 //!
 //! Every figure is the median of many timed windows, kept with its p10..p90 spread. A window
 //! covers at least 16 operations between two clock reads, and the cost of one clock read
@@ -22,21 +25,6 @@ use pagealloc::{
 };
 use pagealloc_testkit::rng::Rng;
 use serde::Serialize;
-
-/// `remote_factor` when this machine cannot measure it (one node): the ratio of remote to
-/// local latency on a 2-socket Intel Xeon, rounded between its two public figures below.
-pub const REMOTE_FACTOR: f64 = 1.7;
-
-/// Where [`REMOTE_FACTOR`] comes from. The model multiplies both list work (memory reads of
-/// `struct page`s and list heads: the DRAM ratio) and lock handoffs between LLCs (a
-/// cache-line transfer: the cache-to-cache ratio) by the one factor, so it sits between the
-/// two ratios measured on the same machine.
-pub const REMOTE_FACTOR_SOURCE: &str = "not measured (one NUMA node here); a default between \
-    two ratios Intel Memory Latency Checker v3.5 measured on a 2-socket Xeon Platinum 8180 \
-    (Skylake-SP) in the FD.io CSIT report's 'Calibration Data - Skylake' (2018): idle memory \
-    latency local 81.4 ns vs remote 131.1 ns (1.61), and L2->L2 HITM cache-to-cache latency \
-    local 53.7 ns vs remote 113.9 ns (2.12). J. Chang (qdpma.com, 'The Case for Single \
-    Processor') gives 89 ns local vs 139 ns remote (1.56) for 2-way Xeon SP";
 
 /// Operations per timed window: enough that one clock read (~20 ns) is a small part of the
 /// window and can be subtracted, few enough that the pageset loop stays below `batch`.
@@ -75,6 +63,8 @@ pub struct Plan {
     pub cold_passes: usize,
     /// The cold region's size in LLCs.
     pub cold_llc_multiple: u64,
+    /// Timed windows of [`CHASE_WINDOW`] dependent loads per cache level.
+    pub chase_windows: usize,
 }
 
 impl Plan {
@@ -93,6 +83,7 @@ impl Plan {
         hot_passes: 2,
         cold_passes: 1,
         cold_llc_multiple: 8,
+        chase_windows: 64,
     };
 
     /// A smoke run for tests (well under a second in a release build): every step runs and
@@ -110,6 +101,7 @@ impl Plan {
         hot_passes: 2,
         cold_passes: 1,
         cold_llc_multiple: 2,
+        chase_windows: 8,
     };
 }
 
@@ -473,12 +465,16 @@ pub struct HoldConfig {
 
 /// The configurations, chosen for their batch: 3 (64 MiB), 15 (256 MiB), 63 (1 GiB); a
 /// fixed large high (fraction 8); refills and drains of one batch each (scale 0).
+///
+/// Small zones on purpose: their frames' metadata (16 bytes a frame, 128 KiB for 32 MiB) stays
+/// in the private cache, so the fit gives the instructions of a list operation with its lines
+/// hot. What the lines cost beyond that is the machine's memory hierarchy, priced apart.
 pub const HOLD_CONFIGS: [HoldConfig; 5] = [
-    HoldConfig { mib: 64, high_fraction: 0, scale_max: 5 },
-    HoldConfig { mib: 256, high_fraction: 0, scale_max: 5 },
-    HoldConfig { mib: 1024, high_fraction: 0, scale_max: 5 },
-    HoldConfig { mib: 1024, high_fraction: 8, scale_max: 5 },
-    HoldConfig { mib: 1024, high_fraction: 0, scale_max: 0 },
+    HoldConfig { mib: 16, high_fraction: 0, scale_max: 5 },
+    HoldConfig { mib: 24, high_fraction: 0, scale_max: 5 },
+    HoldConfig { mib: 32, high_fraction: 0, scale_max: 5 },
+    HoldConfig { mib: 32, high_fraction: 8, scale_max: 5 },
+    HoldConfig { mib: 32, high_fraction: 0, scale_max: 0 },
 ];
 
 /// Order-0 pages allocated and freed per step of the hold program (capped at a quarter of
@@ -1069,6 +1065,109 @@ fn touch_pass(
 }
 
 // ---------------------------------------------------------------------------------------------
+// 5. Load latency by cache level
+
+/// Dependent loads per timed window of the pointer chase.
+pub const CHASE_WINDOW: usize = 1024;
+
+/// The latency of a load that hits each level, ns.
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencyFigures {
+    /// A chase over a region half the L2.
+    pub l2: Summary,
+    /// A chase over a region four L2s large and a quarter of the LLC.
+    pub llc: Summary,
+    /// A chase over a region eight LLCs large (at least 256 MiB): memory, with the TLB misses
+    /// of 4 KiB pages.
+    pub dram: Summary,
+    /// The region sizes, bytes.
+    pub bytes: [u64; 3],
+}
+
+/// One 64-byte line of a chase: the index of the next line to load, and padding.
+#[derive(Clone, Copy)]
+#[repr(align(64))]
+struct ChaseLine {
+    next: usize,
+    _pad: [usize; 7],
+}
+
+/// Pointer chases through random cyclic permutations of the lines of three regions sized from
+/// this CPU's caches (sysfs): each load's address depends on the last one's data, so a window
+/// of loads takes their latencies one after another, as the allocator's list walks do.
+#[derive(Debug)]
+pub struct LatencyBench {
+    regions: [Vec<ChaseLine>; 3],
+    at: [usize; 3],
+    samples: [Vec<f64>; 3],
+}
+
+impl std::fmt::Debug for ChaseLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "→{}", self.next)
+    }
+}
+
+impl LatencyBench {
+    /// Size the regions from sysfs (256 KiB L2 and 32 MiB LLC when it says nothing) and link
+    /// each region's lines, in a random order, into one cycle.
+    pub fn new(plan: &Plan) -> LatencyBench {
+        let sysfs = std::path::Path::new("/sys/devices/system/cpu");
+        let l2 = crate::cacheinfo::level(sysfs, 0, 2).map_or(256 << 10, |l| l.0);
+        let llc = crate::cacheinfo::llc_bytes(sysfs, 0).unwrap_or(32 << 20);
+        let dram =
+            (llc * if plan.quick { 2 } else { 8 }).max(if plan.quick { 64 } else { 256 } << 20);
+        let sizes = [l2 / 2, (4 * l2).min(llc / 4).max(l2 * 2), dram];
+        let mut rng = Rng::new(0x1a7e);
+        let regions = sizes.map(|bytes| {
+            let n = (bytes / 64).max(2) as usize;
+            let mut order: Vec<usize> = (0..n).collect();
+            for i in (1..n).rev() {
+                let j = rng.below(i as u64) as usize;
+                order.swap(i, j);
+            }
+            let mut v = vec![ChaseLine { next: 0, _pad: [0; 7] }; n];
+            for k in 0..n {
+                v[order[k]].next = order[(k + 1) % n];
+            }
+            v
+        });
+        LatencyBench { regions, at: [0; 3], samples: Default::default() }
+    }
+
+    /// `plan.chase_windows` timed windows per level (after one untimed pass over the two cache
+    /// regions, to bring them in); returns this round's medians.
+    pub fn round(&mut self, plan: &Plan, clk: &Clock, overhead: f64) -> [f64; 3] {
+        std::array::from_fn(|level| {
+            let region = &self.regions[level];
+            let mut i = self.at[level];
+            if level < 2 {
+                for _ in 0..region.len() {
+                    i = region[i].next;
+                }
+            }
+            let first = self.samples[level].len();
+            for _ in 0..plan.chase_windows {
+                let t0 = clk.ns();
+                for _ in 0..CHASE_WINDOW {
+                    i = black_box(region[i].next);
+                }
+                let t1 = clk.ns();
+                self.samples[level].push(((t1 - t0) as f64 - overhead) / CHASE_WINDOW as f64);
+            }
+            self.at[level] = i;
+            Summary::of(&mut self.samples[level][first..].to_vec()).median
+        })
+    }
+
+    /// Summarise.
+    pub fn finish(self) -> LatencyFigures {
+        let [l2, llc, dram] = self.samples.map(|mut v| Summary::of(&mut v));
+        LatencyFigures { l2, llc, dram, bytes: self.regions.map(|r| (r.len() * 64) as u64) }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The machine
 
 /// What the figures were measured on.
@@ -1189,6 +1288,8 @@ pub struct RoundMedians {
     pub hot: Vec<f64>,
     /// `page_touch_cold_ns`.
     pub cold: Vec<f64>,
+    /// Load latency: L2, LLC, DRAM.
+    pub latency: Vec<[f64; 3]>,
 }
 
 /// Every measurement of one calibration.
@@ -1208,6 +1309,8 @@ pub struct Calibration {
     pub handoff: HandoffFigures,
     /// Page writes.
     pub touch: TouchFigures,
+    /// Load latencies.
+    pub latency: LatencyFigures,
     /// Per-round medians.
     pub rounds: RoundMedians,
     /// The machine.
@@ -1236,17 +1339,19 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
     let clk = Clock::new();
     progress(
         "setting up: a 1 GiB allocator with a warm pageset, 5 allocators for the zone-lock \
-              program, the page-write regions (faulted in)",
+              program, the page-write regions (faulted in), the pointer-chase regions",
     );
     let mut pcp = PcpBench::new()?;
     let mut holds = HoldBench::new(&clk)?;
     let mut handoff = HandoffBench::new()?;
     let mut touch = TouchBench::new(plan);
+    let mut latency = LatencyBench::new(plan);
     let (mut timer, mut lock) = (Vec::new(), Vec::new());
     let mut rounds = RoundMedians::default();
     for r in 0..plan.rounds {
         progress(&format!(
-            "round {}/{}: clock, pageset, spin lock, zone-lock holds, handoff, page writes",
+            "round {}/{}: clock, pageset, spin lock, zone-lock holds, handoff, page writes, \
+             load latencies",
             r + 1,
             plan.rounds
         ));
@@ -1263,6 +1368,7 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
         let (h, c) = touch.round(plan, &clk, ovh);
         rounds.hot.push(h);
         rounds.cold.push(c);
+        rounds.latency.push(latency.round(plan, &clk, ovh));
     }
     let lock = Summary::of(&mut lock);
     Ok(Calibration {
@@ -1273,6 +1379,7 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
         holds: holds.finish(plan.quick)?,
         handoff: handoff.finish(plan.quick, lock.median)?,
         touch: touch.finish(plan.quick)?,
+        latency: latency.finish(),
         rounds,
         machine: Machine::read(),
     })
@@ -1373,6 +1480,23 @@ mod tests {
         for k in &fit.by_kind {
             assert!(k.holds > 0, "{:?} holds were driven", k.kind);
         }
+    }
+
+    #[test]
+    fn the_chase_visits_every_line_of_each_region_in_one_cycle() {
+        let b = LatencyBench::new(&Plan::QUICK);
+        for r in &b.regions[..2] {
+            let (mut i, mut seen) = (0, vec![false; r.len()]);
+            for _ in 0..r.len() {
+                assert!(!seen[i], "a line visited twice before the cycle closed");
+                seen[i] = true;
+                i = r[i].next;
+            }
+            assert_eq!(i, 0, "one cycle through every line");
+        }
+        let mut b = b;
+        let m = b.round(&Plan { chase_windows: 2, ..Plan::QUICK }, &Clock::new(), 0.0);
+        assert!(m.iter().all(|x| x.is_finite() && *x > 0.0), "{m:?}");
     }
 
     #[test]

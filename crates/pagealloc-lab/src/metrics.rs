@@ -7,6 +7,7 @@
 use pagealloc::{Counter, MigrateType};
 
 use crate::mmtests::Better;
+use crate::model::lines::Found;
 use crate::model::RunOutcome;
 
 /// One named value of a run.
@@ -67,12 +68,21 @@ fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// The metrics of a real run: [`of_outcome`]'s, less the two the real runner cannot
-/// measure (`zone_lock_pct`: it does not time lock waits; `cache_miss_pct`: it cannot tell a
-/// cold touch from a hot one), with `elapsed_s` in wall time.
+/// The metrics of a real run: [`of_outcome`]'s, less those the real runner cannot measure
+/// (`zone_lock_pct`: it does not time lock waits; `cache_miss_pct` and the line and hand-off
+/// shares: it cannot tell where a line was), with `elapsed_s` in wall time.
 pub fn of_real_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
     let mut v = of_outcome(workload, o);
-    v.retain(|m| m.name != "zone_lock_pct" && m.name != "cache_miss_pct");
+    v.retain(|m| {
+        !matches!(
+            m.name.as_str(),
+            "zone_lock_pct"
+                | "cache_miss_pct"
+                | "lines_l2_pct"
+                | "lines_remote_pct"
+                | "handoffs_remote_pct"
+        )
+    });
     for m in &mut v {
         if m.name == "elapsed_s" {
             m.doc = "wall time of the run";
@@ -93,6 +103,8 @@ pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
         .collect();
     let e = &o.events;
     let extfrag = |mt| e.get(Counter::extfrag(mt, true)) as f64;
+    let lines: u64 = o.lines_found.iter().sum();
+    let found = |f: Found| o.lines_found[f as usize];
     let generic = [
         ("elapsed_s", o.elapsed_ps as f64 / 1e12, "s", Better::Lower, "virtual time of the run"),
         (
@@ -188,6 +200,27 @@ pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
             "events",
             Better::Lower,
             "… of reclaimable requests",
+        ),
+        (
+            "lines_l2_pct",
+            pct(found(Found::L2), lines),
+            "%",
+            Better::Higher,
+            "metadata line accesses that hit the CPU's own L2 (model)",
+        ),
+        (
+            "lines_remote_pct",
+            pct(found(Found::RemoteNode) + found(Found::DramRemote), lines),
+            "%",
+            Better::Lower,
+            "metadata line accesses served from another node's cache or memory (model)",
+        ),
+        (
+            "handoffs_remote_pct",
+            pct(o.handoffs[3], o.handoffs.iter().sum()),
+            "%",
+            Better::Lower,
+            "zone-lock hand-offs between CPUs of different nodes (model)",
         ),
         (
             "alloc_failures",

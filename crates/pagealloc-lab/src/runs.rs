@@ -124,14 +124,22 @@ pub struct RunResult {
     pub trace_events: u64,
 }
 
-/// Where each of the machine's CPUs sits, for the model.
-pub fn topology(m: &Machine) -> Topology {
+/// Where each of the machine's CPUs sits and what its hierarchy charges, for the model.
+///
+/// # Errors
+/// The machine has no memory hierarchy, or a node with CPUs has no L2 (the model's private
+/// cache).
+pub fn topology(m: &Machine) -> Result<Topology> {
     let n = m.nr_cpus();
-    Topology {
+    let (cpu_l2, l2_bytes) = m.l2_domains()?;
+    Ok(Topology {
         cpu_node: (0..n).map(|c| m.node_of_cpu(c) as u32).collect(),
         cpu_llc: (0..n).map(|c| m.llc_domain(c) as u32).collect(),
         llc_bytes: (0..m.nr_llc_domains()).map(|d| m.llc_bytes_of_domain(d)).collect(),
-    }
+        cpu_l2,
+        l2_bytes,
+        hierarchy: m.hierarchy()?.clone(),
+    })
 }
 
 /// Build the model for `spec`.
@@ -151,7 +159,7 @@ pub fn build_model(
         map: machine.memory_map()?,
         tunables: machine.tunables(preset.tunables),
         policy: preset.policy,
-        topology: topology(machine),
+        topology: topology(machine)?,
         cost: cost.clone(),
         seed,
         cooldown_s: 30,

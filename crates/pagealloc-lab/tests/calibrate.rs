@@ -1,6 +1,6 @@
 //! `pagealloc calibrate --quick`: it runs (about a second), checks itself, and writes a
-//! profile the model loads (checked by running the model with it). Nothing here judges the figures: a quick run on a
-//! busy test machine is not a measurement.
+//! profile and a machine file the model loads (checked by running the model with them).
+//! Nothing here judges the figures: a quick run on a busy test machine is not a measurement.
 
 use assert_cmd::Command;
 
@@ -9,14 +9,17 @@ fn pagealloc() -> Command {
 }
 
 /// The profile's cost fields, in file order.
-const COSTS: [&str; 7] = [
-    "pcp_alloc_ns",
-    "pcp_free_ns",
-    "zone_lock_base_ns",
-    "zone_list_op_ns",
-    "lock_handoff_ns",
-    "page_touch_hot_ns",
-    "page_touch_cold_ns",
+const COSTS: [&str; 4] = ["pcp_alloc_ns", "pcp_free_ns", "zone_lock_base_ns", "zone_list_op_ns"];
+
+/// The hierarchy figures calibrate measures on a one-node, one-LLC host.
+const FIGURES: [&str; 7] = [
+    "l2_hit_ns",
+    "llc_hit_ns",
+    "c2c_same_llc_ns",
+    "dram_local_ns",
+    "handoff_same_llc_ns",
+    "write_llc_gbps",
+    "write_dram_gbps",
 ];
 
 /// The profile loads where profiles are used: `run --cost FILE` parses it with the model's own
@@ -34,6 +37,17 @@ fn check_profile(text: &str) {
         .success();
 }
 
+/// The machine file loads where machines are used: `run --machine FILE` runs a tiny workload
+/// on it (its caches from sysfs, its figures from the run).
+fn check_machine(path: &std::path::Path) {
+    pagealloc()
+        .args(["run", "trunc", "--quick", "--no-save", "--machine"])
+        .arg(path)
+        .args(["--param", "files=1", "--param", "file_mib=16"])
+        .assert()
+        .success();
+}
+
 /// The three quick runs in one test, one after the other: in parallel they would fight
 /// over the two CPUs and the LLC they measure.
 #[test]
@@ -45,14 +59,24 @@ fn quick_runs() {
 fn writes_a_loadable_profile_and_prints_the_table() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cost.toml");
-    let out = pagealloc()
-        .args(["calibrate", "--quick", "--out"])
-        .arg(&path)
-        .timeout(std::time::Duration::from_secs(120))
-        .assert()
-        .success();
+    let machine = dir.path().join("host.toml");
+    let one_node_one_llc = !std::path::Path::new("/sys/devices/system/node/node1").exists();
+    let mut cmd = pagealloc();
+    cmd.args(["calibrate", "--quick", "--out"]).arg(&path);
+    if one_node_one_llc {
+        cmd.arg("--machine-out").arg(&machine);
+    }
+    let out = cmd.timeout(std::time::Duration::from_secs(120)).assert().success();
     let text = std::fs::read_to_string(&path).unwrap();
     check_profile(&text);
+    if one_node_one_llc && machine.exists() {
+        let m = std::fs::read_to_string(&machine).unwrap();
+        for f in FIGURES {
+            assert!(m.contains(&format!("{f} = {{ value = ")), "{f} missing:\n{m}");
+        }
+        assert!(m.contains("measured by `pagealloc calibrate"), "{m}");
+        check_machine(&machine);
+    }
     // The header says who wrote it, when, on what, and how to regenerate it.
     assert!(text.starts_with('#'), "{text}");
     assert!(text.contains("Written by `pagealloc calibrate` on 20"), "{text}");
@@ -60,7 +84,7 @@ fn writes_a_loadable_profile_and_prints_the_table() {
     assert!(text.contains("QUICK run"), "the method says it was a quick run: {text}");
 
     let table = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-    for f in COSTS.iter().chain(&["remote_factor"]) {
+    for f in COSTS.iter().chain(&FIGURES) {
         assert!(table.lines().any(|l| l.starts_with(f)), "no row for {f}:\n{table}");
     }
     assert!(table.contains("p10..p90") && table.contains("QUICK RUN"), "{table}");
@@ -94,6 +118,9 @@ fn without_out_the_toml_goes_to_stdout_and_json_has_every_spread() {
         &c["handoff"]["handoff"],
         &c["touch"]["hot"],
         &c["touch"]["cold"],
+        &c["latency"]["l2"],
+        &c["latency"]["llc"],
+        &c["latency"]["dram"],
     ] {
         let (p10, m, p90) =
             (s["p10"].as_f64().unwrap(), s["median"].as_f64().unwrap(), s["p90"].as_f64().unwrap());
@@ -103,10 +130,7 @@ fn without_out_the_toml_goes_to_stdout_and_json_has_every_spread() {
     assert!(c["holds"]["r2"].as_f64().unwrap() <= 1.0);
     assert!(c["holds"]["holds"].as_u64().unwrap() > 1000);
     assert_eq!(c["rounds"]["pcp_alloc"].as_array().unwrap().len(), 2, "per-round medians");
-    assert!(doc["profile"]["remote_factor_source"]
-        .as_str()
-        .unwrap()
-        .contains("Memory Latency Checker"));
+    assert!(doc["profile"]["zone_list_op_ns"].as_f64().is_some());
 }
 
 #[test]

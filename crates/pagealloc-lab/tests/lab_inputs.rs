@@ -47,7 +47,7 @@ fn check_files(flag: &str, cases: &[(&str, &str)], extra: &[&str]) {
     }
 }
 
-const MACHINE: &str = "name = \"mine\"\n[[node]]\ncpus = 2\nmemory_gib = 4\nllc_mib = 32\n";
+const MACHINE: &str = "name = \"mine\"\n[hierarchy]\nlike = \"lab-2cpu\"\n[[node]]\ncpus = 2\nmemory_gib = 4\nllc_mib = 32\nl2_kib = 512\n";
 
 #[test]
 fn the_example_machine_file_runs() {
@@ -88,6 +88,61 @@ fn malformed_machine_files() {
     check_files("--machine", cases, &[]);
     let err = run_fails(&["--machine", "no/such/machine.toml"]);
     assert!(err.contains("cannot read machine file `no/such/machine.toml`"), "{err}");
+}
+
+/// The memory hierarchy: every figure sourced, every figure the shape needs present, and a
+/// machine the model cannot price refused by the model with the file and the field.
+#[test]
+fn machine_files_with_a_missing_or_unsourced_latency() {
+    let node = "[[node]]\ncpus = 2\nmemory_gib = 4\nllc_mib = 32\nl2_kib = 512\n";
+    let two_nodes = format!("{node}{node}");
+    let cases: &[(&str, &str)] = &[
+        (
+            &format!("[hierarchy]\nlike = \"lab-2cpu\"\nl2_hit_ns = {{ value = 4.0 }}\n{node}"),
+            ":3: field `hierarchy.l2_hit_ns`: missing `source`: a figure is { value = NUMBER (ns), \
+             source = \"where it was published\" }",
+        ),
+        (
+            &format!(
+                "[hierarchy]\nlike = \"lab-2cpu\"\nllc_hit_ns = {{ value = 20, source = \" \" }}\n{node}"
+            ),
+            ":3: field `hierarchy.llc_hit_ns`: has no source",
+        ),
+        (
+            &format!(
+                "[hierarchy]\nlike = \"lab-2cpu\"\ndram_local_ns = {{ value = -5, source = \"x\" }}\n{node}"
+            ),
+            ":3: field `hierarchy.dram_local_ns`: -5 is out of range",
+        ),
+        (
+            &format!("[hierarchy]\nlike = \"lab-2cpu\"\n{two_nodes}"),
+            ":1: field `hierarchy.c2c_remote_ns`: missing (load of a line modified on another \
+             node: this machine has more than one node)",
+        ),
+        (
+            &format!("[hierarchy]\nlike = \"my-box\"\n{node}"),
+            ":2: field `hierarchy.like`: \"my-box\" is not a built-in machine",
+        ),
+        (
+            &format!("[hierarchy]\nl3_hit_ns = {{ value = 9, source = \"x\" }}\n{node}"),
+            ":2: field `hierarchy.l3_hit_ns`: unknown key; [hierarchy] has like, l2_hit_ns",
+        ),
+    ];
+    check_files("--machine", cases, &[]);
+    // A machine file without a [hierarchy] is a machine (for sizing and views), but the model
+    // cannot price it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(dir.path(), "bare.toml", &format!("name = \"bare\"\n{node}"));
+    let err = run_fails(&["--machine", &path]);
+    assert!(err.contains(&format!("{path}: field `hierarchy`: missing")), "{err}");
+    // Nor one without an L2, the model's private cache.
+    let path = file(
+        dir.path(),
+        "no-l2.toml",
+        "name = \"no-l2\"\n[hierarchy]\nlike = \"lab-2cpu\"\n[[node]]\ncpus = 2\nmemory_gib = 4\nllc_mib = 32\n",
+    );
+    let err = run_fails(&["--machine", &path]);
+    assert!(err.contains(&format!("{path}: field `node[0].l2_kib`: missing")), "{err}");
 }
 
 #[test]
@@ -167,18 +222,14 @@ fn malformed_cost_profiles() {
     let cases = [
         cost_with("pcp_alloc_ns", "pcp_alloc_ns = \"fast\""),
         cost_with("zone_list_op_ns", "zone_list_op_ns = -3.0"),
-        cost_with("page_touch_cold_ns", "page_touch_cold_ns = 1.0"),
-        cost_with("remote_factor", "remote_factor = 0.5"),
-        cost_with("lock_handoff_ns", "lock_handoff_ns = nan"),
+        cost_with("zone_lock_base_ns", "zone_lock_base_ns = nan"),
         cost_with("pcp_free_ns", "pcp_free_nss = 21.3"),
         cost_with("method", "method = \"x"),
     ];
     let wanted = [
         "field `pcp_alloc_ns`: takes a number of nanoseconds in 0..=1e9, not a string",
         "field `zone_list_op_ns`: -3 is out of range; it takes a number of nanoseconds in 0..=1e9",
-        "field `page_touch_cold_ns`: 1 is below `page_touch_hot_ns` = 222.9",
-        "field `remote_factor`: 0.5 is out of range; it takes a number in 1..=100",
-        "field `lock_handoff_ns`: NaN is out of range",
+        "field `zone_lock_base_ns`: NaN is out of range",
         "unknown field `pcp_free_nss`; a cost profile has machine, method",
         "malformed TOML",
     ];

@@ -173,3 +173,24 @@ fn help_explains_the_file_format_with_an_example_that_loads() {
     let shown = stdout_of(&["machines", path.to_str().unwrap()]);
     assert!(shown.starts_with("my-box  x86_64, 1 node, 32 CPUs, 64 GiB, 1 LLC domain"), "{shown}");
 }
+
+/// Every built-in machine carries its memory hierarchy, every figure with its source, in the
+/// text listing and in JSON.
+#[test]
+fn every_builtin_shows_its_hierarchy_with_sources() {
+    let text = stdout_of(&["machines", "spr-2s-224"]);
+    assert!(text.contains("memory hierarchy:"), "{text}");
+    assert!(text.contains("c2c_remote_ns = 120 ns: load of a line modified on another node"));
+    assert!(text.contains("source: Intel TMA model for Sapphire Rapids"), "{text}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout_of(&["machines", "--json"])).unwrap();
+    for m in doc["machines"].as_array().unwrap() {
+        let h = m["hierarchy"].as_object().unwrap_or_else(|| panic!("{}: no hierarchy", m["name"]));
+        for key in ["l2_hit_ns", "llc_hit_ns", "dram_local_ns", "handoff_same_llc_ns"] {
+            let f = &h[key];
+            assert!(f["value"].as_f64().unwrap() > 0.0, "{}: {key}", m["name"]);
+            assert!(f["source"].as_str().unwrap().len() > 20, "{}: {key} unsourced", m["name"]);
+        }
+        let nodes = m["nodes"].as_array().unwrap().len();
+        assert!(nodes == 1 || h.contains_key("c2c_remote_ns"), "{}", m["name"]);
+    }
+}

@@ -1,6 +1,7 @@
-//! `pagealloc calibrate`: measure the model's cost profile on this machine (the measuring is
-//! in [`crate::calibrate`]) and store it as a TOML file the model loads, with a table of
-//! medians and spreads for the reader.
+//! `pagealloc calibrate`: measure the model's cost profile and this machine's memory hierarchy
+//! (the measuring is in [`crate::calibrate`]) and store them as TOML files the model loads —
+//! the profile, and with `--machine-out` a machine file of this host — with a table of medians
+//! and spreads for the reader.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -9,7 +10,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use crate::calibrate::{self, Calibration, Plan, Summary, REMOTE_FACTOR, REMOTE_FACTOR_SOURCE};
+use crate::calibrate::{self, Calibration, Plan, Summary};
+use crate::machine::hierarchy::{Hierarchy, Level, Sourced};
+use crate::machine::{Arch, CacheLevel, Machine, NodeSpec};
 use crate::model::cost::CostProfile;
 
 /// Arguments of `pagealloc calibrate`.
@@ -27,30 +30,45 @@ pub struct Args {
     /// profile) on stdout instead of the table (and of the TOML when there is no --out).
     #[arg(long)]
     pub json: bool,
+    /// Also write a machine file of this host (CPUs, memory and caches from /proc and sysfs)
+    /// whose [hierarchy] holds the figures measured here, each with its method: the model of
+    /// this machine (`--machine FILE`), what `pagealloc validate` compares with real runs.
+    /// One NUMA node and one LLC only: the figures across nodes and LLCs are not measured.
+    #[arg(long, value_name = "FILE")]
+    pub machine_out: Option<PathBuf>,
 }
 
 /// Text of `--help` after the options.
 pub const AFTER_HELP: &str = "\
 What is measured (release build, one median per field over many timed windows of >= 16 \
 operations, the cost of one clock read taken off each window; every measurement runs a share \
-of its work in each of 128 rounds, so all figures come from the same stretch of time):
+of its work in each of 128 rounds, so all figures come from the same stretch of time).
+
+The cost profile, the fixed work of the allocator's calls with their lines hot:
   pcp_alloc_ns, pcp_free_ns   order-0 alloc/free served by CPU 0's pageset, 1 GiB zone;
                               checked: the zone lock is never taken in the timed loop
   zone_lock_base_ns,          every zone-lock hold of a program of refills, drains and
-  zone_list_op_ns             order-4..6 allocations timed in the event hooks; least squares
+  zone_list_op_ns             order-4..6 allocations on 16-32 MiB zones (metadata in the
+                              private cache), timed in the event hooks; least squares
                               (relative residuals) held_ns = a + b * list_ops on the medians
                               per list-op bucket and kind of hold; base = max(0, a - one
                               clock read) + uncontended lock+unlock
-  lock_handoff_ns             two threads (unpinned; repetitions where they shared a CPU are
+
+This machine's memory hierarchy (the [hierarchy] of --machine-out):
+  l2_hit_ns, llc_hit_ns,      pointer chases, 1024 dependent loads per window, through the
+  dram_local_ns               lines of regions half the L2, 4 L2s (at most 1/4 of the LLC)
+                              and 8 LLCs (at least 256 MiB; 4 KiB pages, TLB misses included)
+  handoff_same_llc_ns         two threads (unpinned; repetitions where they shared a CPU are
                               dropped) take turns at walking a chain of 16 spin locks; per
                               acquisition of a lock the other released last, minus the
                               uncontended lock+unlock
-  page_touch_hot_ns,          4 KiB page writes in shuffled order: a region 1/4 of the LLC,
-  page_touch_cold_ns          and one 8 LLCs large written once per pass after an eviction
-  remote_factor               not measurable on one node: a documented default (1.7)
+  c2c_same_llc_ns             the same threads ping-pong a flag: one way
+  write_llc_gbps,             4 KiB page writes in shuffled order: a region 1/4 of the LLC,
+  write_dram_gbps             and one 8 LLCs large written once per pass after an eviction
 
-Regenerate the lab's default profile with
-  cargo run --release -p pagealloc-lab -- calibrate --out crates/pagealloc-lab/data/cost-default.toml";
+Regenerate the lab's default profile (and the lab-2cpu machine's figures) with
+  cargo run --release -p pagealloc-lab -- calibrate \\
+      --out crates/pagealloc-lab/data/cost-default.toml --machine-out host.toml";
 
 /// One row of the table: a profile field, its figure and what the model does with it.
 struct Row {
@@ -93,17 +111,80 @@ fn rows(c: &Calibration) -> Vec<Row> {
             used_for: "every zone-lock hold, fixed part",
         },
         row("zone_list_op_ns", list_op, "each free-list insertion/removal under the lock"),
-        row("lock_handoff_ns", c.handoff.handoff, "a zone lock last held by another CPU"),
-        row("page_touch_hot_ns", c.touch.hot, "writing a 4 KiB page found in the LLC model"),
-        row("page_touch_cold_ns", c.touch.cold, "writing a 4 KiB page not in the LLC model"),
-        Row {
-            field: "remote_factor",
-            value: REMOTE_FACTOR,
-            spread: None,
-            clamped_from: None,
-            used_for: "list ops from another node, handoffs between LLCs (x)",
-        },
     ]
+}
+
+/// The hierarchy's figures this machine measured, as (figure, value, spread, how).
+fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
+    let lat = &c.latency;
+    let kib = |b: u64| b >> 10;
+    let gbps = |s: Summary| {
+        // A page of 4096 bytes in t ns is 4096 / t GB/s; the spread maps inversely.
+        let r = |ns: f64| round2(4096.0 / ns);
+        (r(s.median), Summary { median: r(s.median), p10: r(s.p90), p90: r(s.p10), n: s.n })
+    };
+    let (hot, hot_s) = gbps(c.touch.hot);
+    let (cold, cold_s) = gbps(c.touch.cold);
+    vec![
+        (
+            Level::L2Hit,
+            round1(lat.l2.median),
+            lat.l2,
+            format!("pointer chase over a {} KiB region (half the L2)", kib(lat.bytes[0])),
+        ),
+        (
+            Level::LlcHit,
+            round1(lat.llc.median),
+            lat.llc,
+            format!("pointer chase over a {} KiB region", kib(lat.bytes[1])),
+        ),
+        (
+            Level::C2cSameLlc,
+            round1(c.handoff.flag_one_way.median),
+            c.handoff.flag_one_way,
+            "a flag ping-ponged by two threads, one way".into(),
+        ),
+        (
+            Level::DramLocal,
+            round1(lat.dram.median),
+            lat.dram,
+            format!(
+                "pointer chase over a {} MiB region (4 KiB pages: TLB misses included)",
+                lat.bytes[2] >> 20
+            ),
+        ),
+        (
+            Level::HandoffSameLlc,
+            round1(c.handoff.handoff.median.max(0.0)),
+            c.handoff.handoff,
+            "two threads taking turns at a chain of 16 spin locks, per acquisition less an \
+             uncontended lock+unlock"
+                .into(),
+        ),
+        (
+            Level::WriteLlc,
+            hot,
+            hot_s,
+            format!(
+                "4 KiB page writes over a {} MiB region (1/4 of the LLC)",
+                c.touch.hot_bytes >> 20
+            ),
+        ),
+        (
+            Level::WriteDram,
+            cold,
+            cold_s,
+            format!(
+                "4 KiB page writes over a {} MiB region after an eviction",
+                c.touch.cold_bytes >> 20
+            ),
+        ),
+    ]
+}
+
+/// To 0.01.
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
 }
 
 /// To 0.1 ns: the spreads are wider than that.
@@ -115,9 +196,6 @@ fn round1(x: f64) -> f64 {
 fn profile(c: &Calibration, method: String) -> CostProfile {
     let rows = rows(c);
     let v = |name: &str| rows.iter().find(|r| r.field == name).map_or(f64::NAN, |r| r.value);
-    // Only a quick run gets here with cold below hot (a real one refuses): keep the file
-    // loadable, the table flags it.
-    let hot = v("page_touch_hot_ns");
     CostProfile {
         machine: c.machine.describe(),
         method,
@@ -125,12 +203,78 @@ fn profile(c: &Calibration, method: String) -> CostProfile {
         pcp_free_ns: v("pcp_free_ns"),
         zone_lock_base_ns: v("zone_lock_base_ns"),
         zone_list_op_ns: v("zone_list_op_ns"),
-        lock_handoff_ns: v("lock_handoff_ns"),
-        page_touch_hot_ns: v("page_touch_hot_ns"),
-        page_touch_cold_ns: v("page_touch_cold_ns").max(hot),
-        remote_factor: REMOTE_FACTOR,
-        remote_factor_source: REMOTE_FACTOR_SOURCE.to_owned(),
     }
+}
+
+/// This host as a machine file: one node with its CPUs, memory (MemTotal, whole MiB) and
+/// caches (sysfs), and the hierarchy measured here.
+///
+/// # Errors
+/// More than one NUMA node or LLC (the figures between them are not measured), or sysfs and
+/// /proc do not describe the caches or the memory.
+fn host_machine(c: &Calibration, date: &str, command: &str) -> Result<Machine> {
+    let m = &c.machine;
+    if m.nodes > 1 {
+        anyhow::bail!(
+            "--machine-out: this host has {} NUMA nodes; calibrate measures within one node \
+             only, so write the machine file by hand (`pagealloc machines --help`) with the \
+             figures printed here and sourced ones across the nodes",
+            m.nodes
+        );
+    }
+    let sysfs = std::path::Path::new("/sys/devices/system/cpu");
+    let cpus = m.cpus as u32;
+    let (_, llc_bytes, llc_sharers) = crate::cacheinfo::last_level(sysfs, 0)
+        .context("--machine-out: sysfs does not describe CPU 0's caches")?;
+    if (llc_sharers as u32) < cpus {
+        anyhow::bail!(
+            "--machine-out: the LLC is shared by {llc_sharers} of {cpus} CPUs; transfers \
+             between LLCs are not measured, so write the machine file by hand"
+        );
+    }
+    let level = |l: u32| {
+        crate::cacheinfo::level(sysfs, 0, l)
+            .map(|(bytes, n)| CacheLevel { bytes, shared_by: (n as u32).clamp(1, cpus) })
+    };
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("--machine-out: no MemTotal in /proc/meminfo")?;
+    let mut hierarchy = Hierarchy::default();
+    for (level, value, spread, how) in hierarchy_rows(c) {
+        let source = format!(
+            "this host ({}), measured by `{command}` on {date}: {how}; median of {} windows \
+             (p10..p90 {:.1}..{:.1})",
+            m.describe(),
+            spread.n,
+            spread.p10,
+            spread.p90
+        );
+        hierarchy.set(level, Sourced { value, source });
+    }
+    let machine = Machine {
+        name: "host".into(),
+        description: format!("this host as `pagealloc calibrate` measured it on {date}"),
+        source: format!("/proc and sysfs of this host: {}", m.describe()),
+        arch: if cfg!(target_arch = "aarch64") { Arch::Arm64 } else { Arch::X86_64 },
+        nodes: vec![NodeSpec {
+            cpus,
+            memory_bytes: (kib >> 10) << 20,
+            llc_bytes,
+            llc_shared_by: cpus,
+            l2: level(2),
+            l1d: level(1),
+        }],
+        min_free_kbytes: None,
+        watermark_scale_factor: None,
+        assumptions: vec!["memory: MemTotal rounded down to a whole MiB, laid out from 0".into()],
+        hierarchy: Some(hierarchy),
+        file: None,
+    };
+    machine.validate().map_err(|e| anyhow::anyhow!("--machine-out: {e}"))?;
+    Ok(machine)
 }
 
 /// The `method` field: command line, build, repetitions, date.
@@ -237,6 +381,25 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
         }
         s.push('\n');
     }
+    let _ = writeln!(s, "\nthis machine's memory hierarchy (the [hierarchy] of --machine-out):");
+    for (level, value, sp, how) in hierarchy_rows(c) {
+        let unit = if level.is_rate() { "GB/s" } else { "ns" };
+        let _ = writeln!(
+            s,
+            "{:<20} {:>9.1} {:>17} {:>7}  {unit}: {how}",
+            level.key(),
+            value,
+            format!("{:.1}..{:.1}", sp.p10, sp.p90),
+            sp.n
+        );
+        if level == Level::HandoffSameLlc && c.handoff.handoff.median < 0.0 {
+            let _ = writeln!(
+                s,
+                "{:<20} [measured {:.1}: below resolution, written as 0]",
+                "", c.handoff.handoff.median
+            );
+        }
+    }
     let h = &c.holds;
     let _ = writeln!(s, "\nnotes:");
     let _ = writeln!(
@@ -302,8 +465,8 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
     if t.cold.median < t.hot.median {
         let _ = writeln!(
             s,
-            "- QUICK RUN: cold page writes measured below hot ones (a busy machine); the \
-             profile carries page_touch_cold_ns = page_touch_hot_ns"
+            "- QUICK RUN: cold page writes measured below hot ones (a busy machine): \
+             write_dram_gbps came out above write_llc_gbps"
         );
     }
     let _ = writeln!(
@@ -321,28 +484,28 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
     let _ = writeln!(
         s,
         "- drift: per-round medians over the {} rounds: clock read {}, pcp alloc {}, pcp free \
-         {}, handoff acquisition {}, hot write {}, cold write {}",
+         {}, handoff acquisition {}, hot write {}, cold write {}, L2 load {}, LLC load {}, DRAM \
+         load {}",
         c.plan.rounds,
         range(&r.timer),
         range(&r.pcp_alloc),
         range(&r.pcp_free),
         range(&r.handoff_acquisition),
         range(&r.hot),
-        range(&r.cold)
+        range(&r.cold),
+        range(&r.latency.iter().map(|l| l[0]).collect::<Vec<_>>()),
+        range(&r.latency.iter().map(|l| l[1]).collect::<Vec<_>>()),
+        range(&r.latency.iter().map(|l| l[2]).collect::<Vec<_>>())
     );
-    let _ = writeln!(
-        s,
-        "- remote_factor: {}",
-        if c.machine.nodes > 1 {
-            format!(
-                "this machine has {} NUMA nodes, so it could be measured; calibrate does not \
-                 measure it yet and writes the default {REMOTE_FACTOR}",
-                c.machine.nodes
-            )
-        } else {
-            format!("one NUMA node here; the default {REMOTE_FACTOR} (see remote_factor_source)")
-        }
-    );
+    if c.machine.nodes > 1 {
+        let _ = writeln!(
+            s,
+            "- {} NUMA nodes: the figures across nodes (c2c_remote_ns, dram_remote_ns, \
+             handoff_remote_ns) are not measured; take them from a published measurement of \
+             this CPU",
+            c.machine.nodes
+        );
+    }
     s
 }
 
@@ -387,6 +550,16 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some(path) = &args.out {
         std::fs::write(path, &toml_text).with_context(|| format!("writing {}", path.display()))?;
     }
+    if let Some(path) = &args.machine_out {
+        let m = host_machine(&c, &date, &command)?;
+        let text = format!(
+            "# This host as `pagealloc calibrate` measured it on {date} (load average {}).\n{}",
+            load_before,
+            m.to_toml()
+        );
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("calibrate: wrote {}", path.display());
+    }
     if args.json {
         let doc = serde_json::json!({
             "calibration": c,
@@ -411,7 +584,8 @@ pub fn run(args: &Args) -> Result<()> {
 mod tests {
     use super::*;
     use crate::calibrate::{
-        HandoffFigures, HoldFit, Machine, PcpFigures, RoundMedians, TouchFigures,
+        HandoffFigures, HoldFit, LatencyFigures, Machine as Host, PcpFigures, RoundMedians,
+        TouchFigures,
     };
 
     fn s(median: f64) -> Summary {
@@ -460,6 +634,12 @@ mod tests {
                 cold_bytes: 64 << 20,
                 evict_bytes: 64 << 20,
             },
+            latency: LatencyFigures {
+                l2: s(4.0),
+                llc: s(12.0),
+                dram: s(110.0),
+                bytes: [256 << 10, 2 << 20, 256 << 20],
+            },
             rounds: RoundMedians {
                 timer: vec![20.0, 30.0],
                 pcp_alloc: vec![20.0, 22.0],
@@ -467,8 +647,9 @@ mod tests {
                 handoff_acquisition: vec![f64::NAN, 5.0],
                 hot: vec![100.0, 100.0],
                 cold: vec![600.0, 610.0],
+                latency: vec![[4.0, 12.0, 110.0]; 2],
             },
-            machine: Machine {
+            machine: Host {
                 cpu_model: "Test CPU".into(),
                 cpus: 2,
                 llc_bytes: Some(32 << 20),
@@ -497,30 +678,40 @@ mod tests {
         c.holds.intercept_ns = 15.0;
         assert_eq!(c.zone_lock_base(), 8.0, "the hook-visible part is floored at 0");
         assert_eq!(back.zone_list_op_ns, 12.0);
-        assert_eq!(back.lock_handoff_ns, 0.0);
-        assert_eq!(back.remote_factor, REMOTE_FACTOR);
         assert!(back.method.contains("QUICK") && back.method.contains("2026-01-01"));
     }
 
     #[test]
     fn the_table_names_every_field_and_flags_clamping() {
         let t = render_table(&fake(), "0.1 0.2 0.3", "0.2 0.2 0.3", 1.5);
-        let fields = [
-            "pcp_alloc_ns",
-            "pcp_free_ns",
-            "zone_lock_base_ns",
-            "zone_list_op_ns",
-            "lock_handoff_ns",
-            "page_touch_hot_ns",
-            "page_touch_cold_ns",
-            "remote_factor",
-        ];
-        for f in fields {
+        let fields = ["pcp_alloc_ns", "pcp_free_ns", "zone_lock_base_ns", "zone_list_op_ns"];
+        for f in fields.into_iter().chain(
+            Level::ALL
+                .iter()
+                .map(|l| l.key())
+                .filter(|k| !k.contains("remote") && !k.contains("other_llc")),
+        ) {
             assert!(t.contains(f), "{f} missing:\n{t}");
         }
         assert!(t.contains("written as 0"), "{t}");
-        assert!(t.contains("could be measured"), "two nodes:\n{t}");
+        assert!(t.contains("not measured"), "two nodes:\n{t}");
         assert!(t.contains("QUICK RUN"), "{t}");
         assert!(t.contains("pcp alloc 20.0..22.0") && t.contains("handoff acquisition 5.0..5.0"));
+    }
+
+    #[test]
+    fn the_hierarchy_figures_carry_their_method_and_convert_page_writes_to_rates() {
+        let rows = hierarchy_rows(&fake());
+        let get = |l: Level| rows.iter().find(|r| r.0 == l).unwrap();
+        // 4096 bytes in 100 ns = 40.96 GB/s; in 600 ns = 6.83 GB/s.
+        assert_eq!(get(Level::WriteLlc).1, 40.96);
+        assert_eq!(get(Level::WriteDram).1, 6.83);
+        assert_eq!(get(Level::DramLocal).1, 110.0);
+        // A handoff below the clock's resolution is written as 0.
+        assert_eq!(get(Level::HandoffSameLlc).1, 0.0);
+        assert!(get(Level::L2Hit).3.contains("256 KiB"));
+        // A two-node host gets no machine file: the remote figures are not measured.
+        let e = host_machine(&fake(), "2026-01-01", "pagealloc calibrate").unwrap_err();
+        assert!(e.to_string().contains("2 NUMA nodes"), "{e}");
     }
 }

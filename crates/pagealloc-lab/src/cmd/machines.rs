@@ -29,8 +29,16 @@ A machine file describes the nodes, their CPUs, memory and caches:
     memory_gib = 64                # or memory_mib / memory_kib (whole 4 KiB pages)
     llc_mib = 32                   # or llc_kib: the last-level cache of one domain
     llc_shared_by = 32             # optional: CPUs per LLC domain (default: the node's)
-    l2_kib = 1024                  # optional, with l2_shared_by (default 1)
+    l2_kib = 1024                  # with l2_shared_by (default 1); the model needs it
     l1d_kib = 48                   # optional, with l1d_shared_by (default 1)
+
+    [hierarchy]                    # what each access costs; the model needs it
+    like = \"icl-2s-128\"            # optional: start from a built-in machine's figures
+    l2_hit_ns = { value = 4.0, source = \"where it was published\" }
+    # ... every figure is { value = NUMBER, source = \"...\" }: l2_hit_ns, llc_hit_ns,
+    # c2c_same_llc_ns, dram_local_ns, handoff_same_llc_ns, write_llc_gbps, write_dram_gbps;
+    # with several nodes also c2c_remote_ns, dram_remote_ns, handoff_remote_ns; with several
+    # LLCs on one node also c2c_other_llc_ns, handoff_other_llc_ns
 
 Keys above the first [[node]] belong to the machine; after a [[node]] header, to that node.
 Memory is laid out from physical address 0, node after node; on x86_64 the 3-4 GiB PCI window
@@ -39,6 +47,12 @@ node. L2 and L1d give the v1 cache input (the sum of data-cache slices per CPU);
 it is unknown. To describe a real machine: CPUs and memory per node from
 /sys/devices/system/node/node*/{cpulist,meminfo}, caches from
 /sys/devices/system/cpu/cpu0/cache/index*/{level,type,size,shared_cpu_list}.
+
+The [hierarchy] figures price every cache line the allocator touches in the model, by where
+the line is (this core's L2, the LLC, another core's or LLC's or node's cache, local or remote
+DRAM), each lock hand-off by the distance between the two holders, and page writes by the
+write rates. Each needs the published measurement it comes from: for this machine,
+`pagealloc calibrate --machine-out FILE` measures what one node can.
 
 Check a file with `pagealloc machines my-box.toml`; `pagealloc machines --toml spr-2s-224`
 prints a built-in machine as a file to start from.";
@@ -64,7 +78,8 @@ pub struct Args {
     /// bytes), "llc_bytes", "llc_shared_by", "llc_domains" ([first, last]), "l2", "l1d"
     /// ({"bytes", "shared_by"} or null), "cache_per_cpu" ({"llc_slice_bytes",
     /// "data_slices_bytes"} of the node's first CPU), "zones" ([{"zone", "start_pfn",
-    /// "end_pfn", "pages"}])}]), "assumptions" and, for a file, "file".
+    /// "end_pfn", "pages"}])}]), "assumptions", "hierarchy" ({"KEY": {"value", "source"}}
+    /// or null) and, for a file, "file".
     #[arg(long, conflicts_with = "toml")]
     pub json: bool,
     /// Print each machine as a machine file (TOML), to start one of your own from.
@@ -191,6 +206,11 @@ fn to_json(m: &Machine) -> serde_json::Value {
         "watermark_scale_factor": m.watermark_scale_factor,
         "nodes": nodes,
         "assumptions": m.assumptions,
+        "hierarchy": m.hierarchy.as_ref().map(|h| {
+            h.iter()
+                .map(|(l, f)| (l.key().to_string(), json!({"value": f.value, "source": f.source})))
+                .collect::<serde_json::Map<_, _>>()
+        }),
     });
     if let Some(file) = &m.file {
         obj["file"] = json!(file.display().to_string());
@@ -327,6 +347,17 @@ fn write_text(out: &mut String, m: &Machine) {
             Tunables::default().watermark_scale_factor
         ),
     };
+    match &m.hierarchy {
+        None => out.push_str("  memory hierarchy: none (the model cannot run on this machine)\n"),
+        Some(h) => {
+            out.push_str("  memory hierarchy:\n");
+            for (level, f) in h.iter() {
+                let unit = if level.is_rate() { "GB/s" } else { "ns" };
+                wrap(out, 4, 8, &format!("{} = {} {unit}: {}", level.key(), f.value, level.what()));
+                wrap(out, 8, 8, &format!("source: {}", f.source));
+            }
+        }
+    }
     if m.assumptions.is_empty() {
         out.push_str("  assumptions: none\n");
     } else {

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use pagealloc::types::NR_PAGE_ORDERS;
 use serde_json::json;
 
-use crate::machine::{fmt_bytes, Arch, Machine, NodeSpec};
+use crate::machine::{fmt_bytes, Arch, CacheLevel, Machine, NodeSpec};
 use crate::metrics;
 use crate::model::cost::CostProfile;
 use crate::preset_file::resolve;
@@ -72,6 +72,11 @@ pub fn fit_machine(plan: &Plan) -> Result<Machine> {
             fmt_bytes(bytes)
         );
     }
+    // The trace says nothing of the machine's caches or latencies: the undescribed trace
+    // machine of seed 000 stands in for them (its own figures are sourced or assumed there).
+    let like = Machine::builtin("unknown-trace").expect("a built-in machine");
+    let l2 = like.nodes[0].l2.map(|c| CacheLevel { shared_by: c.shared_by.min(cpus), ..c });
+    let l1d = like.nodes[0].l1d.map(|c| CacheLevel { shared_by: c.shared_by.min(cpus), ..c });
     Ok(Machine {
         name: "trace-fit".into(),
         description: format!("{cpus} CPUs and {} fitted to the trace", fmt_bytes(bytes)),
@@ -82,8 +87,8 @@ pub fn fit_machine(plan: &Plan) -> Result<Machine> {
             memory_bytes: bytes,
             llc_bytes: FIT_LLC_BYTES,
             llc_shared_by: cpus,
-            l2: None,
-            l1d: None,
+            l2,
+            l1d,
         }],
         min_free_kbytes: None,
         watermark_scale_factor: None,
@@ -95,7 +100,10 @@ pub fn fit_machine(plan: &Plan) -> Result<Machine> {
                 plan.max_pfn, plan.peak_pages
             ),
             "one node; LLC 32 MiB shared by all CPUs (the trace says nothing of caches)".into(),
+            "L2, L1d and the memory hierarchy's figures: those of the built-in `unknown-trace`"
+                .into(),
         ],
+        hierarchy: like.hierarchy,
         file: None,
     })
 }

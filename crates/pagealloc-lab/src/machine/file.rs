@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
+use super::hierarchy::{Hierarchy, Level, Sourced};
 use super::{
     builtin_names, tunable_range, Arch, CacheLevel, Field, Machine, MachineError, NodeSpec, GIB,
     KIB, MIB,
@@ -27,6 +28,7 @@ const TOP_KEYS: &[&str] = &[
     "min_free_kbytes",
     "watermark_scale_factor",
     "assumptions",
+    "hierarchy",
     "node",
 ];
 
@@ -77,6 +79,8 @@ pub(super) fn parse_builtin(path: &Path, text: &str) -> Result<Machine> {
 struct Spans {
     /// Top-level keys.
     top: Vec<(&'static str, Span)>,
+    /// The `[hierarchy]` figures' keys.
+    hierarchy: Vec<(Level, Span)>,
     /// Per `[[node]]`: the table's own span and each key's.
     nodes: Vec<NodeSpans>,
 }
@@ -100,6 +104,7 @@ fn default_key(field: Field) -> &'static str {
         Field::L1dSharedBy => "l1d_shared_by",
         Field::MinFreeKbytes => "min_free_kbytes",
         Field::WatermarkScaleFactor => "watermark_scale_factor",
+        Field::Hierarchy(_) => "hierarchy",
     }
 }
 
@@ -130,6 +135,7 @@ impl Reader<'_> {
             min_free_kbytes: None,
             watermark_scale_factor: None,
             assumptions: Vec::new(),
+            hierarchy: None,
             file: None,
         };
         for (key, value) in in_file_order(&doc) {
@@ -177,6 +183,7 @@ impl Reader<'_> {
                     m.watermark_scale_factor = Some(f as u32); // checked ≤ 3000
                 }
                 "assumptions" => m.assumptions = self.strings(k, value)?,
+                "hierarchy" => m.hierarchy = Some(self.hierarchy(value, &mut spans)?),
                 _ => {
                     for (i, (table, span)) in self.node_tables(value)?.into_iter().enumerate() {
                         let (node, node_spans) = self.node(i, table, span)?;
@@ -189,6 +196,104 @@ impl Reader<'_> {
         m.name = self.name(name)?;
         m.validate().map_err(|e| self.trace(&e, &spans))?;
         Ok(m)
+    }
+
+    /// The `[hierarchy]` table: `like = "BUILTIN"` first if at all, then figures as
+    /// `KEY = { value = NUMBER, source = "…" }`.
+    fn hierarchy(&self, value: &Value<'_>, spans: &mut Spans) -> Result<Hierarchy> {
+        let DeValue::Table(table) = value.get_ref() else {
+            return Err(self.err(
+                value.span(),
+                "hierarchy",
+                format_args!("takes a [hierarchy] table, not {}", kind_of(value.get_ref())),
+            ));
+        };
+        let mut h = Hierarchy::default();
+        let keys: Vec<&str> = Level::ALL.iter().map(|l| l.key()).collect();
+        for (key, v) in in_file_order(table) {
+            let k = key.get_ref().as_ref();
+            let path = format!("hierarchy.{k}");
+            if k == "like" {
+                let name = self.string(&path, v)?;
+                let base = builtin_names()
+                    .find(|&b| b == name)
+                    .and_then(Machine::builtin)
+                    .and_then(|m| m.hierarchy);
+                let Some(base) = base else {
+                    return Err(self.err(
+                        v.span(),
+                        &path,
+                        format_args!(
+                            "\"{name}\" is not a built-in machine; it takes one of: {}",
+                            builtin_names().collect::<Vec<_>>().join(", ")
+                        ),
+                    ));
+                };
+                for (level, f) in base.iter() {
+                    h.set(level, f.clone());
+                }
+                continue;
+            }
+            let Some(level) = Level::from_key(k) else {
+                return Err(self.err(
+                    key.span(),
+                    &path,
+                    format_args!("unknown key; [hierarchy] has like, {}", keys.join(", ")),
+                ));
+            };
+            h.set(level, self.figure(&path, level, v)?);
+            spans.hierarchy.push((level, v.span()));
+        }
+        Ok(h)
+    }
+
+    /// One figure: `{ value = NUMBER, source = "…" }`.
+    fn figure(&self, path: &str, level: Level, v: &Value<'_>) -> Result<Sourced> {
+        let unit = if level.is_rate() { "GB/s" } else { "ns" };
+        let form = format!("{{ value = NUMBER ({unit}), source = \"where it was published\" }}");
+        let DeValue::Table(t) = v.get_ref() else {
+            return Err(self.err(
+                v.span(),
+                path,
+                format_args!("takes {form}, not {}", kind_of(v.get_ref())),
+            ));
+        };
+        let (mut value, mut source) = (None, None);
+        for (key, item) in in_file_order(t) {
+            match key.get_ref().as_ref() {
+                "value" => {
+                    value = Some(match item.get_ref() {
+                        DeValue::Float(f) => {
+                            f.as_str().replace('_', "").parse::<f64>().unwrap_or(f64::NAN)
+                        }
+                        DeValue::Integer(n) => i64::from_str_radix(n.as_str(), n.radix())
+                            .map_or(f64::NAN, |n| n as f64),
+                        other => {
+                            return Err(self.err(
+                                item.span(),
+                                &format!("{path}.value"),
+                                format_args!("takes a number of {unit}, not {}", kind_of(other)),
+                            ))
+                        }
+                    });
+                }
+                "source" => source = Some(self.string(&format!("{path}.source"), item)?),
+                other => {
+                    return Err(self.err(
+                        key.span(),
+                        &format!("{path}.{other}"),
+                        format_args!("unknown key; a figure is {form}"),
+                    ))
+                }
+            }
+        }
+        let missing = |what: &str| {
+            self.err(v.span(), path, format_args!("missing `{what}`: a figure is {form}"))
+        };
+        Ok(Sourced {
+            value: value.ok_or_else(|| missing("value"))?,
+            source: source.ok_or_else(|| missing("source"))?,
+        })
     }
 
     /// The machine's name: the `name` key or the file stem; a word, and for a user file not a
@@ -220,6 +325,18 @@ impl Reader<'_> {
 
     /// Point a [`Machine::validate`] error at the key that set the field.
     fn trace(&self, e: &MachineError, spans: &Spans) -> anyhow::Error {
+        if let Field::Hierarchy(level) = e.field {
+            let span = spans
+                .hierarchy
+                .iter()
+                .find(|(l, _)| *l == level)
+                .map(|(_, s)| s.clone())
+                .or_else(|| {
+                    spans.top.iter().find(|(k, _)| *k == "hierarchy").map(|(_, s)| s.clone())
+                })
+                .unwrap_or(0..0);
+            return self.err(span, &format!("hierarchy.{}", level.key()), &e.message);
+        }
         match e.node.and_then(|i| spans.nodes.get(i).map(|n| (i, n))) {
             Some((_, n)) if e.field == Field::Nodes => {
                 self.err(n.table.clone(), "node", &e.message)

@@ -39,6 +39,7 @@
 //! (the last domain of a node may be smaller).
 
 pub mod file;
+pub mod hierarchy;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -169,7 +170,7 @@ impl NodeSpec {
 }
 
 /// A machine: its nodes, and the tunables and documentation that go with it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Machine {
     /// The name results are labelled with.
     pub name: String,
@@ -188,6 +189,9 @@ pub struct Machine {
     pub watermark_scale_factor: Option<u32>,
     /// Every number not taken from a source, each with the reason it was chosen.
     pub assumptions: Vec<String>,
+    /// What each access costs by where the line is, every figure sourced; every machine file
+    /// has one (the model needs it), a machine made in code ([`Machine::host`]) may not.
+    pub hierarchy: Option<hierarchy::Hierarchy>,
     /// The file the machine was read from; `None` for a built-in machine.
     pub file: Option<PathBuf>,
 }
@@ -217,6 +221,8 @@ pub enum Field {
     MinFreeKbytes,
     /// `watermark_scale_factor`.
     WatermarkScaleFactor,
+    /// A figure of the memory hierarchy.
+    Hierarchy(hierarchy::Level),
 }
 
 impl Field {
@@ -234,6 +240,7 @@ impl Field {
             Field::L1dSharedBy => "l1d.shared_by",
             Field::MinFreeKbytes => "min_free_kbytes",
             Field::WatermarkScaleFactor => "watermark_scale_factor",
+            Field::Hierarchy(l) => l.key(),
         }
     }
 }
@@ -257,9 +264,12 @@ impl MachineError {
 
 impl std::fmt::Display for MachineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.node {
-            Some(n) if self.field != Field::Nodes => {
-                write!(f, "field `nodes[{n}].{}`: {}", self.field.name(), self.message)
+        match (self.node, self.field) {
+            (_, Field::Hierarchy(l)) => {
+                write!(f, "field `hierarchy.{}`: {}", l.key(), self.message)
+            }
+            (Some(n), field) if field != Field::Nodes => {
+                write!(f, "field `nodes[{n}].{}`: {}", field.name(), self.message)
             }
             _ => write!(f, "field `{}`: {}", self.field.name(), self.message),
         }
@@ -441,7 +451,34 @@ impl Machine {
         if let Some(f) = self.watermark_scale_factor {
             check_tunable(Field::WatermarkScaleFactor, f.into())?;
         }
+        if let Some(h) = &self.hierarchy {
+            let several_llcs = self.nodes.iter().any(|n| n.nr_llc_domains() > 1);
+            let several_nodes = self.nodes.len() > 1;
+            h.check(several_llcs, several_nodes).map_err(|e| {
+                MachineError::new(None, Field::Hierarchy(e.level), e.message.clone())
+            })?;
+        }
         Ok(())
+    }
+
+    /// The hierarchy the model prices accesses from.
+    ///
+    /// # Errors
+    /// The machine has none: a file without a `[hierarchy]` table (fine for `sizing` and
+    /// views, not for the model), or a machine made in code.
+    pub fn hierarchy(&self) -> Result<&hierarchy::Hierarchy> {
+        self.hierarchy.as_ref().ok_or_else(|| {
+            let whose = match &self.file {
+                Some(f) => format!("{}: field `hierarchy`", f.display()),
+                None => format!("machine `{}`", self.name),
+            };
+            anyhow!(
+                "{whose}: missing: the model prices every access the allocator makes from the \
+                 machine's memory hierarchy, each figure with its source; add a [hierarchy] \
+                 table (`like = \"NAME\"` in it starts from a built-in machine's figures; \
+                 `pagealloc machines --help` has the format)"
+            )
+        })
     }
 
     /// The cache fields of node `i`.
@@ -544,6 +581,33 @@ impl Machine {
         let (node, local) = self.locate(cpu);
         let before: usize = self.nodes[..node].iter().map(NodeSpec::nr_llc_domains).sum();
         before + (local / self.nodes[node].llc_shared_by.max(1)) as usize
+    }
+
+    /// Each CPU's L2 domain (the CPUs sharing one L2, numbered over the machine) and each
+    /// domain's size in bytes: the private cache of the model's line model.
+    ///
+    /// # Errors
+    /// A node with CPUs gives no L2.
+    pub fn l2_domains(&self) -> Result<(Vec<u32>, Vec<u64>)> {
+        let (mut cpu_l2, mut bytes) = (Vec::new(), Vec::new());
+        for (i, node) in self.nodes.iter().enumerate().filter(|(_, n)| n.cpus > 0) {
+            let Some(l2) = node.l2 else {
+                let at = match &self.file {
+                    Some(f) => format!("{}: field `node[{i}].l2_kib`", f.display()),
+                    None => format!("machine `{}`, node {i}", self.name),
+                };
+                return Err(anyhow!(
+                    "{at}: missing: the model needs each node's L2 (`l2_kib`, with \
+                     `l2_shared_by`), the private cache it prices hits in"
+                ));
+            };
+            let first = bytes.len() as u32;
+            for local in 0..node.cpus {
+                cpu_l2.push(first + local / l2.shared_by.max(1));
+            }
+            bytes.resize(bytes.len() + groups(node.cpus, l2.shared_by) as usize, l2.bytes);
+        }
+        Ok((cpu_l2, bytes))
     }
 
     /// Number of LLC domains.
@@ -753,6 +817,7 @@ impl Machine {
             min_free_kbytes: None,
             watermark_scale_factor: None,
             assumptions,
+            hierarchy: None,
             file: None,
         };
         m.validate().map_err(|e| anyhow!("--runner real: {e}"))?;
@@ -839,6 +904,18 @@ impl Machine {
             let _ = write!(out, "\n    {},", q(a));
         }
         out.push_str(if self.assumptions.is_empty() { "]\n" } else { "\n]\n" });
+        if let Some(h) = &self.hierarchy {
+            out.push_str("\n[hierarchy]\n");
+            for (level, f) in h.iter() {
+                let _ = writeln!(
+                    out,
+                    "{} = {{ value = {}, source = {} }}",
+                    level.key(),
+                    f.value,
+                    q(&f.source)
+                );
+            }
+        }
         for n in &self.nodes {
             out.push_str("\n[[node]]\n");
             let _ = writeln!(out, "cpus = {}", n.cpus);

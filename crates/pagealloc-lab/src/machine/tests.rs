@@ -248,7 +248,8 @@ fn cache_info_sums_the_data_cache_slices_when_known() {
         spr.cache_info(200),
         CacheInfo { llc_slice_bytes: 960 * KIB, data_slices_bytes: 2008 * KIB }
     );
-    let unknown = Machine::builtin("unknown-trace").unwrap();
+    // Without the L2 and L1d, the v1 input stays unknown (0).
+    let unknown = parse("[[node]]\ncpus = 16\nmemory_gib = 1\nllc_mib = 32\n").unwrap();
     assert_eq!(unknown.cache_info(0), CacheInfo { llc_slice_bytes: 2 * MIB, data_slices_bytes: 0 });
 }
 

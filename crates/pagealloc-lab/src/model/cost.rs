@@ -1,6 +1,8 @@
-//! The cost profile: what each allocator primitive and each page touch costs in virtual
-//! time. Measured on a real machine by `pagealloc calibrate` and shipped as data
-//! (`data/cost-default.toml`); never chosen to make a published table come out.
+//! The cost profile: the fixed work of each allocator primitive — its instructions, with every
+//! line it touches in the private cache — in virtual time. Measured on a real machine by
+//! `pagealloc calibrate` and shipped as data (`data/cost-default.toml`); never chosen to make a
+//! published table come out. What the lines cost beyond that, by where they are, is the
+//! machine's memory hierarchy (`machine::hierarchy`, priced by `model::lines`).
 
 use std::path::Path;
 
@@ -21,52 +23,32 @@ pub struct CostProfile {
     pub machine: String,
     /// How they were measured (command, build, repetitions).
     pub method: String,
-    /// One allocation call that the CPU's pageset serves, outside any zone lock.
+    /// One allocation call that the CPU's pageset serves, outside any zone lock, its lines hot.
     pub pcp_alloc_ns: f64,
-    /// One free call that ends on the CPU's pageset, outside any zone lock.
+    /// One free call that ends on the CPU's pageset, outside any zone lock, its lines hot.
     pub pcp_free_ns: f64,
     /// The fixed part of one zone-lock hold: taking and releasing the lock uncontended and
     /// the bookkeeping around the list work.
     pub zone_lock_base_ns: f64,
-    /// One free-list insertion or removal under the zone lock (merges, splits, refills and
-    /// drains are made of these).
+    /// One free-list insertion or removal under the zone lock with its lines in the private
+    /// cache (merges, splits, refills and drains are made of these); also each pageset list
+    /// operation of the pre-5.18 bulk free's staging pass.
     pub zone_list_op_ns: f64,
-    /// Moving the lock's cache line to a CPU on another core of the same LLC, paid when the
-    /// lock's last holder was another CPU.
-    pub lock_handoff_ns: f64,
-    /// Writing a whole 4 KiB page that is in the LLC.
-    pub page_touch_hot_ns: f64,
-    /// Writing a whole 4 KiB page that is not in any cache.
-    pub page_touch_cold_ns: f64,
-    /// Factor on lock handoffs between LLCs and on list work done by a CPU of another node
-    /// than the zone's (a 1-socket machine cannot measure it; see `remote_factor_source`).
-    pub remote_factor: f64,
-    /// Where `remote_factor` comes from.
-    pub remote_factor_source: String,
 }
 
 /// What a cost field takes.
 const COST: &str = "a number of nanoseconds in 0..=1e9";
-/// What `remote_factor` takes.
-const REMOTE: &str = "a number in 1..=100";
 
 /// The profile's text fields, with what each is (for a missing one), in struct order.
-const TEXT_FIELDS: [(&str, &str); 3] = [
-    ("machine", "the machine the figures come from"),
-    ("method", "how they were measured"),
-    ("remote_factor_source", "where `remote_factor` comes from"),
-];
+const TEXT_FIELDS: [(&str, &str); 2] =
+    [("machine", "the machine the figures come from"), ("method", "how they were measured")];
 
 /// Its numeric fields, with what each takes, in struct order.
-const COST_FIELDS: [(&str, &str); 8] = [
+const COST_FIELDS: [(&str, &str); 4] = [
     ("pcp_alloc_ns", COST),
     ("pcp_free_ns", COST),
     ("zone_lock_base_ns", COST),
     ("zone_list_op_ns", COST),
-    ("lock_handoff_ns", COST),
-    ("page_touch_hot_ns", COST),
-    ("page_touch_cold_ns", COST),
-    ("remote_factor", REMOTE),
 ];
 
 /// The profile shipped with the lab, measured by `pagealloc calibrate` (see the file's header).
@@ -147,11 +129,6 @@ impl CostProfile {
             pcp_free_ns: cost(1)?,
             zone_lock_base_ns: cost(2)?,
             zone_list_op_ns: cost(3)?,
-            lock_handoff_ns: cost(4)?,
-            page_touch_hot_ns: cost(5)?,
-            page_touch_cold_ns: cost(6)?,
-            remote_factor: cost(7)?,
-            remote_factor_source: text(2)?,
         };
         p.check_fields().map_err(|(name, msg)| {
             let i = COST_FIELDS.iter().position(|(n, _)| *n == name).expect("a cost field");
@@ -161,8 +138,7 @@ impl CostProfile {
         Ok(p)
     }
 
-    /// Every cost must be a finite non-negative number; touching a cold page may not be
-    /// cheaper than a hot one; the remote factor is at least 1.
+    /// Every cost must be a finite number in 0..=1e9 ns.
     pub fn check(&self) -> Result<()> {
         self.check_fields().map_err(|(name, msg)| anyhow!("field `{name}`: {msg}"))
     }
@@ -174,30 +150,11 @@ impl CostProfile {
             ("pcp_free_ns", self.pcp_free_ns),
             ("zone_lock_base_ns", self.zone_lock_base_ns),
             ("zone_list_op_ns", self.zone_list_op_ns),
-            ("lock_handoff_ns", self.lock_handoff_ns),
-            ("page_touch_hot_ns", self.page_touch_hot_ns),
-            ("page_touch_cold_ns", self.page_touch_cold_ns),
         ];
         for (name, v) in fields {
             if !v.is_finite() || !(0.0..=1e9).contains(&v) {
                 return Err((name, format!("{v} is out of range; it takes {}", COST)));
             }
-        }
-        if self.page_touch_cold_ns < self.page_touch_hot_ns {
-            return Err((
-                "page_touch_cold_ns",
-                format!(
-                    "{} is below `page_touch_hot_ns` = {}: a page out of every cache cannot be \
-                     written faster than one in the LLC",
-                    self.page_touch_cold_ns, self.page_touch_hot_ns
-                ),
-            ));
-        }
-        if !(self.remote_factor.is_finite() && (1.0..=100.0).contains(&self.remote_factor)) {
-            return Err((
-                "remote_factor",
-                format!("{} is out of range; it takes {REMOTE}", self.remote_factor),
-            ));
         }
         Ok(())
     }
@@ -210,16 +167,11 @@ impl CostProfile {
             pcp_free: ps(self.pcp_free_ns),
             lock_base: ps(self.zone_lock_base_ns),
             list_op: ps(self.zone_list_op_ns),
-            list_op_remote: ps(self.zone_list_op_ns * self.remote_factor),
-            handoff: ps(self.lock_handoff_ns),
-            handoff_remote: ps(self.lock_handoff_ns * self.remote_factor),
-            touch_hot: ps(self.page_touch_hot_ns),
-            touch_cold: ps(self.page_touch_cold_ns),
         }
     }
 }
 
-/// [`CostProfile`] in picoseconds, remote variants precomputed.
+/// [`CostProfile`] in picoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CostPs {
     /// See [`CostProfile::pcp_alloc_ns`].
@@ -230,16 +182,6 @@ pub struct CostPs {
     pub lock_base: u64,
     /// See [`CostProfile::zone_list_op_ns`].
     pub list_op: u64,
-    /// `list_op` for a CPU of another node than the zone's.
-    pub list_op_remote: u64,
-    /// See [`CostProfile::lock_handoff_ns`].
-    pub handoff: u64,
-    /// `handoff` between LLCs.
-    pub handoff_remote: u64,
-    /// See [`CostProfile::page_touch_hot_ns`].
-    pub touch_hot: u64,
-    /// See [`CostProfile::page_touch_cold_ns`].
-    pub touch_cold: u64,
 }
 
 #[cfg(test)]
@@ -252,8 +194,7 @@ mod tests {
         p.check().unwrap();
         assert!(!p.machine.is_empty() && !p.method.is_empty());
         let ps = p.to_ps();
-        assert!(ps.touch_cold >= ps.touch_hot);
-        assert!(ps.list_op_remote >= ps.list_op);
+        assert!(ps.pcp_alloc > 0 && ps.list_op > 0);
     }
 
     #[test]
@@ -262,11 +203,8 @@ mod tests {
         p.zone_list_op_ns = f64::NAN;
         assert_eq!(p.check_fields().unwrap_err().0, "zone_list_op_ns");
         let mut p = CostProfile::default_profile();
-        p.page_touch_cold_ns = 0.0;
-        assert_eq!(p.check_fields().unwrap_err().0, "page_touch_cold_ns");
-        let mut p = CostProfile::default_profile();
-        p.remote_factor = 0.5;
-        assert_eq!(p.check_fields().unwrap_err().0, "remote_factor");
+        p.pcp_free_ns = 2e9;
+        assert_eq!(p.check_fields().unwrap_err().0, "pcp_free_ns");
     }
 
     /// The shipped profile with `field`'s line replaced by `line` (or dropped if empty).
@@ -305,19 +243,9 @@ mod tests {
                 "field `zone_list_op_ns`: -3 is out of range",
             ),
             (
-                "lock_handoff_ns",
-                "lock_handoff_ns = inf",
-                "field `lock_handoff_ns`: inf is out of range",
-            ),
-            (
-                "page_touch_cold_ns",
-                "page_touch_cold_ns = 1.0",
-                "field `page_touch_cold_ns`: 1 is below `page_touch_hot_ns`",
-            ),
-            (
-                "remote_factor",
-                "remote_factor = 0.5",
-                "field `remote_factor`: 0.5 is out of range; it takes a number in 1..=100",
+                "zone_lock_base_ns",
+                "zone_lock_base_ns = inf",
+                "field `zone_lock_base_ns`: inf is out of range",
             ),
             ("machine", "machine = 3", "field `machine`: takes a string, not an integer"),
             (

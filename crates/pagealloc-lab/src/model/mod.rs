@@ -14,6 +14,7 @@
 
 pub mod cache;
 pub mod cost;
+pub mod lines;
 pub mod real;
 pub mod sink;
 
@@ -29,13 +30,15 @@ use pagealloc_testkit::rng::Rng;
 
 use self::cache::LlcModel;
 use self::cost::{CostProfile, CostPs};
+use self::lines::{CacheMap, Prices};
 use self::sink::ModelSink;
+use crate::machine::hierarchy::Hierarchy;
 
 /// Picoseconds in a second: virtual time is kept in picoseconds.
 pub const PS_PER_S: u64 = 1_000_000_000_000;
 
-/// Where each CPU sits.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where each CPU sits, its caches, and what the memory hierarchy charges.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Topology {
     /// Node of each CPU.
     pub cpu_node: Vec<u32>,
@@ -43,6 +46,49 @@ pub struct Topology {
     pub cpu_llc: Vec<u32>,
     /// Size of each LLC, bytes.
     pub llc_bytes: Vec<u64>,
+    /// L2 domain (the CPUs sharing one L2) of each CPU, numbered from 0 over the machine.
+    pub cpu_l2: Vec<u32>,
+    /// Size of each L2 domain's cache, bytes.
+    pub l2_bytes: Vec<u64>,
+    /// What each access costs by where its line is.
+    pub hierarchy: Hierarchy,
+}
+
+impl Topology {
+    /// For tests: the CPUs of each node share one LLC of that node's `llc_bytes`; each CPU
+    /// has an L2 of its own of 1 MiB; the figures are `icl-2s-128`'s (every figure a
+    /// one-LLC-per-node machine needs).
+    #[cfg(test)]
+    pub fn simple(cpu_node: Vec<u32>, llc_bytes: Vec<u64>) -> Topology {
+        let n = cpu_node.len();
+        let hierarchy = crate::machine::Machine::builtin("icl-2s-128")
+            .and_then(|m| m.hierarchy)
+            .expect("a built-in machine with a hierarchy");
+        Topology {
+            cpu_llc: cpu_node.clone(),
+            cpu_node,
+            llc_bytes,
+            cpu_l2: (0..n as u32).collect(),
+            l2_bytes: vec![1 << 20; n],
+            hierarchy,
+        }
+    }
+
+    /// The caches as the line model needs them.
+    fn cache_map(&self) -> CacheMap {
+        let mut llc_node = vec![0; self.llc_bytes.len()];
+        for (&llc, &node) in self.cpu_llc.iter().zip(&self.cpu_node) {
+            llc_node[llc as usize] = node;
+        }
+        CacheMap {
+            cpu_node: self.cpu_node.clone(),
+            cpu_llc: self.cpu_llc.clone(),
+            cpu_l2: self.cpu_l2.clone(),
+            llc_node,
+            llc_lines: self.llc_bytes.iter().map(|b| b / 64).collect(),
+            l2_lines: self.l2_bytes.iter().map(|b| b / 64).collect(),
+        }
+    }
 }
 
 /// Everything a model run is built from.
@@ -150,7 +196,8 @@ pub struct Ctx<'a> {
 /// Where a [`Ctx`]'s time comes from, and what its touches write.
 #[derive(Debug)]
 enum Clock<'a> {
-    /// The model: a virtual CPU charged from the cost profile, touching the LLC model.
+    /// The model: a virtual CPU charged from the cost profile and the machine's hierarchy,
+    /// touching the LLC model.
     Virtual { v: &'a mut VCpu, llc: usize, cache: &'a mut LlcModel, cost: &'a CostPs },
     /// The real runner: an OS thread whose touches write the heap's memory.
     Real { t: &'a mut real::ThreadClock, heap: &'a real::RealHeap },
@@ -273,6 +320,9 @@ impl Ctx<'_> {
     #[inline]
     pub fn prefetch(&self, pfn: Pfn) {
         self.pa.prefetch(pfn);
+        if let Some(lines) = self.pa.events().lines() {
+            lines.prefetch_frame(pfn.0);
+        }
     }
 
     /// Drop a reference to a page_frag page (kernel `page_frag_free`: the last reference
@@ -286,18 +336,33 @@ impl Ctx<'_> {
     }
 
     /// Write `bytes` starting at the first page of the block at `pfn` (pages after the first
-    /// as needed). The model charges each page from the cost profile, cold pages (not in
-    /// this CPU's LLC model) dearer, and returns the number of cold pages. The real runner
-    /// writes every cache line of the range and returns 0: it cannot tell which were cold.
+    /// as needed). The model charges each page at the machine's write rate: the LLC's for a
+    /// page this CPU's LLC model holds, DRAM's (local or remote, by the block's node) for a
+    /// cold one, and returns the number of cold pages; the pages also push metadata lines out
+    /// of the CPU's caches. The real runner writes every cache line of the range and returns
+    /// 0: it cannot tell which were cold.
     pub fn touch(&mut self, pfn: Pfn, bytes: u64) -> u64 {
         if bytes == 0 {
             return 0;
         }
         match &mut self.clock {
-            Clock::Virtual { v, llc, cache, cost } => {
+            Clock::Virtual { v, llc, cache, .. } => {
                 let pages = bytes.div_ceil(4096);
                 let cold = cache.touch(*llc, pfn.0, pages);
-                let full = cold * cost.touch_cold + (pages - cold) * cost.touch_hot;
+                let sink = self.pa.events();
+                let prices = sink.prices();
+                let cold_price = match sink.lines() {
+                    Some(lines) => {
+                        lines.advance(self.cpu.id(), pages);
+                        if lines.home_of_frame(pfn.0) == lines.cpu_node(self.cpu.id()) {
+                            prices.page_dram
+                        } else {
+                            prices.page_dram_remote
+                        }
+                    }
+                    None => prices.page_dram,
+                };
+                let full = cold * cold_price + (pages - cold) * prices.page_llc;
                 // Charge the bytes written, not the whole last page.
                 let ps = full * bytes / (pages * 4096);
                 v.now += ps;
@@ -358,6 +423,10 @@ pub struct RunOutcome {
     pub pcp_cpu_samples: Vec<PcpSample>,
     /// Pages touched hot and cold.
     pub touches: (u64, u64),
+    /// Metadata line accesses by where they found their line (in [`Found::ALL`] order).
+    pub lines_found: [u64; 7],
+    /// Zone-lock hand-offs by distance: same core, same LLC, other LLC, other node.
+    pub handoffs: [u64; 4],
     /// Most allocated frames (frame, allocations), when counted.
     pub most_used_frames: Vec<(u64, u32)>,
     /// The workload's own metrics.
@@ -420,13 +489,22 @@ impl Model {
         if topology.cpu_llc.iter().any(|&l| l as usize >= topology.llc_bytes.len()) {
             bail!("a CPU names an LLC the topology does not describe");
         }
+        if topology.cpu_l2.len() != nr_cpus
+            || topology.cpu_l2.iter().any(|&d| d as usize >= topology.l2_bytes.len())
+        {
+            bail!("the topology's L2 domains do not cover its CPUs");
+        }
         let cost_ps = cost.to_ps();
-        let sink = ModelSink::new(topology.cpu_node.clone(), topology.cpu_llc.clone(), cost_ps);
+        let prices = Prices::of(&topology.hierarchy);
+        let sink = ModelSink::new(topology.cache_map(), cost_ps, prices);
         let pa = PageAllocator::with_events(map, tunables, policy, sink)?;
-        let zone_nodes: Vec<u32> = pa.zones().iter().map(|z| z.node().0).collect();
-        let end_pfn =
-            pa.zones().iter().map(|z| z.start_pfn().0 + z.spanned_pages().0).max().unwrap_or(0);
-        pa.events().attach(&zone_nodes, setup.count_frames.then_some(end_pfn));
+        let zones: Vec<(u64, u64, u32)> = pa
+            .zones()
+            .iter()
+            .map(|z| (z.start_pfn().0, z.start_pfn().0 + z.spanned_pages().0, z.node().0))
+            .collect();
+        let end_pfn = zones.iter().map(|z| z.1).max().unwrap_or(0);
+        pa.events().attach(&zones, end_pfn, setup.count_frames);
         let cpus = (0..nr_cpus)
             .map(|c| VCpu {
                 now: 0,
@@ -588,6 +666,7 @@ impl Model {
         let most_used_frames =
             if self.count_frames { self.pa.events().most_used_frames(5) } else { Vec::new() };
         self.give_back(w)?;
+        let (lines_found, handoffs) = self.pa.events().traffic();
         let (busy, waited, held) =
             self.cpus.iter().fold((0, 0, 0), |(b, w, h), v| (b + v.busy, w + v.waited, h + v.held));
         Ok(RunOutcome {
@@ -603,6 +682,8 @@ impl Model {
             pcp_final_pages,
             pcp_cpu_samples: rec.samples,
             touches: self.cache.totals(),
+            lines_found,
+            handoffs,
             most_used_frames,
             workload: w.metrics(),
             steps,
@@ -724,11 +805,7 @@ pub(crate) mod tests {
             map: MemoryMap::single_node(cpus, mib << 20).unwrap(),
             tunables: Tunables::default(),
             policy: Policy::preset(preset).unwrap(),
-            topology: Topology {
-                cpu_node: vec![0; cpus as usize],
-                cpu_llc: vec![0; cpus as usize],
-                llc_bytes: vec![8 << 20],
-            },
+            topology: Topology::simple(vec![0; cpus as usize], vec![8 << 20]),
             cost: CostProfile::default_profile(),
             seed,
             cooldown_s: 5,

@@ -36,6 +36,7 @@ use pagealloc::{Counter, CpuId, PageAllocator, Pfn, Policy, Tunables};
 use pagealloc_testkit::rng::Rng;
 
 use super::cost::CostPs;
+use super::lines::{CacheMap, Prices};
 use super::sink::ModelSink;
 use super::{
     give_back, pcp_pages, sample_pagesets, sampled_cpus, stream_seed, Clock, Ctx, ModelInfo, Next,
@@ -176,7 +177,16 @@ impl RealRunner {
             bail!("the real runner needs at least one CPU");
         }
         let n = setup.cpus as usize;
-        let sink = ModelSink::new(vec![0; n], vec![0; n], CostPs::default());
+        // Unattached: real time passes by itself, so the sink prices nothing.
+        let map = CacheMap {
+            cpu_node: vec![0; n],
+            cpu_llc: vec![0; n],
+            cpu_l2: (0..n as u32).collect(),
+            llc_node: vec![0],
+            llc_lines: vec![0],
+            l2_lines: vec![0; n],
+        };
+        let sink = ModelSink::new(map, CostPs::default(), Prices::default());
         let opts = HeapOptions {
             cpus: Some(setup.cpus),
             policy: setup.policy,
@@ -333,6 +343,8 @@ impl RealRunner {
         give_back(pa, held, self.setup.validate)?;
         let held_ns = events.get(Counter::ZoneLockHeldNs);
         Ok(RunOutcome {
+            lines_found: [0; 7],
+            handoffs: [0; 4],
             elapsed_ps: totals.end_ps,
             busy_ps: totals.busy_ps,
             lock_wait_ps: 0,

@@ -1,7 +1,8 @@
-//! The model's event sink: it keeps the zone locks' clocks, so every hold of a zone lock
-//! costs virtual time and every CPU that finds a lock held waits for it, first come first
-//! served. It also counts how often each frame is handed out (seed 000's "most used page
-//! frames").
+//! The model's event sink: it keeps the zone locks' clocks and prices every metadata line the
+//! allocator touches, so every hold of a zone lock costs what its line transfers cost on the
+//! machine, every CPU that finds a lock held waits for it (first come, first served), and a
+//! lock changing hands costs the hand-off at the distance between the two holders. It also
+//! counts how often each frame is handed out (seed 000's "most used page frames").
 //!
 //! The model drives the allocator from one thread; the atomics are there only because an
 //! `EventSink` must be `Sync`, and are used with `Relaxed` loads and stores.
@@ -10,9 +11,10 @@ use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 
-use pagealloc::{CpuId, EventSink, TraceEvent, ZoneIdx};
+use pagealloc::{CpuId, EventSink, MetaLine, TraceEvent, ZoneIdx};
 
 use super::cost::CostPs;
+use super::lines::{CacheMap, Found, LineCache, Prices};
 
 /// No CPU has held the lock yet.
 const NOBODY: u32 = u32::MAX;
@@ -24,8 +26,6 @@ struct LockClock {
     free_at: AtomicU64,
     /// The CPU that held it last.
     last_holder: AtomicU32,
-    /// The node of the zone's memory.
-    node: u32,
 }
 
 /// Hears every trace record with the virtual time it happened at (ps): `run --trace` writes
@@ -50,30 +50,53 @@ pub struct ModelSink {
     waited: AtomicU64,
     /// Time the running call spent holding zone locks (ps).
     held: AtomicU64,
+    /// 1 while the running call holds a zone lock: what it touches then lengthens the hold.
+    holding: AtomicU32,
     /// One per zone, in the allocator's zone order; set by [`ModelSink::attach`] once the
     /// allocator has numbered its zones. Locks taken before that (while the allocator puts
     /// its memory on the free lists) cost nothing: time starts with the workload.
     locks: OnceLock<Vec<LockClock>>,
-    cpu_node: Vec<u32>,
-    cpu_llc: Vec<u32>,
+    /// Where every metadata line is; set by [`ModelSink::attach`].
+    lines: OnceLock<LineCache>,
+    /// The machine's caches, for `lines`.
+    map: CacheMap,
     cost: CostPs,
+    prices: Prices,
+    /// Lines prefetched during the running call, with when each arrives (ps).
+    prefetched: Mutex<Vec<(MetaLine, u64)>>,
+    /// `prefetched.len()`, readable without the lock.
+    nr_prefetched: AtomicU32,
+    /// Lock hand-offs by distance: same core, same LLC, other LLC, other node.
+    handoffs: [AtomicU64; 4],
     /// Allocations per frame number, when asked for (unset otherwise).
     pfn_allocs: OnceLock<Vec<AtomicU32>>,
     /// Who hears the records, if anyone.
     observer: OnceLock<ObserverSlot>,
 }
 
+/// Bump a counter the model's one thread owns.
+#[inline]
+fn bump(a: &AtomicU64, by: u64) {
+    a.store(a.load(Relaxed) + by, Relaxed);
+}
+
 impl ModelSink {
-    /// A sink for CPUs on nodes `cpu_node` with LLCs `cpu_llc`.
-    pub fn new(cpu_node: Vec<u32>, cpu_llc: Vec<u32>, cost: CostPs) -> ModelSink {
+    /// A sink for a machine whose caches are `map`, charging `cost` for the fixed work and
+    /// `prices` for the lines.
+    pub fn new(map: CacheMap, cost: CostPs, prices: Prices) -> ModelSink {
         ModelSink {
             now: AtomicU64::new(0),
             waited: AtomicU64::new(0),
             held: AtomicU64::new(0),
+            holding: AtomicU32::new(0),
             locks: OnceLock::new(),
-            cpu_node,
-            cpu_llc,
+            lines: OnceLock::new(),
+            map,
             cost,
+            prices,
+            prefetched: Mutex::new(Vec::new()),
+            nr_prefetched: AtomicU32::new(0),
+            handoffs: Default::default(),
             pfn_allocs: OnceLock::new(),
             observer: OnceLock::new(),
         }
@@ -85,21 +108,20 @@ impl ModelSink {
         assert!(self.observer.set(ObserverSlot(Mutex::new(f))).is_ok(), "one observer per sink");
     }
 
-    /// Learn the zones (the node of each, by zone index) and, with `count_frames = Some(n)`,
-    /// start counting allocations of frames `0..n`. Called once, right after the allocator
-    /// is built and before anything is allocated.
-    pub fn attach(&self, zone_nodes: &[u32], count_frames: Option<u64>) {
-        let locks = zone_nodes
+    /// Learn the zones, as (first frame, end frame, node) in zone-index order, and the frames
+    /// `0..nr_frames` whose lines to track; with `count_frames`, start counting allocations
+    /// of each frame. Called once, right after the allocator is built and before anything is
+    /// allocated.
+    pub fn attach(&self, zones: &[(u64, u64, u32)], nr_frames: u64, count_frames: bool) {
+        let locks = zones
             .iter()
-            .map(|&node| LockClock {
-                free_at: AtomicU64::new(0),
-                last_holder: AtomicU32::new(NOBODY),
-                node,
-            })
+            .map(|_| LockClock { free_at: AtomicU64::new(0), last_holder: AtomicU32::new(NOBODY) })
             .collect();
         assert!(self.locks.set(locks).is_ok(), "ModelSink::attach is called once");
-        if let Some(n) = count_frames {
-            let v = (0..n).map(|_| AtomicU32::new(0)).collect();
+        let lines = LineCache::new(self.map.clone(), nr_frames, zones);
+        assert!(self.lines.set(lines).is_ok(), "ModelSink::attach is called once");
+        if count_frames {
+            let v = (0..nr_frames).map(|_| AtomicU32::new(0)).collect();
             assert!(self.pfn_allocs.set(v).is_ok(), "ModelSink::attach is called once");
         }
     }
@@ -108,12 +130,27 @@ impl ModelSink {
         self.locks.get().map(|l| &l[zone.index()])
     }
 
+    /// Where the metadata lines are, once attached.
+    pub fn lines(&self) -> Option<&LineCache> {
+        self.lines.get()
+    }
+
+    /// The prices of the machine's hierarchy.
+    pub fn prices(&self) -> &Prices {
+        &self.prices
+    }
+
     /// Start an allocator call on a CPU whose clock reads `now`.
     #[inline]
     pub fn begin(&self, now: u64) {
         self.now.store(now, Relaxed);
         self.waited.store(0, Relaxed);
         self.held.store(0, Relaxed);
+        if self.nr_prefetched.load(Relaxed) != 0 {
+            // A prefetch helps only the call that issued it.
+            self.prefetched.lock().expect("no panics while held").clear();
+            self.nr_prefetched.store(0, Relaxed);
+        }
     }
 
     /// The call is over: the CPU's clock now, and the time it waited for and held zone locks.
@@ -124,6 +161,22 @@ impl ModelSink {
             waited: self.waited.load(Relaxed),
             held: self.held.load(Relaxed),
         }
+    }
+
+    /// Charge `ps` of work to the running call (and to the hold, when it holds a lock).
+    #[inline]
+    fn charge(&self, ps: u64) {
+        bump(&self.now, ps);
+        if self.holding.load(Relaxed) != 0 {
+            bump(&self.held, ps);
+        }
+    }
+
+    /// Metadata accesses so far by where they found their line, and lock hand-offs by
+    /// distance (same core, same LLC, other LLC, other node).
+    pub fn traffic(&self) -> ([u64; 7], [u64; 4]) {
+        let found = self.lines.get().map_or([0; 7], LineCache::found);
+        (found, std::array::from_fn(|i| self.handoffs[i].load(Relaxed)))
     }
 
     /// How often each frame was allocated, most used first (at most `n`).
@@ -166,121 +219,208 @@ impl EventSink for ModelSink {
     }
 
     /// Wait for the lock (FIFO in virtual time: the model runs CPUs in clock order), then pay
-    /// for bringing its cache line over if another CPU held it last.
+    /// for bringing its line over from the last holder, at the distance between the two.
     #[inline]
     fn zone_lock_taken(&self, cpu: CpuId, zone: ZoneIdx) {
-        let Some(lock) = self.lock(zone) else { return };
+        let (Some(lock), Some(lines)) = (self.lock(zone), self.lines.get()) else { return };
         let now = self.now.load(Relaxed);
         let start = now.max(lock.free_at.load(Relaxed));
-        self.waited.store(self.waited.load(Relaxed) + (start - now), Relaxed);
+        bump(&self.waited, start - now);
         let last = lock.last_holder.swap(cpu.0, Relaxed);
-        let handoff = if last == NOBODY || last == cpu.0 {
+        let handoff = if last == NOBODY {
             0
-        } else if self.cpu_llc[last as usize] == self.cpu_llc[cpu.index()] {
-            self.cost.handoff
         } else {
-            self.cost.handoff_remote
+            let d = lines.distance(CpuId(last), cpu);
+            bump(&self.handoffs[d as usize], 1);
+            self.prices.handoff(d)
         };
         self.now.store(start + handoff, Relaxed);
-        self.held.store(self.held.load(Relaxed) + handoff, Relaxed);
+        bump(&self.held, handoff);
+        self.holding.store(1, Relaxed);
     }
 
-    /// The hold's work: a fixed part and each list operation, dearer for a CPU of another
-    /// node (its `struct page`s and list heads are remote). The lock is free when it ends.
+    /// The hold's fixed work and list-operation instructions (its lines were charged as they
+    /// were touched). The lock is free when it ends.
     #[inline]
-    fn zone_lock_released(&self, cpu: CpuId, zone: ZoneIdx, list_ops: u32) {
+    fn zone_lock_released(&self, _cpu: CpuId, zone: ZoneIdx, list_ops: u32) {
         let Some(lock) = self.lock(zone) else { return };
-        let per_op = if self.cpu_node[cpu.index()] == lock.node {
-            self.cost.list_op
-        } else {
-            self.cost.list_op_remote
-        };
-        let hold = self.cost.lock_base + u64::from(list_ops) * per_op;
-        let end = self.now.load(Relaxed) + hold;
-        self.now.store(end, Relaxed);
-        self.held.store(self.held.load(Relaxed) + hold, Relaxed);
-        lock.free_at.store(end, Relaxed);
+        self.charge(self.cost.lock_base + u64::from(list_ops) * self.cost.list_op);
+        lock.free_at.store(self.now.load(Relaxed), Relaxed);
+        self.holding.store(0, Relaxed);
     }
 
-    /// Pageset list work outside the zone lock costs the CPU, at the same price per list
-    /// operation as under the lock (the same kind of pointer chasing through `struct page`s).
+    /// The instructions of the pre-5.18 bulk free's staging pass (its lines are touches).
     #[inline]
     fn pcp_list_work(&self, _cpu: CpuId, ops: u32) {
-        if self.locks.get().is_none() {
-            // Not attached (the allocator's build, or the real runner): no virtual time.
-            return;
+        if self.locks.get().is_some() {
+            bump(&self.now, u64::from(ops) * self.cost.list_op);
         }
-        self.now.store(self.now.load(Relaxed) + u64::from(ops) * self.cost.list_op, Relaxed);
+    }
+
+    /// Price the access by where the line is; a line prefetched in this call costs only the
+    /// rest of its transfer, if it has not arrived yet.
+    #[inline]
+    fn touch(&self, cpu: CpuId, line: MetaLine) {
+        let Some(lines) = self.lines.get() else { return };
+        let found = lines.access(cpu, line);
+        let mut ps = self.prices.of_access(found);
+        if self.nr_prefetched.load(Relaxed) != 0 && found == Found::L2 {
+            let mut p = self.prefetched.lock().expect("no panics while held");
+            if let Some(i) = p.iter().position(|&(l, _)| l == line) {
+                let (_, ready) = p.swap_remove(i);
+                self.nr_prefetched.store(p.len() as u32, Relaxed);
+                ps += ready.saturating_sub(self.now.load(Relaxed));
+            }
+        }
+        self.charge(ps);
+    }
+
+    /// Start the transfer now; the CPU does not wait for it.
+    #[inline]
+    fn prefetch(&self, cpu: CpuId, line: MetaLine) {
+        let Some(lines) = self.lines.get() else { return };
+        let found = lines.access(cpu, line);
+        let ready = self.now.load(Relaxed) + self.prices.of_access(found);
+        let mut p = self.prefetched.lock().expect("no panics while held");
+        p.push((line, ready));
+        self.nr_prefetched.store(p.len() as u32, Relaxed);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::hierarchy::{Hierarchy, Level, Sourced};
+    use pagealloc::Pfn;
 
     fn cost() -> CostPs {
-        CostPs {
-            lock_base: 100,
-            list_op: 10,
-            list_op_remote: 20,
-            handoff: 5,
-            handoff_remote: 50,
-            ..CostPs::default()
+        CostPs { lock_base: 100, list_op: 10, ..CostPs::default() }
+    }
+
+    /// Every latency 10 ns except those named; hand-offs 5 / 7 / 50 ns.
+    fn prices(over: &[(Level, f64)]) -> Prices {
+        let mut h = Hierarchy::default();
+        for l in Level::ALL {
+            let v = match l {
+                Level::HandoffSameLlc => 5.0,
+                Level::HandoffOtherLlc => 7.0,
+                Level::HandoffRemote => 50.0,
+                _ => 10.0,
+            };
+            h.set(l, Sourced { value: v, source: "test".into() });
         }
+        for &(l, v) in over {
+            h.set(l, Sourced { value: v, source: "test".into() });
+        }
+        Prices::of(&h)
+    }
+
+    /// CPUs 0 and 1 on node 0 (one LLC, one L2 each), CPU 2 on node 1; frames 0..100 on node
+    /// 0 (zone 0), 100..200 on node 1 (zone 1).
+    fn sink(p: Prices) -> ModelSink {
+        let map = CacheMap {
+            cpu_node: vec![0, 0, 1],
+            cpu_llc: vec![0, 0, 1],
+            cpu_l2: vec![0, 1, 2],
+            llc_node: vec![0, 1],
+            llc_lines: vec![1000, 1000],
+            l2_lines: vec![100; 3],
+        };
+        let s = ModelSink::new(map, cost(), p);
+        s.attach(&[(0, 100, 0), (100, 200, 1)], 200, true);
+        s
     }
 
     #[test]
     fn a_held_lock_makes_the_next_cpu_wait_until_it_is_free() {
-        // Two CPUs on node 0 sharing an LLC, one zone on node 0.
-        let s = ModelSink::new(vec![0, 0], vec![0, 0], cost());
-        s.attach(&[0], None);
+        let s = sink(prices(&[]));
         s.begin(1_000);
         s.zone_lock_taken(CpuId(0), ZoneIdx(0));
         s.zone_lock_released(CpuId(0), ZoneIdx(0), 3);
-        // 100 + 3·10, no handoff for the first holder.
+        // 100 + 3·10 of work, no handoff for the first holder.
         assert_eq!(s.end(), CallTime { now: 1_130, waited: 0, held: 130 });
 
         // CPU 1 arrives at 1 050 while the lock is held until 1 130.
         s.begin(1_050);
         s.zone_lock_taken(CpuId(1), ZoneIdx(0));
         s.zone_lock_released(CpuId(1), ZoneIdx(0), 0);
-        // Waits 80, pays a handoff of 5 and the base of 100.
-        assert_eq!(s.end(), CallTime { now: 1_235, waited: 80, held: 105 });
+        // Waits 80, pays the same-LLC handoff of 5 ns and the base of 100.
+        assert_eq!(s.end(), CallTime { now: 1_130 + 5_000 + 100, waited: 80, held: 5_100 });
 
-        // Arriving after the lock is free: no wait.
-        s.begin(5_000);
+        // Arriving after the lock is free: no wait; the lock comes from CPU 1.
+        s.begin(50_000);
         s.zone_lock_taken(CpuId(1), ZoneIdx(0));
         s.zone_lock_released(CpuId(1), ZoneIdx(0), 1);
-        assert_eq!(s.end(), CallTime { now: 5_110, waited: 0, held: 110 });
+        assert_eq!(s.end(), CallTime { now: 50_110, waited: 0, held: 110 });
     }
 
     #[test]
-    fn remote_cpus_pay_the_remote_costs() {
-        // CPU 0 on node 0 / LLC 0, CPU 1 on node 1 / LLC 1; the zone is on node 0.
-        let s = ModelSink::new(vec![0, 1], vec![0, 1], cost());
-        s.attach(&[0], None);
+    fn a_lock_handed_across_sockets_costs_the_remote_handoff() {
+        let s = sink(prices(&[]));
         s.begin(0);
         s.zone_lock_taken(CpuId(0), ZoneIdx(0));
         s.zone_lock_released(CpuId(0), ZoneIdx(0), 0);
-        s.begin(1_000);
-        s.zone_lock_taken(CpuId(1), ZoneIdx(0));
-        s.zone_lock_released(CpuId(1), ZoneIdx(0), 2);
-        // handoff across LLCs 50 + base 100 + 2 remote list ops of 20.
-        assert_eq!(s.end(), CallTime { now: 1_190, waited: 0, held: 190 });
+        s.begin(1_000_000);
+        s.zone_lock_taken(CpuId(2), ZoneIdx(0));
+        s.zone_lock_released(CpuId(2), ZoneIdx(0), 0);
+        assert_eq!(s.end().held, 50_000 + 100);
+        assert_eq!(s.traffic().1, [0, 0, 0, 1]);
+    }
+
+    /// A bulk free on CPU 2 (node 1) of 63 frames that CPU 0 (node 0) wrote last: each frame
+    /// is a remote transfer, under the lock, so the hold is 63 × c2c_remote plus the work.
+    #[test]
+    fn a_bulk_free_over_remote_written_frames_costs_what_the_table_says() {
+        let s = sink(prices(&[(Level::C2cRemote, 120.0), (Level::L2Hit, 3.0)]));
+        s.begin(0);
+        for f in 0..63 {
+            s.touch(CpuId(0), MetaLine::Frame(Pfn(f)));
+        }
+        s.begin(10_000_000);
+        s.zone_lock_taken(CpuId(2), ZoneIdx(0));
+        for f in 0..63 {
+            s.touch(CpuId(2), MetaLine::Frame(Pfn(f)));
+            // The same line again within the operation: in CPU 2's L2 now.
+            s.touch(CpuId(2), MetaLine::Frame(Pfn(f)));
+        }
+        s.zone_lock_released(CpuId(2), ZoneIdx(0), 63);
+        let t = s.end();
+        assert_eq!(t.held, 63 * 120_000 + 63 * 3_000 + 100 + 63 * 10);
+        assert_eq!(t.now, 10_000_000 + t.held);
+        let (found, _) = s.traffic();
+        assert_eq!(found[Found::RemoteNode as usize], 63);
+        assert_eq!(found[Found::DramLocal as usize], 63, "CPU 0 found them in memory");
+    }
+
+    #[test]
+    fn a_prefetched_line_costs_only_what_is_left_of_its_transfer() {
+        let s = sink(prices(&[(Level::DramLocal, 80.0), (Level::L2Hit, 2.0)]));
+        s.begin(0);
+        s.prefetch(CpuId(0), MetaLine::Frame(Pfn(7)));
+        assert_eq!(s.end().now, 0, "a prefetch does not stall");
+        // 30 ns of other lines later, the prefetched one: 50 ns left, plus the L2 hit.
+        s.charge(30_000);
+        s.touch(CpuId(0), MetaLine::Frame(Pfn(7)));
+        assert_eq!(s.end().now, 80_000 + 2_000);
+        // Long after it arrived: an L2 hit only.
+        s.begin(0);
+        s.prefetch(CpuId(0), MetaLine::Frame(Pfn(8)));
+        s.charge(1_000_000);
+        s.touch(CpuId(0), MetaLine::Frame(Pfn(8)));
+        assert_eq!(s.end().now, 1_002_000);
     }
 
     #[test]
     fn frame_use_is_counted_when_asked() {
-        let s = ModelSink::new(vec![0], vec![0], cost());
-        s.attach(&[0], Some(16));
+        let s = sink(prices(&[]));
         let alloc = |pfn| TraceEvent::PageAlloc {
             cpu: CpuId(0),
-            pfn: Some(pagealloc::Pfn(pfn)),
+            pfn: Some(Pfn(pfn)),
             order: pagealloc::Order(0),
             gfp: pagealloc::Gfp::KERNEL,
             migratetype: pagealloc::MigrateType::Unmovable,
         };
-        for pfn in [3, 3, 7, 3, 7, 9, 99] {
+        for pfn in [3, 3, 7, 3, 7, 9, 999] {
             s.record(&alloc(pfn));
         }
         assert_eq!(s.most_used_frames(2), vec![(3, 3), (7, 2)]);

@@ -514,9 +514,10 @@ mod tests {
         let score = metric(&o, "score");
         let bytes = metric(&o, "bytes");
         assert!(bytes >= 65536.0 * 10.0, "{bytes}");
-        // Positive, and below what copying alone at the profile's hot-page cost would
-        // allow: 2 pairs, each 4 KiB page charged once (at its first access, see `net.rs`).
-        let hot_ns = crate::model::cost::CostProfile::default_profile().page_touch_hot_ns;
+        // Positive, and below what copying alone at the machine's LLC write rate would allow:
+        // 2 pairs, each 4 KiB page charged once (at its first access, see `net.rs`).
+        let topology = small_setup(6, 512, "tune-base", 1).topology;
+        let hot_ns = crate::model::lines::Prices::of(&topology.hierarchy).page_llc as f64 / 1e3;
         let bound = 2.0 * 4096.0 / (hot_ns * 1e-9) / f64::from(1 << 20);
         assert!(score > 0.0 && score < bound, "{score} vs {bound}");
         // Four allocations per write, each freed (the rest came back through held()).

@@ -185,11 +185,7 @@ pub(crate) mod bigtest {
             map,
             tunables: Tunables::default(),
             policy: Policy::preset(preset).unwrap(),
-            topology: Topology {
-                cpu_llc: cpu_node.clone(),
-                cpu_node,
-                llc_bytes: vec![llc_kib << 10; nodes as usize],
-            },
+            topology: Topology::simple(cpu_node, vec![llc_kib << 10; nodes as usize]),
             cost: CostProfile::default_profile(),
             seed,
             cooldown_s: 5,

@@ -517,11 +517,7 @@ mod tests {
                 map,
                 tunables: Tunables::default(),
                 policy: Policy::preset(preset).unwrap(),
-                topology: Topology {
-                    cpu_node: vec![0; 24],
-                    cpu_llc: vec![0; 24],
-                    llc_bytes: vec![4 << 20],
-                },
+                topology: Topology::simple(vec![0; 24], vec![4 << 20]),
                 cost: CostProfile::default_profile(),
                 seed: 1,
                 cooldown_s: 5,

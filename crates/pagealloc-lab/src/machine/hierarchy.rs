@@ -1,0 +1,306 @@
+//! A machine's memory hierarchy: what one access costs by where the line is, each figure with
+//! its published source. The model prices every cache line the allocator touches from this
+//! table (`model::cache`), so a zone-lock hold on a two-socket server costs what moving its
+//! `struct page` lines between sockets costs there.
+//!
+//! In a machine file:
+//!
+//! ```toml
+//! [hierarchy]
+//! like = "icl-2s-128"          # optional: start from a built-in machine's figures
+//! l2_hit_ns = { value = 5.2, source = "AnandTech, … (Xeon 8280): L2 14 cycles at 2.7 GHz" }
+//! c2c_remote_ns = { value = 115.6, source = "Intel MLC v3.7, Xeon Gold 6252N, FD.io CSIT …" }
+//! ```
+//!
+//! Every figure is `{ value = NUMBER, source = "…" }`; a figure without a source, or a source
+//! that is only blanks, is refused with the file, the line and the field. Figures that only
+//! some machines need (a second LLC on one node, a second node) are required only there.
+
+use std::fmt;
+
+/// The figures of a hierarchy, in the order a machine file and `pagealloc machines` list them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// A load that hits this core's private L2.
+    L2Hit,
+    /// A load that hits the LLC, the line not modified in another core's private cache.
+    LlcHit,
+    /// A load of a line modified in another core's private cache, same LLC (MLC's "L2->L2
+    /// HITM" within a socket).
+    C2cSameLlc,
+    /// A load of a line held by another LLC of the same node (AMD's CCX to CCX).
+    C2cOtherLlc,
+    /// A load of a line modified in a cache of another node (MLC's remote "L2->L2 HITM").
+    C2cRemote,
+    /// An idle load from this node's DRAM.
+    DramLocal,
+    /// An idle load from another node's DRAM.
+    DramRemote,
+    /// Handing a contended lock's line to a CPU of the same LLC (a CAS ping-pong's one way).
+    HandoffSameLlc,
+    /// Handing it to a CPU of another LLC of the same node.
+    HandoffOtherLlc,
+    /// Handing it to a CPU of another node.
+    HandoffRemote,
+    /// One core's streaming write rate to memory that stays in the LLC.
+    WriteLlc,
+    /// One core's streaming write rate to memory that is not cached (local DRAM).
+    WriteDram,
+}
+
+/// Which machines need a figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needed {
+    /// Every machine.
+    Always,
+    /// Machines with more than one LLC domain on some node.
+    SeveralLlcsPerNode,
+    /// Machines with more than one node.
+    SeveralNodes,
+}
+
+impl Level {
+    /// Every figure.
+    pub const ALL: [Level; 12] = [
+        Level::L2Hit,
+        Level::LlcHit,
+        Level::C2cSameLlc,
+        Level::C2cOtherLlc,
+        Level::C2cRemote,
+        Level::DramLocal,
+        Level::DramRemote,
+        Level::HandoffSameLlc,
+        Level::HandoffOtherLlc,
+        Level::HandoffRemote,
+        Level::WriteLlc,
+        Level::WriteDram,
+    ];
+
+    /// The key in a machine file's `[hierarchy]` table; it ends in the unit.
+    pub fn key(self) -> &'static str {
+        match self {
+            Level::L2Hit => "l2_hit_ns",
+            Level::LlcHit => "llc_hit_ns",
+            Level::C2cSameLlc => "c2c_same_llc_ns",
+            Level::C2cOtherLlc => "c2c_other_llc_ns",
+            Level::C2cRemote => "c2c_remote_ns",
+            Level::DramLocal => "dram_local_ns",
+            Level::DramRemote => "dram_remote_ns",
+            Level::HandoffSameLlc => "handoff_same_llc_ns",
+            Level::HandoffOtherLlc => "handoff_other_llc_ns",
+            Level::HandoffRemote => "handoff_remote_ns",
+            Level::WriteLlc => "write_llc_gbps",
+            Level::WriteDram => "write_dram_gbps",
+        }
+    }
+
+    /// The figure of a key.
+    pub fn from_key(key: &str) -> Option<Level> {
+        Level::ALL.into_iter().find(|l| l.key() == key)
+    }
+
+    /// What the figure is, in a few words.
+    pub fn what(self) -> &'static str {
+        match self {
+            Level::L2Hit => "load hitting the core's own L2",
+            Level::LlcHit => "load hitting the LLC",
+            Level::C2cSameLlc => "load of a line modified by another core, same LLC",
+            Level::C2cOtherLlc => "load of a line held by another LLC of the node",
+            Level::C2cRemote => "load of a line modified on another node",
+            Level::DramLocal => "idle load from local DRAM",
+            Level::DramRemote => "idle load from remote DRAM",
+            Level::HandoffSameLlc => "contended lock handed to a CPU of the same LLC",
+            Level::HandoffOtherLlc => "contended lock handed to another LLC of the node",
+            Level::HandoffRemote => "contended lock handed to another node",
+            Level::WriteLlc => "one core's write rate, LLC-resident",
+            Level::WriteDram => "one core's write rate, from DRAM",
+        }
+    }
+
+    /// Is the figure a rate (GB/s, 10^9 bytes a second) rather than a latency (ns)?
+    pub fn is_rate(self) -> bool {
+        matches!(self, Level::WriteLlc | Level::WriteDram)
+    }
+
+    /// The accepted range of the value.
+    pub fn range(self) -> (f64, f64) {
+        if self.is_rate() {
+            (0.01, 10_000.0)
+        } else {
+            (0.01, 100_000.0)
+        }
+    }
+
+    /// Which machines need it.
+    pub fn needed(self) -> Needed {
+        match self {
+            Level::C2cOtherLlc | Level::HandoffOtherLlc => Needed::SeveralLlcsPerNode,
+            Level::C2cRemote | Level::DramRemote | Level::HandoffRemote => Needed::SeveralNodes,
+            _ => Needed::Always,
+        }
+    }
+}
+
+/// One figure and where it was read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sourced {
+    /// ns, or GB/s for a rate.
+    pub value: f64,
+    /// The published source: document, table or file, and the cell as printed.
+    pub source: String,
+}
+
+/// The figures a machine has, by [`Level`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Hierarchy {
+    figures: [Option<Sourced>; Level::ALL.len()],
+}
+
+impl Hierarchy {
+    /// The figure for `level`, if the machine has it.
+    pub fn get(&self, level: Level) -> Option<&Sourced> {
+        self.figures[level as usize].as_ref()
+    }
+
+    /// Set a figure.
+    pub fn set(&mut self, level: Level, figure: Sourced) {
+        self.figures[level as usize] = Some(figure);
+    }
+
+    /// The figures it has, in [`Level::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (Level, &Sourced)> {
+        Level::ALL.into_iter().filter_map(|l| self.get(l).map(|f| (l, f)))
+    }
+
+    /// The value of a figure, `None` if the machine does not have it.
+    pub fn value(&self, level: Level) -> Option<f64> {
+        self.get(level).map(|f| f.value)
+    }
+
+    /// Check every figure's value and source, and that every figure the machine's shape
+    /// needs is there. `several_llcs`: some node has more than one LLC domain; `several_nodes`:
+    /// the machine has more than one node.
+    ///
+    /// # Errors
+    /// The first figure at fault, and why.
+    pub fn check(&self, several_llcs: bool, several_nodes: bool) -> Result<(), HierarchyError> {
+        for level in Level::ALL {
+            let needed = match level.needed() {
+                Needed::Always => true,
+                Needed::SeveralLlcsPerNode => several_llcs,
+                Needed::SeveralNodes => several_nodes,
+            };
+            let Some(f) = self.get(level) else {
+                if needed {
+                    let why = match level.needed() {
+                        Needed::Always => "every machine needs it".to_string(),
+                        Needed::SeveralLlcsPerNode => {
+                            "a node of this machine has more than one LLC".to_string()
+                        }
+                        Needed::SeveralNodes => "this machine has more than one node".to_string(),
+                    };
+                    return Err(HierarchyError {
+                        level,
+                        message: format!(
+                            "missing ({}: {why}); give it as {{ value = …, source = \"…\" }}",
+                            level.what()
+                        ),
+                    });
+                }
+                continue;
+            };
+            let (lo, hi) = level.range();
+            let unit = if level.is_rate() { "GB/s" } else { "ns" };
+            if !f.value.is_finite() || f.value < lo || f.value > hi {
+                return Err(HierarchyError {
+                    level,
+                    message: format!(
+                        "{} is out of range; it takes a number of {unit} in {lo}..={hi}",
+                        f.value
+                    ),
+                });
+            }
+            if f.source.trim().is_empty() {
+                return Err(HierarchyError {
+                    level,
+                    message: "has no source: every figure names the published measurement it \
+                              was read from (document, table, part measured)"
+                        .to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A figure of a hierarchy that is missing, out of range or unsourced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HierarchyError {
+    /// The figure.
+    pub level: Level,
+    /// What is wrong and what is accepted.
+    pub message: String,
+}
+
+impl fmt::Display for HierarchyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "field `hierarchy.{}`: {}", self.level.key(), self.message)
+    }
+}
+
+impl std::error::Error for HierarchyError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full() -> Hierarchy {
+        let mut h = Hierarchy::default();
+        for l in Level::ALL {
+            h.set(l, Sourced { value: 10.0, source: "a published table".into() });
+        }
+        h
+    }
+
+    #[test]
+    fn keys_round_trip_and_end_in_their_unit() {
+        for l in Level::ALL {
+            assert_eq!(Level::from_key(l.key()), Some(l));
+            assert!(l.key().ends_with(if l.is_rate() { "_gbps" } else { "_ns" }));
+        }
+        assert_eq!(Level::from_key("l3_hit_ns"), None);
+    }
+
+    #[test]
+    fn figures_are_needed_by_the_machine_shape() {
+        let mut h = full();
+        h.check(true, true).unwrap();
+        h.figures[Level::C2cRemote as usize] = None;
+        // One node: the remote figures are not needed.
+        h.check(true, false).unwrap();
+        let e = h.check(true, true).unwrap_err();
+        assert_eq!(e.level, Level::C2cRemote);
+        assert!(e.to_string().contains("more than one node"), "{e}");
+        h = full();
+        h.figures[Level::HandoffOtherLlc as usize] = None;
+        h.check(false, true).unwrap();
+        assert_eq!(h.check(true, true).unwrap_err().level, Level::HandoffOtherLlc);
+        h = full();
+        h.figures[Level::L2Hit as usize] = None;
+        assert!(h.check(false, false).unwrap_err().to_string().contains("every machine"));
+    }
+
+    #[test]
+    fn values_need_a_range_and_a_source() {
+        let mut h = full();
+        h.set(Level::DramLocal, Sourced { value: -1.0, source: "x".into() });
+        let e = h.check(false, false).unwrap_err();
+        assert_eq!(e.level, Level::DramLocal);
+        assert!(e.to_string().starts_with("field `hierarchy.dram_local_ns`: -1 is out of range"));
+        h.set(Level::DramLocal, Sourced { value: 80.0, source: "  ".into() });
+        assert!(h.check(false, false).unwrap_err().to_string().contains("has no source"));
+        h.set(Level::WriteDram, Sourced { value: f64::NAN, source: "x".into() });
+        h.set(Level::DramLocal, Sourced { value: 80.0, source: "x".into() });
+        assert!(h.check(false, false).unwrap_err().to_string().contains("GB/s"));
+    }
+}

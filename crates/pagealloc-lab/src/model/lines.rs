@@ -1,0 +1,523 @@
+//! Where each line of the allocator's own metadata is, and what an access to it costs.
+//!
+//! The allocator reports every metadata line a call touches ([`MetaLine`]: a frame's
+//! `struct page`, a free area's list heads, a pageset). This model keeps, per line, which
+//! private cache (L2 domain: the CPUs sharing an L2) and which LLC touched it last, with each
+//! cache's clock at that moment; an access is then classified and priced from the machine's
+//! [`Hierarchy`]:
+//!
+//! | where the line is | price |
+//! |---|---|
+//! | this CPU's L2, not evicted | `l2_hit_ns` |
+//! | this LLC, last written by a core whose L2 still holds it | `c2c_same_llc_ns` |
+//! | this LLC otherwise | `llc_hit_ns` |
+//! | another LLC of this node | `c2c_other_llc_ns` |
+//! | an LLC of another node | `c2c_remote_ns` |
+//! | no cache: the line's home node is this CPU's | `dram_local_ns` |
+//! | no cache, another node's memory | `dram_remote_ns` |
+//!
+//! The access then moves the line here (a write takes it over; reads are priced as writes, as
+//! the allocator writes almost every line it touches: read-mostly lines are not reported).
+//!
+//! Eviction is LRU counted in touches: a cache's clock advances by one per line touched through
+//! it and by 64 per page of data its CPUs write (`advance`), and a line is still in a cache of
+//! `capacity` lines when fewer than `capacity` touches came through it since it was touched
+//! there. Counting touches rather than distinct lines errs towards "evicted". Lines are 64
+//! bytes, and each frame has its own: the kernel's `struct page` is 64 bytes (the library's own
+//! frame is 16, but the tables the model reproduces are the kernel's).
+//!
+//! State lives in atomics used with `Relaxed` loads and stores only: the model drives the
+//! allocator from one thread, and an `EventSink` must be `Sync`.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use pagealloc::{CpuId, MetaLine, Order};
+
+use crate::machine::hierarchy::{Hierarchy, Level};
+
+/// Bytes of a 4 KiB page: a page of data written counts as this many / 64 line touches.
+const PAGE_BYTES: u64 = 4096;
+/// Lines in a page.
+pub const LINES_PER_PAGE: u64 = PAGE_BYTES / 64;
+/// Orders a zone's free area has (0..=MAX_PAGE_ORDER).
+const ORDERS: usize = pagealloc::types::MAX_PAGE_ORDER as usize + 1;
+/// Bits of a stamp that hold the clock; the bits above hold the cache's index + 1.
+const CLOCK_BITS: u32 = 48;
+const CLOCK_MASK: u64 = (1 << CLOCK_BITS) - 1;
+
+/// Where an access found its line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Found {
+    /// In this CPU's L2.
+    L2,
+    /// In this LLC, clean or no longer in the writer's L2.
+    Llc,
+    /// In this LLC, modified in another core's L2.
+    SameLlcCore,
+    /// In another LLC of this node.
+    OtherLlc,
+    /// In a cache of another node.
+    RemoteNode,
+    /// In no cache; memory of this node.
+    DramLocal,
+    /// In no cache; memory of another node.
+    DramRemote,
+}
+
+/// The hierarchy in picoseconds, as the model charges it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Prices {
+    /// Per [`Found`], one access.
+    pub access: [u64; 7],
+    /// A lock handed over from a CPU of the same LLC, another LLC of the node, another node.
+    pub handoff_same_llc: u64,
+    /// See `handoff_same_llc`.
+    pub handoff_other_llc: u64,
+    /// See `handoff_same_llc`.
+    pub handoff_remote: u64,
+    /// Writing a page of data that is in this LLC.
+    pub page_llc: u64,
+    /// Writing a page of data from this node's DRAM.
+    pub page_dram: u64,
+    /// Writing a page of data from another node's DRAM: `page_dram` scaled by the remote to
+    /// local idle latency, as a core's streaming rate is its outstanding misses over their
+    /// latency (Little's law) and the number of misses in flight does not change.
+    pub page_dram_remote: u64,
+}
+
+impl Prices {
+    /// The prices of `h`, which must hold every figure the machine's shape needs (a missing
+    /// optional figure is never charged: the shape never produces that case).
+    pub fn of(h: &Hierarchy) -> Prices {
+        let ps = |l: Level| (h.value(l).unwrap_or(0.0) * 1000.0).round() as u64;
+        let page = |l: Level| {
+            let gbps = h.value(l).unwrap_or(f64::INFINITY);
+            (PAGE_BYTES as f64 / gbps * 1000.0).round() as u64
+        };
+        let page_dram = page(Level::WriteDram);
+        let remote_ratio = match (h.value(Level::DramRemote), h.value(Level::DramLocal)) {
+            (Some(r), Some(l)) if l > 0.0 => r / l,
+            _ => 1.0,
+        };
+        Prices {
+            access: [
+                ps(Level::L2Hit),
+                ps(Level::LlcHit),
+                ps(Level::C2cSameLlc),
+                ps(Level::C2cOtherLlc),
+                ps(Level::C2cRemote),
+                ps(Level::DramLocal),
+                ps(Level::DramRemote),
+            ],
+            handoff_same_llc: ps(Level::HandoffSameLlc),
+            handoff_other_llc: ps(Level::HandoffOtherLlc),
+            handoff_remote: ps(Level::HandoffRemote),
+            page_llc: page(Level::WriteLlc),
+            page_dram,
+            page_dram_remote: (page_dram as f64 * remote_ratio).round() as u64,
+        }
+    }
+
+    /// One access found at `f`.
+    #[inline]
+    pub fn of_access(&self, f: Found) -> u64 {
+        self.access[f as usize]
+    }
+}
+
+/// Where the CPUs and caches are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CacheMap {
+    /// Node of each CPU.
+    pub cpu_node: Vec<u32>,
+    /// LLC of each CPU, numbered over the machine.
+    pub cpu_llc: Vec<u32>,
+    /// L2 domain of each CPU, numbered over the machine.
+    pub cpu_l2: Vec<u32>,
+    /// Node of each LLC.
+    pub llc_node: Vec<u32>,
+    /// Capacity of each LLC, lines.
+    pub llc_lines: Vec<u64>,
+    /// Capacity of each L2 domain, lines.
+    pub l2_lines: Vec<u64>,
+}
+
+/// The zones, for a line's home node.
+#[derive(Clone, Debug)]
+struct ZoneHome {
+    /// (first frame past the zone, node), sorted by frame.
+    ends: Vec<(u64, u32)>,
+    nodes: Vec<u32>,
+}
+
+/// Where a CPU is: its LLC, its L2 domain and its node.
+#[derive(Clone, Copy, Debug)]
+struct Place {
+    llc: u32,
+    l2: u32,
+    node: u32,
+}
+
+/// One cache: its clock (touches through it so far), capacity and node.
+#[derive(Debug)]
+struct Cache {
+    clock: AtomicU64,
+    lines: u64,
+    node: u32,
+}
+
+impl Cache {
+    /// Does a line stamped `s` by this cache still sit in it? A stamp holds the clock before
+    /// its own touch's tick: `now - stamp - 1` other touches came through since, and the line
+    /// is still there if they were fewer than the capacity.
+    #[inline]
+    fn holds(&self, s: u64) -> bool {
+        self.clock.load(Relaxed).wrapping_sub(s & CLOCK_MASK) & CLOCK_MASK <= self.lines
+    }
+
+    /// The clock before this touch, ticking it.
+    #[inline]
+    fn tick(&self, by: u64) -> u64 {
+        let now = self.clock.load(Relaxed);
+        self.clock.store(now + by, Relaxed);
+        now
+    }
+}
+
+/// Every tracked line's last touch and every cache's clock.
+#[derive(Debug)]
+pub struct LineCache {
+    cpus: Box<[Place]>,
+    llcs: Box<[Cache]>,
+    l2s: Box<[Cache]>,
+    home: ZoneHome,
+    /// Per frame, two stamps: `[2f]` the LLC's, `[2f + 1]` the L2 domain's.
+    frames: Box<[AtomicU64]>,
+    /// The same for free areas (zone × order) then pagesets (zone × CPU).
+    others: Box<[AtomicU64]>,
+    nr_zones: usize,
+    /// Accesses per [`Found`].
+    found: [AtomicU64; 7],
+}
+
+/// `(index + 1) << CLOCK_BITS | clock`.
+#[inline]
+fn stamp(index: u32, clock: u64) -> u64 {
+    (u64::from(index) + 1) << CLOCK_BITS | (clock & CLOCK_MASK)
+}
+
+/// The cache a stamp names + 1, or 0 for none.
+#[inline]
+fn tag(s: u64) -> u32 {
+    (s >> CLOCK_BITS) as u32
+}
+
+impl LineCache {
+    /// Lines for frames `0..nr_frames` and zones given as (first frame, end frame, node), in
+    /// the allocator's zone order.
+    pub fn new(map: CacheMap, nr_frames: u64, zones: &[(u64, u64, u32)]) -> LineCache {
+        let mut ends: Vec<(u64, u32)> = zones.iter().map(|&(_, end, node)| (end, node)).collect();
+        ends.sort_unstable();
+        let nr_zones = zones.len();
+        let others = 2 * nr_zones * (ORDERS + map.cpu_node.len());
+        let zeroed = |n: usize| bytemuck::allocation::zeroed_slice_box::<AtomicU64>(n);
+        // An L2 domain's node is its first CPU's.
+        let mut l2_node = vec![0; map.l2_lines.len()];
+        for (&d, &node) in map.cpu_l2.iter().zip(&map.cpu_node) {
+            l2_node[d as usize] = node;
+        }
+        let caches = |lines: &[u64], nodes: &[u32]| -> Box<[Cache]> {
+            lines
+                .iter()
+                .zip(nodes)
+                .map(|(&lines, &node)| Cache { clock: AtomicU64::new(0), lines, node })
+                .collect()
+        };
+        LineCache {
+            cpus: (0..map.cpu_node.len())
+                .map(|c| Place { llc: map.cpu_llc[c], l2: map.cpu_l2[c], node: map.cpu_node[c] })
+                .collect(),
+            llcs: caches(&map.llc_lines, &map.llc_node),
+            l2s: caches(&map.l2_lines, &l2_node),
+            frames: zeroed(2 * nr_frames as usize),
+            others: zeroed(others),
+            home: ZoneHome { ends, nodes: zones.iter().map(|z| z.2).collect() },
+            nr_zones,
+            found: Default::default(),
+        }
+    }
+
+    /// The node whose memory holds frame `pfn` (the last node for a frame past every zone).
+    fn frame_node(&self, pfn: u64) -> u32 {
+        let i = self.home.ends.partition_point(|&(end, _)| end <= pfn);
+        self.home.ends.get(i).or(self.home.ends.last()).map_or(0, |&(_, n)| n)
+    }
+
+    /// The stamps of `line`.
+    #[inline]
+    fn slot(&self, line: MetaLine) -> (&AtomicU64, &AtomicU64) {
+        let (arr, i) = match line {
+            MetaLine::Frame(pfn) => (&self.frames, pfn.0 as usize),
+            MetaLine::FreeArea(zone, Order(o)) => {
+                (&self.others, zone.index() * ORDERS + o as usize)
+            }
+            MetaLine::Pageset(zone, cpu) => {
+                let i = self.nr_zones * ORDERS + zone.index() * self.cpus.len();
+                (&self.others, i + cpu.index())
+            }
+        };
+        (&arr[2 * i], &arr[2 * i + 1])
+    }
+
+    /// The node whose memory holds `line` (looked up only when no cache has it).
+    fn home(&self, line: MetaLine) -> u32 {
+        match line {
+            MetaLine::Frame(pfn) => self.frame_node(pfn.0),
+            MetaLine::FreeArea(zone, _) => self.home.nodes[zone.index()],
+            MetaLine::Pageset(_, cpu) => self.cpus[cpu.index()].node,
+        }
+    }
+
+    /// A hint to the host that `pfn`'s stamps will be read soon (the model's own speed; it
+    /// changes nothing in the run).
+    #[inline]
+    pub fn prefetch_frame(&self, pfn: u64) {
+        if let Some(s) = self.frames.get(2 * pfn as usize) {
+            pagealloc::sync::prefetch(s);
+        }
+    }
+
+    /// `cpu` touches `line`: where it was found. The line is now in `cpu`'s L2 and LLC.
+    #[inline]
+    pub fn access(&self, cpu: CpuId, line: MetaLine) -> Found {
+        let (llc_slot, l2_slot) = self.slot(line);
+        let (llc_s, l2_s) = (llc_slot.load(Relaxed), l2_slot.load(Relaxed));
+        let me = self.cpus[cpu.index()];
+        let (my_llc, my_l2) = (&self.llcs[me.llc as usize], &self.l2s[me.l2 as usize]);
+        let found = if tag(l2_s) == me.l2 + 1 && my_l2.holds(l2_s) {
+            Found::L2
+        } else {
+            match tag(llc_s).checked_sub(1).map(|l| (l, &self.llcs[l as usize])) {
+                Some((l, c)) if c.holds(llc_s) => {
+                    if l != me.llc {
+                        if c.node == me.node {
+                            Found::OtherLlc
+                        } else {
+                            Found::RemoteNode
+                        }
+                    } else {
+                        // The last toucher was a core of this LLC: still modified in its L2?
+                        match tag(l2_s).checked_sub(1) {
+                            Some(d) if d != me.l2 && self.l2s[d as usize].holds(l2_s) => {
+                                Found::SameLlcCore
+                            }
+                            _ => Found::Llc,
+                        }
+                    }
+                }
+                _ if self.home(line) == me.node => Found::DramLocal,
+                _ => Found::DramRemote,
+            }
+        };
+        llc_slot.store(stamp(me.llc, my_llc.tick(1)), Relaxed);
+        l2_slot.store(stamp(me.l2, my_l2.tick(1)), Relaxed);
+        let n = &self.found[found as usize];
+        n.store(n.load(Relaxed) + 1, Relaxed);
+        found
+    }
+
+    /// `cpu` wrote `pages` pages of data: they pass through its L2 and LLC and push metadata
+    /// lines out.
+    #[inline]
+    pub fn advance(&self, cpu: CpuId, pages: u64) {
+        let me = self.cpus[cpu.index()];
+        self.llcs[me.llc as usize].tick(pages * LINES_PER_PAGE);
+        self.l2s[me.l2 as usize].tick(pages * LINES_PER_PAGE);
+    }
+
+    /// Accesses so far, per [`Found`].
+    pub fn found(&self) -> [u64; 7] {
+        std::array::from_fn(|i| self.found[i].load(Relaxed))
+    }
+
+    /// The node of `cpu`.
+    #[inline]
+    pub fn cpu_node(&self, cpu: CpuId) -> u32 {
+        self.cpus[cpu.index()].node
+    }
+
+    /// How far apart two CPUs are, for a lock handoff.
+    #[inline]
+    pub fn distance(&self, a: CpuId, b: CpuId) -> Distance {
+        let (a, b) = (self.cpus[a.index()], self.cpus[b.index()]);
+        if a.l2 == b.l2 {
+            Distance::SameCore
+        } else if a.llc == b.llc {
+            Distance::SameLlc
+        } else if a.node == b.node {
+            Distance::OtherLlc
+        } else {
+            Distance::OtherNode
+        }
+    }
+
+    /// The node whose memory holds frame `pfn`.
+    pub fn home_of_frame(&self, pfn: u64) -> u32 {
+        self.frame_node(pfn)
+    }
+}
+
+/// How far a lock travels between two holders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Distance {
+    /// The same CPU or a CPU sharing its L2 (an SMT sibling): no transfer.
+    SameCore,
+    /// Another core of the same LLC.
+    SameLlc,
+    /// Another LLC of the same node.
+    OtherLlc,
+    /// Another node.
+    OtherNode,
+}
+
+impl Prices {
+    /// A lock handed over across `d`.
+    #[inline]
+    pub fn handoff(&self, d: Distance) -> u64 {
+        match d {
+            Distance::SameCore => 0,
+            Distance::SameLlc => self.handoff_same_llc,
+            Distance::OtherLlc => self.handoff_other_llc,
+            Distance::OtherNode => self.handoff_remote,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::hierarchy::Sourced;
+    use pagealloc::{Pfn, ZoneIdx};
+
+    /// Two nodes of 2 LLCs each; each LLC holds 2 L2 domains of 2 CPUs: CPUs 0-3 on LLC 0,
+    /// 4-7 on LLC 1 (node 0), 8-11 on LLC 2, 12-15 on LLC 3 (node 1). Each LLC holds 100 lines,
+    /// each L2 10. Frames 0..1000 on node 0, 1000..2000 on node 1.
+    fn cache() -> LineCache {
+        let cpus = 16;
+        let map = CacheMap {
+            cpu_node: (0..cpus).map(|c| c / 8).collect(),
+            cpu_llc: (0..cpus).map(|c| c / 4).collect(),
+            cpu_l2: (0..cpus).map(|c| c / 2).collect(),
+            llc_node: vec![0, 0, 1, 1],
+            llc_lines: vec![100; 4],
+            l2_lines: vec![10; 8],
+        };
+        LineCache::new(map, 2000, &[(0, 1000, 0), (1000, 2000, 1)])
+    }
+
+    const F: MetaLine = MetaLine::Frame(Pfn(5));
+
+    #[test]
+    fn a_line_goes_from_dram_to_the_private_cache() {
+        let c = cache();
+        assert_eq!(c.access(CpuId(0), F), Found::DramLocal, "never touched: its node's memory");
+        assert_eq!(c.access(CpuId(0), F), Found::L2);
+        // The SMT sibling shares the L2.
+        assert_eq!(c.access(CpuId(1), F), Found::L2);
+        // A frame of node 1's memory, first touched from node 0.
+        assert_eq!(c.access(CpuId(0), MetaLine::Frame(Pfn(1500))), Found::DramRemote);
+    }
+
+    #[test]
+    fn a_line_written_on_one_socket_and_read_on_the_other_is_a_remote_transfer() {
+        let c = cache();
+        c.access(CpuId(0), F);
+        assert_eq!(c.access(CpuId(12), F), Found::RemoteNode);
+        // And back: it now lives on node 1.
+        assert_eq!(c.access(CpuId(0), F), Found::RemoteNode);
+        // Another LLC of the same node.
+        assert_eq!(c.access(CpuId(4), F), Found::OtherLlc);
+        // Another core of the same LLC, while the writer's L2 still holds it.
+        assert_eq!(c.access(CpuId(6), F), Found::SameLlcCore);
+    }
+
+    #[test]
+    fn lru_eviction_counts_touches_per_cache() {
+        let c = cache();
+        c.access(CpuId(0), F);
+        // Nine other lines through the same L2: still there (10 lines).
+        for f in 100..109 {
+            c.access(CpuId(0), MetaLine::Frame(Pfn(f)));
+        }
+        assert_eq!(c.access(CpuId(0), F), Found::L2);
+        // Ten more: out of the L2, still in the LLC.
+        for f in 100..110 {
+            c.access(CpuId(0), MetaLine::Frame(Pfn(f)));
+        }
+        assert_eq!(c.access(CpuId(0), F), Found::Llc);
+        // Another core of the LLC wrote it, then 10 more lines went through that core's L2:
+        // an LLC hit, no longer a transfer from its L2.
+        c.access(CpuId(2), F);
+        for f in 100..110 {
+            c.access(CpuId(2), MetaLine::Frame(Pfn(f)));
+        }
+        assert_eq!(c.access(CpuId(0), F), Found::Llc);
+        // Two pages of data written by CPU 0 push 128 lines through its LLC (100): evicted
+        // from everything, so back from DRAM.
+        c.advance(CpuId(0), 2);
+        assert_eq!(c.access(CpuId(0), F), Found::DramLocal);
+        // Touches on other caches do not age it.
+        for f in 100..400 {
+            c.access(CpuId(12), MetaLine::Frame(Pfn(f)));
+        }
+        assert_eq!(c.access(CpuId(0), F), Found::L2);
+        // From local memory: F twice and frames 100..=109 the first time CPU 0 met them. The
+        // two pages evicted those from LLC 0 as well, so CPU 12 found all 300 of its lines in
+        // node 0's memory.
+        let found = c.found();
+        assert_eq!(found[Found::DramLocal as usize], 12);
+        assert_eq!(found[Found::RemoteNode as usize], 0);
+        assert_eq!(found[Found::DramRemote as usize], 300);
+    }
+
+    #[test]
+    fn free_areas_and_pagesets_have_their_own_lines_and_homes() {
+        let c = cache();
+        let area = MetaLine::FreeArea(ZoneIdx(1), Order(3));
+        // Zone 1's free area lives on node 1.
+        assert_eq!(c.access(CpuId(0), area), Found::DramRemote);
+        assert_eq!(c.access(CpuId(0), MetaLine::FreeArea(ZoneIdx(1), Order(4))), Found::DramRemote);
+        assert_eq!(c.access(CpuId(0), area), Found::L2);
+        // CPU 9's pageset lives on CPU 9's node; a remote drain by CPU 0 reaches it there.
+        let pcp = MetaLine::Pageset(ZoneIdx(0), CpuId(9));
+        assert_eq!(c.access(CpuId(9), pcp), Found::DramLocal);
+        assert_eq!(c.access(CpuId(0), pcp), Found::RemoteNode);
+        assert_eq!(c.access(CpuId(0), MetaLine::Pageset(ZoneIdx(0), CpuId(8))), Found::DramRemote);
+    }
+
+    #[test]
+    fn handoffs_are_priced_by_distance() {
+        let c = cache();
+        let mut h = Hierarchy::default();
+        for (l, v) in [
+            (Level::HandoffSameLlc, 40.0),
+            (Level::HandoffOtherLlc, 90.0),
+            (Level::HandoffRemote, 130.0),
+            (Level::DramLocal, 80.0),
+            (Level::DramRemote, 120.0),
+            (Level::WriteDram, 10.0),
+            (Level::WriteLlc, 40.0),
+        ] {
+            h.set(l, Sourced { value: v, source: "test".into() });
+        }
+        let p = Prices::of(&h);
+        assert_eq!(p.handoff(c.distance(CpuId(0), CpuId(1))), 0, "SMT siblings share the line");
+        assert_eq!(p.handoff(c.distance(CpuId(0), CpuId(2))), 40_000);
+        assert_eq!(p.handoff(c.distance(CpuId(0), CpuId(5))), 90_000);
+        assert_eq!(p.handoff(c.distance(CpuId(0), CpuId(12))), 130_000);
+        // 4096 bytes at 10 GB/s = 409.6 ns from local DRAM; remote × 120 / 80.
+        assert_eq!(p.page_dram, 409_600);
+        assert_eq!(p.page_dram_remote, 614_400);
+        assert_eq!(p.page_llc, 102_400);
+    }
+}
