@@ -13,6 +13,7 @@ use serde_json::json;
 use crate::machine::{fmt_bytes, Arch, CacheLevel, Machine, NodeSpec};
 use crate::metrics;
 use crate::model::cost::CostProfile;
+use crate::model::Serial;
 use crate::preset_file::resolve;
 use crate::runs::{self, ProcView};
 use crate::trace::replay::{Plan, Replay};
@@ -141,13 +142,13 @@ pub fn run(args: &Args) -> Result<()> {
     model.allocator().events().observe(Box::new(move |_, e| {
         tally_side.lock().expect("no panics while held").add(e);
     }));
-    let mut w = Replay::new(&plan);
+    let mut w = Serial::new(Replay::new(&plan));
     let outcome = model.run(&mut w, &mut |_| {})?;
     let views = runs::render_views(model.allocator(), &args.show);
     let ours = *ours.lock().expect("no panics while held");
     let mut tally = tr.tally.clone();
     tally.merge(&plan.tally);
-    tally.merge(w.tally());
+    tally.merge(w.into_inner().tally());
     let metrics = metrics::of_outcome("replay", &outcome);
     let wall_s = started.elapsed().as_secs_f64();
 

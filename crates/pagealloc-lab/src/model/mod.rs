@@ -143,13 +143,19 @@ pub enum Next {
     Done,
 }
 
-/// A workload, driven by the runner one step at a time on one CPU at a time (`Send`: the
-/// real runner's threads take turns with it).
-pub trait Workload: Send {
+/// A workload: the runners drive it one step at a time per CPU. The model runs one step at a
+/// time on one thread; the real runner runs the steps of different CPUs at once on OS
+/// threads, so a workload synchronises its own state — per-CPU parts, and small shared parts
+/// behind their own locks — and holds none of its locks across an allocator call, so that
+/// calls of two CPUs overlap as they do in a kernel. A workload that keeps every CPU's state
+/// in one object implements [`SerialWorkload`] instead and runs wrapped in [`Serial`], whose
+/// steps take turns.
+pub trait Workload: Send + Sync {
     /// Set up; return the CPUs that run (each starts at time 0).
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>>;
-    /// One step on `ctx`'s CPU: a handful of actions, ideally one allocator call.
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next>;
+    /// One step on `ctx`'s CPU: a handful of actions, ideally one allocator call. May run at
+    /// the same time as other CPUs' steps (never as another step of the same CPU).
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next>;
     /// Every block the workload still holds, with the CPU to free it on (called once, at the
     /// end, so that the run ends with every page back).
     fn held(&mut self) -> Vec<(u32, Pfn, Order)>;
@@ -157,6 +163,60 @@ pub trait Workload: Send {
     fn metrics(&self) -> Vec<(String, f64)>;
     /// How far along it is, 0..=1, for progress bars.
     fn progress(&self) -> f64;
+}
+
+/// A workload whose state is one object, stepped by one CPU at a time ([`Serial`] makes it a
+/// [`Workload`]; in the real runner its steps, allocator calls included, take turns).
+pub trait SerialWorkload: Send {
+    /// See [`Workload::start`].
+    fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>>;
+    /// See [`Workload::step`]; never runs at the same time as another step.
+    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next>;
+    /// See [`Workload::held`].
+    fn held(&mut self) -> Vec<(u32, Pfn, Order)>;
+    /// See [`Workload::metrics`].
+    fn metrics(&self) -> Vec<(String, f64)>;
+    /// See [`Workload::progress`].
+    fn progress(&self) -> f64;
+}
+
+/// A [`SerialWorkload`] behind one lock: each step holds it throughout.
+#[derive(Debug)]
+pub struct Serial<W>(std::sync::Mutex<W>);
+
+impl<W: SerialWorkload> Serial<W> {
+    /// Wrap `w`.
+    pub fn new(w: W) -> Serial<W> {
+        Serial(std::sync::Mutex::new(w))
+    }
+
+    fn get(&self) -> std::sync::MutexGuard<'_, W> {
+        // Poisoned only when a step panicked; the runner reports that panic.
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The workload, after its run.
+    pub fn into_inner(self) -> W {
+        self.0.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl<W: SerialWorkload> Workload for Serial<W> {
+    fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
+        self.get().start(info)
+    }
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        self.get().step(ctx)
+    }
+    fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+        self.get().held()
+    }
+    fn metrics(&self) -> Vec<(String, f64)> {
+        self.get().metrics()
+    }
+    fn progress(&self) -> f64 {
+        self.get().progress()
+    }
 }
 
 /// Scheduling state of a virtual CPU.
@@ -876,7 +936,7 @@ pub(crate) mod tests {
     #[test]
     fn sleep_moves_the_clock_but_not_the_busy_time() {
         struct Nap(u32);
-        impl Workload for Nap {
+        impl SerialWorkload for Nap {
             fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
                 Ok(vec![0])
             }
@@ -903,7 +963,7 @@ pub(crate) mod tests {
             }
         }
         let mut m = Model::new(small_setup(1, 64, "modern", 1)).unwrap();
-        let o = m.run(&mut Nap(0), &mut |_| {}).unwrap();
+        let o = m.run(&mut Serial::new(Nap(0)), &mut |_| {}).unwrap();
         assert_eq!(o.elapsed_ps, 1_000_010);
         assert_eq!(o.busy_ps, 20);
     }
@@ -916,7 +976,7 @@ pub(crate) mod tests {
             left: Vec<u32>,
             held: Vec<Vec<Pfn>>,
         }
-        impl Workload for Churn {
+        impl SerialWorkload for Churn {
             fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
                 self.left = vec![2000; self.cpus as usize];
                 self.held = vec![Vec::new(); self.cpus as usize];
@@ -951,7 +1011,7 @@ pub(crate) mod tests {
         }
         let run = |cpus| {
             let mut m = Model::new(small_setup(cpus, 256, "modern", 1)).unwrap();
-            let mut w = Churn { cpus, left: Vec::new(), held: Vec::new() };
+            let mut w = Serial::new(Churn { cpus, left: Vec::new(), held: Vec::new() });
             m.run(&mut w, &mut |_| {}).unwrap()
         };
         let alone = run(1);

@@ -248,13 +248,13 @@ impl RealRunner {
             failed: false,
         });
         let cv = Condvar::new();
-        let workload = Mutex::new(w);
+        let workload: &dyn Workload = &*w;
         let host_cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
         let start = Instant::now();
         let mut rec = Recorder::default();
         let mut ticks = 0u64;
         let heap = &self.heap;
-        let (sched, cv, workload) = (&sched, &cv, &workload);
+        let (sched, cv) = (&sched, &cv);
         let results: Vec<Result<ThreadTotals>> = std::thread::scope(|s| {
             let handles: Vec<_> = running
                 .iter()
@@ -302,9 +302,7 @@ impl RealRunner {
                 if Instant::now() >= next {
                     ticks += 1;
                     tick_all(pa, ticks, &sampled, &mut rec);
-                    if let Ok(w) = workload.lock() {
-                        progress(w.progress());
-                    }
+                    progress(workload.progress());
                 }
             }
             handles
@@ -328,7 +326,6 @@ impl RealRunner {
         if totals.bad_touches > 0 {
             bail!("the workload touched memory outside the arena {} times", totals.bad_touches);
         }
-        let mut w = workload.lock().map_err(|_| anyhow!("workload lock poisoned"))?;
         let pcp_end_pages = pcp_pages(pa);
         for _ in 0..self.setup.cooldown_s {
             ticks += 1;
@@ -339,7 +336,6 @@ impl RealRunner {
         let events = pa.vm_events().since(&start_events);
         let workload_metrics = w.metrics();
         let held = w.held();
-        drop(w);
         give_back(pa, held, self.setup.validate)?;
         let held_ns = events.get(Counter::ZoneLockHeldNs);
         Ok(RunOutcome {
@@ -377,14 +373,15 @@ fn tick_all(pa: &PageAllocator<ModelSink>, t: u64, sampled: &[u32], rec: &mut Re
     sample_pagesets(pa, t as u32, sampled, rec);
 }
 
-/// One workload CPU's thread: steps under the workload's lock, then its work, sleep or
-/// block outside it, until the workload says it is done or another thread failed.
+/// One workload CPU's thread: steps (at the same time as the other threads'; a workload
+/// synchronises its own state), then the step's work, sleep or block, until the workload says
+/// it is done or another thread failed.
 fn cpu_thread(
     c: u32,
     pin: Option<usize>,
     mut clock: ThreadClock,
     heap: &RealHeap,
-    workload: &Mutex<&mut dyn Workload>,
+    workload: &dyn Workload,
     sched: &Mutex<Sched>,
     cv: &Condvar,
 ) -> Result<ThreadTotals> {
@@ -399,11 +396,8 @@ fn cpu_thread(
         if lock(sched).failed {
             return Ok(totals);
         }
-        let (next, began) = {
-            // Poisoned: another thread panicked in its step and reports it; stop quietly.
-            let Ok(mut w) = workload.lock() else { return Ok(totals) };
-            // Busy time starts once the step holds the workload: waiting for it is not work.
-            let began = Instant::now();
+        let began = Instant::now();
+        let next = {
             let mut ctx = Ctx {
                 cpu,
                 pa,
@@ -411,7 +405,7 @@ fn cpu_thread(
                 counts: &mut totals.counts,
                 clock: Clock::Real { t: &mut clock, heap },
             };
-            (w.step(&mut ctx)?, began)
+            workload.step(&mut ctx)?
         };
         totals.steps += 1;
         if !wakes.is_empty() {
@@ -480,7 +474,7 @@ mod tests {
 
     use super::*;
     use crate::model::tests::small_setup;
-    use crate::model::Model;
+    use crate::model::{Model, Serial, SerialWorkload};
     use crate::workload;
 
     fn runner(cpus: u32) -> RealRunner {
@@ -506,7 +500,7 @@ mod tests {
         in_flight: Option<Pfn>,
     }
 
-    impl Workload for PingPong {
+    impl SerialWorkload for PingPong {
         fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
             Ok(vec![0, 1])
         }
@@ -552,9 +546,9 @@ mod tests {
     #[test]
     fn hand_offs_between_threads_complete_and_every_page_comes_back() {
         let mut r = runner(2);
-        let mut w = PingPong { rounds: 2000, sent: 0, freed: 0, in_flight: None };
+        let mut w = Serial::new(PingPong { rounds: 2000, sent: 0, freed: 0, in_flight: None });
         let o = r.run(&mut w, &mut |_| {}).unwrap();
-        assert_eq!(w.freed, 2000);
+        assert_eq!(w.into_inner().freed, 2000);
         assert_eq!((o.ops.allocs, o.ops.frees, o.ops.alloc_failures), (2000, 2000, 0));
         assert_eq!(o.touches, (2000, 0));
         // 2000 steps of 1 µs of work at least.
@@ -580,7 +574,7 @@ mod tests {
         Panic,
     }
 
-    impl Workload for Misbehave {
+    impl SerialWorkload for Misbehave {
         fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
             Ok(vec![0, 1])
         }
@@ -617,13 +611,13 @@ mod tests {
 
     #[test]
     fn a_stall_a_failing_or_panicking_thread_or_a_wild_touch_ends_the_run_with_an_error() {
-        let e = runner(2).run(&mut Misbehave::Stall, &mut |_| {}).unwrap_err();
+        let e = runner(2).run(&mut Serial::new(Misbehave::Stall), &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("stalled"), "{e:#}");
-        let e = runner(2).run(&mut Misbehave::Fail, &mut |_| {}).unwrap_err();
+        let e = runner(2).run(&mut Serial::new(Misbehave::Fail), &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("cpu 1 gives up"), "{e:#}");
-        let e = runner(2).run(&mut Misbehave::WildTouch, &mut |_| {}).unwrap_err();
+        let e = runner(2).run(&mut Serial::new(Misbehave::WildTouch), &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("outside the arena"), "{e:#}");
-        let e = runner(2).run(&mut Misbehave::Panic, &mut |_| {}).unwrap_err();
+        let e = runner(2).run(&mut Serial::new(Misbehave::Panic), &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("cpu 1: the workload panicked"), "{e:#}");
     }
 

@@ -32,7 +32,7 @@ use anyhow::Result;
 use pagealloc::{Gfp, Order, Pfn, TraceEvent};
 
 use super::{cpu_of, EventCounts, Kind, Tally, Trace};
-use crate::model::{Ctx, ModelInfo, Next, Workload};
+use crate::model::{Ctx, ModelInfo, Next, SerialWorkload};
 
 /// Nanoseconds to the model's picoseconds.
 const PS_PER_NS: u64 = 1000;
@@ -276,7 +276,7 @@ impl Replay {
     }
 }
 
-impl Workload for Replay {
+impl SerialWorkload for Replay {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         if self.queues.len() > info.nr_cpus as usize {
             anyhow::bail!(
@@ -420,11 +420,11 @@ mod tests {
         let p = plan(&text);
         assert!(p.steps[50..].iter().all(|s| s.deps.len() == 1));
         let mut m = Model::new(small_setup(2, 64, "modern", 1)).unwrap();
-        let mut w = Replay::new(&p);
+        let mut w = crate::model::Serial::new(Replay::new(&p));
         let o = m.run(&mut w, &mut |_| {}).unwrap();
         assert_eq!(o.ops.allocs, 50);
         assert_eq!(o.ops.frees, 50);
-        assert_eq!(w.tally().get(Kind::OursAllocFailed), 0);
+        assert_eq!(w.into_inner().tally().get(Kind::OursAllocFailed), 0);
     }
 
     #[test]
@@ -433,7 +433,7 @@ mod tests {
             [alloc(0, "5.0", 0x10, 3), alloc(1, "5.5", 0x20, 0), free(1, "6.0", 0x10, 3)].concat();
         let p = plan(&text);
         let mut m = Model::new(small_setup(2, 64, "modern", 1)).unwrap();
-        let mut w = Replay::new(&p);
+        let mut w = crate::model::Serial::new(Replay::new(&p));
         let o = m.run(&mut w, &mut |_| {}).unwrap();
         // Two allocations, the traced free, and the order-0 block returned at the end.
         assert_eq!((o.ops.allocs, o.ops.frees), (2, 1));

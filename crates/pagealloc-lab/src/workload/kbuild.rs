@@ -47,7 +47,7 @@ use pagealloc::{Gfp, Order, Pfn};
 use pagealloc_testkit::rng::Rng;
 
 use super::{ns, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
-use crate::model::{Ctx, ModelInfo, Next, Workload};
+use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -56,7 +56,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               faulting anon memory and freeing it all at exit",
     params: PARAMS,
     default_machine: "spr-2s-224",
-    build: |p| Box::new(Kbuild::new(p)),
+    build: |p| Box::new(Serial::new(Kbuild::new(p))),
 };
 
 /// Objects an allyesconfig build compiles (assumed, see the module doc): the ratio of the
@@ -513,7 +513,7 @@ impl Kbuild {
     }
 }
 
-impl Workload for Kbuild {
+impl SerialWorkload for Kbuild {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         if let Some(n) = self.mem_node {
             if n >= info.nr_nodes {

@@ -43,7 +43,7 @@ use pagealloc::{Gfp, Order, Pfn};
 
 use super::net::Tasks;
 use super::{ns, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Workload};
+use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -52,7 +52,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               per write) freed by the reader on its CPU",
     params: PARAMS,
     default_machine: "icl-2s-128",
-    build: |p| Box::new(LmbenchUnix::new(p)),
+    build: |p| Box::new(Serial::new(LmbenchUnix::new(p))),
 };
 
 const PARAMS: &[ParamSpec] = &[
@@ -417,7 +417,7 @@ impl LmbenchUnix {
     }
 }
 
-impl Workload for LmbenchUnix {
+impl SerialWorkload for LmbenchUnix {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         self.tasks = Tasks::place(info, self.pairs, 2, 0x6c6d_6265_6e63_6875)?;
         self.p = (0..self.pairs).map(|_| Pair::default()).collect();

@@ -55,7 +55,7 @@ use pagealloc::{Gfp, Order, Pfn};
 
 use super::net::{order_of, PageCursor, Tasks};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Workload};
+use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -64,7 +64,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               order 2-4 packet buffers freed by the receiver on its CPU",
     params: PARAMS,
     default_machine: "icl-2s-128",
-    build: |p| Box::new(NetperfSctp::new(p)),
+    build: |p| Box::new(Serial::new(NetperfSctp::new(p))),
 };
 
 const PARAMS: &[ParamSpec] = &[
@@ -469,7 +469,7 @@ impl NetperfSctp {
     }
 }
 
-impl Workload for NetperfSctp {
+impl SerialWorkload for NetperfSctp {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         self.tasks = Tasks::place(info, self.pairs, 2, 0x7363_7470_5f73_746d)?;
         self.p = (0..self.pairs).map(|_| Pair::default()).collect();

@@ -48,7 +48,7 @@ use pagealloc::{Gfp, Order, Pfn};
 
 use super::net::{PageCursor, Tasks};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Workload};
+use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -57,7 +57,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               the receiver on its CPU",
     params: PARAMS,
     default_machine: "skylake-1s",
-    build: |p| Box::new(NetperfTcp::new(p)),
+    build: |p| Box::new(Serial::new(NetperfTcp::new(p))),
 };
 
 const PARAMS: &[ParamSpec] = &[
@@ -454,7 +454,7 @@ impl NetperfTcp {
     }
 }
 
-impl Workload for NetperfTcp {
+impl SerialWorkload for NetperfTcp {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         self.tasks = Tasks::place(info, 1, 2, 0x7463_705f_7374_726d)?;
         Ok(self.tasks.all_cpus())

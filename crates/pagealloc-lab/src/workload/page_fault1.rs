@@ -34,7 +34,7 @@ use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::{ns, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
-use crate::model::{Ctx, ModelInfo, Next, Workload, PS_PER_S};
+use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload, PS_PER_S};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -43,7 +43,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               per-core pinned tasks",
     params: PARAMS,
     default_machine: "cascadelake-2s",
-    build: |p| Box::new(PageFault1::new(p)),
+    build: |p| Box::new(Serial::new(PageFault1::new(p))),
 };
 
 const PARAMS: &[ParamSpec] = &[
@@ -288,7 +288,7 @@ impl PageFault1 {
     }
 }
 
-impl Workload for PageFault1 {
+impl SerialWorkload for PageFault1 {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         let cores = Self::core_cpus(info, self.threads_per_core);
         if cores.is_empty() {

@@ -41,7 +41,7 @@ use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::{ns, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Workload, PS_PER_S};
+use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload, PS_PER_S};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -50,7 +50,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               page_frag_free",
     params: PARAMS,
     default_machine: "cortex-a53",
-    build: |p| Box::new(PageFragRx::new(p)),
+    build: |p| Box::new(Serial::new(PageFragRx::new(p))),
 };
 
 const PARAMS: &[ParamSpec] = &[
@@ -327,7 +327,7 @@ impl PageFragRx {
     }
 }
 
-impl Workload for PageFragRx {
+impl SerialWorkload for PageFragRx {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         let need = self.nr_rx + self.nr_tx;
         if need > info.nr_cpus {

@@ -81,7 +81,7 @@ use pagealloc::{AllocFlags, Gfp, Order, Pfn, ZoneType};
 use pagealloc_testkit::rng::Rng;
 
 use super::{ns, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Workload, PS_PER_S};
+use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload, PS_PER_S};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -90,7 +90,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               slab, with reclaim), random readers refault them, THP threads fault 2 MiB steps",
     params: PARAMS,
     default_machine: "skylake-1s",
-    build: |p| Box::new(ThpFioScale::new(p)),
+    build: |p| Box::new(Serial::new(ThpFioScale::new(p))),
 };
 
 const PARAMS: &[ParamSpec] = &[
@@ -1274,7 +1274,7 @@ fn pfn_u32(p: Pfn) -> Result<u32> {
     Ok(p.0 as u32)
 }
 
-impl Workload for ThpFioScale {
+impl SerialWorkload for ThpFioScale {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         self.nr_nodes = info.nr_nodes as usize;
         self.nr_cpus = info.nr_cpus as usize;

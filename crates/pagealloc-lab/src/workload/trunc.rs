@@ -23,7 +23,7 @@ use anyhow::Result;
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::{ns, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
-use crate::model::{Ctx, ModelInfo, Next, Workload};
+use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -31,7 +31,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     summary: "mmtests trunc: cat 10 sparse 1 GiB files into page cache, then time rm's truncation",
     params: PARAMS,
     default_machine: "skylake-1s",
-    build: |p| Box::new(Trunc::new(p)),
+    build: |p| Box::new(Serial::new(Trunc::new(p))),
 };
 
 const PARAMS: &[ParamSpec] = &[
@@ -147,7 +147,7 @@ impl Trunc {
     }
 }
 
-impl Workload for Trunc {
+impl SerialWorkload for Trunc {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         // mmtests: while files × size > MemTotal / nodes / 2, size -= size / 10.
         let node_bytes =
