@@ -115,6 +115,15 @@ enum Command {
     /// cycle and at the end: every page free, the validator, fresh allocations up to order
     /// 10. Exits non-zero on any violation.
     Stress(cmd::stress::Args),
+    /// Check the model against reality: every workload on this host, on the real runner and
+    /// on the model of this host (its memory hierarchy as `calibrate` measured it), side by
+    /// side: run time, allocator calls, zone-lock acquisitions, hold and wait, refills,
+    /// drains, free_high, cold touches; the ratio model/real and a verdict per workload.
+    ///
+    /// The model runs once (it is deterministic), the real runner `--runs` times (median).
+    /// A workload agrees when its run time, zone-lock acquisitions, refills and drains are
+    /// within ±15 % of the real median. Result rows go to results/ unless --no-save.
+    Validate(cmd::validate::Args),
 }
 
 fn main() -> Result<()> {
@@ -133,5 +142,6 @@ fn main() -> Result<()> {
         Command::Plot(args) => cmd::plot::run(&args),
         Command::Machines(args) => cmd::machines::run(&args),
         Command::Stress(args) => cmd::stress::run(&args),
+        Command::Validate(args) => cmd::validate::run(&args),
     }
 }

@@ -69,18 +69,14 @@ fn pct(part: u64, whole: u64) -> f64 {
 }
 
 /// The metrics of a real run: [`of_outcome`]'s, less those the real runner cannot measure
-/// (`zone_lock_pct`: it does not time lock waits; `cache_miss_pct` and the line and hand-off
-/// shares: it cannot tell where a line was), with `elapsed_s` in wall time.
+/// (`cache_miss_pct` and the line and hand-off shares: it cannot tell where a line was), with
+/// `elapsed_s` in wall time. Zone-lock waits and holds are timed by the allocator's clock.
 pub fn of_real_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
     let mut v = of_outcome(workload, o);
     v.retain(|m| {
         !matches!(
             m.name.as_str(),
-            "zone_lock_pct"
-                | "cache_miss_pct"
-                | "lines_l2_pct"
-                | "lines_remote_pct"
-                | "handoffs_remote_pct"
+            "cache_miss_pct" | "lines_l2_pct" | "lines_remote_pct" | "handoffs_remote_pct"
         )
     });
     for m in &mut v {

@@ -139,6 +139,7 @@ pub fn topology(m: &Machine) -> Result<Topology> {
         cpu_l2,
         l2_bytes,
         hierarchy: m.hierarchy()?.clone(),
+        frame_bytes: m.frame_bytes,
     })
 }
 

@@ -124,6 +124,10 @@ fn machine_files_with_a_missing_or_unsourced_latency() {
             ":2: field `hierarchy.like`: \"my-box\" is not a built-in machine",
         ),
         (
+            &format!("frame_bytes = 48\n[hierarchy]\nlike = \"lab-2cpu\"\n{node}"),
+            ":1: field `frame_bytes`: 48 is not a frame size the model knows",
+        ),
+        (
             &format!("[hierarchy]\nl3_hit_ns = {{ value = 9, source = \"x\" }}\n{node}"),
             ":2: field `hierarchy.l3_hit_ns`: unknown key; [hierarchy] has like, l2_hit_ns",
         ),

@@ -55,6 +55,8 @@ counters! {
     ZoneLockAcquire => "zone_lock_acquire",
     /// Nanoseconds the zone lock was held (only with a clock, `PageAllocator::with_clock`).
     ZoneLockHeldNs => "zone_lock_held_ns",
+    /// Nanoseconds spent waiting to take the zone lock (only with a clock).
+    ZoneLockWaitNs => "zone_lock_wait_ns",
     /// Fragmenting fallbacks (a pageblock of another type split) by requested type.
     ExtfragFragmentingUnmovable => "extfrag_fragmenting_unmovable",
     /// … requested MOVABLE.

@@ -329,12 +329,16 @@ impl Zone {
         events: &'a E,
         cfg: &'a CoreConfig,
     ) -> ZoneLocked<'a, E> {
+        let asked = cfg.clock.map(|now| now());
         let free = self.lock.lock();
         self.counters.add_locked(Counter::ZoneLockAcquire, 1);
         if E::ENABLED {
             events.zone_lock_taken(cpu, self.idx);
         }
         let held_since = cfg.clock.map(|now| now());
+        if let (Some(asked), Some(got)) = (asked, held_since) {
+            self.counters.add_locked(Counter::ZoneLockWaitNs, got.saturating_sub(asked));
+        }
         ZoneLocked { zone: self, free, cpu, events, cfg, held_since, list_ops: 0 }
     }
 

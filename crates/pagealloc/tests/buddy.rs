@@ -467,7 +467,7 @@ fn ticking_clock() -> u64 {
 }
 
 #[test]
-fn zone_lock_hold_time_is_counted_only_with_a_clock() {
+fn zone_lock_hold_and_wait_time_are_counted_only_with_a_clock() {
     let untimed = machine(32 * MIB);
     let timed = machine(32 * MIB).with_clock(ticking_clock);
     let before = timed.vm_events();
@@ -477,10 +477,13 @@ fn zone_lock_hold_time_is_counted_only_with_a_clock() {
         pa.free_pages(cpu, p, Order(5)).unwrap();
     }
     assert_eq!(untimed.vm_events().get(Counter::ZoneLockHeldNs), 0);
+    assert_eq!(untimed.vm_events().get(Counter::ZoneLockWaitNs), 0);
     let ev = timed.vm_events().since(&before);
-    // Each hold reads the clock once on taking the lock and once on dropping it: 7 ns apart.
+    // Each hold reads the clock before asking for the lock, once it has it and on dropping
+    // it: 7 ns apart.
     assert!(ev.get(Counter::ZoneLockAcquire) >= 2);
     assert_eq!(ev.get(Counter::ZoneLockHeldNs), 7 * ev.get(Counter::ZoneLockAcquire), "{ev:?}");
+    assert_eq!(ev.get(Counter::ZoneLockWaitNs), 7 * ev.get(Counter::ZoneLockAcquire), "{ev:?}");
 }
 
 #[test]

@@ -20,7 +20,7 @@ A machine file describes the nodes, their CPUs, memory and caches:
     # my-box.toml
     name = \"my-box\"                # optional; default: the file stem
     description = \"...\"            # optional; so is source = \"where the facts come from\"
-    arch = \"x86_64\"                # optional: x86_64 (default) or arm64; decides the zones
+    arch = \"x86_64\"                # optional: x86_64 (default), arm64 or flat (one Normal zone)
     min_free_kbytes = 0            # optional; 0 or absent: the kernel's boot value
     watermark_scale_factor = 10    # optional; 1..=3000, default 10
     assumptions = [\"...\"]          # optional: every number you guessed, and why

@@ -12,4 +12,5 @@ pub mod reproduce;
 pub mod run;
 pub mod sizing;
 pub mod stress;
+pub mod validate;
 pub mod workloads;

@@ -93,6 +93,8 @@ pub fn fit_machine(plan: &Plan) -> Result<Machine> {
         }],
         min_free_kbytes: None,
         watermark_scale_factor: None,
+        // A kernel's trace: its struct page.
+        frame_bytes: crate::machine::KERNEL_FRAME_BYTES,
         assumptions: vec![
             format!("CPUs: the highest traced CPU ({}) + 1", plan.max_cpu),
             format!(

@@ -27,6 +27,7 @@ const TOP_KEYS: &[&str] = &[
     "arch",
     "min_free_kbytes",
     "watermark_scale_factor",
+    "frame_bytes",
     "assumptions",
     "hierarchy",
     "node",
@@ -104,6 +105,7 @@ fn default_key(field: Field) -> &'static str {
         Field::L1dSharedBy => "l1d_shared_by",
         Field::MinFreeKbytes => "min_free_kbytes",
         Field::WatermarkScaleFactor => "watermark_scale_factor",
+        Field::FrameBytes => "frame_bytes",
         Field::Hierarchy(_) => "hierarchy",
     }
 }
@@ -134,6 +136,7 @@ impl Reader<'_> {
             nodes: Vec::new(),
             min_free_kbytes: None,
             watermark_scale_factor: None,
+            frame_bytes: super::KERNEL_FRAME_BYTES,
             assumptions: Vec::new(),
             hierarchy: None,
             file: None,
@@ -182,6 +185,7 @@ impl Reader<'_> {
                     let f = self.tunable(Field::WatermarkScaleFactor, value)?;
                     m.watermark_scale_factor = Some(f as u32); // checked ≤ 3000
                 }
+                "frame_bytes" => m.frame_bytes = self.int(k, value, 1 << 20)?,
                 "assumptions" => m.assumptions = self.strings(k, value)?,
                 "hierarchy" => m.hierarchy = Some(self.hierarchy(value, &mut spans)?),
                 _ => {

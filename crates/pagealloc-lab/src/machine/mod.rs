@@ -13,6 +13,7 @@
 //! arch = "x86_64"                   # or "arm64"; decides the zone limits
 //! min_free_kbytes = 0               # optional; 0 or absent: the kernel's boot value
 //! watermark_scale_factor = 10       # optional; absent: the kernel default (10)
+//! frame_bytes = 64                  # optional: metadata per frame the model prices (64, 32, 16)
 //! assumptions = ["…"]               # every number no source gives, with the reason
 //! [[node]]
 //! cpus = 112
@@ -54,6 +55,11 @@ use pagealloc::{
     ZoneLimits, ZoneType,
 };
 
+/// The frame sizes the model prices: a cache line holds 64 / `frame_bytes` frames.
+pub const FRAME_BYTES: [u64; 3] = [16, 32, 64];
+/// The kernel's `struct page` on 64-bit: what the model prices unless told otherwise.
+pub const KERNEL_FRAME_BYTES: u64 = 64;
+
 /// Most nodes a machine may have: `PageAllocator::new` refuses more than 1024.
 pub const MAX_NODES: usize = 1024;
 /// x86_64's 32-bit PCI window, bytes: no memory there (see the module documentation).
@@ -93,17 +99,21 @@ pub enum Arch {
     /// One low zone below 4 GiB (ZONE_DMA32; 4.19/4.20 arm64 had no 16 MiB ISA zone, and its
     /// later ZONE_DMA follows the platform's DMA limits, which no seed needs), Normal above.
     Arm64,
+    /// No low zones: every node's memory is one ZONE_NORMAL, as in the arena of a
+    /// `PageHeap` (the real runner's memory; a user-space pool).
+    Flat,
 }
 
 impl Arch {
     /// The names a machine file's `arch` accepts.
-    pub const NAMES: &'static [&'static str] = &["x86_64", "arm64"];
+    pub const NAMES: &'static [&'static str] = &["x86_64", "arm64", "flat"];
 
     /// The name as written in a machine file.
     pub fn name(self) -> &'static str {
         match self {
             Arch::X86_64 => "x86_64",
             Arch::Arm64 => "arm64",
+            Arch::Flat => "flat",
         }
     }
 
@@ -112,6 +122,7 @@ impl Arch {
         match s {
             "x86_64" => Some(Arch::X86_64),
             "arm64" => Some(Arch::Arm64),
+            "flat" => Some(Arch::Flat),
             _ => None,
         }
     }
@@ -120,7 +131,7 @@ impl Arch {
     pub fn hole(self) -> Option<Range<u64>> {
         match self {
             Arch::X86_64 => Some(X86_PCI_HOLE),
-            Arch::Arm64 => None,
+            Arch::Arm64 | Arch::Flat => None,
         }
     }
 
@@ -129,6 +140,7 @@ impl Arch {
         match self {
             Arch::X86_64 => ZoneLimits::X86_64,
             Arch::Arm64 => ZoneLimits { dma_end: Pfn(0), dma32_end: Pfn::from_phys(4 << 30) },
+            Arch::Flat => ZoneLimits::NORMAL_ONLY,
         }
     }
 }
@@ -187,6 +199,10 @@ pub struct Machine {
     pub min_free_kbytes: Option<u64>,
     /// `vm.watermark_scale_factor` (1/10000 of a zone), if the machine sets it; `None`: 10.
     pub watermark_scale_factor: Option<u32>,
+    /// Bytes of one frame's metadata the model prices lines by: 64, the kernel's `struct
+    /// page` (the default: the seed tables are the kernel's), or 16, the library's own frame
+    /// (a `PageHeap` over an arena, as the real runner's: four frames to a line).
+    pub frame_bytes: u64,
     /// Every number not taken from a source, each with the reason it was chosen.
     pub assumptions: Vec<String>,
     /// What each access costs by where the line is, every figure sourced; every machine file
@@ -221,6 +237,8 @@ pub enum Field {
     MinFreeKbytes,
     /// `watermark_scale_factor`.
     WatermarkScaleFactor,
+    /// `frame_bytes`.
+    FrameBytes,
     /// A figure of the memory hierarchy.
     Hierarchy(hierarchy::Level),
 }
@@ -240,6 +258,7 @@ impl Field {
             Field::L1dSharedBy => "l1d.shared_by",
             Field::MinFreeKbytes => "min_free_kbytes",
             Field::WatermarkScaleFactor => "watermark_scale_factor",
+            Field::FrameBytes => "frame_bytes",
             Field::Hierarchy(l) => l.key(),
         }
     }
@@ -450,6 +469,17 @@ impl Machine {
         }
         if let Some(f) = self.watermark_scale_factor {
             check_tunable(Field::WatermarkScaleFactor, f.into())?;
+        }
+        if !FRAME_BYTES.contains(&self.frame_bytes) {
+            return Err(MachineError::new(
+                None,
+                Field::FrameBytes,
+                format!(
+                    "{} is not a frame size the model knows; it takes 64 (the kernel's struct \
+                     page), 32 or 16 (the library's frame)",
+                    self.frame_bytes
+                ),
+            ));
         }
         if let Some(h) = &self.hierarchy {
             let several_llcs = self.nodes.iter().any(|n| n.nr_llc_domains() > 1);
@@ -805,7 +835,8 @@ impl Machine {
                 memory_bytes >> 20
             ),
             source: "the real runner (--runner real)".into(),
-            arch: if cfg!(target_arch = "aarch64") { Arch::Arm64 } else { Arch::X86_64 },
+            // The arena is one ZONE_NORMAL (`PageHeap`), whatever the host's architecture.
+            arch: Arch::Flat,
             nodes: vec![NodeSpec {
                 cpus,
                 memory_bytes,
@@ -816,6 +847,8 @@ impl Machine {
             }],
             min_free_kbytes: None,
             watermark_scale_factor: None,
+            // The arena is served by the library: its 16-byte frames, four to a line.
+            frame_bytes: 16,
             assumptions,
             hierarchy: None,
             file: None,
@@ -898,6 +931,9 @@ impl Machine {
         }
         if let Some(f) = self.watermark_scale_factor {
             let _ = writeln!(out, "watermark_scale_factor = {f}");
+        }
+        if self.frame_bytes != KERNEL_FRAME_BYTES {
+            let _ = writeln!(out, "frame_bytes = {}", self.frame_bytes);
         }
         out.push_str("assumptions = [");
         for a in &self.assumptions {

@@ -140,6 +140,9 @@ pub struct CacheMap {
     pub llc_lines: Vec<u64>,
     /// Capacity of each L2 domain, lines.
     pub l2_lines: Vec<u64>,
+    /// Frames whose metadata shares one line (1 for the kernel's 64-byte struct page, 4 for
+    /// the library's 16-byte frame); a power of two.
+    pub frames_per_line: u64,
 }
 
 /// The zones, for a line's home node.
@@ -191,8 +194,10 @@ pub struct LineCache {
     llcs: Box<[Cache]>,
     l2s: Box<[Cache]>,
     home: ZoneHome,
-    /// Per frame, two stamps: `[2f]` the LLC's, `[2f + 1]` the L2 domain's.
+    /// Per frame line, two stamps: `[2l]` the LLC's, `[2l + 1]` the L2 domain's.
     frames: Box<[AtomicU64]>,
+    /// A frame's line: its number shifted right by this.
+    frame_shift: u32,
     /// The same for free areas (zone × order) then pagesets (zone × CPU).
     others: Box<[AtomicU64]>,
     nr_zones: usize,
@@ -239,7 +244,8 @@ impl LineCache {
                 .collect(),
             llcs: caches(&map.llc_lines, &map.llc_node),
             l2s: caches(&map.l2_lines, &l2_node),
-            frames: zeroed(2 * nr_frames as usize),
+            frames: zeroed(2 * (nr_frames / map.frames_per_line.max(1) + 1) as usize),
+            frame_shift: map.frames_per_line.max(1).trailing_zeros(),
             others: zeroed(others),
             home: ZoneHome { ends, nodes: zones.iter().map(|z| z.2).collect() },
             nr_zones,
@@ -257,7 +263,7 @@ impl LineCache {
     #[inline]
     fn slot(&self, line: MetaLine) -> (&AtomicU64, &AtomicU64) {
         let (arr, i) = match line {
-            MetaLine::Frame(pfn) => (&self.frames, pfn.0 as usize),
+            MetaLine::Frame(pfn) => (&self.frames, (pfn.0 >> self.frame_shift) as usize),
             MetaLine::FreeArea(zone, Order(o)) => {
                 (&self.others, zone.index() * ORDERS + o as usize)
             }
@@ -282,7 +288,7 @@ impl LineCache {
     /// changes nothing in the run).
     #[inline]
     pub fn prefetch_frame(&self, pfn: u64) {
-        if let Some(s) = self.frames.get(2 * pfn as usize) {
+        if let Some(s) = self.frames.get(2 * (pfn >> self.frame_shift) as usize) {
             pagealloc::sync::prefetch(s);
         }
     }
@@ -411,11 +417,27 @@ mod tests {
             llc_node: vec![0, 0, 1, 1],
             llc_lines: vec![100; 4],
             l2_lines: vec![10; 8],
+            frames_per_line: 1,
         };
         LineCache::new(map, 2000, &[(0, 1000, 0), (1000, 2000, 1)])
     }
 
     const F: MetaLine = MetaLine::Frame(Pfn(5));
+
+    impl LineCache {
+        /// The map `cache()` was built from.
+        fn map_for_test(&self) -> CacheMap {
+            CacheMap {
+                cpu_node: self.cpus.iter().map(|p| p.node).collect(),
+                cpu_llc: self.cpus.iter().map(|p| p.llc).collect(),
+                cpu_l2: self.cpus.iter().map(|p| p.l2).collect(),
+                llc_node: self.llcs.iter().map(|c| c.node).collect(),
+                llc_lines: self.llcs.iter().map(|c| c.lines).collect(),
+                l2_lines: self.l2s.iter().map(|c| c.lines).collect(),
+                frames_per_line: 1 << self.frame_shift,
+            }
+        }
+    }
 
     #[test]
     fn a_line_goes_from_dram_to_the_private_cache() {
@@ -478,6 +500,16 @@ mod tests {
         assert_eq!(found[Found::DramLocal as usize], 12);
         assert_eq!(found[Found::RemoteNode as usize], 0);
         assert_eq!(found[Found::DramRemote as usize], 300);
+    }
+
+    #[test]
+    fn library_frames_share_a_line_four_at_a_time() {
+        let map = CacheMap { frames_per_line: 4, ..cache().map_for_test() };
+        let c = LineCache::new(map, 2000, &[(0, 1000, 0), (1000, 2000, 1)]);
+        assert_eq!(c.access(CpuId(0), MetaLine::Frame(Pfn(8))), Found::DramLocal);
+        // Frames 8..12 are one line; 12 starts the next.
+        assert_eq!(c.access(CpuId(0), MetaLine::Frame(Pfn(11))), Found::L2);
+        assert_eq!(c.access(CpuId(0), MetaLine::Frame(Pfn(12))), Found::DramLocal);
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub struct Topology {
     pub l2_bytes: Vec<u64>,
     /// What each access costs by where its line is.
     pub hierarchy: Hierarchy,
+    /// Bytes of one frame's metadata: 64 / `frame_bytes` frames share a line.
+    pub frame_bytes: u64,
 }
 
 impl Topology {
@@ -71,6 +73,7 @@ impl Topology {
             cpu_l2: (0..n as u32).collect(),
             l2_bytes: vec![1 << 20; n],
             hierarchy,
+            frame_bytes: crate::machine::KERNEL_FRAME_BYTES,
         }
     }
 
@@ -87,6 +90,7 @@ impl Topology {
             llc_node,
             llc_lines: self.llc_bytes.iter().map(|b| b / 64).collect(),
             l2_lines: self.l2_bytes.iter().map(|b| b / 64).collect(),
+            frames_per_line: (64 / self.frame_bytes.clamp(1, 64)).max(1),
         }
     }
 }

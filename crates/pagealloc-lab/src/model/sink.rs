@@ -325,6 +325,7 @@ mod tests {
             llc_node: vec![0, 1],
             llc_lines: vec![1000, 1000],
             l2_lines: vec![100; 3],
+            frames_per_line: 1,
         };
         let s = ModelSink::new(map, cost(), p);
         s.attach(&[(0, 100, 0), (100, 200, 1)], 200, true);
