@@ -345,21 +345,106 @@ pub const SERIES_CPU_COUNT: &str = "series:pcp_count";
 pub const SERIES_CPU_HIGH: &str = "series:pcp_high";
 
 /// Run every spec, two at a time on this machine's cores (each run is single-threaded and
-/// deterministic, so the order they run in changes nothing), with a progress bar on stderr
-/// unless `quiet`. Results come back in the specs' order.
+/// deterministic, so the order they run in changes nothing), with progress on stderr unless
+/// `quiet`. Results come back in the specs' order.
 pub fn execute_all(specs: &[RunSpec], label: &str, quiet: bool) -> Result<Vec<RunResult>> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(specs.len());
-    let bar = if quiet || specs.is_empty() {
-        ProgressBar::hidden()
-    } else {
-        let b = ProgressBar::new(specs.len() as u64 * 1000);
-        b.set_style(
-            ProgressStyle::with_template("{prefix} [{elapsed_precise}] {wide_bar} {msg}")
+    execute_all_with(specs, label, quiet, |_, _| {})
+}
+
+/// How often plain progress lines are written when stderr is not a terminal.
+const PLAIN_PROGRESS_EVERY_S: u64 = 10;
+
+/// Progress of a batch of runs: a bar on a terminal; plain lines (runs done, runs left, time
+/// left) every [`PLAIN_PROGRESS_EVERY_S`] seconds otherwise, so `… | tee out` shows it too.
+struct Progress {
+    bar: ProgressBar,
+    plain: bool,
+    label: String,
+    started: Instant,
+    runs: usize,
+    /// (runs done, last plain line's time in whole seconds since the start).
+    state: Mutex<(usize, u64)>,
+}
+
+impl Progress {
+    fn new(label: &str, runs: usize, quiet: bool) -> Progress {
+        use std::io::IsTerminal as _;
+        let terminal = std::io::stderr().is_terminal();
+        let bar = if quiet || runs == 0 || !terminal {
+            ProgressBar::hidden()
+        } else {
+            let b = ProgressBar::new(runs as u64 * 1000);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{elapsed_precise}] {wide_bar} ETA {eta_precise} {msg}",
+                )
                 .expect("a valid template"),
-        );
-        b.set_prefix(label.to_string());
-        b
-    };
+            );
+            b.set_prefix(label.to_string());
+            b
+        };
+        Progress {
+            bar,
+            plain: !quiet && !terminal && runs > 0,
+            label: label.to_string(),
+            started: Instant::now(),
+            runs,
+            state: Mutex::new((0, 0)),
+        }
+    }
+
+    /// A run finished (`what` names it).
+    fn finished(&self, what: &str) {
+        let mut st = self.state.lock().expect("no panics while held");
+        st.0 += 1;
+        let done = st.0;
+        self.bar.set_message(format!("{done}/{} runs done, last {what}", self.runs));
+        let secs = self.started.elapsed().as_secs();
+        if self.plain && (secs >= st.1 + PLAIN_PROGRESS_EVERY_S || done == self.runs) {
+            st.1 = secs;
+            let frac = self.bar.position() as f64 / (self.runs as f64 * 1000.0);
+            let frac = if self.bar.is_hidden() { done as f64 / self.runs as f64 } else { frac };
+            let left = if frac > 0.0 { secs as f64 * (1.0 - frac) / frac } else { f64::NAN };
+            eprintln!(
+                "{}: {done}/{} runs done, {} left, {} elapsed, about {} to go (last: {what})",
+                self.label,
+                self.runs,
+                self.runs - done,
+                clock(secs as f64),
+                clock(left)
+            );
+        }
+    }
+}
+
+/// `m:ss` (or `h:mm:ss`).
+fn clock(secs: f64) -> String {
+    if !secs.is_finite() {
+        return "?".into();
+    }
+    let s = secs.round() as u64;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// [`execute_all`], calling `on_done(i, result)` as each spec finishes (from the worker that
+/// ran it), e.g. to print a table as soon as its runs are in.
+pub fn execute_all_with<F>(
+    specs: &[RunSpec],
+    label: &str,
+    quiet: bool,
+    on_done: F,
+) -> Result<Vec<RunResult>>
+where
+    F: FnMut(usize, &RunResult) + Send,
+{
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(specs.len());
+    let progress = Progress::new(label, specs.len(), quiet);
+    let bar = &progress.bar;
+    let on_done = Mutex::new(on_done);
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<Option<Result<RunResult>>>> =
         Mutex::new((0..specs.len()).map(|_| None).collect());
@@ -369,10 +454,7 @@ pub fn execute_all(specs: &[RunSpec], label: &str, quiet: bool) -> Result<Vec<Ru
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(spec) = specs.get(i) else { break };
-                bar.set_message(format!(
-                    "{} {} #{}",
-                    spec.workload.name, spec.preset_name, spec.sample
-                ));
+                let what = format!("{} {} #{}", spec.workload.name, spec.preset_name, spec.sample);
                 let mut report = |f: f64| {
                     let mut p = partial.lock().expect("no panics while held");
                     let now = (f.clamp(0.0, 1.0) * 1000.0) as u64;
@@ -383,6 +465,10 @@ pub fn execute_all(specs: &[RunSpec], label: &str, quiet: bool) -> Result<Vec<Ru
                 };
                 let r = execute(spec, &mut report);
                 report(1.0);
+                progress.finished(&what);
+                if let Ok(r) = &r {
+                    (on_done.lock().expect("no panics while held"))(i, r);
+                }
                 done.lock().expect("no panics while held")[i] = Some(r);
             });
         }

@@ -280,3 +280,22 @@ fn validate_quick_compares_model_and_real_per_workload() {
         assert_eq!(verdict == "agrees", misses.is_empty(), "{w}");
     }
 }
+
+/// Piped (as in `reproduce | tee out`), reproduce still reports progress on stderr as plain
+/// lines, prints each table when its runs are in, marks a quick run on every table, and ends
+/// with the scoreboard.
+#[test]
+fn reproduce_piped_reports_progress_and_says_quick() {
+    let out = pagealloc()
+        .args(["reproduce", "000-trunc@v2", "--quick", "--no-save"])
+        .assert()
+        .success();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("runs done") && err.contains("to go"), "{err}");
+    let text = stdout(&out);
+    let table = text.find("== 000-trunc@v2").expect("the table");
+    let board = text.find("scoreboard").expect("the scoreboard");
+    assert!(table < board);
+    assert!(text.contains("QUICK: reduced scale, not comparable"), "{text}");
+    assert!(text.contains("reduced scale (--quick)"), "{text}");
+}

@@ -58,6 +58,8 @@ struct Plan<'p> {
     count_frames: bool,
     /// Index of this plan's first spec in the job list.
     first_spec: usize,
+    /// Run at `--quick`'s reduced scale.
+    quick: bool,
 }
 
 impl Plan<'_> {
@@ -133,6 +135,7 @@ fn plan<'p>(t: &'p PublishedTable, args: &Args) -> Result<Plan<'p>> {
         // top-frames table shares the netperf table's runs.
         count_frames: t.workload == "netperf-tcp",
         first_spec: 0,
+        quick: args.common.quick,
     })
 }
 
@@ -184,7 +187,7 @@ pub const LEGEND: &str = "✓ a published change we reproduce (same direction, o
 /// Samples of our metric `name` for one variant and preset.
 fn our_samples(
     plan: &Plan<'_>,
-    results: &[RunResult],
+    results: &[Option<RunResult>],
     v: usize,
     p: usize,
     m: &PublishedMetric,
@@ -193,6 +196,7 @@ fn our_samples(
     results[start..start + plan.samples as usize]
         .iter()
         .map(|r| {
+            let r = r.as_ref().expect("a table is reported once all its runs are in");
             if m.name == "allocs" {
                 // Position k of the printed list, which runs from the 5th most used up.
                 let rank = m.param.parse::<usize>().unwrap_or(1);
@@ -211,7 +215,7 @@ fn our_samples(
 /// the scoreboard's rules. `keys[i]` identifies the runs of spec `i`.
 fn cells(
     plan: &Plan<'_>,
-    results: &[RunResult],
+    results: &[Option<RunResult>],
     keys: &[String],
     m: &PublishedMetric,
 ) -> Vec<Cell> {
@@ -350,8 +354,39 @@ pub fn run(args: &Args) -> Result<()> {
             }
         }
     }
-    let distinct = runs::execute_all(&unique, "reproduce", args.common.json)?;
+    // In text mode each table prints as soon as its runs (and every earlier table's) are in,
+    // in table order, so `reproduce | tee out` shows results from the first table on.
+    let mut streamed = Streamed {
+        filled: vec![None; specs.len()],
+        users: {
+            let mut u = vec![Vec::new(); unique.len()];
+            for (j, &i) in slots.iter().enumerate() {
+                u[i].push(j);
+            }
+            u
+        },
+        next_plan: 0,
+    };
+    let on_done = |i: usize, r: &RunResult| {
+        if args.common.json {
+            return;
+        }
+        streamed.add(i, r);
+        while let Some(p) = plans.get(streamed.next_plan) {
+            let len = p.variants.len() * p.table.presets.len() * p.samples as usize;
+            if streamed.filled[p.first_spec..p.first_spec + len].iter().any(Option::is_none) {
+                break;
+            }
+            let mut report = table_report(p, &streamed.filled, &keys);
+            report.views = shown_views(p, &streamed.filled, !args.show.is_empty());
+            print!("{}{}", report.to_text(), report.views_text());
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            streamed.next_plan += 1;
+        }
+    };
+    let distinct = runs::execute_all_with(&unique, "reproduce", args.common.json, on_done)?;
     let results: Vec<RunResult> = slots.iter().map(|&i| distinct[i].clone()).collect();
+    let all: Vec<Option<RunResult>> = results.iter().cloned().map(Some).collect();
     if !args.common.no_save {
         let revision = results::revision();
         let rows: Vec<_> =
@@ -362,12 +397,9 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     let mut reports: Vec<TableReport> =
-        plans.iter().map(|p| table_report(p, &results, &keys)).collect();
-    if !args.show.is_empty() {
-        for (r, p) in reports.iter_mut().zip(&plans) {
-            r.views =
-                shown_specs(p).map(|(preset, i)| (preset, results[i].views.clone())).collect();
-        }
+        plans.iter().map(|p| table_report(p, &all, &keys)).collect();
+    for (r, p) in reports.iter_mut().zip(&plans) {
+        r.views = shown_views(p, &all, !args.show.is_empty());
     }
     let board = Scoreboard::of(&reports, args.common.quick);
     if let Some(path) = &args.report {
@@ -390,10 +422,7 @@ pub fn run(args: &Args) -> Result<()> {
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        for r in &reports {
-            print!("{}", r.to_text());
-            print!("{}", r.views_text());
-        }
+        // The tables were printed as they finished.
         for (id, why) in &skipped {
             println!("{id}: not run: {why}");
         }
@@ -459,7 +488,7 @@ impl Scoreboard {
     pub fn to_text(&self) -> String {
         use std::fmt::Write as _;
         let mut out = String::from(
-            "scoreboard (rules: docs/reproduction.md, \"How the tables are scored\")\n",
+            "scoreboard (the rules, and why each table agrees or not: docs/reproduction.md)\n",
         );
         let w = self.tables.iter().map(|(id, _)| id.len()).max().unwrap_or(0).max(11);
         for (id, s) in &self.tables {
@@ -490,6 +519,40 @@ impl Scoreboard {
     }
 }
 
+/// The spec-level results in as the runs finish, for printing tables as they complete.
+#[derive(Debug)]
+struct Streamed {
+    /// Per spec, its result once in.
+    filled: Vec<Option<RunResult>>,
+    /// Per distinct run, the specs it stands for.
+    users: Vec<Vec<usize>>,
+    /// The next table to print.
+    next_plan: usize,
+}
+
+impl Streamed {
+    /// Distinct run `i` finished with `r`.
+    fn add(&mut self, i: usize, r: &RunResult) {
+        for &j in &self.users[i] {
+            self.filled[j] = Some(r.clone());
+        }
+    }
+}
+
+/// The `/proc` views of each preset's last run, when asked for.
+fn shown_views(
+    p: &Plan<'_>,
+    results: &[Option<RunResult>],
+    show: bool,
+) -> Vec<(String, Vec<(&'static str, String)>)> {
+    if !show {
+        return Vec::new();
+    }
+    shown_specs(p)
+        .filter_map(|(preset, i)| results[i].as_ref().map(|r| (preset, r.views.clone())))
+        .collect()
+}
+
 /// One table's outcome: every published metric, ours beside it, per preset.
 #[derive(Debug)]
 pub struct TableReport {
@@ -511,6 +574,8 @@ pub struct TableReport {
     pub presets: Vec<String>,
     /// Samples per preset.
     pub samples: u32,
+    /// Run at `--quick`'s reduced scale: not comparable with a full run.
+    pub quick: bool,
     /// The table's note.
     pub note: String,
     /// (name, param, normalised, unit) of each metric.
@@ -559,6 +624,7 @@ impl TableReport {
             "machine": self.machine,
             "baseline": self.baseline,
             "samples": self.samples,
+            "quick": self.quick,
             "rows": rows,
         });
         if !self.views.is_empty() {
@@ -589,7 +655,7 @@ impl TableReport {
     }
 }
 
-fn table_report(p: &Plan<'_>, results: &[RunResult], keys: &[String]) -> TableReport {
+fn table_report(p: &Plan<'_>, results: &[Option<RunResult>], keys: &[String]) -> TableReport {
     let t = p.table;
     let metrics: Vec<&PublishedMetric> = t.main_metrics().collect();
     TableReport {
@@ -602,6 +668,7 @@ fn table_report(p: &Plan<'_>, results: &[RunResult], keys: &[String]) -> TableRe
         baseline: t.baseline.clone(),
         presets: t.presets.clone(),
         samples: p.samples,
+        quick: p.quick,
         note: t.note.split_whitespace().collect::<Vec<_>>().join(" "),
         metrics: metrics
             .iter()
@@ -639,8 +706,13 @@ impl TableReport {
         let _ = writeln!(out, "== {} — {}", self.id, self.title);
         let _ = writeln!(
             out,
-            "   seed {}; {} on {} ({} CPUs), {} sample(s) per preset",
-            self.seed, self.workload, self.machine, self.cpus, self.samples
+            "   seed {}; {} on {} ({} CPUs), {} sample(s) per preset{}",
+            self.seed,
+            self.workload,
+            self.machine,
+            self.cpus,
+            self.samples,
+            if self.quick { "; QUICK: reduced scale, not comparable with a full run" } else { "" }
         );
         let blocks = self.blocks();
         if blocks.len() > 1 && blocks.iter().all(|(_, idx)| idx.len() == 1) {
