@@ -30,7 +30,7 @@ mod zoneinfo;
 
 /// The pagealloc lab: drive the page allocator, inspect it, compare policies.
 #[derive(Debug, Parser)]
-#[command(name = "pagealloc", version, about, long_about = None)]
+#[command(name = "pagealloc", version, about, long_about = None, disable_help_subcommand = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -124,10 +124,28 @@ enum Command {
     /// A workload agrees when its run time, zone-lock acquisitions, refills and drains are
     /// within ±15 % of the real median. Result rows go to results/ unless --no-save.
     Validate(cmd::validate::Args),
+    /// Print the help of a command (`pagealloc help reproduce`), or of pagealloc itself.
+    Help(HelpArgs),
 }
 
-fn main() -> Result<()> {
-    let cli = Cli::parse();
+/// Arguments of `pagealloc help`.
+#[derive(Debug, clap::Args)]
+struct HelpArgs {
+    /// The command (and subcommand) whose help to print; none: pagealloc's own.
+    command: Vec<String>,
+}
+
+/// Run the command; a user error (a bad file, a bad flag, a workload that does not fit)
+/// prints as one line with its causes and exits 1, without a backtrace whatever
+/// `RUST_BACKTRACE` says: backtraces are for bugs, which panic.
+fn main() {
+    if let Err(e) = run(Cli::parse()) {
+        eprintln!("Error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Exercise(args) => cmd::exercise::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
@@ -143,5 +161,22 @@ fn main() -> Result<()> {
         Command::Machines(args) => cmd::machines::run(&args),
         Command::Stress(args) => cmd::stress::run(&args),
         Command::Validate(args) => cmd::validate::run(&args),
+        Command::Help(args) => help(&args.command),
     }
+}
+
+/// `pagealloc help [COMMAND…]`: the long help of that command.
+fn help(path: &[String]) -> Result<()> {
+    use clap::CommandFactory as _;
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut at = &mut cmd;
+    for name in path {
+        let names: Vec<String> = at.get_subcommands().map(|c| c.get_name().to_string()).collect();
+        at = at.find_subcommand_mut(name).ok_or_else(|| {
+            anyhow::anyhow!("no command `{name}`; the commands are: {}", names.join(", "))
+        })?;
+    }
+    at.print_long_help()?;
+    Ok(())
 }

@@ -260,3 +260,33 @@ fn malformed_cost_profiles() {
         .assert()
         .success();
 }
+
+/// A user error is one line on stderr and exit status 1, with no backtrace even when
+/// `RUST_BACKTRACE` asks for one (backtraces are for bugs).
+#[test]
+fn user_errors_print_without_backtraces() {
+    let out = pagealloc()
+        .env("RUST_BACKTRACE", "1")
+        .args(["run", "trunc", "--machine", "no-such-machine"])
+        .assert()
+        .code(1);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.starts_with("Error: unknown machine `no-such-machine`"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!err.contains("backtrace") && !err.contains("Backtrace"), "{err}");
+}
+
+/// `help` is a command like the others: it has its own `--help`, prints a command's help, and
+/// names the commands when asked for one that does not exist.
+#[test]
+fn help_is_a_command() {
+    let out = pagealloc().args(["help", "--help"]).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("Usage: pagealloc help"), "{text}");
+    let out = pagealloc().args(["help", "reproduce"]).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("Usage: pagealloc reproduce"), "{text}");
+    let out = pagealloc().args(["help", "nope"]).assert().code(1);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("no command `nope`; the commands are: exercise"), "{err}");
+}

@@ -286,10 +286,8 @@ fn validate_quick_compares_model_and_real_per_workload() {
 /// with the scoreboard.
 #[test]
 fn reproduce_piped_reports_progress_and_says_quick() {
-    let out = pagealloc()
-        .args(["reproduce", "000-trunc@v2", "--quick", "--no-save"])
-        .assert()
-        .success();
+    let out =
+        pagealloc().args(["reproduce", "000-trunc@v2", "--quick", "--no-save"]).assert().success();
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("runs done") && err.contains("to go"), "{err}");
     let text = stdout(&out);

@@ -688,6 +688,31 @@ fn shown_specs<'a>(p: &'a Plan<'_>) -> impl Iterator<Item = (String, usize)> + '
     })
 }
 
+/// A value in a text table: two decimals, none from 10 000 up (a rate of 1 445 260 faults/s
+/// needs no cents), `–` where there is none.
+fn value_cell(x: f64) -> String {
+    if !x.is_finite() {
+        "–".into()
+    } else if x.abs() >= 1e4 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// What a table's parameter value is, for a row or block label: netperf's message size in
+/// bytes, thpfioscale's number of THP threads, a most-used frame's rank (from the 5th most
+/// used up, as the seed prints them); page_fault1's says so itself.
+fn param_label(workload: &str, metric: &str, param: &str) -> String {
+    match workload {
+        _ if param.is_empty() => String::new(),
+        _ if metric == "allocs" => format!("frame #{param}"),
+        "netperf-tcp" => format!("{param} B"),
+        "thpfioscale" => format!("{param} THP thr."),
+        _ => param.to_string(),
+    }
+}
+
 /// JSON has no NaN: missing values are null.
 fn finite(x: f64) -> serde_json::Value {
     if x.is_finite() {
@@ -727,9 +752,11 @@ impl TableReport {
             }
             let _ = writeln!(out, "{head}");
             for (param, idx) in &blocks {
-                let mut line = format!("   {param:<14}");
+                let label = param_label(&self.workload, name, param);
+                let mut line = format!("   {label:<14}");
                 for c in &self.cells[idx[0]] {
-                    let _ = write!(line, " {:>12.2} {:>12.2} {}", c.ours, c.published, c.mark());
+                    let (o, p) = (value_cell(c.ours), value_cell(c.published));
+                    let _ = write!(line, " {o:>12} {p:>12} {}", c.mark());
                 }
                 let _ = writeln!(out, "{}", line.trim_end());
             }
@@ -737,7 +764,8 @@ impl TableReport {
             return out;
         }
         for (param, idx) in blocks {
-            let mut head = format!("   {:<14}", if param.is_empty() { "preset" } else { param });
+            let label = param_label(&self.workload, &self.metrics[idx[0]].0, param);
+            let mut head = format!("   {:<14}", if param.is_empty() { "preset" } else { &label });
             for &i in &idx {
                 let (name, _, norm, _) = &self.metrics[i];
                 let norm = if *norm { " (base=100)" } else { "" };
@@ -753,7 +781,8 @@ impl TableReport {
                 let mut line = format!("   {preset:<14}");
                 for &i in &idx {
                     let c = &self.cells[i][r];
-                    let _ = write!(line, " {:>12.2} {:>12.2} {}", c.ours, c.published, c.mark());
+                    let (o, p) = (value_cell(c.ours), value_cell(c.published));
+                    let _ = write!(line, " {o:>12} {p:>12} {}", c.mark());
                 }
                 let _ = writeln!(out, "{}", line.trim_end());
             }
@@ -762,9 +791,10 @@ impl TableReport {
         out
     }
 
-    /// The lines after a table: its note, its score, a blank line.
+    /// The lines after a table: the marks, its note, its score, a blank line.
     fn closing(&self, out: &mut String) {
         use std::fmt::Write as _;
+        let _ = writeln!(out, "   marks: {LEGEND}; – no value (not printed, or not produced)");
         if !self.note.is_empty() {
             let _ = writeln!(out, "   note: {}", self.note);
         }
