@@ -297,3 +297,32 @@ fn reproduce_piped_reports_progress_and_says_quick() {
     assert!(text.contains("QUICK: reduced scale, not comparable"), "{text}");
     assert!(text.contains("reduced scale (--quick)"), "{text}");
 }
+
+/// A preset file is labelled by its `name`, not by its path, in compare's columns and rows.
+#[test]
+fn preset_files_are_labelled_by_their_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("some-long-file-name.toml");
+    std::fs::write(&path, "name = \"mine\"\nbase = \"modern\"\n").unwrap();
+    let presets = format!("modern,{}", path.display());
+    let out = pagealloc()
+        .args(["compare", "trunc", "--machine", "lab-2cpu", "--quick", "--no-save", "--presets"])
+        .arg(&presets)
+        .args(["--param", "file_mib=16", "--iterations", "1"])
+        .assert()
+        .success();
+    let text = stdout(&out);
+    assert!(text.contains("mine"), "{text}");
+    assert!(!text.contains("some-long-file-name"), "{text}");
+    // Two files with one name cannot share a table.
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, "name = \"mine\"\nbase = \"tune-base\"\n").unwrap();
+    let presets = format!("{},{}", path.display(), other.display());
+    let out = pagealloc()
+        .args(["compare", "trunc", "--machine", "lab-2cpu", "--quick", "--no-save", "--presets"])
+        .arg(&presets)
+        .assert()
+        .failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("two of --presets are named `mine`"), "{err}");
+}

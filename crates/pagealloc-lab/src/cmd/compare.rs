@@ -65,8 +65,18 @@ pub fn run(args: &Args) -> Result<()> {
     let machine = machine_for(w, args.machine.as_deref(), args.cpus)?;
     let cost = args.common.cost()?;
     let mut specs = Vec::new();
-    for name in &args.presets {
-        let preset = resolve(name)?;
+    let mut labels: Vec<String> = Vec::new();
+    for given in &args.presets {
+        let preset = resolve(given)?;
+        // A preset file is labelled by its `name` (default: the file stem), not its path.
+        let name = preset.name.clone();
+        if labels.contains(&name) {
+            bail!(
+                "two of --presets are named `{name}`; give each file its own `name = \"…\"` so \
+                 the columns can be told apart"
+            );
+        }
+        labels.push(name.clone());
         for i in 0..args.iterations {
             specs.push(RunSpec {
                 runner: Runner::Model,
@@ -141,7 +151,7 @@ pub fn run(args: &Args) -> Result<()> {
                 let base = &cols[0];
                 let columns: Vec<_> = cols
                     .iter()
-                    .zip(&args.presets)
+                    .zip(&labels)
                     .map(|(s, p)| {
                         let sum = mmtests::summarize(s, *better);
                         let mean = sum.map_or(f64::NAN, |x| x.mean);
@@ -163,7 +173,7 @@ pub fn run(args: &Args) -> Result<()> {
         let doc = json!({
             "workload": w.name,
             "machine": machine.name,
-            "presets": args.presets,
+            "presets": labels,
             "iterations": args.iterations,
             "seed": args.common.seed,
             "metrics": metrics,
@@ -179,7 +189,7 @@ pub fn run(args: &Args) -> Result<()> {
             columns: cols.clone(),
         })
         .collect();
-    let labels: Vec<&str> = args.presets.iter().map(String::as_str).collect();
+    let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
     let opts = TableOptions {
         rule: args.significance,
         rows: if args.mean_only { RowSet::MeanOnly } else { RowSet::Full },

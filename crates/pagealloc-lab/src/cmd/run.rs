@@ -158,12 +158,14 @@ pub fn run(args: &Args) -> Result<()> {
             (Runner::Real { pin: args.pin }, Machine::host(cpus, mib << 20)?)
         }
     };
+    let preset = resolve(&args.preset)?;
     let spec = RunSpec {
         runner,
         workload: w,
         params,
-        preset: resolve(&args.preset)?,
-        preset_name: args.preset.clone(),
+        // A preset file is labelled by its `name` (default: the file stem), not its path.
+        preset_name: preset.name.clone(),
+        preset,
         machine,
         seed: args.common.seed,
         sample: 0,

@@ -245,7 +245,7 @@ pub fn run(args: &Args) -> Result<()> {
             workload: w,
             params: params.clone(),
             preset: preset.clone(),
-            preset_name: args.preset.clone(),
+            preset_name: preset.name.clone(),
             machine,
             seed,
             sample,
