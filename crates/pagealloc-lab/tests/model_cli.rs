@@ -326,3 +326,23 @@ fn preset_files_are_labelled_by_their_name() {
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("two of --presets are named `mine`"), "{err}");
 }
+
+/// A workload whose defaults need a bigger machine runs on a small one with fitted defaults,
+/// said in the output; an override that cannot fit is refused with a value that does.
+#[test]
+fn workloads_fit_small_machines_and_say_so() {
+    let out = pagealloc()
+        .args(["run", "lmbench-unix", "--machine", "lab-2cpu", "--quick", "--no-save"])
+        .args(["--param", "duration_s=0.05"])
+        .assert()
+        .success();
+    let text = stdout(&out);
+    assert!(text.contains("fitted to lab-2cpu: pairs=1 (default 16: each pair takes 2"), "{text}");
+    let out = pagealloc()
+        .args(["run", "lmbench-unix", "--machine", "lab-2cpu", "--no-save", "--param", "pairs=4"])
+        .assert()
+        .failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("--param pairs=4: does not fit"), "{err}");
+    assert!(err.contains("pairs=1 does"), "{err}");
+}

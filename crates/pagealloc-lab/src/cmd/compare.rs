@@ -61,8 +61,9 @@ pub fn run(args: &Args) -> Result<()> {
     if args.iterations == 0 {
         bail!("--iterations must be at least 1");
     }
-    let params = w.params(&args.params, args.common.scale())?;
     let machine = machine_for(w, args.machine.as_deref(), args.cpus)?;
+    let (params, fitted) =
+        w.params_for(&args.params, args.common.scale(), workload::Fit::of(&machine))?;
     let cost = args.common.cost()?;
     let mut specs = Vec::new();
     let mut labels: Vec<String> = Vec::new();
@@ -175,6 +176,7 @@ pub fn run(args: &Args) -> Result<()> {
             "machine": machine.name,
             "presets": labels,
             "iterations": args.iterations,
+            "fitted": fitted,
             "seed": args.common.seed,
             "metrics": metrics,
         });
@@ -203,6 +205,9 @@ pub fn run(args: &Args) -> Result<()> {
         args.iterations
     );
     let rendered = mmtests::render_table(&title, &labels, &ms, &opts);
+    if !fitted.is_empty() {
+        println!("fitted to {}: {}", machine.name, fitted.join(", "));
+    }
     println!("{rendered}");
     if let Some(path) = &args.report {
         let html = crate::report::compare_page(&title, &rendered, &rows);

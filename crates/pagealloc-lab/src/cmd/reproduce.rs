@@ -384,7 +384,8 @@ pub fn run(args: &Args) -> Result<()> {
             streamed.next_plan += 1;
         }
     };
-    let distinct = runs::execute_all_with(&unique, "reproduce", args.common.json, on_done)?;
+    // Progress goes to stderr, so it shows with --json too: a full run takes many minutes.
+    let distinct = runs::execute_all_with(&unique, "reproduce", false, on_done)?;
     let results: Vec<RunResult> = slots.iter().map(|&i| distinct[i].clone()).collect();
     let all: Vec<Option<RunResult>> = results.iter().cloned().map(Some).collect();
     if !args.common.no_save {

@@ -133,7 +133,6 @@ pub fn machine_for(
 /// Run the command.
 pub fn run(args: &Args) -> Result<()> {
     let w = workload::find(&args.workload)?;
-    let params = w.params(&args.params, args.common.scale())?;
     let (runner, machine) = match args.runner {
         RunnerArg::Model => {
             if args.pin || args.memory_mib.is_some() {
@@ -158,6 +157,8 @@ pub fn run(args: &Args) -> Result<()> {
             (Runner::Real { pin: args.pin }, Machine::host(cpus, mib << 20)?)
         }
     };
+    let (params, fitted) =
+        w.params_for(&args.params, args.common.scale(), workload::Fit::of(&machine))?;
     let preset = resolve(&args.preset)?;
     let spec = RunSpec {
         runner,
@@ -209,6 +210,7 @@ pub fn run(args: &Args) -> Result<()> {
             "preset": spec.preset_name,
             "seed": spec.seed,
             "params": params,
+            "fitted": fitted,
             "metrics": metrics,
             "allocator_calls": calls,
             "steps": o.steps,
@@ -237,6 +239,9 @@ pub fn run(args: &Args) -> Result<()> {
     );
     let params: Vec<String> = spec.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!("parameters: {}", params.join(" "));
+    if !fitted.is_empty() {
+        println!("fitted to {}: {}", spec.machine.name, fitted.join(", "));
+    }
     println!();
     for m in &r.metrics {
         println!("  {:<24} {:>16.3} {:<7} {}", m.name, m.value, m.unit, m.doc);

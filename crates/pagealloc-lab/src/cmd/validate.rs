@@ -239,7 +239,8 @@ pub fn run(args: &Args) -> Result<()> {
         let w = workload::find(name)?;
         let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
         let scale = if args.quick { scale * QUICK_SCALE } else { scale };
-        let params = w.params(&overrides, scale)?;
+        let model_machine = host_machine(cpus, mib << 20, &like)?;
+        let (params, _) = w.params_for(&overrides, scale, workload::Fit::of(&model_machine))?;
         let spec = |runner, machine: Machine, seed, sample| RunSpec {
             runner,
             workload: w,
@@ -255,7 +256,7 @@ pub fn run(args: &Args) -> Result<()> {
             show: Vec::new(),
             trace: None,
         };
-        let model_spec = spec(Runner::Model, host_machine(cpus, mib << 20, &like)?, args.seed, 0);
+        let model_spec = spec(Runner::Model, model_machine, args.seed, 0);
         if !args.json {
             eprintln!("validate: {name}: model ...");
         }

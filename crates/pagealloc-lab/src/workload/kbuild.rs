@@ -46,7 +46,7 @@ use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 use pagealloc_testkit::rng::Rng;
 
-use super::{ns, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
+use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 
 /// The registry entry.
@@ -57,6 +57,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     params: PARAMS,
     default_machine: "spr-2s-224",
     build: |p| Box::new(Serial::new(Kbuild::new(p))),
+    fit,
 };
 
 /// Objects an allyesconfig build compiles (assumed, see the module doc): the ratio of the
@@ -67,6 +68,20 @@ const REAL_OBJECTS: f64 = 25_000.0;
 const REAL_LINK_MIB: f64 = 2_845_254.0 / 1024.0;
 /// Default number of jobs: the scaled-down build (see the module doc).
 const DEFAULT_JOBS: f64 = 1792.0;
+
+/// `mem_node` must be one of the machine's nodes: the last one (the seed's "the other node"
+/// where there are two) when it is not.
+fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
+    let node = p.get("mem_node").round();
+    if node < 0.0 || node < f64::from(m.nr_nodes) {
+        return Vec::new();
+    }
+    vec![Fitted {
+        name: "mem_node",
+        value: f64::from(m.nr_nodes.saturating_sub(1)),
+        why: format!("the machine has {} node(s)", m.nr_nodes),
+    }]
+}
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {

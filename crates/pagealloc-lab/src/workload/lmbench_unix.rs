@@ -53,6 +53,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     params: PARAMS,
     default_machine: "icl-2s-128",
     build: |p| Box::new(Serial::new(LmbenchUnix::new(p))),
+    fit: super::fit_pairs,
 };
 
 const PARAMS: &[ParamSpec] = &[

@@ -76,6 +76,54 @@ pub struct WorkloadInfo {
     pub default_machine: &'static str,
     /// Build one run of it.
     pub build: fn(&Params) -> Box<dyn Workload>,
+    /// The parameters that do not fit a machine, each with a value that does
+    /// ([`WorkloadInfo::params_for`] applies them to defaults and refuses them in overrides).
+    pub fit: fn(&Params, Fit) -> Vec<Fitted>,
+}
+
+/// What a workload's parameters must fit: the machine's CPUs and nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fit {
+    /// CPUs of the machine.
+    pub nr_cpus: u32,
+    /// Nodes of the machine.
+    pub nr_nodes: u32,
+}
+
+impl Fit {
+    /// What `m` offers.
+    pub fn of(m: &crate::machine::Machine) -> Fit {
+        Fit { nr_cpus: m.nr_cpus(), nr_nodes: m.nodes.len() as u32 }
+    }
+}
+
+/// A parameter value the machine cannot take, with one it can and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fitted {
+    /// The parameter.
+    pub name: &'static str,
+    /// A value that fits.
+    pub value: f64,
+    /// Why the other one does not (`"the machine has 2 CPUs"`).
+    pub why: String,
+}
+
+/// For workloads whose parameters fit any machine.
+pub fn fits_any(_: &Params, _: Fit) -> Vec<Fitted> {
+    Vec::new()
+}
+
+/// `pairs` pairs of busy tasks need two CPUs each: at most half the machine's CPUs.
+pub fn fit_pairs(p: &Params, m: Fit) -> Vec<Fitted> {
+    let most = u64::from(m.nr_cpus / 2).max(1);
+    if p.count("pairs") <= most {
+        return Vec::new();
+    }
+    vec![Fitted {
+        name: "pairs",
+        value: most as f64,
+        why: format!("each pair takes 2 of the machine's {} CPUs", m.nr_cpus),
+    }]
 }
 
 /// How many blocks ahead of the one being freed a workload freeing a batch prefetches
@@ -145,6 +193,53 @@ impl WorkloadInfo {
             }
         }
         Ok(Params(values))
+    }
+}
+
+impl Params {
+    /// Set `name` (a name the workload declared) to `value`.
+    fn set(&mut self, name: &str, value: f64) {
+        self.0.iter_mut().find(|(n, _)| *n == name).expect("declared").1 = value;
+    }
+}
+
+impl WorkloadInfo {
+    /// [`params`](Self::params) fitted to a machine: a default the machine cannot take is
+    /// replaced by one it can (each change described, `"pairs=1 (default 16: …)"`), and an
+    /// override it cannot take is refused with a value that works.
+    pub fn params_for(
+        &self,
+        overrides: &[String],
+        scale: f64,
+        machine: Fit,
+    ) -> Result<(Params, Vec<String>)> {
+        let mut params = self.params(overrides, scale)?;
+        let given = |name: &str| {
+            overrides.iter().any(|o| o.split_once('=').is_some_and(|(k, _)| k.trim() == name))
+        };
+        let mut notes = Vec::new();
+        // A fit may make room for another (fewer fio jobs, then THP threads): a few rounds.
+        for _ in 0..self.params.len() {
+            let changes = (self.fit)(&params, machine);
+            if changes.is_empty() {
+                break;
+            }
+            for c in changes {
+                let was = params.get(c.name);
+                if given(c.name) {
+                    bail!(
+                        "--param {}={was}: does not fit ({}); {}={} does",
+                        c.name,
+                        c.why,
+                        c.name,
+                        c.value
+                    );
+                }
+                notes.push(format!("{}={} (default {was}: {})", c.name, c.value, c.why));
+                params.set(c.name, c.value);
+            }
+        }
+        Ok((params, notes))
     }
 }
 
@@ -261,5 +356,58 @@ mod tests {
         assert!(w.params(&[], 0.0).is_err());
         let e = find("nope").err().unwrap().to_string();
         assert!(e.contains("trunc"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod fit_tests {
+    use super::*;
+    use crate::machine::Machine;
+
+    /// On its own machine every workload runs its defaults: what `reproduce` runs is unchanged.
+    #[test]
+    fn defaults_fit_each_workloads_own_machine() {
+        for w in WORKLOADS {
+            let m = Machine::resolve(w.default_machine).unwrap();
+            let (p, notes) = w.params_for(&[], 1.0, Fit::of(&m)).unwrap();
+            assert!(notes.is_empty(), "{}: {notes:?}", w.name);
+            assert_eq!(p, w.params(&[], 1.0).unwrap(), "{}", w.name);
+        }
+    }
+
+    /// On a two-CPU machine the defaults that do not fit are replaced, each change said, and
+    /// the result fits; the same value given by hand is refused with one that works.
+    #[test]
+    fn small_machines_get_fitted_defaults_and_overrides_a_value_that_works() {
+        let two = Fit { nr_cpus: 2, nr_nodes: 1 };
+        let cases: &[(&str, &str, f64)] = &[
+            ("lmbench-unix", "pairs", 1.0),
+            ("netperf-sctp-stream-many", "pairs", 1.0),
+            ("kbuild", "mem_node", 0.0),
+            ("page-frag-rx", "rx_cpus", 1.0),
+        ];
+        for &(name, param, want) in cases {
+            let w = find(name).unwrap();
+            let (p, notes) = w.params_for(&[], 1.0, two).unwrap();
+            assert_eq!(p.get(param), want, "{name}");
+            assert!(notes.iter().any(|n| n.starts_with(&format!("{param}={want} (default "))));
+            assert!((w.fit)(&p, two).is_empty(), "{name}: fitted params fit");
+            let asked = format!("{param}={}", w.params(&[], 1.0).unwrap().get(param));
+            let e =
+                format!("{:#}", w.params_for(std::slice::from_ref(&asked), 1.0, two).unwrap_err());
+            assert!(e.contains(&format!("--param {asked}: does not fit")), "{e}");
+            assert!(e.contains(&format!("{param}={want} does")), "{e}");
+        }
+        // Fitting that takes more than one round: fewer fio jobs leaves room for THP threads.
+        let five = Fit { nr_cpus: 5, nr_nodes: 1 };
+        let w = find("thpfioscale").unwrap();
+        let (p, notes) = w.params_for(&[], 1.0, five).unwrap();
+        assert_eq!(p.get("fio_threads"), 3.0, "{notes:?}");
+        assert!((w.fit)(&p, five).is_empty());
+        // Given THP threads are kept where they can be.
+        let (p, _) = w.params_for(&["thp_threads=2".into()], 1.0, five).unwrap();
+        assert_eq!((p.get("fio_threads"), p.get("thp_threads")), (2.0, 2.0));
+        // Too small for one of each: left to the workload's own refusal.
+        assert!((w.fit)(&w.params(&[], 1.0).unwrap(), two).is_empty());
     }
 }

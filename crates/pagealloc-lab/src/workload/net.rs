@@ -62,7 +62,8 @@ impl Tasks {
         if n > info.nr_cpus as usize {
             bail!(
                 "{groups} × {size} tasks need {n} CPUs, the machine has {} (one busy task per \
-                 CPU is all the model runs)",
+                 CPU is all the model runs; give a machine with at least {size}, e.g. --cpus \
+                 {size})",
                 info.nr_cpus
             );
         }

@@ -65,6 +65,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     params: PARAMS,
     default_machine: "icl-2s-128",
     build: |p| Box::new(Serial::new(NetperfSctp::new(p))),
+    fit: super::fit_pairs,
 };
 
 const PARAMS: &[ParamSpec] = &[

@@ -58,6 +58,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     params: PARAMS,
     default_machine: "skylake-1s",
     build: |p| Box::new(Serial::new(NetperfTcp::new(p))),
+    fit: super::fits_any,
 };
 
 const PARAMS: &[ParamSpec] = &[

@@ -33,7 +33,7 @@
 use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
-use super::{ns, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
+use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload, PS_PER_S};
 
 /// The registry entry.
@@ -44,7 +44,20 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     params: PARAMS,
     default_machine: "cascadelake-2s",
     build: |p| Box::new(Serial::new(PageFault1::new(p))),
+    fit,
 };
+
+/// A core cannot have more hardware threads than the machine has CPUs.
+fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
+    if p.count("threads_per_core") <= u64::from(m.nr_cpus) {
+        return Vec::new();
+    }
+    vec![Fitted {
+        name: "threads_per_core",
+        value: f64::from(m.nr_cpus.max(1)),
+        why: format!("the machine has {} CPU(s)", m.nr_cpus),
+    }]
+}
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {

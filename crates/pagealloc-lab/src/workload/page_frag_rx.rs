@@ -40,7 +40,7 @@ use std::collections::VecDeque;
 use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
-use super::{ns, ParamSpec, Params, WorkloadInfo};
+use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload, PS_PER_S};
 
 /// The registry entry.
@@ -51,7 +51,29 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     params: PARAMS,
     default_machine: "cortex-a53",
     build: |p| Box::new(Serial::new(PageFragRx::new(p))),
+    fit,
 };
+
+/// RX and TX-completion CPUs are distinct: on a machine with fewer CPUs than both, half of
+/// them receive and the rest complete transmissions (or each RX CPU its own on one CPU).
+fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
+    let (rx, tx) = (p.count("rx_cpus"), p.get("tx_cpus").round() as u64);
+    let cpus = u64::from(m.nr_cpus);
+    if rx + tx <= cpus {
+        return Vec::new();
+    }
+    let why = format!("RX and TX CPUs are distinct and the machine has {cpus}");
+    let new_rx = if tx == 0 { cpus.max(1) } else { (cpus / 2).max(1) };
+    let new_tx = if tx == 0 { 0 } else { cpus.saturating_sub(new_rx) };
+    let mut v = Vec::new();
+    if new_rx != rx {
+        v.push(Fitted { name: "rx_cpus", value: new_rx as f64, why: why.clone() });
+    }
+    if new_tx != tx {
+        v.push(Fitted { name: "tx_cpus", value: new_tx as f64, why });
+    }
+    v
+}
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {

@@ -80,7 +80,7 @@ use pagealloc::zone::{WMARK_HIGH, WMARK_LOW, WMARK_MIN};
 use pagealloc::{AllocFlags, Gfp, Order, Pfn, ZoneType};
 use pagealloc_testkit::rng::Rng;
 
-use super::{ns, ParamSpec, Params, WorkloadInfo};
+use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload, PS_PER_S};
 
 /// The registry entry.
@@ -91,7 +91,34 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     params: PARAMS,
     default_machine: "skylake-1s",
     build: |p| Box::new(Serial::new(ThpFioScale::new(p))),
+    fit,
 };
+
+/// The fio jobs, the THP threads and one kswapd per node each need a CPU: on a machine too
+/// small for them, fewer fio jobs, then fewer THP threads (at least one of each).
+fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
+    let (cpus, nodes) = (u64::from(m.nr_cpus), u64::from(m.nr_nodes.max(1)));
+    let fio = p.count("fio_threads");
+    let thp_param = p.get("thp_threads").round() as u64;
+    let thp =
+        if thp_param > 0 { thp_param } else { ((cpus / nodes).saturating_sub(fio) / 4).max(1) };
+    if fio + thp + nodes <= cpus || cpus < nodes + 2 {
+        // Fits, or cannot: one fio job and one THP thread beside the kswapds need nodes + 2.
+        return Vec::new();
+    }
+    let why = format!(
+        "{fio} fio jobs, {thp} THP threads and {nodes} kswapd(s) need more than the machine's \
+         {cpus} CPUs"
+    );
+    let room = cpus - nodes;
+    // Keep the THP threads asked for (one when automatic), give the fio jobs the rest.
+    let keep_thp = if thp_param > 0 { thp_param.min(room - 1) } else { 1 };
+    let fio_fits = (room - keep_thp).max(1);
+    if fio_fits < fio {
+        return vec![Fitted { name: "fio_threads", value: fio_fits as f64, why }];
+    }
+    vec![Fitted { name: "thp_threads", value: (room - fio.min(room - 1)) as f64, why }]
+}
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -1289,9 +1316,12 @@ impl SerialWorkload for ThpFioScale {
         if needed > self.nr_cpus {
             bail!(
                 "thpfioscale needs {needed} CPUs ({} fio jobs, {thp_threads} THP threads, one \
-                 kswapd per node); the machine has {}",
+                 kswapd per node); the machine has {}: at least one fio job and one THP thread \
+                 beside the kswapds need {} CPUs (give a machine with more, e.g. --cpus {})",
                 self.fio_threads,
-                self.nr_cpus
+                self.nr_cpus,
+                self.nr_nodes + 2,
+                self.nr_nodes + 2
             );
         }
         let mut rng = Rng::new(info.seed ^ 0x7468_7066_696f);

@@ -32,6 +32,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     params: PARAMS,
     default_machine: "skylake-1s",
     build: |p| Box::new(Serial::new(Trunc::new(p))),
+    fit: super::fits_any,
 };
 
 const PARAMS: &[ParamSpec] = &[
