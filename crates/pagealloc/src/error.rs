@@ -3,6 +3,7 @@
 
 use core::fmt;
 
+use crate::gfp::Gfp;
 use crate::types::{CpuId, NodeId, Order, Pfn};
 
 /// Why an allocation failed.
@@ -14,6 +15,9 @@ pub enum AllocError {
     InvalidCpu(CpuId),
     /// The node is not one of the machine's.
     InvalidNode(NodeId),
+    /// The flags name more than one of `DMA`, `DMA32` and `HIGHMEM`: no zone is below all
+    /// the limits they name (the kernel's `GFP_ZONE_BAD`).
+    ImpossibleZones(Gfp),
     /// No zone the flags allow had a free block above the watermark the flags allow, after
     /// draining the per-CPU lists and releasing the highatomic reserve where the flags permit.
     OutOfMemory {
@@ -28,6 +32,11 @@ impl fmt::Display for AllocError {
             AllocError::InvalidOrder(o) => write!(f, "order {o} is above the largest order 10"),
             AllocError::InvalidCpu(c) => write!(f, "cpu {} does not exist", c.0),
             AllocError::InvalidNode(n) => write!(f, "node {} does not exist", n.0),
+            AllocError::ImpossibleZones(g) => write!(
+                f,
+                "gfp {:#x} names more than one of DMA, DMA32 and HIGHMEM: no zone satisfies it",
+                g.0
+            ),
             AllocError::OutOfMemory { order } => {
                 write!(f, "out of memory for an order-{order} block")
             }

@@ -482,6 +482,9 @@ impl<E: EventSink> PageAllocator<E> {
         if !order.is_valid() {
             return Err(AllocError::InvalidOrder(order));
         }
+        if gfp.impossible_zones() {
+            return Err(AllocError::ImpossibleZones(gfp));
+        }
         let highest = gfp.zone();
         let mt =
             if self.cfg.grouping_disabled { MigrateType::Unmovable } else { gfp.migratetype() };
