@@ -110,5 +110,30 @@ impl fmt::Display for FreeError {
     }
 }
 
+/// Why a run-time setting was refused. The setting in force stays as it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettingError {
+    /// The value is outside the range the setting (its sysctl) accepts.
+    OutOfRange {
+        /// The setting.
+        key: &'static str,
+        /// The value given.
+        got: u64,
+        /// The largest value accepted.
+        max: u64,
+    },
+}
+
+impl fmt::Display for SettingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SettingError::OutOfRange { key, got, max } => {
+                write!(f, "`{key}` = {got} is out of range; it takes 0..={max}")
+            }
+        }
+    }
+}
+
 impl core::error::Error for AllocError {}
 impl core::error::Error for FreeError {}
+impl core::error::Error for SettingError {}

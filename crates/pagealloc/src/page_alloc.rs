@@ -8,7 +8,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use crate::buddy::Fpi;
-use crate::error::{AllocError, FreeError};
+use crate::error::{AllocError, FreeError, SettingError};
 use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 use crate::gfp::{slowpath_alloc_flags, AllocFlags, Gfp};
 use crate::mem_map::{FrameInfo, FrameState};
@@ -24,6 +24,10 @@ use crate::types::{
     PAGEBLOCK_NR_PAGES,
 };
 use crate::zone::{flags, CoreConfig, Zone, WMARK_HIGH, WMARK_LOW, WMARK_MIN, WMARK_PROMO};
+
+/// Largest vm.min_free_kbytes accepted, KiB: the sysctl is an `int` (`Tunables` takes the same
+/// range).
+pub const MAX_MIN_FREE_KBYTES: u64 = i32::MAX as u64;
 
 /// Why an allocator could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -351,17 +355,20 @@ impl<E: EventSink> PageAllocator<E> {
     /// value.
     fn init_min_free_kbytes(&self) {
         if let Some(kb) = self.tunables.min_free_kbytes {
-            self.set_min_free_kbytes(kb);
+            // `Tunables::validate` bounded it to the sysctl's range.
+            self.apply_min_free_kbytes(kb);
             return;
         }
         let kb = sizing::default_min_free_kbytes(sizing::lowmem_kbytes(&self.zone_marks()));
-        self.set_min_free_kbytes(kb);
+        self.apply_min_free_kbytes(kb);
         let populated =
             self.zones.iter().filter(|z| z.ztype <= ZoneType::Normal && z.is_populated()).count();
         let buffer_pages = sizing::nr_free_zone_pages(&self.zone_marks(), ZoneType::Normal);
         let thp = sizing::thp_recommended_min_free_kbytes(populated as u64, buffer_pages);
         if thp > kb {
-            self.set_min_free_kbytes(thp);
+            // 11 pageblocks a zone stays below the sysctl's limit for the 65535 zones the
+            // allocator allows (1.4 TiB); the `min` keeps the bound whatever the count.
+            self.apply_min_free_kbytes(thp.min(MAX_MIN_FREE_KBYTES));
         }
     }
 
@@ -373,7 +380,21 @@ impl<E: EventSink> PageAllocator<E> {
 
     /// Set vm.min_free_kbytes and recompute every zone's watermarks and lowmem reserves
     /// (kernel `setup_per_zone_wmarks` and `setup_per_zone_lowmem_reserve`).
-    pub fn set_min_free_kbytes(&self, kb: u64) {
+    ///
+    /// # Errors
+    /// [`SettingError::OutOfRange`] above [`MAX_MIN_FREE_KBYTES`] (the sysctl is an `int`, and
+    /// [`Tunables`] takes the same range); nothing changes then.
+    pub fn set_min_free_kbytes(&self, kb: u64) -> Result<(), SettingError> {
+        if kb > MAX_MIN_FREE_KBYTES {
+            let max = MAX_MIN_FREE_KBYTES;
+            return Err(SettingError::OutOfRange { key: "min_free_kbytes", got: kb, max });
+        }
+        self.apply_min_free_kbytes(kb);
+        Ok(())
+    }
+
+    /// Store a min_free_kbytes known to be in range and recompute what depends on it.
+    fn apply_min_free_kbytes(&self, kb: u64) {
         self.min_free_kbytes.store(kb, Relaxed);
         self.setup_per_zone_wmarks();
     }

@@ -3,7 +3,11 @@
 //! lists, validator passing. One test per kind of input (docs/reliability.md lists them).
 
 use pagealloc::debug::validate;
-use pagealloc::{AllocError, CpuId, Gfp, MemoryMap, Order, PageAllocator, Policy, Tunables};
+use pagealloc::page_alloc::MAX_MIN_FREE_KBYTES;
+use pagealloc::zone::{WMARK_HIGH, WMARK_MIN};
+use pagealloc::{
+    AllocError, CpuId, Gfp, MemoryMap, Order, PageAllocator, Policy, SettingError, Tunables,
+};
 
 const MIB: u64 = 1 << 20;
 
@@ -54,4 +58,29 @@ fn impossible_gfp_zone_combinations_are_refused() {
     }
     let msg = AllocError::ImpossibleZones(Gfp::DMA | Gfp::DMA32).to_string();
     assert!(msg.contains("more than one of DMA, DMA32 and HIGHMEM"), "{msg}");
+}
+
+#[test]
+fn min_free_kbytes_above_the_sysctl_range_is_refused() {
+    let pa = machine(64 * MIB);
+    let marks = |pa: &PageAllocator| -> Vec<(u64, u64)> {
+        pa.zones().iter().map(|z| (z.wmark_pages(WMARK_MIN), z.wmark_pages(WMARK_HIGH))).collect()
+    };
+    let (kb, wm, before) = (pa.min_free_kbytes(), marks(&pa), footprint(&pa));
+    for bad in [u64::MAX, MAX_MIN_FREE_KBYTES + 1] {
+        assert_eq!(
+            pa.set_min_free_kbytes(bad),
+            Err(SettingError::OutOfRange { key: "min_free_kbytes", got: bad, max: 2_147_483_647 })
+        );
+        assert_eq!((pa.min_free_kbytes(), marks(&pa)), (kb, wm.clone()));
+        unchanged(&pa, before);
+    }
+    // The largest value the sysctl takes is applied, and only reserve-using requests remain.
+    pa.set_min_free_kbytes(MAX_MIN_FREE_KBYTES).unwrap();
+    assert_eq!(pa.min_free_kbytes(), MAX_MIN_FREE_KBYTES);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    assert!(pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).is_err());
+    pa.set_min_free_kbytes(kb).unwrap();
+    assert_eq!(marks(&pa), wm);
+    unchanged(&pa, before);
 }
