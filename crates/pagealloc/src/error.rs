@@ -4,6 +4,7 @@
 use core::fmt;
 
 use crate::gfp::Gfp;
+use crate::migratetype::MigrateType;
 use crate::types::{CpuId, NodeId, Order, Pfn};
 
 /// Why an allocation failed.
@@ -110,6 +111,44 @@ impl fmt::Display for FreeError {
     }
 }
 
+/// Why a pageblock could not be isolated or given back. Nothing was changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IsolateError {
+    /// The CPU handle is not one of this allocator's.
+    InvalidCpu(CpuId),
+    /// The frame lies in no zone of this allocator.
+    ForeignFrame(Pfn),
+    /// The pageblock holding the frame is not wholly inside its zone.
+    PartialBlock(Pfn),
+    /// The pageblock is isolated already.
+    AlreadyIsolated(Pfn),
+    /// The pageblock is not isolated: there is nothing to give back.
+    NotIsolated(Pfn),
+    /// A pageblock cannot be given back as `MigrateType::Isolate`.
+    IsolateTarget(MigrateType),
+}
+
+impl fmt::Display for IsolateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IsolateError::InvalidCpu(c) => write!(f, "cpu {} is not one of this allocator's", c.0),
+            IsolateError::ForeignFrame(p) => {
+                write!(f, "pfn {p} belongs to no zone of this allocator")
+            }
+            IsolateError::PartialBlock(p) => {
+                write!(f, "the pageblock of pfn {p} is not wholly inside its zone")
+            }
+            IsolateError::AlreadyIsolated(p) => {
+                write!(f, "the pageblock of pfn {p} is isolated already")
+            }
+            IsolateError::NotIsolated(p) => write!(f, "the pageblock of pfn {p} is not isolated"),
+            IsolateError::IsolateTarget(mt) => {
+                write!(f, "a pageblock cannot be given back as {mt}")
+            }
+        }
+    }
+}
+
 /// Why a run-time setting was refused. The setting in force stays as it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SettingError {
@@ -136,4 +175,5 @@ impl fmt::Display for SettingError {
 
 impl core::error::Error for AllocError {}
 impl core::error::Error for FreeError {}
+impl core::error::Error for IsolateError {}
 impl core::error::Error for SettingError {}

@@ -6,9 +6,10 @@
 use crate::sync::{AtomicU64, Ordering::Relaxed};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use core::sync::atomic::AtomicU64 as CoreAtomicU64;
 
 use crate::buddy::Fpi;
-use crate::error::{AllocError, FreeError, SettingError};
+use crate::error::{AllocError, FreeError, IsolateError, SettingError};
 use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 use crate::gfp::{slowpath_alloc_flags, AllocFlags, Gfp};
 use crate::mem_map::{FrameInfo, FrameState};
@@ -74,11 +75,14 @@ impl From<MapError> for BuildError {
 }
 
 /// A CPU of the allocator's machine, checked to exist: the handle every allocation and free
-/// names. Cheap to copy.
+/// names. Cheap to copy. It remembers the allocator that made it: another allocator refuses
+/// it (`InvalidCpu`), even one whose machine has a CPU of the same number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cpu {
     pub(crate) id: CpuId,
     pub(crate) node: NodeId,
+    /// [`PageAllocator`]'s identity (`PageAllocator::id`).
+    pub(crate) owner: u64,
 }
 
 impl Cpu {
@@ -105,9 +109,15 @@ pub(crate) struct Node {
     pub(crate) nr_cpus: u32,
 }
 
+/// Source of [`PageAllocator`] identities. A core atomic even under loom (a loom atomic cannot
+/// be a static): it only numbers allocators and orders nothing.
+static NEXT_ALLOCATOR_ID: CoreAtomicU64 = CoreAtomicU64::new(1);
+
 /// The page-frame allocator.
 #[derive(Debug)]
 pub struct PageAllocator<E: EventSink = NoEvents> {
+    /// This allocator's identity, unique in the process: what its [`Cpu`] handles carry.
+    id: u64,
     pub(crate) zones: Box<[Zone]>,
     /// (first frame, end, zone) sorted by first frame, for frame → zone lookup.
     by_pfn: Box<[(Pfn, Pfn, ZoneIdx)]>,
@@ -162,6 +172,7 @@ impl<E: EventSink> PageAllocator<E> {
             (0..nr_cpus).map(|c| map.node_of_cpu(CpuId(c)).unwrap_or(NodeId(0))).collect();
         let boost_factor = if policy.watermark_boost { tunables.watermark_boost_factor } else { 0 };
         let pa = PageAllocator {
+            id: NEXT_ALLOCATOR_ID.fetch_add(1, Relaxed),
             zones,
             by_pfn: by_pfn.into_boxed_slice(),
             nodes,
@@ -268,7 +279,14 @@ impl<E: EventSink> PageAllocator<E> {
 
     /// The handle of CPU `id`, if the machine has it.
     pub fn cpu(&self, id: CpuId) -> Option<Cpu> {
-        self.cpu_node.get(id.index()).map(|&node| Cpu { id, node })
+        self.cpu_node.get(id.index()).map(|&node| Cpu { id, node, owner: self.id })
+    }
+
+    /// Was `cpu` made by this allocator's [`cpu`](Self::cpu)? Only such a handle names a CPU
+    /// (and a node) of this machine.
+    #[inline]
+    pub(crate) fn owns(&self, cpu: Cpu) -> bool {
+        cpu.owner == self.id
     }
 
     /// Every zone, in [`ZoneIdx`] order (node by node, lowest zone type first).
@@ -471,10 +489,10 @@ impl<E: EventSink> PageAllocator<E> {
     /// Allocate a block of 2^`order` frames with `gfp`'s constraints on `cpu`. Returns its
     /// first frame.
     pub fn alloc_pages(&self, cpu: Cpu, gfp: Gfp, order: Order) -> Result<Pfn, AllocError> {
-        let Some(&node_id) = self.cpu_node.get(cpu.id.index()) else {
+        if !self.owns(cpu) {
             return Err(AllocError::InvalidCpu(cpu.id));
-        };
-        self.alloc_pages_from(Cpu { id: cpu.id, node: node_id }, gfp, order)
+        }
+        self.alloc_pages_from(cpu, gfp, order)
     }
 
     /// Allocate as [`alloc_pages`](Self::alloc_pages) does, but walking `node`'s zonelist:
@@ -489,13 +507,13 @@ impl<E: EventSink> PageAllocator<E> {
         gfp: Gfp,
         order: Order,
     ) -> Result<Pfn, AllocError> {
-        if self.cpu_node.get(cpu.id.index()).is_none() {
+        if !self.owns(cpu) {
             return Err(AllocError::InvalidCpu(cpu.id));
         }
         if node.index() >= self.nodes.len() {
             return Err(AllocError::InvalidNode(node));
         }
-        self.alloc_pages_from(Cpu { id: cpu.id, node }, gfp, order)
+        self.alloc_pages_from(Cpu { node, ..cpu }, gfp, order)
     }
 
     /// The allocation proper; `cpu.node` names the zonelist to walk.
@@ -806,7 +824,7 @@ impl<E: EventSink> PageAllocator<E> {
         if !order.is_valid() {
             return Err(FreeError::InvalidOrder(order));
         }
-        if cpu.id.index() >= self.cpu_node.len() {
+        if !self.owns(cpu) {
             return Err(FreeError::InvalidCpu(cpu.id));
         }
         let zone = self.zone_of(pfn).ok_or(FreeError::ForeignFrame(pfn))?;
@@ -845,31 +863,45 @@ impl<E: EventSink> PageAllocator<E> {
     }
 
     /// Isolate the pageblock holding `pfn`: its free pages leave allocation until
-    /// [`unisolate_pageblock`](Self::unisolate_pageblock). Returns the block's former type,
-    /// or `None` if the frame is in no zone, the block is not wholly inside its zone, or it is
-    /// already isolated.
-    pub fn isolate_pageblock(&self, cpu: Cpu, pfn: Pfn) -> Option<MigrateType> {
-        let z = self.zone_of(pfn)?;
+    /// [`unisolate_pageblock`](Self::unisolate_pageblock). Returns the block's former type.
+    ///
+    /// # Errors
+    /// [`IsolateError`]: a `cpu` of another allocator, a frame in no zone, a block not wholly
+    /// inside its zone, a block isolated already. Nothing changes then.
+    pub fn isolate_pageblock(&self, cpu: Cpu, pfn: Pfn) -> Result<MigrateType, IsolateError> {
+        let z = self.isolation_zone(cpu, pfn)?;
         let mut zl = z.lock(cpu.id, &self.events, &self.cfg);
         let old = z.pageblocks.get(pfn);
         if old == MigrateType::Isolate {
-            return None;
+            return Err(IsolateError::AlreadyIsolated(pfn));
         }
-        zl.pageblock_census(pfn)?;
+        zl.pageblock_census(pfn).ok_or(IsolateError::PartialBlock(pfn))?;
         zl.split_covering_buddy(pfn);
-        let (start, _, _) = zl.pageblock_census(pfn)?;
+        let (start, _, _) = zl.pageblock_census(pfn).ok_or(IsolateError::PartialBlock(pfn))?;
         zl.move_freepages_block(start, old, MigrateType::Isolate);
-        Some(old)
+        Ok(old)
     }
 
     /// Give an isolated pageblock back as type `mt`, merging its free pages again.
-    pub fn unisolate_pageblock(&self, cpu: Cpu, pfn: Pfn, mt: MigrateType) -> bool {
-        let Some(z) = self.zone_of(pfn) else { return false };
-        let mut zl = z.lock(cpu.id, &self.events, &self.cfg);
-        if z.pageblocks.get(pfn) != MigrateType::Isolate || mt == MigrateType::Isolate {
-            return false;
+    ///
+    /// # Errors
+    /// [`IsolateError`]: a `cpu` of another allocator, a frame in no zone, a block that is not
+    /// isolated (or not wholly inside its zone), `mt` = `Isolate`. Nothing changes then.
+    pub fn unisolate_pageblock(
+        &self,
+        cpu: Cpu,
+        pfn: Pfn,
+        mt: MigrateType,
+    ) -> Result<(), IsolateError> {
+        let z = self.isolation_zone(cpu, pfn)?;
+        if mt == MigrateType::Isolate {
+            return Err(IsolateError::IsolateTarget(mt));
         }
-        let Some((start, _, _)) = zl.pageblock_census(pfn) else { return false };
+        let mut zl = z.lock(cpu.id, &self.events, &self.cfg);
+        if z.pageblocks.get(pfn) != MigrateType::Isolate {
+            return Err(IsolateError::NotIsolated(pfn));
+        }
+        let (start, _, _) = zl.pageblock_census(pfn).ok_or(IsolateError::PartialBlock(pfn))?;
         // Take the block's free pages off the isolate lists and free them again as `mt`, so
         // they merge with neighbours outside the block (kernel unset_migratetype_isolate).
         z.pageblocks.set(start, mt);
@@ -888,7 +920,15 @@ impl<E: EventSink> PageAllocator<E> {
                 _ => p = Pfn(p.0 + 1),
             }
         }
-        true
+        Ok(())
+    }
+
+    /// The zone an isolation request names, after checking the CPU handle is ours.
+    fn isolation_zone(&self, cpu: Cpu, pfn: Pfn) -> Result<&Zone, IsolateError> {
+        if !self.owns(cpu) {
+            return Err(IsolateError::InvalidCpu(cpu.id));
+        }
+        self.zone_of(pfn).ok_or(IsolateError::ForeignFrame(pfn))
     }
 }
 

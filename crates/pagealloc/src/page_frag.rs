@@ -153,6 +153,10 @@ impl<E: EventSink> PageAllocator<E> {
     /// Drop one fragment's reference on `page`; the last one frees the page, through the
     /// per-CPU lists or not as the policy says (kernel `page_frag_free`).
     pub fn page_frag_free(&self, cpu: Cpu, page: Pfn) -> Result<(), FreeError> {
+        // Checked before the reference is dropped: the free at the last one must not fail.
+        if !self.owns(cpu) {
+            return Err(FreeError::InvalidCpu(cpu.id));
+        }
         let zone = self.zone_of(page).ok_or(FreeError::ForeignFrame(page))?;
         if E::ENABLED {
             // The reference count lives in the page's metadata line.

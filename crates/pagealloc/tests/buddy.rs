@@ -292,7 +292,7 @@ fn isolated_pageblocks_hold_their_free_pages_back() {
     pa.free_pages(cpu, p, Order(0)).unwrap();
     assert_eq!(pa.nr_free_pages().0, free0 - 511);
     check(&pa);
-    assert!(pa.unisolate_pageblock(cpu, p, MigrateType::Movable));
+    assert_eq!(pa.unisolate_pageblock(cpu, p, MigrateType::Movable), Ok(()));
     assert_eq!(pa.nr_free_pages().0, free0 + 1);
     check(&pa);
     assert_eq!(pa.nr_free_pages(), pa.managed_pages());

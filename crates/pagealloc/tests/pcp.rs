@@ -973,8 +973,8 @@ fn migratetype_hygiene_relabels_the_buddy_block_on_merge() {
         let z = normal(&pa);
         let a = z.start_pfn();
         let b = a.add(Order::PAGEBLOCK.nr_pages());
-        assert_eq!(pa.isolate_pageblock(c0, a), Some(MigrateType::Movable));
-        assert!(pa.unisolate_pageblock(c0, a, MigrateType::Unmovable));
+        assert_eq!(pa.isolate_pageblock(c0, a), Ok(MigrateType::Movable));
+        assert_eq!(pa.unisolate_pageblock(c0, a, MigrateType::Unmovable), Ok(()));
         assert_eq!(z.pageblock_type(a), Some(MigrateType::Unmovable));
         let want = if hygiene { MigrateType::Unmovable } else { MigrateType::Movable };
         assert_eq!(z.pageblock_type(b), Some(want), "hygiene = {hygiene}");
@@ -995,8 +995,8 @@ fn drained_type_after_relabel(hygiene: bool, before_free: bool) -> MigrateType {
     let z = normal(&pa);
     assert_eq!(z.pageblock_type(p), Some(MigrateType::Unmovable));
     let relabel = || {
-        assert_eq!(pa.isolate_pageblock(c0, p), Some(MigrateType::Unmovable));
-        assert!(pa.unisolate_pageblock(c0, p, MigrateType::Movable));
+        assert_eq!(pa.isolate_pageblock(c0, p), Ok(MigrateType::Unmovable));
+        assert_eq!(pa.unisolate_pageblock(c0, p, MigrateType::Movable), Ok(()));
     };
     if before_free {
         relabel();
