@@ -480,7 +480,8 @@ impl<E: EventSink> PageHeap<E> {
         map.with_zone_limits(ZoneLimits::NORMAL_ONLY);
         map.add_range(NodeId(0), arena.base as u64..(arena.base + arena.len) as u64)
             .map_err(|e| HeapError::Build(e.into()))?
-            .set_cpus(NodeId(0), cpus);
+            .set_cpus(NodeId(0), cpus)
+            .map_err(|e| HeapError::Build(e.into()))?;
         let mut pa = PageAllocator::with_events(map, opts.tunables, opts.policy, sink)
             .map_err(HeapError::Build)?;
         if opts.time_zone_locks {

@@ -13,7 +13,7 @@ use crate::error::{AllocError, FreeError, IsolateError, SettingError};
 use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 use crate::gfp::{slowpath_alloc_flags, AllocFlags, Gfp};
 use crate::mem_map::{FrameInfo, FrameState};
-use crate::memory_map::{MapError, MemoryMap, MAX_CPUS};
+use crate::memory_map::{MapError, MemoryMap, MAX_CPUS, MAX_NODES};
 use crate::migratetype::MigrateType;
 use crate::pcp::PcpFast;
 use crate::policy::{Policy, Tunables};
@@ -162,7 +162,8 @@ impl<E: EventSink> PageAllocator<E> {
         if map.present_pages() == 0 {
             return Err(MapError::NoMemory.into());
         }
-        if nr_cpus > MAX_CPUS || map.nr_nodes() > 1024 {
+        // `MemoryMap` refuses both as they are given; kept as the allocator's own bound.
+        if nr_cpus > MAX_CPUS || map.nr_nodes() > MAX_NODES as usize {
             return Err(MapError::TooManyNodesOrCpus.into());
         }
         let (zones, nodes) = build_zones(&map)?;

@@ -204,7 +204,8 @@ mod tests {
         let mut map = MemoryMap::new();
         map.add_range(NodeId(0), (4096 << 20)..((4096 + mib) << 20))
             .unwrap()
-            .set_cpus(NodeId(0), 2);
+            .set_cpus(NodeId(0), 2)
+            .unwrap();
         PageAllocator::new(map, Tunables::default(), policy).unwrap()
     }
 

@@ -39,7 +39,8 @@ fn spec_machine() -> PageAllocator {
         .unwrap()
         .add_range(NodeId(0), 4 * GIB..4 * GIB + 1280 * MIB)
         .unwrap()
-        .set_cpus(NodeId(0), 2);
+        .set_cpus(NodeId(0), 2)
+        .unwrap();
     let tunables = Tunables { min_free_kbytes: Some(67_584), ..Tunables::default() };
     PageAllocator::new(map, tunables, Policy::modern()).expect("valid allocator")
 }
@@ -54,7 +55,7 @@ fn normal_machine_with<E: EventSink>(
     events: E,
 ) -> PageAllocator<E> {
     let mut map = MemoryMap::new();
-    map.add_range(NodeId(0), 4 * GIB..4 * GIB + mib * MIB).unwrap().set_cpus(NodeId(0), 2);
+    map.add_range(NodeId(0), 4 * GIB..4 * GIB + mib * MIB).unwrap().set_cpus(NodeId(0), 2).unwrap();
     PageAllocator::with_events(map, tunables, policy, events).expect("valid allocator")
 }
 
@@ -69,7 +70,8 @@ fn dma32_normal_machine(policy: Policy, normal_mib: u64) -> PageAllocator {
         .unwrap()
         .add_range(NodeId(0), 4 * GIB..4 * GIB + normal_mib * MIB)
         .unwrap()
-        .set_cpus(NodeId(0), 2);
+        .set_cpus(NodeId(0), 2)
+        .unwrap();
     PageAllocator::new(map, Tunables::default(), policy).expect("valid allocator")
 }
 
