@@ -647,9 +647,10 @@ impl<E: EventSink> PageHeap<E> {
     }
 
     /// Let go of `cache`'s page (kernel `page_frag_cache_drain`): freed now if no fragment of
-    /// it is out, else by the last [`frag_free`](Self::frag_free).
-    pub fn frag_drain(&self, cache: &mut PageFragCache) {
-        cache.drain(&self.pa, self.current_cpu());
+    /// it is out, else by the last [`frag_free`](Self::frag_free). Refused (the cache keeps
+    /// its page) if the cache carves a page of another heap.
+    pub fn frag_drain(&self, cache: &mut PageFragCache) -> Result<(), FreeError> {
+        cache.drain(&self.pa, self.current_cpu())
     }
 }
 
@@ -1170,7 +1171,7 @@ mod tests {
         for (i, f) in frags.iter().enumerate() {
             assert_eq!(f.read_stamp(), [i as u64, !(i as u64)]);
         }
-        h.frag_drain(&mut cache);
+        h.frag_drain(&mut cache).unwrap();
         for f in frags {
             h.frag_free(f).unwrap();
         }

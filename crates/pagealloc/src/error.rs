@@ -19,6 +19,16 @@ pub enum AllocError {
     /// The flags name more than one of `DMA`, `DMA32` and `HIGHMEM`: no zone is below all
     /// the limits they name (the kernel's `GFP_ZONE_BAD`).
     ImpossibleZones(Gfp),
+    /// A page_frag alignment that is not a power of two in `1..=4096` (a fragment cannot be
+    /// aligned beyond the page it is carved from, and the cache falls back to order-0 pages).
+    InvalidAlign(u32),
+    /// A page_frag fragment larger than the largest page the cache carves (32 KiB).
+    FragTooLarge {
+        /// The size asked for, bytes.
+        size: u32,
+    },
+    /// The page_frag cache holds a page of another allocator: a cache serves one allocator.
+    ForeignFragCache,
     /// No zone the flags allow had a free block above the watermark the flags allow, after
     /// draining the per-CPU lists and releasing the highatomic reserve where the flags permit.
     OutOfMemory {
@@ -38,6 +48,17 @@ impl fmt::Display for AllocError {
                 "gfp {:#x} names more than one of DMA, DMA32 and HIGHMEM: no zone satisfies it",
                 g.0
             ),
+            AllocError::InvalidAlign(a) => {
+                write!(f, "fragment alignment {a} is not a power of two in 1..=4096")
+            }
+            AllocError::FragTooLarge { size } => write!(
+                f,
+                "a fragment of {size} bytes is larger than the largest page_frag page ({} bytes)",
+                crate::page_frag::PAGE_FRAG_CACHE_MAX_SIZE
+            ),
+            AllocError::ForeignFragCache => {
+                f.write_str("the page_frag cache holds a page of another allocator")
+            }
             AllocError::OutOfMemory { order } => {
                 write!(f, "out of memory for an order-{order} block")
             }

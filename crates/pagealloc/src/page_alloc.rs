@@ -283,6 +283,12 @@ impl<E: EventSink> PageAllocator<E> {
         self.cpu_node.get(id.index()).map(|&node| Cpu { id, node, owner: self.id })
     }
 
+    /// This allocator's identity, unique in the process.
+    #[inline]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     /// Was `cpu` made by this allocator's [`cpu`](Self::cpu)? Only such a handle names a CPU
     /// (and a node) of this machine.
     #[inline]

@@ -2,12 +2,13 @@
 //! correctly) and leaves the allocator as it was — same free pages, same pages on the per-CPU
 //! lists, validator passing. One test per kind of input (docs/reliability.md lists them).
 
-use pagealloc::debug::validate;
+use pagealloc::debug::{census, validate};
 use pagealloc::page_alloc::MAX_MIN_FREE_KBYTES;
+use pagealloc::page_frag::{MIN_BIAS, PAGE_FRAG_CACHE_MAX_SIZE};
 use pagealloc::zone::{WMARK_HIGH, WMARK_MIN};
 use pagealloc::{
     AllocError, CpuId, FreeError, Gfp, IsolateError, MemoryMap, MigrateType, NodeId, Order,
-    PageAllocator, Pfn, Policy, SettingError, Tunables,
+    PageAllocator, PageFragCache, Pfn, Policy, SettingError, Tunables,
 };
 
 const MIB: u64 = 1 << 20;
@@ -160,4 +161,145 @@ fn pageblock_isolation_errors_are_typed() {
     unchanged(&pa, isolated);
     assert_eq!(pa.unisolate_pageblock(cpu, whole, MigrateType::Movable), Ok(()));
     unchanged(&pa, before);
+}
+
+/// An alignment that is not a power of two in 1..=4096, or a fragment above 32 KiB, is
+/// refused before the cache changes. Alignments above 2^31 used to panic (rounding up to a
+/// power of two wrapped to 0, then a division by zero).
+#[test]
+fn page_frag_alignment_and_size_are_checked_first() {
+    let pa = machine(64 * MIB);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let mut nc = PageFragCache::new();
+    let first = nc.alloc(&pa, cpu, 100, Gfp::ATOMIC, 1).unwrap();
+    let (page, before) = (nc.page(), footprint(&pa));
+    for align in [0, 3, 4097, 8192, 1 << 31, (1 << 31) + 1, u32::MAX] {
+        assert_eq!(
+            nc.alloc(&pa, cpu, 64, Gfp::ATOMIC, align),
+            Err(AllocError::InvalidAlign(align))
+        );
+    }
+    for size in [PAGE_FRAG_CACHE_MAX_SIZE + 1, u32::MAX] {
+        assert_eq!(
+            nc.alloc(&pa, cpu, size, Gfp::ATOMIC, 1),
+            Err(AllocError::FragTooLarge { size })
+        );
+    }
+    assert_eq!(nc.page(), page);
+    unchanged(&pa, before);
+    // The cache carries on where it was: the refused requests took nothing.
+    let next = nc.alloc(&pa, cpu, 100, Gfp::ATOMIC, 4096).unwrap();
+    assert_eq!((next.page, next.offset), (first.page, 4096));
+    nc.drain(&pa, cpu).unwrap();
+    // The largest fragment accepted takes a whole fresh page.
+    let whole = nc.alloc(&pa, cpu, PAGE_FRAG_CACHE_MAX_SIZE, Gfp::ATOMIC, 1).unwrap();
+    assert_eq!(whole.offset, 0);
+    nc.drain(&pa, cpu).unwrap();
+    for f in [first, next, whole] {
+        pa.page_frag_free(cpu, f.page).unwrap();
+    }
+    pa.drain_all_pages(cpu, None);
+    assert_eq!(pa.nr_free_pages(), pa.managed_pages());
+}
+
+/// Zero-byte fragments take a reference each without using up the page. The 32 770th used
+/// to wrap the cache's bias (a panic in debug builds; in release the page was freed while the
+/// cache still carved it). A page is now full once its bias is down to `MIN_BIAS`, and every
+/// reference is accounted for: each fragment frees once, the last frees the page.
+#[test]
+fn zero_byte_fragments_never_wrap_the_reference_bias() {
+    let pa = machine(64 * MIB);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let mut nc = PageFragCache::new();
+    let frags: Vec<_> =
+        (0..70_000).map(|_| nc.alloc(&pa, cpu, 0, Gfp::ATOMIC, 1).unwrap()).collect();
+    let mut per_page = std::collections::BTreeMap::new();
+    for f in &frags {
+        *per_page.entry(f.page).or_insert(0u32) += 1;
+    }
+    let counts: Vec<u32> = per_page.values().copied().collect();
+    let most = PAGE_FRAG_CACHE_MAX_SIZE + 1 - MIN_BIAS;
+    assert_eq!(counts.iter().sum::<u32>(), 70_000);
+    assert!(counts.iter().all(|&n| n <= most), "{counts:?}");
+    assert_eq!(counts.iter().filter(|&&n| n == most).count(), 2, "{counts:?}");
+    // Every page is still allocated: none was freed under its fragments or the cache.
+    assert_eq!(census(&pa).allocated, per_page.len() as u64 * 8);
+    for f in &frags {
+        pa.page_frag_free(cpu, f.page).unwrap();
+    }
+    nc.drain(&pa, cpu).unwrap();
+    assert_eq!(census(&pa).allocated, 0);
+    validate(&pa).unwrap();
+}
+
+/// A cache serves the allocator whose page it carves, with that allocator's CPUs: anything
+/// else is refused and the cache keeps its page.
+#[test]
+fn a_frag_cache_serves_one_allocator() {
+    let pa = machine(64 * MIB);
+    let other = machine(64 * MIB);
+    let (cpu, foreign) = (pa.cpu(CpuId(0)).unwrap(), other.cpu(CpuId(0)).unwrap());
+    let mut nc = PageFragCache::new();
+    let f = nc.alloc(&pa, cpu, 100, Gfp::ATOMIC, 1).unwrap();
+    let (page, before, other_before) = (nc.page(), footprint(&pa), footprint(&other));
+    assert_eq!(nc.alloc(&other, foreign, 100, Gfp::ATOMIC, 1), Err(AllocError::ForeignFragCache));
+    assert_eq!(nc.alloc(&pa, foreign, 100, Gfp::ATOMIC, 1), Err(AllocError::InvalidCpu(CpuId(0))));
+    assert_eq!(nc.drain(&other, foreign), Err(FreeError::ForeignFrame(f.page)));
+    assert_eq!(nc.drain(&pa, foreign), Err(FreeError::InvalidCpu(CpuId(0))));
+    assert_eq!(nc.page(), page);
+    unchanged(&pa, before);
+    unchanged(&other, other_before);
+    assert_eq!(nc.alloc(&pa, cpu, 100, Gfp::ATOMIC, 1).unwrap().offset, 100);
+    pa.page_frag_free(cpu, f.page).unwrap();
+    pa.page_frag_free(cpu, f.page).unwrap();
+    nc.drain(&pa, cpu).unwrap();
+    assert_eq!(census(&pa).allocated, 0);
+    // Drained, the cache may serve another allocator.
+    let g = nc.alloc(&other, foreign, 100, Gfp::ATOMIC, 1).unwrap();
+    other.page_frag_free(foreign, g.page).unwrap();
+    nc.drain(&other, foreign).unwrap();
+    assert_eq!(census(&other).allocated, 0);
+}
+
+/// A full order-0 fallback page is reused once its fragments are back, but never for a
+/// fragment larger than itself.
+#[test]
+fn a_reused_order0_frag_page_never_holds_more_than_a_page() {
+    let pa = PageAllocator::new(
+        MemoryMap::single_node(2, 16 * MIB).unwrap(),
+        Tunables::default(),
+        Policy::modern(),
+    )
+    .unwrap();
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    // Hold every other page, so no free block above order 0 remains.
+    let mut held = Vec::new();
+    while let Ok(p) = pa.alloc_pages(cpu, Gfp::KERNEL | Gfp::MEMALLOC, Order(0)) {
+        held.push(p);
+    }
+    for p in held.iter().filter(|p| p.0 % 2 == 0) {
+        pa.free_pages(cpu, *p, Order(0)).unwrap();
+    }
+    pa.drain_all_pages(cpu, None);
+    let mut nc = PageFragCache::new();
+    let most = PAGE_FRAG_CACHE_MAX_SIZE + 1 - MIN_BIAS;
+    let frags: Vec<_> = (0..most).map(|_| nc.alloc(&pa, cpu, 0, Gfp::ATOMIC, 1).unwrap()).collect();
+    let (page, order) = nc.page().unwrap();
+    assert_eq!(order, Order(0));
+    for f in &frags {
+        pa.page_frag_free(cpu, f.page).unwrap();
+    }
+    // Full by its bias, every fragment back: the page is reused, but 5000 bytes do not fit.
+    assert_eq!(
+        nc.alloc(&pa, cpu, 5000, Gfp::ATOMIC, 1),
+        Err(AllocError::OutOfMemory { order: Order(0) })
+    );
+    assert_eq!(nc.alloc(&pa, cpu, 4096, Gfp::ATOMIC, 1), Ok(pagealloc::Frag { page, offset: 0 }));
+    pa.page_frag_free(cpu, page).unwrap();
+    nc.drain(&pa, cpu).unwrap();
+    for p in held.iter().filter(|p| p.0 % 2 == 1) {
+        pa.free_pages(cpu, *p, Order(0)).unwrap();
+    }
+    pa.drain_all_pages(cpu, None);
+    assert_eq!(pa.nr_free_pages(), pa.managed_pages());
 }

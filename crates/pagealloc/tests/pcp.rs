@@ -844,7 +844,7 @@ fn frag_page_free<E: EventSink>(pa: &PageAllocator<E>, gfp: Gfp) -> (Order, bool
     let mut cache = PageFragCache::new();
     let frag = cache.alloc(pa, c0, 256, gfp, 64).unwrap();
     let (_, order) = cache.page().unwrap();
-    cache.drain(pa, c0);
+    cache.drain(pa, c0).unwrap();
     let before = pa.vm_events();
     pa.page_frag_free(c0, frag.page).unwrap();
     (order, moved(pa, &before, Counter::PcpFree) == 1)
