@@ -109,6 +109,15 @@ pub enum FreeError {
         /// The frame.
         pfn: Pfn,
     },
+    /// The block is a page_frag page others still hold: the cache carving it, or more than
+    /// one fragment not given back. Its last reference frees it (`page_frag_free`,
+    /// `PageFragCache::drain`).
+    StillReferenced {
+        /// The frame.
+        pfn: Pfn,
+        /// References held on it.
+        refs: u32,
+    },
 }
 
 impl fmt::Display for FreeError {
@@ -128,6 +137,11 @@ impl fmt::Display for FreeError {
                 write!(f, "pfn {pfn} is a tail page of the block at {head}")
             }
             FreeError::NotAllocated { pfn } => write!(f, "pfn {pfn} is not an allocated block"),
+            FreeError::StillReferenced { pfn, refs } => write!(
+                f,
+                "pfn {pfn} is a page_frag page with {refs} references held (its cache or its \
+                 fragments); the last page_frag_free or cache drain frees it"
+            ),
         }
     }
 }

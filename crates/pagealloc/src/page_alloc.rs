@@ -782,7 +782,11 @@ impl<E: EventSink> PageAllocator<E> {
     // Free
 
     /// Free the block of 2^`order` frames at `pfn` on `cpu`. A block that is not allocated
-    /// with exactly this order is refused with an error and left alone.
+    /// with exactly this order is refused with an error and left alone, and so is a page_frag
+    /// page others hold references on (its cache, or more than one fragment): the kernel's
+    /// `free_pages` only drops one reference there, and the last `page_frag_free` or cache
+    /// drain frees the page ([`FreeError::StillReferenced`]). A page with a single reference
+    /// left is freed, as dropping that reference does.
     pub fn free_pages(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.free_pages_routed(cpu, pfn, order, true)
     }
@@ -841,6 +845,7 @@ impl<E: EventSink> PageAllocator<E> {
         if E::ENABLED {
             self.events.touch(cpu.id, MetaLine::Frame(pfn));
         }
+        refuse_shared_block(zone, pfn, order)?;
         match zone.frame(pfn).claim_for_free(order) {
             Ok(_) => Ok(zone),
             Err(info) => Err(diagnose_bad_free(zone, pfn, order, info)),
@@ -948,6 +953,24 @@ struct Walk<'a> {
     mt: MigrateType,
     highest: ZoneType,
     preferred: &'a Zone,
+}
+
+/// Refuse to free a page_frag page that others still reference: its reference count (the
+/// head frame's owner word while allocated) is above 1 while a cache carves it or more than
+/// one fragment is out. Plain blocks hold 1; a page whose last fragment is being freed, 0.
+fn refuse_shared_block(zone: &Zone, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+    let frame = zone.frame(pfn);
+    let info = frame.info();
+    if info.state != FrameState::Allocated || info.order != order {
+        // Not a block of this order: the claim names what is wrong.
+        return Ok(());
+    }
+    // A snapshot: a free racing the page's other holders is a race among them, as in the
+    // kernel; whichever claim comes first wins and the other gets a typed error.
+    match frame.aux().load(Relaxed) {
+        refs @ 2.. => Err(FreeError::StillReferenced { pfn, refs }),
+        _ => Ok(()),
+    }
 }
 
 /// Name what is wrong with freeing `pfn` as `order`, given the head frame's state.

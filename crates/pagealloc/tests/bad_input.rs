@@ -303,3 +303,51 @@ fn a_reused_order0_frag_page_never_holds_more_than_a_page() {
     pa.drain_all_pages(cpu, None);
     assert_eq!(pa.nr_free_pages(), pa.managed_pages());
 }
+
+/// `free_pages` of a page_frag page refuses while its cache carves it or more than one
+/// fragment is out (it used to free the page under them, and the next allocation handed the
+/// fragments' memory to someone else); with one fragment left it frees, as dropping that
+/// last reference does.
+#[test]
+fn free_pages_refuses_a_page_frag_page_others_hold() {
+    let pa = machine(64 * MIB);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let mut nc = PageFragCache::new();
+    let frags: Vec<_> = (0..3).map(|_| nc.alloc(&pa, cpu, 1000, Gfp::ATOMIC, 1).unwrap()).collect();
+    let (page, order) = nc.page().unwrap();
+    let before = footprint(&pa);
+    // The cache's bias plus three fragments: the count set at refill.
+    let refs = PAGE_FRAG_CACHE_MAX_SIZE + 1;
+    assert_eq!(
+        pa.free_pages(cpu, page, order),
+        Err(FreeError::StillReferenced { pfn: page, refs })
+    );
+    unchanged(&pa, before);
+    // Two fragments back; the cache still holds the page.
+    for f in &frags[..2] {
+        pa.page_frag_free(cpu, f.page).unwrap();
+    }
+    let refs = PAGE_FRAG_CACHE_MAX_SIZE + 1 - 2;
+    assert_eq!(
+        pa.free_pages(cpu, page, order),
+        Err(FreeError::StillReferenced { pfn: page, refs })
+    );
+    // Drained with two fragments out: two references.
+    let more = nc.alloc(&pa, cpu, 1000, Gfp::ATOMIC, 1).unwrap();
+    nc.drain(&pa, cpu).unwrap();
+    assert_eq!(
+        pa.free_pages(cpu, page, order),
+        Err(FreeError::StillReferenced { pfn: page, refs: 2 })
+    );
+    let msg = FreeError::StillReferenced { pfn: page, refs: 2 }.to_string();
+    assert!(msg.contains("page_frag page with 2 references held"), "{msg}");
+    unchanged(&pa, before);
+    // A wrong order is still named as such.
+    assert!(matches!(pa.free_pages(cpu, page, Order(0)), Err(FreeError::WrongOrder { .. })));
+    // One reference left: free_pages drops it and frees the page.
+    pa.page_frag_free(cpu, frags[2].page).unwrap();
+    pa.free_pages(cpu, more.page, order).unwrap();
+    assert_eq!(pa.page_frag_free(cpu, page), Err(FreeError::NotAllocated { pfn: page }));
+    assert_eq!(census(&pa).allocated, 0);
+    validate(&pa).unwrap();
+}
