@@ -209,12 +209,17 @@ impl MemoryMap {
         self.push_range(node, phys, true)
     }
 
-    /// Add present frames (not bytes) to `node`.
+    /// Add present frames (not bytes) to `node`. Frames whose byte address does not fit in 64
+    /// bits are [`MapError::TooLarge`] (their addresses used to wrap to low memory).
     pub fn add_pfn_range(
         &mut self,
         node: NodeId,
         pfns: Range<Pfn>,
     ) -> Result<&mut MemoryMap, MapError> {
+        let top = pfns.start.max(pfns.end);
+        if top.0 >= MAX_PFN {
+            return Err(MapError::TooLarge(top));
+        }
         self.push_range(node, pfns.start.phys()..pfns.end.phys(), false)
     }
 
@@ -410,6 +415,22 @@ mod tests {
         assert_eq!((m.nr_nodes(), m.nr_cpus(), m.node_cpus.capacity()), (0, 0, 0));
         m.set_cpus(NodeId(MAX_NODES - 1), 1).unwrap();
         assert_eq!((m.nr_nodes(), m.nr_cpus()), (1024, 1));
+    }
+
+    /// Frame numbers whose byte address overflows 64 bits are refused, not wrapped.
+    #[test]
+    fn frame_ranges_beyond_the_address_space_are_refused() {
+        let mut m = MemoryMap::new();
+        let huge = Pfn(1 << 60);
+        assert_eq!(
+            m.add_pfn_range(NodeId(0), huge..Pfn(huge.0 + 16)).unwrap_err(),
+            MapError::TooLarge(Pfn(huge.0 + 16))
+        );
+        let top = Pfn(MAX_PFN);
+        assert_eq!(m.add_pfn_range(NodeId(0), Pfn(0)..top).unwrap_err(), MapError::TooLarge(top));
+        assert_eq!(m.present_pages(), 0);
+        m.add_pfn_range(NodeId(0), Pfn(MAX_PFN - 16)..Pfn(MAX_PFN - 1)).unwrap();
+        assert_eq!(m.present_pages(), 15);
     }
 
     /// CPU counts are bounded as they are given, so their sum cannot wrap (two nodes of

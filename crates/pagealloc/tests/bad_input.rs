@@ -2,13 +2,13 @@
 //! correctly) and leaves the allocator as it was — same free pages, same pages on the per-CPU
 //! lists, validator passing. One test per kind of input (docs/reliability.md lists them).
 
-use pagealloc::debug::{census, validate};
+use pagealloc::debug::{census, validate, validate_zone};
 use pagealloc::page_alloc::MAX_MIN_FREE_KBYTES;
 use pagealloc::page_frag::{MIN_BIAS, PAGE_FRAG_CACHE_MAX_SIZE};
 use pagealloc::zone::{WMARK_HIGH, WMARK_MIN};
 use pagealloc::{
-    AllocError, CpuId, FreeError, Gfp, IsolateError, MemoryMap, MigrateType, NodeId, Order,
-    PageAllocator, PageFragCache, Pfn, Policy, SettingError, Tunables,
+    AllocError, AllocFlags, CpuId, FreeError, Gfp, IsolateError, MemoryMap, MigrateType, NodeId,
+    Order, PageAllocator, PageFragCache, Pfn, Policy, SettingError, Tunables, ZoneType,
 };
 
 const MIB: u64 = 1 << 20;
@@ -350,4 +350,46 @@ fn free_pages_refuses_a_page_frag_page_others_hold() {
     assert_eq!(pa.page_frag_free(cpu, page), Err(FreeError::NotAllocated { pfn: page }));
     assert_eq!(census(&pa).allocated, 0);
     validate(&pa).unwrap();
+}
+
+/// The zone's public accessors and watermark checks answer any order, index, mark or count:
+/// orders above 10 and watermark index 4 used to index past their tables (a panic), a mark
+/// above `i64::MAX` wrapped negative (and passed), and the sums overflowed.
+#[test]
+fn zone_accessors_and_watermark_checks_answer_any_argument() {
+    let pa = machine(64 * MIB);
+    let before = footprint(&pa);
+    let normal = ZoneType::Normal;
+    for z in pa.zones() {
+        for order in [Order(11), Order(64), Order(255)] {
+            assert_eq!(z.nr_free(order), 0);
+            assert!(!z.has_free(order, MigrateType::Movable));
+            assert!(!z.watermark_ok(order, 0, normal, AllocFlags::default()));
+            assert!(!z.watermark_fast(order, 0, normal, AllocFlags::default()));
+        }
+        for w in [4, usize::MAX] {
+            assert_eq!(z.wmark_pages(w), u64::MAX);
+        }
+        for flags in [AllocFlags::default(), AllocFlags::RESERVES, AllocFlags::NO_WATERMARKS] {
+            assert!(!z.watermark_ok(Order(0), u64::MAX, normal, flags));
+            assert!(!z.watermark_fast(Order(0), u64::MAX, normal, flags));
+            assert!(!z.watermark_ok_with_free(Order(3), 0, normal, flags, i64::MIN));
+        }
+        // Ordinary arguments still pass: a fresh zone is far above a mark of 0.
+        assert!(z.watermark_ok(Order(0), 0, normal, AllocFlags::default()));
+        assert_eq!(z.nr_free(Order(10)), z.free_pages().0 >> 10);
+    }
+    unchanged(&pa, before);
+}
+
+/// The validator checks a zone against the allocator it belongs to; another allocator's
+/// zone is a violation, not a walk of the wrong metadata.
+#[test]
+fn validating_a_zone_of_another_allocator_is_a_violation() {
+    let pa = machine(64 * MIB);
+    let other = machine(64 * MIB);
+    let z = &other.zones()[0];
+    let v = validate_zone(&pa, z).unwrap_err();
+    assert!(v.to_string().contains("not one of this allocator's"), "{v}");
+    validate_zone(&other, z).unwrap();
 }
