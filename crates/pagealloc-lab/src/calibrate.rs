@@ -241,7 +241,7 @@ pub fn timer_overhead(clk: &Clock, pairs: usize, out: &mut Vec<f64>) {
 fn normal_only_map(mib: u64, cpus: u32) -> Result<MemoryMap> {
     let mut map = MemoryMap::new();
     map.with_zone_limits(ZoneLimits::NORMAL_ONLY);
-    map.add_range(NodeId(0), 0..mib << 20)?.set_cpus(NodeId(0), cpus);
+    map.add_range(NodeId(0), 0..mib << 20)?.set_cpus(NodeId(0), cpus)?;
     Ok(map)
 }
 

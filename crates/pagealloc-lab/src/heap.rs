@@ -4,7 +4,9 @@
 //! This is the one module of the project whose code touches raw memory, so it is the one
 //! module allowed `unsafe` (the workspace denies it everywhere else); every `unsafe` block
 //! carries a `// SAFETY:` argument. Everything it exports is safe to use except
-//! [`PageHeap::dealloc`], which gives memory back by raw pointer.
+//! [`PageHeap::dealloc`], which gives memory back by raw pointer. Writing into the arena by
+//! frame number ([`FrameHeap::touch`]) is offered only by [`FrameHeap`], which hands out no
+//! references to its memory.
 //!
 //! # Frames and addresses
 //!
@@ -480,7 +482,8 @@ impl<E: EventSink> PageHeap<E> {
         map.with_zone_limits(ZoneLimits::NORMAL_ONLY);
         map.add_range(NodeId(0), arena.base as u64..(arena.base + arena.len) as u64)
             .map_err(|e| HeapError::Build(e.into()))?
-            .set_cpus(NodeId(0), cpus);
+            .set_cpus(NodeId(0), cpus)
+            .map_err(|e| HeapError::Build(e.into()))?;
         let mut pa = PageAllocator::with_events(map, opts.tunables, opts.policy, sink)
             .map_err(HeapError::Build)?;
         if opts.time_zone_locks {
@@ -536,28 +539,6 @@ impl<E: EventSink> PageHeap<E> {
             .sum();
         let total = per_zone + size_of::<PageAllocator>();
         total as f64 / self.pa.managed_pages().0.max(1) as f64
-    }
-
-    /// Write into `bytes` bytes of the arena from the start of frame `pfn` on (pages after
-    /// the first as needed): one relaxed 8-byte atomic store of `value` per 64-byte cache
-    /// line, so every line is brought into the cache and dirtied as a real write would, and
-    /// two threads touching the same memory is never a data race. The lab's real runner
-    /// touches blocks where a workload says it writes them. Returns the pages written, or
-    /// `None` (and writes nothing) when the range is not inside the arena.
-    pub fn touch(&self, pfn: Pfn, bytes: u64, value: u64) -> Option<u64> {
-        let addr = usize::try_from(pfn.0).ok()?.checked_mul(PAGE_SIZE as usize)?;
-        let len = usize::try_from(bytes).ok()?;
-        if !self.arena.contains(addr, len) {
-            return None;
-        }
-        for line in (addr..addr + len).step_by(64) {
-            // SAFETY: `line` is 64-aligned (the frame is page-aligned) and inside the arena,
-            // which stays mapped while `&self` is borrowed; the arena is never handed out as
-            // a Rust reference, and the lab's real runner writes it only through this method,
-            // so every access to the word is atomic.
-            unsafe { stamp_word(line).store(value, Relaxed) };
-        }
-        Some(bytes.div_ceil(PAGE_SIZE))
     }
 
     /// Where [`current_cpu`](Self::current_cpu) reads the CPU number from.
@@ -646,9 +627,63 @@ impl<E: EventSink> PageHeap<E> {
     }
 
     /// Let go of `cache`'s page (kernel `page_frag_cache_drain`): freed now if no fragment of
-    /// it is out, else by the last [`frag_free`](Self::frag_free).
-    pub fn frag_drain(&self, cache: &mut PageFragCache) {
-        cache.drain(&self.pa, self.current_cpu());
+    /// it is out, else by the last [`frag_free`](Self::frag_free). Refused (the cache keeps
+    /// its page) if the cache carves a page of another heap.
+    pub fn frag_drain(&self, cache: &mut PageFragCache) -> Result<(), FreeError> {
+        cache.drain(&self.pa, self.current_cpu())
+    }
+}
+
+/// A [`PageHeap`] reached by frame number only: the lab's real runner allocates from it. It
+/// hands out no pointer, no [`PageBlock`] and no `Allocator` block — its allocator
+/// ([`allocator`](Self::allocator)) answers with frame numbers, and
+/// [`touch`](Self::touch) is the one way into its memory, with relaxed atomic stores. No Rust
+/// reference to the arena and no non-atomic access to it can therefore exist, which is what
+/// makes `touch` sound as a safe function.
+///
+/// `touch` used to be a method of [`PageHeap`] itself, whose blocks also go out behind
+/// references (a `Vec` in the heap through the `Allocator` impl holds a `&mut [T]` over its
+/// block) and as pointers promised valid for non-atomic reads and writes: a safe `touch` of
+/// such a block is a write under a live reference, undefined behaviour from safe code. Unsafe
+/// code that turns one of this heap's frame numbers into a pointer must keep to atomic
+/// accesses too.
+#[derive(Debug)]
+pub struct FrameHeap<E: EventSink = NoEvents> {
+    heap: PageHeap<E>,
+}
+
+impl<E: EventSink> FrameHeap<E> {
+    /// Map an arena and build an allocator over it that reports its events to `sink`, as
+    /// [`PageHeap::with_events`] does.
+    pub fn with_events(opts: &HeapOptions, sink: E) -> Result<FrameHeap<E>, HeapError> {
+        Ok(FrameHeap { heap: PageHeap::with_events(opts, sink)? })
+    }
+
+    /// The allocator underneath: it hands out frame numbers of the arena.
+    pub fn allocator(&self) -> &PageAllocator<E> {
+        self.heap.allocator()
+    }
+
+    /// Write into `bytes` bytes of the arena from the start of frame `pfn` on (pages after
+    /// the first as needed): one relaxed 8-byte atomic store of `value` per 64-byte cache
+    /// line, so every line is brought into the cache and dirtied as a real write would, and
+    /// two threads touching the same memory is never a data race. The lab's real runner
+    /// touches blocks where a workload says it writes them. Returns the pages written, or
+    /// `None` (and writes nothing) when the range is not inside the arena.
+    pub fn touch(&self, pfn: Pfn, bytes: u64, value: u64) -> Option<u64> {
+        let addr = usize::try_from(pfn.0).ok()?.checked_mul(PAGE_SIZE as usize)?;
+        let len = usize::try_from(bytes).ok()?;
+        if !self.heap.arena.contains(addr, len) {
+            return None;
+        }
+        for line in (addr..addr + len).step_by(64) {
+            // SAFETY: `line` is 64-aligned (the frame is page-aligned) and inside the arena,
+            // which stays mapped while `&self` is borrowed. A FrameHeap hands its memory out
+            // by frame number only (no reference, pointer or token exists: see the type's
+            // documentation), so every access to the word is an atomic one like this.
+            unsafe { stamp_word(line).store(value, Relaxed) };
+        }
+        Some(bytes.div_ceil(PAGE_SIZE))
     }
 }
 
@@ -1169,7 +1204,7 @@ mod tests {
         for (i, f) in frags.iter().enumerate() {
             assert_eq!(f.read_stamp(), [i as u64, !(i as u64)]);
         }
-        h.frag_drain(&mut cache);
+        h.frag_drain(&mut cache).unwrap();
         for f in frags {
             h.frag_free(f).unwrap();
         }
@@ -1186,6 +1221,29 @@ mod tests {
         assert_eq!(b.check_pages(|i| [i, i + 101]), Some((0, [0, 100])));
         h.free_block(b).unwrap();
         drained_and_valid(&h);
+    }
+
+    /// A FrameHeap writes every cache line of a block its allocator gave out by frame number,
+    /// and writes nothing for a range outside the arena.
+    #[test]
+    fn a_frame_heap_touches_blocks_by_frame_number() {
+        let mut o = HeapOptions::new(16 << 20);
+        o.cpus = Some(2);
+        let h = FrameHeap::with_events(&o, NoEvents).expect("heap");
+        let pa = h.allocator();
+        let cpu = pa.cpu(CpuId(0)).unwrap();
+        let pfn = pa.alloc_pages(cpu, Gfp::KERNEL, Order(1)).unwrap();
+        assert_eq!(h.touch(pfn, 8192, 7), Some(2));
+        let base = (pfn.0 as usize) << PAGE_SHIFT;
+        // SAFETY: 8-aligned words of the block, inside the mapped arena; the accesses are
+        // atomic like touch's.
+        let lines =
+            (0..8192).step_by(64).map(|off| unsafe { stamp_word(base + off).load(Relaxed) });
+        assert!(lines.collect::<Vec<_>>().iter().all(|&w| w == 7));
+        assert_eq!(h.touch(Pfn(1), 64, 7), None);
+        assert_eq!(h.touch(pfn, u64::MAX, 7), None);
+        assert_eq!(h.touch(Pfn(u64::MAX), 64, 7), None);
+        pa.free_pages(cpu, pfn, Order(1)).unwrap();
     }
 
     #[test]

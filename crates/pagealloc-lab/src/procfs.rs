@@ -345,7 +345,8 @@ mod tests {
             .unwrap()
             .add_range(NodeId(0), 0x100_0000..0x180_0000)
             .unwrap()
-            .set_cpus(NodeId(0), 2);
+            .set_cpus(NodeId(0), 2)
+            .unwrap();
         PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap()
     }
 
@@ -467,7 +468,7 @@ Node 0, zone    DMA32            0            4            0            0       
     #[test]
     fn zoneinfo_device_column_follows_the_reserve_rule() {
         let mut map = MemoryMap::single_node(2, 6 << 30).unwrap();
-        map.set_cpus(NodeId(0), 2);
+        map.set_cpus(NodeId(0), 2).unwrap();
         let cumulative = Policy::modern();
         let mut zero = cumulative;
         zero.lowmem_reserve_empty_zone_zero = !cumulative.lowmem_reserve_empty_zone_zero;

@@ -1095,7 +1095,11 @@ impl<'h> Worker<'h> {
             }
         }
         self.counts.frag_drains += 1;
-        self.shared.heap.frag_drain(&mut self.cache);
+        if let Err(e) = self.shared.heap.frag_drain(&mut self.cache) {
+            self.shared.tally.fault(Fault::RefusedFree, || {
+                format!("thread {} draining its page_frag cache: {e}", self.owner())
+            });
+        }
     }
 
     /// Free everything: blocks handed over, blocks held, fragments, the cache's page.

@@ -83,7 +83,7 @@ fn main() -> ExitCode {
     };
     let mut map = MemoryMap::new();
     map.with_zone_limits(ZoneLimits::NORMAL_ONLY);
-    map.add_range(NodeId(0), 0..1 << 30).expect("range").set_cpus(NodeId(0), 2);
+    map.add_range(NodeId(0), 0..1 << 30).expect("range").set_cpus(NodeId(0), 2).expect("cpus");
     let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).expect("allocator");
     // The lab machine's caches as PageHeap reads them from sysfs (a 32 MiB LLC shared by two
     // CPUs, 32 KiB L1d and 512 KiB L2 each): FREE_HIGH_BATCH is on, as it is there.

@@ -33,22 +33,22 @@ impl Shape {
                 m.add_range(NodeId(0), MIB..(6 * MIB)).expect(ok);
                 m.add_range(NodeId(0), (16 * MIB)..(24 * MIB + 0x3000)).expect(ok);
                 m.add_range(NodeId(0), (4096 * MIB)..(4100 * MIB)).expect(ok);
-                m.set_cpus(NodeId(0), 2);
+                m.set_cpus(NodeId(0), 2).expect(ok);
             }
             Shape::TwoNodes => {
                 m.add_range(NodeId(0), (4096 * MIB)..(4104 * MIB)).expect(ok);
                 m.add_range(NodeId(1), (4104 * MIB)..(4112 * MIB)).expect(ok);
-                m.set_cpus(NodeId(0), 2).set_cpus(NodeId(1), 2);
+                m.set_cpus(NodeId(0), 2).expect(ok).set_cpus(NodeId(1), 2).expect(ok);
             }
             Shape::CmaMovable => {
                 m.add_range(NodeId(0), (16 * MIB)..(28 * MIB)).expect(ok);
                 m.add_movable_range(NodeId(0), (4096 * MIB)..(4100 * MIB)).expect(ok);
                 m.add_cma_range(Pfn(4096 + 1024)..Pfn(4096 + 2048)).expect(ok);
-                m.set_cpus(NodeId(0), 2);
+                m.set_cpus(NodeId(0), 2).expect(ok);
             }
             Shape::Tiny => {
                 m.add_range(NodeId(0), (4096 * MIB)..(4104 * MIB)).expect(ok);
-                m.set_cpus(NodeId(0), 1);
+                m.set_cpus(NodeId(0), 1).expect(ok);
             }
         }
         m

@@ -15,7 +15,7 @@ use pagealloc::{ZoneLimits, ZoneType};
 fn allocator() -> PageAllocator {
     let mut map = MemoryMap::new();
     map.with_zone_limits(ZoneLimits::NORMAL_ONLY);
-    map.add_range(NodeId(0), 0..1 << 30).expect("range").set_cpus(NodeId(0), 2);
+    map.add_range(NodeId(0), 0..1 << 30).expect("range").set_cpus(NodeId(0), 2).expect("cpus");
     let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).expect("allocator");
     assert_eq!(pa.zones()[0].zone_type(), ZoneType::Normal);
     pa

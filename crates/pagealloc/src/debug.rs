@@ -77,6 +77,9 @@ fn fail(z: &Zone, what: String) -> Violation {
 /// every frame under the zone lock, with all of those locks held (pageset locks first, the
 /// allocator's lock order) so the census sees one consistent state.
 pub fn validate_zone<E: EventSink>(pa: &PageAllocator<E>, z: &Zone) -> Result<(), Violation> {
+    if !pa.zone(z.idx()).is_some_and(|own| core::ptr::eq(own, z)) {
+        return Err(fail(z, "the zone is not one of this allocator's".into()));
+    }
     let pagesets: Vec<_> = z.pcp.iter().map(|s| s.pcp.lock()).collect();
     let layout = pa.policy().pcp_lists;
     for (cpu, pcp) in pagesets.iter().enumerate() {

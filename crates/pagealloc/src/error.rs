@@ -3,6 +3,8 @@
 
 use core::fmt;
 
+use crate::gfp::Gfp;
+use crate::migratetype::MigrateType;
 use crate::types::{CpuId, NodeId, Order, Pfn};
 
 /// Why an allocation failed.
@@ -14,6 +16,19 @@ pub enum AllocError {
     InvalidCpu(CpuId),
     /// The node is not one of the machine's.
     InvalidNode(NodeId),
+    /// The flags name more than one of `DMA`, `DMA32` and `HIGHMEM`: no zone is below all
+    /// the limits they name (the kernel's `GFP_ZONE_BAD`).
+    ImpossibleZones(Gfp),
+    /// A page_frag alignment that is not a power of two in `1..=4096` (a fragment cannot be
+    /// aligned beyond the page it is carved from, and the cache falls back to order-0 pages).
+    InvalidAlign(u32),
+    /// A page_frag fragment larger than the largest page the cache carves (32 KiB).
+    FragTooLarge {
+        /// The size asked for, bytes.
+        size: u32,
+    },
+    /// The page_frag cache holds a page of another allocator: a cache serves one allocator.
+    ForeignFragCache,
     /// No zone the flags allow had a free block above the watermark the flags allow, after
     /// draining the per-CPU lists and releasing the highatomic reserve where the flags permit.
     OutOfMemory {
@@ -28,6 +43,22 @@ impl fmt::Display for AllocError {
             AllocError::InvalidOrder(o) => write!(f, "order {o} is above the largest order 10"),
             AllocError::InvalidCpu(c) => write!(f, "cpu {} does not exist", c.0),
             AllocError::InvalidNode(n) => write!(f, "node {} does not exist", n.0),
+            AllocError::ImpossibleZones(g) => write!(
+                f,
+                "gfp {:#x} names more than one of DMA, DMA32 and HIGHMEM: no zone satisfies it",
+                g.0
+            ),
+            AllocError::InvalidAlign(a) => {
+                write!(f, "fragment alignment {a} is not a power of two in 1..=4096")
+            }
+            AllocError::FragTooLarge { size } => write!(
+                f,
+                "a fragment of {size} bytes is larger than the largest page_frag page ({} bytes)",
+                crate::page_frag::PAGE_FRAG_CACHE_MAX_SIZE
+            ),
+            AllocError::ForeignFragCache => {
+                f.write_str("the page_frag cache holds a page of another allocator")
+            }
             AllocError::OutOfMemory { order } => {
                 write!(f, "out of memory for an order-{order} block")
             }
@@ -78,6 +109,15 @@ pub enum FreeError {
         /// The frame.
         pfn: Pfn,
     },
+    /// The block is a page_frag page others still hold: the cache carving it, or more than
+    /// one fragment not given back. Its last reference frees it (`page_frag_free`,
+    /// `PageFragCache::drain`).
+    StillReferenced {
+        /// The frame.
+        pfn: Pfn,
+        /// References held on it.
+        refs: u32,
+    },
 }
 
 impl fmt::Display for FreeError {
@@ -97,9 +137,78 @@ impl fmt::Display for FreeError {
                 write!(f, "pfn {pfn} is a tail page of the block at {head}")
             }
             FreeError::NotAllocated { pfn } => write!(f, "pfn {pfn} is not an allocated block"),
+            FreeError::StillReferenced { pfn, refs } => write!(
+                f,
+                "pfn {pfn} is a page_frag page with {refs} references held (its cache or its \
+                 fragments); the last page_frag_free or cache drain frees it"
+            ),
+        }
+    }
+}
+
+/// Why a pageblock could not be isolated or given back. Nothing was changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IsolateError {
+    /// The CPU handle is not one of this allocator's.
+    InvalidCpu(CpuId),
+    /// The frame lies in no zone of this allocator.
+    ForeignFrame(Pfn),
+    /// The pageblock holding the frame is not wholly inside its zone.
+    PartialBlock(Pfn),
+    /// The pageblock is isolated already.
+    AlreadyIsolated(Pfn),
+    /// The pageblock is not isolated: there is nothing to give back.
+    NotIsolated(Pfn),
+    /// A pageblock cannot be given back as `MigrateType::Isolate`.
+    IsolateTarget(MigrateType),
+}
+
+impl fmt::Display for IsolateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IsolateError::InvalidCpu(c) => write!(f, "cpu {} is not one of this allocator's", c.0),
+            IsolateError::ForeignFrame(p) => {
+                write!(f, "pfn {p} belongs to no zone of this allocator")
+            }
+            IsolateError::PartialBlock(p) => {
+                write!(f, "the pageblock of pfn {p} is not wholly inside its zone")
+            }
+            IsolateError::AlreadyIsolated(p) => {
+                write!(f, "the pageblock of pfn {p} is isolated already")
+            }
+            IsolateError::NotIsolated(p) => write!(f, "the pageblock of pfn {p} is not isolated"),
+            IsolateError::IsolateTarget(mt) => {
+                write!(f, "a pageblock cannot be given back as {mt}")
+            }
+        }
+    }
+}
+
+/// Why a run-time setting was refused. The setting in force stays as it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettingError {
+    /// The value is outside the range the setting (its sysctl) accepts.
+    OutOfRange {
+        /// The setting.
+        key: &'static str,
+        /// The value given.
+        got: u64,
+        /// The largest value accepted.
+        max: u64,
+    },
+}
+
+impl fmt::Display for SettingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SettingError::OutOfRange { key, got, max } => {
+                write!(f, "`{key}` = {got} is out of range; it takes 0..={max}")
+            }
         }
     }
 }
 
 impl core::error::Error for AllocError {}
 impl core::error::Error for FreeError {}
+impl core::error::Error for IsolateError {}
+impl core::error::Error for SettingError {}

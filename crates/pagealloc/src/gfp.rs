@@ -82,12 +82,21 @@ impl Gfp {
     }
 
     /// The highest zone type these flags allow (the kernel's `gfp_zone` on x86-64, where
-    /// HIGHMEM alone means NORMAL and HIGHMEM with MOVABLE means ZONE_MOVABLE).
+    /// HIGHMEM alone means NORMAL and HIGHMEM with MOVABLE means ZONE_MOVABLE). Meaningless
+    /// for flags with [`impossible_zones`](Gfp::impossible_zones), which allocations refuse.
     #[inline]
     pub const fn zone(self) -> ZoneType {
         // The four zone modifiers are bits 0..=3: one table lookup, as the kernel's
         // GFP_ZONE_TABLE does, instead of the chain of tests below on every allocation.
         ZONE_BY_MODIFIERS[(self.0 & ZONE_MODIFIERS) as usize]
+    }
+
+    /// Do the flags name more than one of DMA, DMA32 and HIGHMEM (with or without MOVABLE)?
+    /// No zone satisfies such a request: they are the eight combinations of the kernel's
+    /// `GFP_ZONE_BAD`, on which its `gfp_zone` stops with `VM_BUG_ON`.
+    #[inline]
+    pub const fn impossible_zones(self) -> bool {
+        (self.0 & ZONE_LIMITS).count_ones() > 1
     }
 
     /// [`Gfp::zone`] spelled out (the table is built from it).
@@ -124,6 +133,9 @@ impl Gfp {
 
 /// DMA | HIGHMEM | DMA32 | MOVABLE: the bits [`Gfp::zone`] reads.
 const ZONE_MODIFIERS: u32 = 0xf;
+
+/// DMA | HIGHMEM | DMA32: the modifiers that name a zone; a request may name one at most.
+const ZONE_LIMITS: u32 = Gfp::DMA.0 | Gfp::HIGHMEM.0 | Gfp::DMA32.0;
 
 /// [`Gfp::zone`] of every combination of the zone modifiers.
 const ZONE_BY_MODIFIERS: [ZoneType; 16] = {
@@ -292,6 +304,20 @@ mod tests {
             }
         }
         assert_eq!(ZONE_BY_MODIFIERS[0b1010], ZoneType::Movable);
+    }
+
+    /// Exactly the kernel's eight GFP_ZONE_BAD combinations are impossible: two or more of
+    /// DMA, HIGHMEM and DMA32, with or without MOVABLE; every named flag set is possible.
+    #[test]
+    fn impossible_zone_combinations_are_the_kernels_gfp_zone_bad() {
+        let bad: [u32; 8] = [0x3, 0x5, 0x6, 0x7, 0xb, 0xd, 0xe, 0xf];
+        for low in 0..16u32 {
+            assert_eq!(Gfp(low).impossible_zones(), bad.contains(&low), "{low:#x}");
+            assert_eq!(Gfp(low | Gfp::KERNEL.0).impossible_zones(), bad.contains(&low));
+        }
+        for g in [Gfp::KERNEL, Gfp::ATOMIC, Gfp::HIGHUSER_MOVABLE, Gfp::TRANSHUGE, Gfp::DMA] {
+            assert!(!g.impossible_zones(), "{g:?}");
+        }
     }
 
     #[test]

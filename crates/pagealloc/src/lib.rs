@@ -56,7 +56,7 @@ pub mod types;
 pub mod watermark;
 pub mod zone;
 
-pub use crate::error::{AllocError, FreeError};
+pub use crate::error::{AllocError, FreeError, IsolateError, SettingError};
 pub use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 pub use crate::gfp::{AllocFlags, Gfp};
 pub use crate::memory_map::{MapError, MemoryMap, ZoneLimits};

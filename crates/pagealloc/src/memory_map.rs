@@ -87,6 +87,13 @@ pub enum MapError {
     NoMemory,
     /// More nodes or CPUs than the allocator supports (65535 zones, 2^20 CPUs).
     TooManyNodesOrCpus,
+    /// A node number at or above [`MAX_NODES`]: refused before anything is sized from it.
+    NodeOutOfRange(NodeId),
+    /// CPUs that would bring the machine above [`MAX_CPUS`].
+    TooManyCpus {
+        /// The machine's CPUs with the ones asked for.
+        total: u64,
+    },
 }
 
 impl fmt::Display for MapError {
@@ -113,6 +120,12 @@ impl fmt::Display for MapError {
             MapError::NoCpus => f.write_str("the machine has no CPU"),
             MapError::NoMemory => f.write_str("the machine has no memory"),
             MapError::TooManyNodesOrCpus => f.write_str("too many nodes or CPUs"),
+            MapError::NodeOutOfRange(n) => {
+                write!(f, "node {} is out of range: a machine has nodes 0..={}", n.0, MAX_NODES - 1)
+            }
+            MapError::TooManyCpus { total } => {
+                write!(f, "{total} CPUs: a machine has at most {MAX_CPUS}")
+            }
         }
     }
 }
@@ -123,6 +136,8 @@ impl core::error::Error for MapError {}
 const MAX_PFN: u64 = 1 << 52;
 /// Most CPUs a machine may have.
 pub const MAX_CPUS: u32 = 1 << 20;
+/// Most nodes a machine may have: node numbers are `0..MAX_NODES`.
+pub const MAX_NODES: u32 = 1024;
 
 /// One range of present frames.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,7 +155,7 @@ pub(crate) struct MemRange {
 /// let mut map = MemoryMap::new();
 /// map.add_range(NodeId(0), 0x1000..0x9f000)?        // low memory, below the ISA hole
 ///    .add_range(NodeId(0), 0x100000..0x8000_0000)?  // 1 MiB .. 2 GiB
-///    .set_cpus(NodeId(0), 4);
+///    .set_cpus(NodeId(0), 4)?;
 /// # Ok::<(), pagealloc::MapError>(())
 /// ```
 #[derive(Clone, Debug, Default)]
@@ -164,7 +179,7 @@ impl MemoryMap {
     /// into zones at the x86-64 limits. The lab's and the tests' usual machine.
     pub fn single_node(cpus: u32, bytes: u64) -> Result<MemoryMap, MapError> {
         let mut map = MemoryMap::new();
-        map.add_range(NodeId(0), 0..bytes)?.set_cpus(NodeId(0), cpus);
+        map.add_range(NodeId(0), 0..bytes)?.set_cpus(NodeId(0), cpus)?;
         Ok(map)
     }
 
@@ -194,12 +209,17 @@ impl MemoryMap {
         self.push_range(node, phys, true)
     }
 
-    /// Add present frames (not bytes) to `node`.
+    /// Add present frames (not bytes) to `node`. Frames whose byte address does not fit in 64
+    /// bits are [`MapError::TooLarge`] (their addresses used to wrap to low memory).
     pub fn add_pfn_range(
         &mut self,
         node: NodeId,
         pfns: Range<Pfn>,
     ) -> Result<&mut MemoryMap, MapError> {
+        let top = pfns.start.max(pfns.end);
+        if top.0 >= MAX_PFN {
+            return Err(MapError::TooLarge(top));
+        }
         self.push_range(node, pfns.start.phys()..pfns.end.phys(), false)
     }
 
@@ -228,12 +248,29 @@ impl MemoryMap {
     }
 
     /// Give `node` `n` CPUs. CPU numbers are assigned in node order: node 0's CPUs first.
-    pub fn set_cpus(&mut self, node: NodeId, n: u32) -> &mut MemoryMap {
+    ///
+    /// # Errors
+    /// [`MapError::NodeOutOfRange`] for a node at or above [`MAX_NODES`] (checked before the
+    /// per-node table grows to it), [`MapError::TooManyCpus`] if the machine would have more
+    /// than [`MAX_CPUS`]. The map is unchanged then.
+    pub fn set_cpus(&mut self, node: NodeId, n: u32) -> Result<&mut MemoryMap, MapError> {
+        check_node(node)?;
+        let others: u64 = self
+            .node_cpus
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != node.index())
+            .map(|(_, &c)| u64::from(c))
+            .sum();
+        let total = others + u64::from(n);
+        if total > u64::from(MAX_CPUS) {
+            return Err(MapError::TooManyCpus { total });
+        }
         if self.node_cpus.len() <= node.index() {
             self.node_cpus.resize(node.index() + 1, 0);
         }
         self.node_cpus[node.index()] = n;
-        self
+        Ok(self)
     }
 
     /// Number of nodes (the highest node number used, plus one).
@@ -242,7 +279,7 @@ impl MemoryMap {
         by_mem.max(self.node_cpus.len())
     }
 
-    /// Total CPUs.
+    /// Total CPUs (at most [`MAX_CPUS`]: `set_cpus` refuses more).
     pub fn nr_cpus(&self) -> u32 {
         self.node_cpus.iter().sum()
     }
@@ -270,6 +307,7 @@ impl MemoryMap {
         phys: Range<u64>,
         movable: bool,
     ) -> Result<&mut MemoryMap, MapError> {
+        check_node(node)?;
         let start = Pfn(phys.start.div_ceil(PAGE_SIZE));
         let end = Pfn::from_phys(phys.end);
         if start >= end {
@@ -313,16 +351,26 @@ impl MemoryMap {
     }
 }
 
+/// Refuse a node number at or above [`MAX_NODES`], before anything is sized from it.
+fn check_node(node: NodeId) -> Result<(), MapError> {
+    if node.0 >= MAX_NODES {
+        return Err(MapError::NodeOutOfRange(node));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::format;
+    use alloc::string::ToString;
 
     #[test]
     fn ranges_round_inward_and_split_at_zone_limits() {
         let mut m = MemoryMap::new();
         m.add_range(NodeId(0), 0x800..0x2000).unwrap(); // rounds to pfn 1..2
         m.add_range(NodeId(0), (8 << 20)..(5 << 30)).unwrap();
-        m.set_cpus(NodeId(0), 2);
+        m.set_cpus(NodeId(0), 2).unwrap();
         assert_eq!(m.zone_pieces(NodeId(0), ZoneType::Dma), [Pfn(1)..Pfn(2), Pfn(2048)..Pfn(4096)]);
         assert_eq!(m.zone_pieces(NodeId(0), ZoneType::Dma32), [Pfn(4096)..Pfn(1 << 20)]);
         assert_eq!(m.zone_pieces(NodeId(0), ZoneType::Normal), [Pfn(1 << 20)..Pfn(5 << 18)]);
@@ -344,10 +392,62 @@ mod tests {
     #[test]
     fn cpus_are_numbered_in_node_order() {
         let mut m = MemoryMap::new();
-        m.set_cpus(NodeId(0), 2).set_cpus(NodeId(1), 3);
+        m.set_cpus(NodeId(0), 2).unwrap().set_cpus(NodeId(1), 3).unwrap();
         assert_eq!(m.nr_cpus(), 5);
         assert_eq!(m.node_of_cpu(CpuId(1)), Some(NodeId(0)));
         assert_eq!(m.node_of_cpu(CpuId(2)), Some(NodeId(1)));
         assert_eq!(m.node_of_cpu(CpuId(5)), None);
+    }
+
+    /// Node numbers are bounded before anything is sized from them: `u32::MAX` used to grow
+    /// the per-node CPU table to 2^32 entries (a 16 GiB allocation) before the node limit was
+    /// checked at build time.
+    #[test]
+    fn node_numbers_are_bounded_first() {
+        let mut m = MemoryMap::new();
+        for node in [NodeId(u32::MAX), NodeId(MAX_NODES)] {
+            assert_eq!(m.set_cpus(node, 1).unwrap_err(), MapError::NodeOutOfRange(node));
+            assert_eq!(m.add_range(node, 0..1 << 30).unwrap_err(), MapError::NodeOutOfRange(node));
+            assert_eq!(m.add_movable_range(node, 0..1 << 30).unwrap_err().to_string(), {
+                format!("node {} is out of range: a machine has nodes 0..=1023", node.0)
+            });
+        }
+        assert_eq!((m.nr_nodes(), m.nr_cpus(), m.node_cpus.capacity()), (0, 0, 0));
+        m.set_cpus(NodeId(MAX_NODES - 1), 1).unwrap();
+        assert_eq!((m.nr_nodes(), m.nr_cpus()), (1024, 1));
+    }
+
+    /// Frame numbers whose byte address overflows 64 bits are refused, not wrapped.
+    #[test]
+    fn frame_ranges_beyond_the_address_space_are_refused() {
+        let mut m = MemoryMap::new();
+        let huge = Pfn(1 << 60);
+        assert_eq!(
+            m.add_pfn_range(NodeId(0), huge..Pfn(huge.0 + 16)).unwrap_err(),
+            MapError::TooLarge(Pfn(huge.0 + 16))
+        );
+        let top = Pfn(MAX_PFN);
+        assert_eq!(m.add_pfn_range(NodeId(0), Pfn(0)..top).unwrap_err(), MapError::TooLarge(top));
+        assert_eq!(m.present_pages(), 0);
+        m.add_pfn_range(NodeId(0), Pfn(MAX_PFN - 16)..Pfn(MAX_PFN - 1)).unwrap();
+        assert_eq!(m.present_pages(), 15);
+    }
+
+    /// CPU counts are bounded as they are given, so their sum cannot wrap (two nodes of
+    /// `u32::MAX` CPUs summed to `u32::MAX - 1` in a release build).
+    #[test]
+    fn cpu_counts_are_bounded_as_they_are_given() {
+        let mut m = MemoryMap::new();
+        let total = u64::from(u32::MAX);
+        assert_eq!(m.set_cpus(NodeId(0), u32::MAX).unwrap_err(), MapError::TooManyCpus { total });
+        m.set_cpus(NodeId(0), MAX_CPUS - 1).unwrap();
+        assert_eq!(
+            m.set_cpus(NodeId(1), 2).unwrap_err(),
+            MapError::TooManyCpus { total: u64::from(MAX_CPUS) + 1 }
+        );
+        assert_eq!(m.nr_cpus(), MAX_CPUS - 1);
+        // Replacing a node's count is measured against the others only.
+        m.set_cpus(NodeId(0), MAX_CPUS).unwrap();
+        assert_eq!((m.nr_cpus(), m.nr_nodes()), (MAX_CPUS, 1));
     }
 }

@@ -6,13 +6,14 @@
 use crate::sync::{AtomicU64, Ordering::Relaxed};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use core::sync::atomic::AtomicU64 as CoreAtomicU64;
 
 use crate::buddy::Fpi;
-use crate::error::{AllocError, FreeError};
+use crate::error::{AllocError, FreeError, IsolateError, SettingError};
 use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 use crate::gfp::{slowpath_alloc_flags, AllocFlags, Gfp};
 use crate::mem_map::{FrameInfo, FrameState};
-use crate::memory_map::{MapError, MemoryMap, MAX_CPUS};
+use crate::memory_map::{MapError, MemoryMap, MAX_CPUS, MAX_NODES};
 use crate::migratetype::MigrateType;
 use crate::pcp::PcpFast;
 use crate::policy::{Policy, Tunables};
@@ -24,6 +25,10 @@ use crate::types::{
     PAGEBLOCK_NR_PAGES,
 };
 use crate::zone::{flags, CoreConfig, Zone, WMARK_HIGH, WMARK_LOW, WMARK_MIN, WMARK_PROMO};
+
+/// Largest vm.min_free_kbytes accepted, KiB: the sysctl is an `int` (`Tunables` takes the same
+/// range).
+pub const MAX_MIN_FREE_KBYTES: u64 = i32::MAX as u64;
 
 /// Why an allocator could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,11 +75,14 @@ impl From<MapError> for BuildError {
 }
 
 /// A CPU of the allocator's machine, checked to exist: the handle every allocation and free
-/// names. Cheap to copy.
+/// names. Cheap to copy. It remembers the allocator that made it: another allocator refuses
+/// it (`InvalidCpu`), even one whose machine has a CPU of the same number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cpu {
     pub(crate) id: CpuId,
     pub(crate) node: NodeId,
+    /// [`PageAllocator`]'s identity (`PageAllocator::id`).
+    pub(crate) owner: u64,
 }
 
 impl Cpu {
@@ -101,9 +109,15 @@ pub(crate) struct Node {
     pub(crate) nr_cpus: u32,
 }
 
+/// Source of [`PageAllocator`] identities. A core atomic even under loom (a loom atomic cannot
+/// be a static): it only numbers allocators and orders nothing.
+static NEXT_ALLOCATOR_ID: CoreAtomicU64 = CoreAtomicU64::new(1);
+
 /// The page-frame allocator.
 #[derive(Debug)]
 pub struct PageAllocator<E: EventSink = NoEvents> {
+    /// This allocator's identity, unique in the process: what its [`Cpu`] handles carry.
+    id: u64,
     pub(crate) zones: Box<[Zone]>,
     /// (first frame, end, zone) sorted by first frame, for frame → zone lookup.
     by_pfn: Box<[(Pfn, Pfn, ZoneIdx)]>,
@@ -148,7 +162,8 @@ impl<E: EventSink> PageAllocator<E> {
         if map.present_pages() == 0 {
             return Err(MapError::NoMemory.into());
         }
-        if nr_cpus > MAX_CPUS || map.nr_nodes() > 1024 {
+        // `MemoryMap` refuses both as they are given; kept as the allocator's own bound.
+        if nr_cpus > MAX_CPUS || map.nr_nodes() > MAX_NODES as usize {
             return Err(MapError::TooManyNodesOrCpus.into());
         }
         let (zones, nodes) = build_zones(&map)?;
@@ -158,6 +173,7 @@ impl<E: EventSink> PageAllocator<E> {
             (0..nr_cpus).map(|c| map.node_of_cpu(CpuId(c)).unwrap_or(NodeId(0))).collect();
         let boost_factor = if policy.watermark_boost { tunables.watermark_boost_factor } else { 0 };
         let pa = PageAllocator {
+            id: NEXT_ALLOCATOR_ID.fetch_add(1, Relaxed),
             zones,
             by_pfn: by_pfn.into_boxed_slice(),
             nodes,
@@ -264,7 +280,20 @@ impl<E: EventSink> PageAllocator<E> {
 
     /// The handle of CPU `id`, if the machine has it.
     pub fn cpu(&self, id: CpuId) -> Option<Cpu> {
-        self.cpu_node.get(id.index()).map(|&node| Cpu { id, node })
+        self.cpu_node.get(id.index()).map(|&node| Cpu { id, node, owner: self.id })
+    }
+
+    /// This allocator's identity, unique in the process.
+    #[inline]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Was `cpu` made by this allocator's [`cpu`](Self::cpu)? Only such a handle names a CPU
+    /// (and a node) of this machine.
+    #[inline]
+    pub(crate) fn owns(&self, cpu: Cpu) -> bool {
+        cpu.owner == self.id
     }
 
     /// Every zone, in [`ZoneIdx`] order (node by node, lowest zone type first).
@@ -351,17 +380,20 @@ impl<E: EventSink> PageAllocator<E> {
     /// value.
     fn init_min_free_kbytes(&self) {
         if let Some(kb) = self.tunables.min_free_kbytes {
-            self.set_min_free_kbytes(kb);
+            // `Tunables::validate` bounded it to the sysctl's range.
+            self.apply_min_free_kbytes(kb);
             return;
         }
         let kb = sizing::default_min_free_kbytes(sizing::lowmem_kbytes(&self.zone_marks()));
-        self.set_min_free_kbytes(kb);
+        self.apply_min_free_kbytes(kb);
         let populated =
             self.zones.iter().filter(|z| z.ztype <= ZoneType::Normal && z.is_populated()).count();
         let buffer_pages = sizing::nr_free_zone_pages(&self.zone_marks(), ZoneType::Normal);
         let thp = sizing::thp_recommended_min_free_kbytes(populated as u64, buffer_pages);
         if thp > kb {
-            self.set_min_free_kbytes(thp);
+            // 11 pageblocks a zone stays below the sysctl's limit for the 65535 zones the
+            // allocator allows (1.4 TiB); the `min` keeps the bound whatever the count.
+            self.apply_min_free_kbytes(thp.min(MAX_MIN_FREE_KBYTES));
         }
     }
 
@@ -373,7 +405,21 @@ impl<E: EventSink> PageAllocator<E> {
 
     /// Set vm.min_free_kbytes and recompute every zone's watermarks and lowmem reserves
     /// (kernel `setup_per_zone_wmarks` and `setup_per_zone_lowmem_reserve`).
-    pub fn set_min_free_kbytes(&self, kb: u64) {
+    ///
+    /// # Errors
+    /// [`SettingError::OutOfRange`] above [`MAX_MIN_FREE_KBYTES`] (the sysctl is an `int`, and
+    /// [`Tunables`] takes the same range); nothing changes then.
+    pub fn set_min_free_kbytes(&self, kb: u64) -> Result<(), SettingError> {
+        if kb > MAX_MIN_FREE_KBYTES {
+            let max = MAX_MIN_FREE_KBYTES;
+            return Err(SettingError::OutOfRange { key: "min_free_kbytes", got: kb, max });
+        }
+        self.apply_min_free_kbytes(kb);
+        Ok(())
+    }
+
+    /// Store a min_free_kbytes known to be in range and recompute what depends on it.
+    fn apply_min_free_kbytes(&self, kb: u64) {
         self.min_free_kbytes.store(kb, Relaxed);
         self.setup_per_zone_wmarks();
     }
@@ -450,10 +496,10 @@ impl<E: EventSink> PageAllocator<E> {
     /// Allocate a block of 2^`order` frames with `gfp`'s constraints on `cpu`. Returns its
     /// first frame.
     pub fn alloc_pages(&self, cpu: Cpu, gfp: Gfp, order: Order) -> Result<Pfn, AllocError> {
-        let Some(&node_id) = self.cpu_node.get(cpu.id.index()) else {
+        if !self.owns(cpu) {
             return Err(AllocError::InvalidCpu(cpu.id));
-        };
-        self.alloc_pages_from(Cpu { id: cpu.id, node: node_id }, gfp, order)
+        }
+        self.alloc_pages_from(cpu, gfp, order)
     }
 
     /// Allocate as [`alloc_pages`](Self::alloc_pages) does, but walking `node`'s zonelist:
@@ -468,19 +514,22 @@ impl<E: EventSink> PageAllocator<E> {
         gfp: Gfp,
         order: Order,
     ) -> Result<Pfn, AllocError> {
-        if self.cpu_node.get(cpu.id.index()).is_none() {
+        if !self.owns(cpu) {
             return Err(AllocError::InvalidCpu(cpu.id));
         }
         if node.index() >= self.nodes.len() {
             return Err(AllocError::InvalidNode(node));
         }
-        self.alloc_pages_from(Cpu { id: cpu.id, node }, gfp, order)
+        self.alloc_pages_from(Cpu { node, ..cpu }, gfp, order)
     }
 
     /// The allocation proper; `cpu.node` names the zonelist to walk.
     fn alloc_pages_from(&self, cpu: Cpu, gfp: Gfp, order: Order) -> Result<Pfn, AllocError> {
         if !order.is_valid() {
             return Err(AllocError::InvalidOrder(order));
+        }
+        if gfp.impossible_zones() {
+            return Err(AllocError::ImpossibleZones(gfp));
         }
         let highest = gfp.zone();
         let mt =
@@ -733,7 +782,11 @@ impl<E: EventSink> PageAllocator<E> {
     // Free
 
     /// Free the block of 2^`order` frames at `pfn` on `cpu`. A block that is not allocated
-    /// with exactly this order is refused with an error and left alone.
+    /// with exactly this order is refused with an error and left alone, and so is a page_frag
+    /// page others hold references on (its cache, or more than one fragment): the kernel's
+    /// `free_pages` only drops one reference there, and the last `page_frag_free` or cache
+    /// drain frees the page ([`FreeError::StillReferenced`]). A page with a single reference
+    /// left is freed, as dropping that reference does.
     pub fn free_pages(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.free_pages_routed(cpu, pfn, order, true)
     }
@@ -782,7 +835,7 @@ impl<E: EventSink> PageAllocator<E> {
         if !order.is_valid() {
             return Err(FreeError::InvalidOrder(order));
         }
-        if cpu.id.index() >= self.cpu_node.len() {
+        if !self.owns(cpu) {
             return Err(FreeError::InvalidCpu(cpu.id));
         }
         let zone = self.zone_of(pfn).ok_or(FreeError::ForeignFrame(pfn))?;
@@ -792,6 +845,7 @@ impl<E: EventSink> PageAllocator<E> {
         if E::ENABLED {
             self.events.touch(cpu.id, MetaLine::Frame(pfn));
         }
+        refuse_shared_block(zone, pfn, order)?;
         match zone.frame(pfn).claim_for_free(order) {
             Ok(_) => Ok(zone),
             Err(info) => Err(diagnose_bad_free(zone, pfn, order, info)),
@@ -821,31 +875,45 @@ impl<E: EventSink> PageAllocator<E> {
     }
 
     /// Isolate the pageblock holding `pfn`: its free pages leave allocation until
-    /// [`unisolate_pageblock`](Self::unisolate_pageblock). Returns the block's former type,
-    /// or `None` if the frame is in no zone, the block is not wholly inside its zone, or it is
-    /// already isolated.
-    pub fn isolate_pageblock(&self, cpu: Cpu, pfn: Pfn) -> Option<MigrateType> {
-        let z = self.zone_of(pfn)?;
+    /// [`unisolate_pageblock`](Self::unisolate_pageblock). Returns the block's former type.
+    ///
+    /// # Errors
+    /// [`IsolateError`]: a `cpu` of another allocator, a frame in no zone, a block not wholly
+    /// inside its zone, a block isolated already. Nothing changes then.
+    pub fn isolate_pageblock(&self, cpu: Cpu, pfn: Pfn) -> Result<MigrateType, IsolateError> {
+        let z = self.isolation_zone(cpu, pfn)?;
         let mut zl = z.lock(cpu.id, &self.events, &self.cfg);
         let old = z.pageblocks.get(pfn);
         if old == MigrateType::Isolate {
-            return None;
+            return Err(IsolateError::AlreadyIsolated(pfn));
         }
-        zl.pageblock_census(pfn)?;
+        zl.pageblock_census(pfn).ok_or(IsolateError::PartialBlock(pfn))?;
         zl.split_covering_buddy(pfn);
-        let (start, _, _) = zl.pageblock_census(pfn)?;
+        let (start, _, _) = zl.pageblock_census(pfn).ok_or(IsolateError::PartialBlock(pfn))?;
         zl.move_freepages_block(start, old, MigrateType::Isolate);
-        Some(old)
+        Ok(old)
     }
 
     /// Give an isolated pageblock back as type `mt`, merging its free pages again.
-    pub fn unisolate_pageblock(&self, cpu: Cpu, pfn: Pfn, mt: MigrateType) -> bool {
-        let Some(z) = self.zone_of(pfn) else { return false };
-        let mut zl = z.lock(cpu.id, &self.events, &self.cfg);
-        if z.pageblocks.get(pfn) != MigrateType::Isolate || mt == MigrateType::Isolate {
-            return false;
+    ///
+    /// # Errors
+    /// [`IsolateError`]: a `cpu` of another allocator, a frame in no zone, a block that is not
+    /// isolated (or not wholly inside its zone), `mt` = `Isolate`. Nothing changes then.
+    pub fn unisolate_pageblock(
+        &self,
+        cpu: Cpu,
+        pfn: Pfn,
+        mt: MigrateType,
+    ) -> Result<(), IsolateError> {
+        let z = self.isolation_zone(cpu, pfn)?;
+        if mt == MigrateType::Isolate {
+            return Err(IsolateError::IsolateTarget(mt));
         }
-        let Some((start, _, _)) = zl.pageblock_census(pfn) else { return false };
+        let mut zl = z.lock(cpu.id, &self.events, &self.cfg);
+        if z.pageblocks.get(pfn) != MigrateType::Isolate {
+            return Err(IsolateError::NotIsolated(pfn));
+        }
+        let (start, _, _) = zl.pageblock_census(pfn).ok_or(IsolateError::PartialBlock(pfn))?;
         // Take the block's free pages off the isolate lists and free them again as `mt`, so
         // they merge with neighbours outside the block (kernel unset_migratetype_isolate).
         z.pageblocks.set(start, mt);
@@ -864,7 +932,15 @@ impl<E: EventSink> PageAllocator<E> {
                 _ => p = Pfn(p.0 + 1),
             }
         }
-        true
+        Ok(())
+    }
+
+    /// The zone an isolation request names, after checking the CPU handle is ours.
+    fn isolation_zone(&self, cpu: Cpu, pfn: Pfn) -> Result<&Zone, IsolateError> {
+        if !self.owns(cpu) {
+            return Err(IsolateError::InvalidCpu(cpu.id));
+        }
+        self.zone_of(pfn).ok_or(IsolateError::ForeignFrame(pfn))
     }
 }
 
@@ -877,6 +953,24 @@ struct Walk<'a> {
     mt: MigrateType,
     highest: ZoneType,
     preferred: &'a Zone,
+}
+
+/// Refuse to free a page_frag page that others still reference: its reference count (the
+/// head frame's owner word while allocated) is above 1 while a cache carves it or more than
+/// one fragment is out. Plain blocks hold 1; a page whose last fragment is being freed, 0.
+fn refuse_shared_block(zone: &Zone, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+    let frame = zone.frame(pfn);
+    let info = frame.info();
+    if info.state != FrameState::Allocated || info.order != order {
+        // Not a block of this order: the claim names what is wrong.
+        return Ok(());
+    }
+    // A snapshot: a free racing the page's other holders is a race among them, as in the
+    // kernel; whichever claim comes first wins and the other gets a typed error.
+    match frame.aux().load(Relaxed) {
+        refs @ 2.. => Err(FreeError::StillReferenced { pfn, refs }),
+        _ => Ok(()),
+    }
 }
 
 /// Name what is wrong with freeing `pfn` as `order`, given the head frame's state.

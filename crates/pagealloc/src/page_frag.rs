@@ -5,7 +5,10 @@
 //!
 //! The page's reference count lives in its head frame's owner word (`Frame::aux`) while a cache
 //! or fragments hold it. The cache keeps a bias of references it has not handed out yet, so
-//! carving a fragment touches no shared state.
+//! carving a fragment touches no shared state. The bias never runs out: a page whose bias is
+//! down to [`MIN_BIAS`] counts as full (only zero-byte fragments get there, after 32 767 of
+//! them), and a page carved or with fragments out holds more than one reference, which
+//! [`PageAllocator::free_pages`] refuses to free.
 //!
 //! Not modelled: pfmemalloc pages (pages from the emergency reserves are reused like any
 //! other), because the allocator does not tag them.
@@ -27,6 +30,13 @@ use crate::policy::Policy;
 pub const PAGE_FRAG_CACHE_MAX_SIZE: u32 = 32768;
 /// Its order.
 pub const PAGE_FRAG_CACHE_MAX_ORDER: Order = Order(3);
+/// References the cache keeps on the page it carves: its own and a spare, so the page's count
+/// stays above 1 (and `free_pages` refuses it) while the cache holds it. A page whose bias is
+/// down to this is full: the next fragment goes to a fresh or reused page.
+pub const MIN_BIAS: u32 = 2;
+/// The largest fragment alignment: a fragment cannot be aligned beyond the page it is carved
+/// from, and the cache falls back to order-0 pages.
+pub const MAX_FRAG_ALIGN: u32 = PAGE_SIZE as u32;
 
 /// A fragment: `len` bytes at byte `offset` of the block whose first frame is `page`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,11 +47,14 @@ pub struct Frag {
     pub offset: u32,
 }
 
-/// One page_frag cache (the kernel keeps one per CPU and per NAPI context).
+/// One page_frag cache (the kernel keeps one per CPU and per NAPI context). It serves one
+/// allocator: the one whose page it carves (another is refused).
 #[derive(Debug, Default)]
 pub struct PageFragCache {
     /// The page being carved, with its order.
     page: Option<(Pfn, Order)>,
+    /// Identity of the allocator the page came from (0 while there is none).
+    owner: u64,
     /// Next free byte (6.13+: counts up from 0).
     offset: u32,
     /// References the cache still holds on the page (handed out one per fragment).
@@ -51,7 +64,7 @@ pub struct PageFragCache {
 impl PageFragCache {
     /// An empty cache; the first allocation refills it.
     pub const fn new() -> PageFragCache {
-        PageFragCache { page: None, offset: 0, pagecnt_bias: 0 }
+        PageFragCache { page: None, owner: 0, offset: 0, pagecnt_bias: 0 }
     }
 
     /// The page being carved and its order, if any.
@@ -59,9 +72,14 @@ impl PageFragCache {
         self.page
     }
 
-    /// Carve `fragsz` bytes aligned to `align` (a power of two, 1 for none) on `cpu`
-    /// (kernel `page_frag_alloc_align`). Fails if no page can be had, or if `fragsz` exceeds
-    /// a page and does not fit what is left of the cache's page.
+    /// Carve `fragsz` bytes aligned to `align` (a power of two up to [`MAX_FRAG_ALIGN`], 1
+    /// for none) on `cpu` (kernel `page_frag_alloc_align`). Fails if no page can be had, or if
+    /// `fragsz` exceeds a page and does not fit what is left of the cache's page.
+    ///
+    /// # Errors
+    /// [`AllocError::InvalidAlign`], [`AllocError::FragTooLarge`] (above 32 KiB),
+    /// [`AllocError::InvalidCpu`] and [`AllocError::ForeignFragCache`] before anything
+    /// changes; [`AllocError::OutOfMemory`] and the refill's errors otherwise.
     pub fn alloc<E: EventSink>(
         &mut self,
         pa: &PageAllocator<E>,
@@ -70,15 +88,17 @@ impl PageFragCache {
         gfp: Gfp,
         align: u32,
     ) -> Result<Frag, AllocError> {
-        let align = align.max(1).next_power_of_two();
+        self.check_request(pa, cpu, fragsz, align)?;
         let (mut page, mut order) = match self.page {
             Some(p) => p,
             None => self.refill(pa, cpu, gfp)?,
         };
         let mut size = (PAGE_SIZE as u32) << order.0;
+        // offset <= 32 KiB and align <= 4 KiB: no overflow.
         let mut offset = self.offset.next_multiple_of(align);
-        if offset.saturating_add(fragsz) > size {
-            if fragsz as u64 > PAGE_SIZE {
+        let full = self.pagecnt_bias <= MIN_BIAS;
+        if full || offset.saturating_add(fragsz) > size {
+            if fragsz as u64 > PAGE_SIZE && !full {
                 // Keep the page: releasing it under memory pressure would not help.
                 return Err(AllocError::OutOfMemory { order });
             }
@@ -87,20 +107,50 @@ impl PageFragCache {
                 // Every fragment came back: reuse the page.
                 refs.store(PAGE_FRAG_CACHE_MAX_SIZE + 1, Relaxed);
                 self.pagecnt_bias = PAGE_FRAG_CACHE_MAX_SIZE + 1;
+                self.offset = 0;
             } else {
                 // Fragments are still out; the last page_frag_free frees the page.
                 self.page = None;
+                self.owner = 0;
                 (page, order) = self.refill(pa, cpu, gfp)?;
                 size = (PAGE_SIZE as u32) << order.0;
-                if fragsz > size {
-                    return Err(AllocError::OutOfMemory { order });
-                }
+            }
+            if fragsz > size {
+                // An order-0 page (fresh, or reused once full) cannot hold it.
+                return Err(AllocError::OutOfMemory { order });
             }
             offset = 0;
         }
+        // pagecnt_bias > MIN_BIAS (a fresh or reused page has 32 769), and the fragment fits.
         self.pagecnt_bias -= 1;
         self.offset = offset + fragsz;
         Ok(Frag { page, offset })
+    }
+
+    /// Refuse what no page could serve, before anything changes: an alignment that is not a
+    /// power of two up to [`MAX_FRAG_ALIGN`] (above 2^31 none is, and rounding up used to
+    /// divide by zero), a fragment above 32 KiB, a CPU or an allocator the cache does not
+    /// serve.
+    fn check_request<E: EventSink>(
+        &self,
+        pa: &PageAllocator<E>,
+        cpu: Cpu,
+        fragsz: u32,
+        align: u32,
+    ) -> Result<(), AllocError> {
+        if !align.is_power_of_two() || align > MAX_FRAG_ALIGN {
+            return Err(AllocError::InvalidAlign(align));
+        }
+        if fragsz > PAGE_FRAG_CACHE_MAX_SIZE {
+            return Err(AllocError::FragTooLarge { size: fragsz });
+        }
+        if !pa.owns(cpu) {
+            return Err(AllocError::InvalidCpu(cpu.id));
+        }
+        if self.page.is_some() && self.owner != pa.id() {
+            return Err(AllocError::ForeignFragCache);
+        }
+        Ok(())
     }
 
     /// Get a fresh page: order 3 without reclaim or reserves, else order 0 with the caller's
@@ -121,6 +171,7 @@ impl PageFragCache {
             refs.store(PAGE_FRAG_CACHE_MAX_SIZE + 1, Relaxed);
         }
         self.page = Some((page, order));
+        self.owner = pa.id();
         self.pagecnt_bias = PAGE_FRAG_CACHE_MAX_SIZE + 1;
         self.offset = 0;
         Ok((page, order))
@@ -128,17 +179,31 @@ impl PageFragCache {
 
     /// Give back the references the cache still holds, freeing the page if no fragment is
     /// out (kernel `page_frag_cache_drain`).
-    pub fn drain<E: EventSink>(&mut self, pa: &PageAllocator<E>, cpu: Cpu) {
-        if let Some((page, order)) = self.page.take() {
-            if let Some(refs) = pa.frag_refs(page) {
-                if refs.fetch_sub(self.pagecnt_bias, AcqRel) == self.pagecnt_bias {
-                    // The cache owned the block; a failure here would be our own bug.
-                    let _ = pa.free_frag_page(cpu, page, order);
-                }
+    ///
+    /// # Errors
+    /// [`FreeError::InvalidCpu`] for a CPU of another allocator, [`FreeError::ForeignFrame`]
+    /// when the cache's page is another allocator's; the cache keeps its page then.
+    pub fn drain<E: EventSink>(
+        &mut self,
+        pa: &PageAllocator<E>,
+        cpu: Cpu,
+    ) -> Result<(), FreeError> {
+        if !pa.owns(cpu) {
+            return Err(FreeError::InvalidCpu(cpu.id));
+        }
+        let Some((page, order)) = self.page else { return Ok(()) };
+        if self.owner != pa.id() {
+            return Err(FreeError::ForeignFrame(page));
+        }
+        let bias = self.pagecnt_bias;
+        *self = PageFragCache::new();
+        if let Some(refs) = pa.frag_refs(page) {
+            if refs.fetch_sub(bias, AcqRel) == bias {
+                // The cache held the block and the CPU is checked: only a bug of ours fails.
+                pa.free_frag_page(cpu, page, order)?;
             }
         }
-        self.pagecnt_bias = 0;
-        self.offset = 0;
+        Ok(())
     }
 }
 
@@ -153,6 +218,10 @@ impl<E: EventSink> PageAllocator<E> {
     /// Drop one fragment's reference on `page`; the last one frees the page, through the
     /// per-CPU lists or not as the policy says (kernel `page_frag_free`).
     pub fn page_frag_free(&self, cpu: Cpu, page: Pfn) -> Result<(), FreeError> {
+        // Checked before the reference is dropped: the free at the last one must not fail.
+        if !self.owns(cpu) {
+            return Err(FreeError::InvalidCpu(cpu.id));
+        }
         let zone = self.zone_of(page).ok_or(FreeError::ForeignFrame(page))?;
         if E::ENABLED {
             // The reference count lives in the page's metadata line.
@@ -200,7 +269,8 @@ mod tests {
         let mut map = MemoryMap::new();
         map.add_range(NodeId(0), (4096 << 20)..((4096 + mib) << 20))
             .unwrap()
-            .set_cpus(NodeId(0), 2);
+            .set_cpus(NodeId(0), 2)
+            .unwrap();
         PageAllocator::new(map, Tunables::default(), policy).unwrap()
     }
 
@@ -247,7 +317,7 @@ mod tests {
         for f in &more {
             pa.page_frag_free(cpu, f.page).unwrap();
         }
-        nc.drain(&pa, cpu);
+        nc.drain(&pa, cpu).unwrap();
         assert_eq!(pa.page_frag_free(cpu, first), Err(FreeError::NotAllocated { pfn: first }));
         validate(&pa).unwrap();
         assert_eq!(crate::debug::census(&pa).allocated, 0);
@@ -265,7 +335,7 @@ mod tests {
             let mut nc = PageFragCache::new();
             let f = nc.alloc(&pa, cpu, 4000, Gfp::ATOMIC, 1).unwrap();
             assert_eq!(nc.page().unwrap().1, Order(3), "{preset}");
-            nc.drain(&pa, cpu);
+            nc.drain(&pa, cpu).unwrap();
             let before = pa.vm_events();
             pa.page_frag_free(cpu, f.page).unwrap();
             let d = pa.vm_events().since(&before);
@@ -296,7 +366,7 @@ mod tests {
             let mut nc = PageFragCache::new();
             let f = nc.alloc(&pa, cpu, 1000, Gfp::ATOMIC, 1).unwrap();
             assert_eq!(nc.page().unwrap().1, Order(0), "{preset}");
-            nc.drain(&pa, cpu);
+            nc.drain(&pa, cpu).unwrap();
             let before = pa.vm_events();
             pa.page_frag_free(cpu, f.page).unwrap();
             assert_eq!(

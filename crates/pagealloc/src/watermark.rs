@@ -24,7 +24,9 @@ impl Zone {
     }
 
     /// The full check with an explicit free-page count (kernel `__zone_watermark_ok`). Out of
-    /// line, so the order-0 shortcut of `watermark_fast` inlines alone.
+    /// line, so the order-0 shortcut of `watermark_fast` inlines alone. Any arguments give an
+    /// answer: an order above `MAX_PAGE_ORDER` never passes (no such block exists), and marks
+    /// and counts beyond `i64` saturate instead of wrapping.
     #[inline(never)]
     pub fn watermark_ok_with_free(
         &self,
@@ -34,8 +36,11 @@ impl Zone {
         flags: AllocFlags,
         free: i64,
     ) -> bool {
-        let free = free - self.unusable_free(order, flags);
-        let mut min = mark as i64;
+        if !order.is_valid() {
+            return false;
+        }
+        let free = free.saturating_sub(self.unusable_free(order, flags));
+        let mut min = i64::try_from(mark).unwrap_or(i64::MAX);
         if flags.has(AllocFlags::RESERVES) {
             if flags.has(AllocFlags::MIN_RESERVE) {
                 min -= min / 2;
@@ -47,7 +52,8 @@ impl Zone {
                 min -= min / 2;
             }
         }
-        if free <= min + self.lowmem_reserve(highest) as i64 {
+        let reserve = i64::try_from(self.lowmem_reserve(highest)).unwrap_or(i64::MAX);
+        if free <= min.saturating_add(reserve) {
             return false;
         }
         if order.0 == 0 {
@@ -90,6 +96,7 @@ impl Zone {
 
     /// The allocation fast path's check (kernel `zone_watermark_fast`): a cheap order-0 test
     /// first, then the full one; a __GFP_HIGH order-0 request checking MIN may ignore a boost.
+    /// Answers any arguments, as [`watermark_ok_with_free`](Self::watermark_ok_with_free).
     #[inline]
     pub fn watermark_fast(
         &self,
@@ -100,8 +107,9 @@ impl Zone {
     ) -> bool {
         let free = self.nr_free_pages.load(Relaxed) as i64;
         if order.0 == 0 {
-            let fast_free = free - free.min(self.unusable_free(order, flags));
-            if fast_free > (mark + self.lowmem_reserve(highest)) as i64 {
+            // free >= 0 (a page count) and so is fast_free.
+            let fast_free = (free - free.min(self.unusable_free(order, flags))) as u64;
+            if fast_free > mark.saturating_add(self.lowmem_reserve(highest)) {
                 return true;
             }
         }

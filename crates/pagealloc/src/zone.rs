@@ -199,10 +199,15 @@ impl Zone {
         NrPages(self.nr_free_cma.load(Relaxed))
     }
 
-    /// Watermark `w` (`WMARK_*`) including the current boost, as the kernel's accessors add it.
+    /// Watermark `w` (`WMARK_*`) including the current boost, as the kernel's accessors add it
+    /// (saturating). An index above [`WMARK_PROMO`] names no watermark and reads as
+    /// `u64::MAX`, a mark no zone's free pages reach.
     #[inline]
     pub fn wmark_pages(&self, w: usize) -> u64 {
-        self.watermark[w].load(Relaxed) + self.watermark_boost.load(Relaxed)
+        match self.watermark.get(w) {
+            Some(mark) => mark.load(Relaxed).saturating_add(self.watermark_boost.load(Relaxed)),
+            None => u64::MAX,
+        }
     }
 
     /// The current watermark boost.
@@ -215,16 +220,18 @@ impl Zone {
         self.lowmem_reserve[highest.index()].load(Relaxed)
     }
 
-    /// Number of free blocks of `order` (all lists), racy.
+    /// Number of free blocks of `order` (all lists), racy; 0 for an order above
+    /// `MAX_PAGE_ORDER`, which has no blocks.
     #[inline]
     pub fn nr_free(&self, order: Order) -> u64 {
-        self.area_nr_free[order.index()].load(Relaxed)
+        self.area_nr_free.get(order.index()).map_or(0, |n| n.load(Relaxed))
     }
 
-    /// Is the free list of (`order`, `mt`) non-empty? Racy.
+    /// Is the free list of (`order`, `mt`) non-empty? Racy; false for an order above
+    /// `MAX_PAGE_ORDER`.
     #[inline]
     pub fn has_free(&self, order: Order, mt: MigrateType) -> bool {
-        self.area_mask[order.index()].load(Relaxed) & (1 << mt as u8) != 0
+        self.area_mask.get(order.index()).is_some_and(|m| m.load(Relaxed) & (1 << mt as u8) != 0)
     }
 
     /// Bit `mt` set for each migratetype whose `order` free list is non-empty. Racy.

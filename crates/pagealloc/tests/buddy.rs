@@ -42,7 +42,8 @@ fn holes_and_unaligned_ranges_are_never_handed_out() {
         .unwrap()
         .add_range(NodeId(0), 0x100000..(5 * MIB + 0x800))
         .unwrap()
-        .set_cpus(NodeId(0), 1);
+        .set_cpus(NodeId(0), 1)
+        .unwrap();
     let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
     check(&pa);
     assert_eq!(pa.managed_pages().0, (0x9f - 2) + (5 * 256 - 256));
@@ -206,7 +207,8 @@ fn spread_machine(nofragment: bool) -> (PageAllocator, Vec<Pfn>) {
         .unwrap()
         .add_range(NodeId(0), (16 * MIB)..(80 * MIB))
         .unwrap()
-        .set_cpus(NodeId(0), 1);
+        .set_cpus(NodeId(0), 1)
+        .unwrap();
     let mut policy = Policy::modern();
     policy.alloc_nofragment = if nofragment {
         pagealloc::policy::NoFragment::BelowPageblock
@@ -292,7 +294,7 @@ fn isolated_pageblocks_hold_their_free_pages_back() {
     pa.free_pages(cpu, p, Order(0)).unwrap();
     assert_eq!(pa.nr_free_pages().0, free0 - 511);
     check(&pa);
-    assert!(pa.unisolate_pageblock(cpu, p, MigrateType::Movable));
+    assert_eq!(pa.unisolate_pageblock(cpu, p, MigrateType::Movable), Ok(()));
     assert_eq!(pa.nr_free_pages().0, free0 + 1);
     check(&pa);
     assert_eq!(pa.nr_free_pages(), pa.managed_pages());
@@ -301,7 +303,7 @@ fn isolated_pageblocks_hold_their_free_pages_back() {
 #[test]
 fn cma_is_for_movable_allocations_only() {
     let mut map = MemoryMap::new();
-    map.add_range(NodeId(0), (16 * MIB)..(48 * MIB)).unwrap().set_cpus(NodeId(0), 1);
+    map.add_range(NodeId(0), (16 * MIB)..(48 * MIB)).unwrap().set_cpus(NodeId(0), 1).unwrap();
     map.add_cma_range(Pfn(4096)..Pfn(4096 + 2048)).unwrap(); // 8 MiB of CMA
     let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
     let cpu = pa.cpu(CpuId(0)).unwrap();
@@ -327,7 +329,9 @@ fn zonelists_prefer_the_local_node() {
         .add_range(NodeId(1), (4160 * MIB)..(4224 * MIB))
         .unwrap()
         .set_cpus(NodeId(0), 1)
-        .set_cpus(NodeId(1), 1);
+        .unwrap()
+        .set_cpus(NodeId(1), 1)
+        .unwrap();
     let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
     for (c, node) in [(0, NodeId(0)), (1, NodeId(1))] {
         let cpu = pa.cpu(CpuId(c)).unwrap();
@@ -430,7 +434,10 @@ fn migratetype_hygiene_decides_where_a_steals_remainder_goes() {
         let mut policy = Policy::modern();
         policy.migratetype_hygiene = hygiene;
         let mut map = MemoryMap::new();
-        map.add_range(NodeId(0), (4096 * MIB)..(4112 * MIB)).unwrap().set_cpus(NodeId(0), 1);
+        map.add_range(NodeId(0), (4096 * MIB)..(4112 * MIB))
+            .unwrap()
+            .set_cpus(NodeId(0), 1)
+            .unwrap();
         let pa = PageAllocator::new(map, Tunables::default(), policy).unwrap();
         let cpu = pa.cpu(CpuId(0)).unwrap();
         let z = pa.zone_by_type(NodeId(0), ZoneType::Normal).unwrap();

@@ -27,7 +27,9 @@ fn machine(preset: &str) -> PageAllocator {
         .add_range(NodeId(1), 64 * MIB..128 * MIB)
         .unwrap()
         .set_cpus(NodeId(0), 2)
-        .set_cpus(NodeId(1), 2);
+        .unwrap()
+        .set_cpus(NodeId(1), 2)
+        .unwrap();
     PageAllocator::new(map, Tunables::default(), Policy::preset(preset).unwrap()).unwrap()
 }
 

@@ -71,7 +71,7 @@ fn alloc_pages_node_walks_the_chosen_nodes_zonelist() {
     let mut map = MemoryMap::new();
     map.add_range(NodeId(0), (4 << 30)..(4 << 30) + (64 << 20)).unwrap();
     map.add_range(NodeId(1), (5 << 30)..(5 << 30) + (64 << 20)).unwrap();
-    map.set_cpus(NodeId(0), 1).set_cpus(NodeId(1), 1);
+    map.set_cpus(NodeId(0), 1).unwrap().set_cpus(NodeId(1), 1).unwrap();
     let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
     let cpu0 = pa.cpu(CpuId(0)).unwrap();
     assert_eq!(cpu0.node(), NodeId(0));

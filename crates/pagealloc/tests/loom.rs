@@ -68,7 +68,8 @@ fn machine(locking: PcpLocking) -> Arc<PageAllocator> {
     let mut map = MemoryMap::new();
     map.add_pfn_range(NodeId(0), base..Pfn(base.0 + FRAMES))
         .expect("a valid range")
-        .set_cpus(NodeId(0), 2);
+        .set_cpus(NodeId(0), 2)
+        .unwrap();
     let policy = Policy { pcp_locking: locking, ..Policy::modern() };
     let pa = PageAllocator::new(map, Tunables::default(), policy).expect("the model machine");
     assert_eq!(pa.managed_pages().0, FRAMES);

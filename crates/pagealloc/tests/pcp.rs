@@ -39,7 +39,8 @@ fn spec_machine() -> PageAllocator {
         .unwrap()
         .add_range(NodeId(0), 4 * GIB..4 * GIB + 1280 * MIB)
         .unwrap()
-        .set_cpus(NodeId(0), 2);
+        .set_cpus(NodeId(0), 2)
+        .unwrap();
     let tunables = Tunables { min_free_kbytes: Some(67_584), ..Tunables::default() };
     PageAllocator::new(map, tunables, Policy::modern()).expect("valid allocator")
 }
@@ -54,7 +55,7 @@ fn normal_machine_with<E: EventSink>(
     events: E,
 ) -> PageAllocator<E> {
     let mut map = MemoryMap::new();
-    map.add_range(NodeId(0), 4 * GIB..4 * GIB + mib * MIB).unwrap().set_cpus(NodeId(0), 2);
+    map.add_range(NodeId(0), 4 * GIB..4 * GIB + mib * MIB).unwrap().set_cpus(NodeId(0), 2).unwrap();
     PageAllocator::with_events(map, tunables, policy, events).expect("valid allocator")
 }
 
@@ -69,7 +70,8 @@ fn dma32_normal_machine(policy: Policy, normal_mib: u64) -> PageAllocator {
         .unwrap()
         .add_range(NodeId(0), 4 * GIB..4 * GIB + normal_mib * MIB)
         .unwrap()
-        .set_cpus(NodeId(0), 2);
+        .set_cpus(NodeId(0), 2)
+        .unwrap();
     PageAllocator::new(map, Tunables::default(), policy).expect("valid allocator")
 }
 
@@ -842,7 +844,7 @@ fn frag_page_free<E: EventSink>(pa: &PageAllocator<E>, gfp: Gfp) -> (Order, bool
     let mut cache = PageFragCache::new();
     let frag = cache.alloc(pa, c0, 256, gfp, 64).unwrap();
     let (_, order) = cache.page().unwrap();
-    cache.drain(pa, c0);
+    cache.drain(pa, c0).unwrap();
     let before = pa.vm_events();
     pa.page_frag_free(c0, frag.page).unwrap();
     (order, moved(pa, &before, Counter::PcpFree) == 1)
@@ -973,8 +975,8 @@ fn migratetype_hygiene_relabels_the_buddy_block_on_merge() {
         let z = normal(&pa);
         let a = z.start_pfn();
         let b = a.add(Order::PAGEBLOCK.nr_pages());
-        assert_eq!(pa.isolate_pageblock(c0, a), Some(MigrateType::Movable));
-        assert!(pa.unisolate_pageblock(c0, a, MigrateType::Unmovable));
+        assert_eq!(pa.isolate_pageblock(c0, a), Ok(MigrateType::Movable));
+        assert_eq!(pa.unisolate_pageblock(c0, a, MigrateType::Unmovable), Ok(()));
         assert_eq!(z.pageblock_type(a), Some(MigrateType::Unmovable));
         let want = if hygiene { MigrateType::Unmovable } else { MigrateType::Movable };
         assert_eq!(z.pageblock_type(b), Some(want), "hygiene = {hygiene}");
@@ -995,8 +997,8 @@ fn drained_type_after_relabel(hygiene: bool, before_free: bool) -> MigrateType {
     let z = normal(&pa);
     assert_eq!(z.pageblock_type(p), Some(MigrateType::Unmovable));
     let relabel = || {
-        assert_eq!(pa.isolate_pageblock(c0, p), Some(MigrateType::Unmovable));
-        assert!(pa.unisolate_pageblock(c0, p, MigrateType::Movable));
+        assert_eq!(pa.isolate_pageblock(c0, p), Ok(MigrateType::Unmovable));
+        assert_eq!(pa.unisolate_pageblock(c0, p, MigrateType::Movable), Ok(()));
     };
     if before_free {
         relabel();

@@ -3,6 +3,7 @@
 //! allocator did (per-zone free blocks by order, counters).
 
 use anyhow::{bail, Result};
+use pagealloc::memory_map::{MAX_CPUS, MAX_NODES};
 use pagealloc::{MemoryMap, NodeId, PageAllocator};
 use pagealloc_testkit::program::{random_program, Mix};
 use pagealloc_testkit::runner::{run as run_program, RunOptions};
@@ -16,7 +17,8 @@ pub struct Args {
     /// zones; memory above 4 GiB is ZONE_NORMAL.
     #[arg(long, default_value_t = 6144)]
     pub mib: u64,
-    /// Number of NUMA nodes (each with the same memory and CPUs, laid out one after another).
+    /// Number of NUMA nodes (each with the same memory and CPUs, laid out one after another),
+    /// 1..=1024.
     #[arg(long, default_value_t = 1)]
     pub nodes: u32,
     /// CPUs per node.
@@ -43,16 +45,8 @@ pub struct Args {
 
 /// Run the command.
 pub fn run(args: &Args) -> Result<()> {
-    if args.mib == 0 || args.nodes == 0 || args.cpus == 0 {
-        bail!("--mib, --nodes and --cpus must be at least 1");
-    }
+    let map = memory_map(args)?;
     let preset = resolve(&args.preset)?;
-    let mut map = MemoryMap::new();
-    let bytes = args.mib << 20;
-    for n in 0..args.nodes {
-        let start = u64::from(n) * bytes;
-        map.add_range(NodeId(n), start..start + bytes)?.set_cpus(NodeId(n), args.cpus);
-    }
     let pa = PageAllocator::new(map, preset.tunables, preset.policy)?;
     let ops = random_program(args.seed, args.ops, pa.nr_cpus(), Mix::default());
     let started = std::time::Instant::now();
@@ -127,4 +121,78 @@ pub fn run(args: &Args) -> Result<()> {
         println!("{name} {v}");
     }
     Ok(())
+}
+
+/// The machine `--mib`, `--nodes` and `--cpus` describe: every number is bounded (and every
+/// product checked) before a node is added, so `--nodes 4294967295` is an error at once
+/// instead of four billion range insertions.
+fn memory_map(args: &Args) -> Result<MemoryMap> {
+    if args.mib == 0 || args.nodes == 0 || args.cpus == 0 {
+        bail!("--mib, --nodes and --cpus must be at least 1");
+    }
+    if args.nodes > MAX_NODES {
+        bail!("--nodes {}: a machine has at most {MAX_NODES} nodes", args.nodes);
+    }
+    let cpus = u64::from(args.cpus) * u64::from(args.nodes);
+    if cpus > u64::from(MAX_CPUS) {
+        bail!(
+            "--cpus {} on each of --nodes {} is {cpus} CPUs: a machine has at most {MAX_CPUS}",
+            args.cpus,
+            args.nodes
+        );
+    }
+    let bytes = args.mib.checked_mul(1 << 20);
+    let Some(bytes) = bytes.filter(|b| b.checked_mul(u64::from(args.nodes)).is_some()) else {
+        bail!(
+            "--mib {} on each of --nodes {} is beyond the 64-bit physical address space",
+            args.mib,
+            args.nodes
+        );
+    };
+    let mut map = MemoryMap::new();
+    for n in 0..args.nodes {
+        // n < nodes, and nodes × bytes fits (checked above).
+        let start = u64::from(n) * bytes;
+        map.add_range(NodeId(n), start..start + bytes)?.set_cpus(NodeId(n), args.cpus)?;
+    }
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(mib: u64, nodes: u32, cpus: u32) -> Args {
+        Args {
+            mib,
+            nodes,
+            cpus,
+            ops: 1,
+            seed: 1,
+            validate_every: 0,
+            preset: "modern".to_owned(),
+            json: false,
+        }
+    }
+
+    fn refusal(a: &Args) -> String {
+        memory_map(a).expect_err("refused").to_string()
+    }
+
+    /// `--nodes 4294967295` used to add four billion ranges, each checked against all the
+    /// ones before (a hang); every number is now bounded before the first node is added.
+    #[test]
+    fn machine_sizes_are_bounded_before_anything_is_built() {
+        let msg = refusal(&args(64, u32::MAX, 1));
+        assert_eq!(msg, "--nodes 4294967295: a machine has at most 1024 nodes");
+        assert!(refusal(&args(64, 1025, 1)).contains("at most 1024 nodes"));
+        let msg = refusal(&args(64, 1024, 1025));
+        assert!(msg.contains("is 1049600 CPUs: a machine has at most 1048576"), "{msg}");
+        let msg = refusal(&args(u64::MAX, 1, 1));
+        assert!(msg.contains("beyond the 64-bit physical address space"), "{msg}");
+        assert!(refusal(&args(1 << 34, 1 << 10, 1)).contains("beyond the 64-bit"));
+        assert!(refusal(&args(64, 0, 1)).contains("at least 1"));
+        let map = memory_map(&args(64, 1024, 1)).unwrap();
+        assert_eq!((map.nr_nodes(), map.nr_cpus(), map.present_pages()), (1024, 1024, 1 << 24));
+    }
 }

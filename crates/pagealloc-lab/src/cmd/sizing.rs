@@ -1729,7 +1729,9 @@ mod tests {
             .add_range(NodeId(1), 0x1_8000_0000..0x2_4000_0000)
             .unwrap()
             .set_cpus(NodeId(0), 2)
-            .set_cpus(NodeId(1), 2);
+            .unwrap()
+            .set_cpus(NodeId(1), 2)
+            .unwrap();
         let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
         let info = ZoneInfo::parse(&zoneinfo(&pa, PagesetLayout::V6_13)).unwrap();
         let report = analyse(&info, "ours", given());

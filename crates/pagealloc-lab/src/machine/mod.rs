@@ -800,7 +800,10 @@ impl Machine {
                     MachineError::new(Some(i), Field::Memory, msg)
                 })?;
             }
-            map.set_cpus(id, node.cpus);
+            map.set_cpus(id, node.cpus).map_err(|e: MapError| {
+                let msg = format!("the memory map refused it: {e}");
+                MachineError::new(Some(i), Field::Cpus, msg)
+            })?;
         }
         map.set_cpu_cache(self.cache_info(0));
         Ok(map)

@@ -2,7 +2,7 @@
 //! --runner real`).
 //!
 //! One thread per workload CPU, each the allocator CPU of that number (pinned to host CPU
-//! `cpu % host CPUs` with `--pin`). The allocator is the library over a [`PageHeap`] arena
+//! `cpu % host CPUs` with `--pin`). The allocator is the library over a [`FrameHeap`] arena
 //! of this host, and a workload's `touch` writes every cache line of the range it names.
 //! The arena is faulted in while the runner is built, before the run: the memory a kernel
 //! hands out is backed already, and a host page fault on a workload's first touch (a few
@@ -42,12 +42,12 @@ use super::{
     give_back, pcp_pages, sample_pagesets, sampled_cpus, stream_seed, Clock, Ctx, ModelInfo, Next,
     OpCounts, Recorder, RunOutcome, Workload,
 };
-use crate::heap::{pin_current_thread, HeapOptions, PageHeap};
+use crate::heap::{pin_current_thread, FrameHeap, HeapOptions};
 
 /// The heap the real runner allocates from: its allocator reports to a [`ModelSink`] that
 /// is never attached to lock clocks, so the workloads read it through the same type as in
 /// the model and no call is charged anything.
-pub type RealHeap = PageHeap<ModelSink>;
+pub type RealHeap = FrameHeap<ModelSink>;
 
 /// Everything a real run is built from.
 #[derive(Clone, Debug)]
@@ -198,7 +198,7 @@ impl RealRunner {
             prefault: true,
             ..HeapOptions::new(setup.memory_bytes)
         };
-        let heap = PageHeap::with_events(&opts, sink).with_context(|| {
+        let heap = FrameHeap::with_events(&opts, sink).with_context(|| {
             format!("mapping a {} MiB arena for the real runner", setup.memory_bytes >> 20)
         })?;
         Ok(RealRunner { heap, setup })

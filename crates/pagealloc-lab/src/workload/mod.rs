@@ -272,7 +272,8 @@ pub(crate) mod bigtest {
             let base = u64::from(n) * (gib_per_node << 30);
             map.add_range(NodeId(n), base..base + (gib_per_node << 30))
                 .unwrap()
-                .set_cpus(NodeId(n), cpus_per_node);
+                .set_cpus(NodeId(n), cpus_per_node)
+                .unwrap();
         }
         let cpu_node: Vec<u32> =
             (0..nodes).flat_map(|n| std::iter::repeat_n(n, cpus_per_node as usize)).collect();

@@ -322,7 +322,8 @@ pub(crate) mod tests {
             let base = u64::from(n) * (gib_per_node << 30);
             map.add_range(NodeId(n), base..base + (gib_per_node << 30))
                 .unwrap()
-                .set_cpus(NodeId(n), cpus_per_node);
+                .set_cpus(NodeId(n), cpus_per_node)
+                .unwrap();
         }
         map.set_cpu_cache(CacheInfo {
             llc_slice_bytes: (llc_mib << 20) / u64::from(cpus_per_node),

@@ -534,7 +534,10 @@ mod tests {
         for preset in ["pfrag-buddy", "pfrag-pcp"] {
             println!("page-frag-rx {preset} {extra:?}");
             let mut map = MemoryMap::new();
-            map.add_range(NodeId(0), (4u64 << 30)..(20u64 << 30)).unwrap().set_cpus(NodeId(0), 24);
+            map.add_range(NodeId(0), (4u64 << 30)..(20u64 << 30))
+                .unwrap()
+                .set_cpus(NodeId(0), 24)
+                .unwrap();
             let setup = ModelSetup {
                 map,
                 tunables: Tunables::default(),

@@ -1519,7 +1519,7 @@ mod tests {
         let mut s = small_setup(8, 256, preset, seed);
         let mut map = MemoryMap::new();
         map.with_zone_limits(ZoneLimits { dma_end: Pfn(0), dma32_end: Pfn::from_phys(96 << 20) });
-        map.add_range(NodeId(0), 0..256 << 20).unwrap().set_cpus(NodeId(0), 8);
+        map.add_range(NodeId(0), 0..256 << 20).unwrap().set_cpus(NodeId(0), 8).unwrap();
         s.map = map;
         s
     }

@@ -50,10 +50,12 @@ impl<E: EventSink> PageAllocator<E> {
     /// One vmstat interval on `cpu` (kernel `refresh_cpu_vm_stats` with pagesets): decay each
     /// of its pagesets' `high` every `decay_period_ticks` ticks, and drain a batch from a
     /// pageset of a remote node's zone that has sat idle for three ticks. Returns the work
-    /// left (the kernel re-arms its per-CPU worker while this is non-zero). An unknown CPU
-    /// does nothing.
+    /// left (the kernel re-arms its per-CPU worker while this is non-zero). A CPU handle of
+    /// another allocator does nothing.
     pub fn tick(&self, cpu: Cpu) -> u32 {
-        let Some(state) = self.cpu_ticks.get(cpu.id.index()) else { return 0 };
+        let (Some(state), true) = (self.cpu_ticks.get(cpu.id.index()), self.owns(cpu)) else {
+            return 0;
+        };
         let tick = state.fetch_add(1, Relaxed) + 1;
         let decay_now = tick % u64::from(self.tunables.decay_period_ticks.max(1)) == 0;
         let s = self.tunables.pcp_batch_scale_max;
@@ -107,10 +109,11 @@ impl<E: EventSink> PageAllocator<E> {
 
     /// Empty `cpu`'s pageset for `zone` (kernel `drain_pages_zone`): in chunks of at most
     /// `batch << S` pages per lock hold when the policy says so, else in one go. May run on any
-    /// CPU (the kernel drains remote pagesets from the caller since 6.0).
+    /// CPU (the kernel drains remote pagesets from the caller since 6.0). An unknown zone or
+    /// CPU, or a `caller` handle of another allocator, does nothing.
     pub fn drain_pages_zone(&self, caller: Cpu, cpu: CpuId, zone: ZoneIdx) {
-        let (Some(z), true) = (self.zones.get(zone.index()), cpu.index() < self.cpu_ticks.len())
-        else {
+        let known = cpu.index() < self.cpu_ticks.len() && self.owns(caller);
+        let (Some(z), true) = (self.zones.get(zone.index()), known) else {
             return;
         };
         self.drain_slot(caller, z, &z.pcp[cpu.index()]);
@@ -132,9 +135,10 @@ impl<E: EventSink> PageAllocator<E> {
         }
     }
 
-    /// Empty every pageset of `cpu` (kernel `drain_pages`).
+    /// Empty every pageset of `cpu` (kernel `drain_pages`). An unknown CPU, or a `caller`
+    /// handle of another allocator, does nothing.
     pub fn drain_pages(&self, caller: Cpu, cpu: CpuId) {
-        if cpu.index() >= self.cpu_ticks.len() {
+        if cpu.index() >= self.cpu_ticks.len() || !self.owns(caller) {
             return;
         }
         for zone in self.zones.iter() {
@@ -144,8 +148,12 @@ impl<E: EventSink> PageAllocator<E> {
 
     /// Empty the pagesets of every CPU for `zone`, or for all zones (kernel
     /// `drain_all_pages`). Drains of all zones are serialised: one that finds another running
-    /// returns at once, as the kernel's does; a single-zone drain waits its turn.
+    /// returns at once, as the kernel's does; a single-zone drain waits its turn. A `caller`
+    /// handle of another allocator does nothing.
     pub fn drain_all_pages(&self, caller: Cpu, zone: Option<ZoneIdx>) {
+        if !self.owns(caller) {
+            return;
+        }
         let _serialised = match zone {
             Some(_) => self.drain_mutex.lock(),
             None => match self.drain_mutex.try_lock() {
