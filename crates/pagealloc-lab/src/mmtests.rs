@@ -397,6 +397,8 @@ pub enum RowSet {
     Full,
     /// The mean row only: how multi-value tables (netperf sizes, process counts) are shown.
     MeanOnly,
+    /// The mean and the coefficient of variation: the change and how noisy it is.
+    Short,
 }
 
 /// How [`render_table`] lays out and marks a table.
@@ -493,6 +495,7 @@ pub fn render_table(
     let stats: &[Stat] = match opts.rows {
         RowSet::Full => &Stat::FULL,
         RowSet::MeanOnly => &[Stat::Mean],
+        RowSet::Short => &[Stat::Mean, Stat::CoeffVar],
     };
     let summaries: Vec<Vec<Option<Summary>>> = metrics
         .iter()

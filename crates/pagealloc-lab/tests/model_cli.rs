@@ -74,20 +74,51 @@ fn run_saves_rows_unless_told_not_to() {
         let svg = std::fs::read_to_string(f.as_str().unwrap()).unwrap();
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{f}");
     }
+    // trunc never fails an allocation: no bars of a metric that is 0 in every run, unless
+    // asked for; one index page shows every chart.
+    assert!(!written.iter().any(|f| f.as_str().unwrap().contains("alloc_failures")), "{doc}");
+    let index = std::fs::read_to_string(doc["index"].as_str().unwrap()).unwrap();
+    for f in written {
+        let name = std::path::Path::new(f.as_str().unwrap()).file_name().unwrap();
+        assert!(index.contains(&format!("src=\"{}\"", name.to_str().unwrap())), "{index}");
+    }
+    let out = pagealloc()
+        .arg("plot")
+        .arg(files[0].as_ref().unwrap().path())
+        .arg("--out")
+        .arg(&plots)
+        .args(["--json", "--metrics", "alloc_failures"])
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let written = doc["files"].as_array().unwrap();
+    assert!(written.iter().any(|f| f.as_str().unwrap().contains("alloc_failures")), "{doc}");
 }
 
 #[test]
 fn compare_prints_an_mmtests_table() {
-    let out = pagealloc()
-        .args(["compare", "trunc", "--presets", "hpc-vanilla,hpc-opt", "--iterations", "2"])
-        .args(["--machine", "lab-2cpu", "--quick", "--no-save", "--metrics", "elapsed"])
-        .assert()
-        .success();
-    let text = stdout(&out);
-    for row in ["Min", "Amean", "Stddev", "CoeffVar", "Max", "BAmean-50"] {
-        assert!(text.lines().any(|l| l.starts_with(row) && l.contains("elapsed")), "{text}");
-    }
+    let compare = |extra: &[&str]| {
+        let out = pagealloc()
+            .args(["compare", "trunc", "--presets", "hpc-vanilla,hpc-opt", "--iterations", "2"])
+            .args(["--machine", "lab-2cpu", "--quick", "--no-save", "--metrics", "elapsed"])
+            .args(extra)
+            .assert()
+            .success();
+        stdout(&out)
+    };
+    let has =
+        |text: &str, row: &str| text.lines().any(|l| l.starts_with(row) && l.contains("elapsed"));
+    // The default is short: the mean and CoeffVar, and how to read the sign.
+    let text = compare(&[]);
+    assert!(has(&text, "Amean") && has(&text, "CoeffVar"), "{text}");
+    assert!(!has(&text, "Min") && !has(&text, "BAmean-50"), "{text}");
+    assert!(text.contains("positive = better"), "{text}");
     assert!(text.contains("hpc-vanilla") && text.contains("hpc-opt"), "{text}");
+    // --full: every mmtests row.
+    let text = compare(&["--full"]);
+    for row in ["Min", "Amean", "Stddev", "CoeffVar", "Max", "BAmean-50"] {
+        assert!(has(&text, row), "{text}");
+    }
 
     let out = pagealloc()
         .args(["compare", "trunc", "--presets", "hpc-vanilla,hpc-opt", "--iterations", "2"])

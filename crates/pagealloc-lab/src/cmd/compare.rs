@@ -16,6 +16,10 @@ use crate::{results, workload};
 pub const DEFAULT_RUNNER_METRICS: &[&str] =
     &["zone_lock_pct", "free_high", "alloc_zone", "cache_miss_pct", "pcp_peak_mib"];
 
+/// How to read a comparison's percentages, printed under every table.
+pub const SIGN_CONVENTION: &str = "(%): change from the first preset, positive = better \
+(higher for rates, lower for times and costs); *  x.xx%* = significant";
+
 /// Arguments of `pagealloc compare`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -45,8 +49,12 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "ttest")]
     pub significance: Significance,
     /// Print only the mean row of each metric.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "full")]
     pub mean_only: bool,
+    /// Print every mmtests row (Min, mean, Stddev, CoeffVar, Max, B*mean-50/95/99); the
+    /// default is the mean and CoeffVar of each metric.
+    #[arg(long)]
+    pub full: bool,
     /// Also write a self-contained HTML page with the table and the plots here.
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<std::path::PathBuf>,
@@ -194,7 +202,13 @@ pub fn run(args: &Args) -> Result<()> {
     let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
     let opts = TableOptions {
         rule: args.significance,
-        rows: if args.mean_only { RowSet::MeanOnly } else { RowSet::Full },
+        rows: if args.full {
+            RowSet::Full
+        } else if args.mean_only {
+            RowSet::MeanOnly
+        } else {
+            RowSet::Short
+        },
         gmean_row: false,
     };
     let title = format!(
@@ -209,6 +223,7 @@ pub fn run(args: &Args) -> Result<()> {
         println!("fitted to {}: {}", machine.name, fitted.join(", "));
     }
     println!("{rendered}");
+    println!("{SIGN_CONVENTION}");
     if let Some(path) = &args.report {
         let html = crate::report::compare_page(&title, &rendered, &rows);
         std::fs::write(path, html)

@@ -21,7 +21,8 @@ pub struct Args {
     /// Directory to write the SVG files to.
     #[arg(long, default_value = "plots", value_name = "DIR")]
     pub out: PathBuf,
-    /// Metrics to draw bars for (default: every metric the rows hold, but the series).
+    /// Metrics to draw bars for (default: every metric the rows hold but the series, leaving
+    /// out those that are 0 in every run; a metric named here is drawn even then).
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
     /// Print one JSON document `{"files":[…]}` with the paths written instead of one path a
@@ -158,7 +159,12 @@ pub fn charts(rows: &[Row], only: &[String]) -> Vec<Chart> {
             }
         }
         for metric in metrics {
-            if !only.is_empty() && !only.iter().any(|o| o == metric) {
+            let named = only.iter().any(|o| o == metric);
+            if !only.is_empty() && !named {
+                continue;
+            }
+            // A metric that is 0 in every run says nothing as bars, unless asked for.
+            if !named && rs.iter().filter(|r| r.metric == metric).all(|r| r.value == 0.0) {
                 continue;
             }
             let unit = rs.iter().find(|r| r.metric == metric).map_or("", |r| r.unit.as_str());
@@ -197,18 +203,47 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let charts = charts(&rows, &args.metrics);
     write_all(&args.out, &charts)?;
+    let index = args.out.join("index.html");
+    std::fs::write(&index, index_page(&args.rows, &charts))
+        .with_context(|| format!("writing {}", index.display()))?;
     let paths: Vec<String> = charts
         .iter()
         .map(|(stem, _)| args.out.join(format!("{stem}.svg")).display().to_string())
         .collect();
     if args.json {
-        println!("{}", serde_json::json!({ "files": paths }));
+        println!("{}", serde_json::json!({ "files": paths, "index": index }));
     } else {
         for p in &paths {
             println!("{p}");
         }
+        println!("{} charts; every one on one page: {}", paths.len(), index.display());
     }
     Ok(())
+}
+
+/// A page showing every chart (by file name, beside it), under the files they came from.
+fn index_page(sources: &[PathBuf], charts: &[Chart]) -> String {
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let from: Vec<String> = sources.iter().map(|p| esc(&p.display().to_string())).collect();
+    let mut h = String::from(
+        "<!doctype html><meta charset=\"utf-8\"><title>pagealloc plots</title>\
+         <style>body{font-family:sans-serif;margin:1em}figure{display:inline-block;\
+         margin:.5em}img{max-width:640px}figcaption{font-size:80%}</style>",
+    );
+    h.push_str(&format!(
+        "<h1>pagealloc plots</h1><p>{} charts from {}</p>",
+        charts.len(),
+        from.join(", ")
+    ));
+    for (stem, _) in charts {
+        let stem = esc(stem);
+        h.push_str(&format!(
+            "<figure><img src=\"{stem}.svg\" alt=\"{stem}\"><figcaption>{stem}</figcaption>\
+             </figure>"
+        ));
+    }
+    h.push('\n');
+    h
 }
 
 /// Write each chart as `dir/<stem>.svg`.
