@@ -290,3 +290,98 @@ fn help_is_a_command() {
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("no command `nope`; the commands are: exercise"), "{err}");
 }
+
+/// `pagealloc ARGS` must fail with exit code `code`; its stderr.
+fn fails(args: &[&str], code: i32) -> String {
+    let out = pagealloc().args(args).assert().failure().code(code);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    err
+}
+
+/// Every file input refuses a special file before reading it: /dev/zero (endless) as a
+/// machine, preset or cost file (through a `.toml` link, as `resolve` reads any `.toml`), a
+/// trace, a zoneinfo or result rows; the message names the file and what it is.
+#[test]
+fn special_files_are_refused_as_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("zero.toml");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    let link = link.to_str().unwrap();
+    let device = "it is a character device, not a regular file";
+    let run = ["run", "trunc", "--quick", "--no-save"];
+    let out = dir.path().to_str().unwrap();
+    for (args, code, names) in [
+        ([&run[..], &["--machine", link]].concat(), 1, format!("machine file `{link}`")),
+        ([&run[..], &["--preset", link]].concat(), 1, format!("preset file `{link}`")),
+        ([&run[..], &["--cost", "/dev/zero"]].concat(), 1, "cost profile `/dev/zero`".into()),
+        (vec!["machines", link], 1, format!("machine file `{link}`")),
+        (vec!["replay", "/dev/zero"], 1, "trace `/dev/zero`".into()),
+        (vec!["plot", "/dev/zero", "--out", out], 1, "result rows `/dev/zero`".into()),
+        (vec!["sizing", "--zoneinfo", "/dev/zero"], 2, "/dev/zero".into()),
+    ] {
+        let err = fails(&args, code);
+        assert!(err.contains(&format!("cannot read {names}: {device}")), "{args:?}: {err}");
+    }
+    // A directory and a FIFO are no regular files either (a FIFO is not opened: that would
+    // wait for a writer).
+    let err = fails(&["replay", dir.path().to_str().unwrap()], 1);
+    assert!(err.contains("it is a directory, not a regular file"), "{err}");
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let err = fails(&["sizing", "--zoneinfo", fifo.to_str().unwrap()], 2);
+    assert!(err.contains("it is a FIFO (named pipe), not a regular file"), "{err}");
+}
+
+/// A file over its kind's cap is refused with the file and the cap named, and how to raise it;
+/// standard input is cut at the cap too. The flag and the variable set the cap.
+#[test]
+fn oversized_inputs_are_refused_naming_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1 MiB + 1 byte of comment: over the machine files' default cap.
+    let big = "#".repeat(1 << 20) + "\n";
+    let path = file(dir.path(), "big.toml", &big);
+    let err = fails(&["machines", &path], 1);
+    assert!(
+        err.contains(&format!("cannot read machine file `{path}`: it is larger than 1 MiB, the limit of machine, preset and cost files; raise it with --max-input-mib N or PAGEALLOC_MAX_INPUT_MIB=N")),
+        "{err}"
+    );
+    // Raised, it is read (and is no machine: no node).
+    let err = fails(&["machines", &path, "--max-input-mib", "2"], 1);
+    assert!(err.contains("a machine needs at least one node"), "{err}");
+    let out = pagealloc()
+        .env("PAGEALLOC_MAX_INPUT_MIB", "2")
+        .args(["machines", &path])
+        .assert()
+        .failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("a machine needs at least one node"), "{err}");
+    // Lowered, a trace file and a trace on standard input over 1 MiB are refused.
+    let trace = file(dir.path(), "trace.txt", &big);
+    let err = fails(&["replay", &trace, "--max-input-mib", "1"], 1);
+    assert!(
+        err.contains(&format!(
+            "cannot read trace `{trace}`: it is larger than 1 MiB, the limit --max-input-mib set"
+        )),
+        "{err}"
+    );
+    let out = pagealloc()
+        .env("PAGEALLOC_MAX_INPUT_MIB", "1")
+        .args(["replay", "-"])
+        .write_stdin(big.clone())
+        .assert()
+        .failure()
+        .code(1);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        err.contains("cannot read the trace on standard input: it is larger than 1 MiB, the limit PAGEALLOC_MAX_INPUT_MIB set"),
+        "{err}"
+    );
+    let out = pagealloc()
+        .env("PAGEALLOC_MAX_INPUT_MIB", "lots")
+        .args(["machines", &path])
+        .assert()
+        .failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("PAGEALLOC_MAX_INPUT_MIB=\"lots\": takes a whole number of MiB"), "{err}");
+}

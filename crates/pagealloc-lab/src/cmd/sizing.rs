@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -29,6 +29,7 @@ use pagealloc::types::{mult_frac, PAGEBLOCK_NR_PAGES};
 use pagealloc::{NrPages, ZoneType};
 use serde_json::{json, Value};
 
+use crate::input::{self, InputKind};
 use crate::zoneinfo::{Field, ZoneEntry, ZoneInfo};
 
 /// Text shown after `pagealloc sizing --help`.
@@ -132,20 +133,14 @@ fn load_and_analyse(args: &Args) -> Result<Report> {
     }
     let path = args.zoneinfo.clone().unwrap_or_else(|| PathBuf::from(PROC_ZONEINFO));
     let live = path == Path::new(PROC_ZONEINFO);
-    let text = if path == Path::new("-") {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).context("cannot read standard input")?;
-        s
+    let label = input::label(&path);
+    let bytes = if path == Path::new("-") {
+        input::read_stdin(InputKind::Dump)
     } else {
-        let bytes =
-            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    let label = if path == Path::new("-") {
-        "standard input".to_owned()
-    } else {
-        path.display().to_string()
-    };
+        input::read(&path, InputKind::Dump)
+    }
+    .with_context(|| format!("cannot read {label}"))?;
+    let text = String::from_utf8_lossy(&bytes);
     let info = ZoneInfo::parse(&text).with_context(|| label.clone())?;
 
     let mut given = Given {
@@ -178,7 +173,7 @@ fn load_and_analyse(args: &Args) -> Result<Report> {
 fn read_this_machine(given: &mut Given) {
     let read = |name: &str| -> Option<(String, Source)> {
         let path = format!("{PROC_SYS_VM}/{name}");
-        let s = std::fs::read_to_string(&path).ok()?;
+        let s = input::read_text(Path::new(&path), InputKind::Dump).ok()?;
         Some((s, Source::Read(path)))
     };
     let read_num = |name: &str| read(name).and_then(|(s, src)| Some((s.trim().parse().ok()?, src)));
@@ -209,7 +204,8 @@ fn read_this_machine(given: &mut Given) {
 
 /// CPUs of each online node that are online, from /sys.
 fn node_cpus_from_sys() -> Option<(BTreeMap<u32, u32>, Source)> {
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    let sys = |p: &Path| input::read_text(p, InputKind::Dump).ok();
+    let online = sys(Path::new("/sys/devices/system/cpu/online"))?;
     let online = parse_cpu_list(&online)?;
     let mut map = BTreeMap::new();
     for entry in std::fs::read_dir("/sys/devices/system/node").ok()? {
@@ -218,7 +214,7 @@ fn node_cpus_from_sys() -> Option<(BTreeMap<u32, u32>, Source)> {
         let Some(node) = name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        let list = std::fs::read_to_string(entry.path().join("cpulist")).ok()?;
+        let list = sys(&entry.path().join("cpulist"))?;
         let cpus = parse_cpu_list(&list)?;
         map.insert(node, cpus.iter().filter(|c| online.contains(c)).count() as u32);
     }

@@ -26,6 +26,7 @@ use pagealloc::types::MAX_PAGE_ORDER;
 use pagealloc::{CpuId, MigrateType, Order, Pfn, TraceEvent};
 
 use super::{gfp, Format, Kind, Tally, TimedEvent, Trace};
+use crate::input::{self, InputKind};
 
 /// Why a file could not be read as a trace at all.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,11 +76,10 @@ impl std::error::Error for TraceError {}
 /// Read and parse the trace in `path` (`-` for standard input).
 pub fn read(path: &Path, format: Format) -> Result<Trace> {
     let bytes = if path.as_os_str() == "-" {
-        let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut v).context("reading stdin")?;
-        v
+        input::read_stdin(InputKind::Data).context("cannot read the trace on standard input")?
     } else {
-        std::fs::read(path).with_context(|| format!("reading {}", path.display()))?
+        input::read(path, InputKind::Data)
+            .with_context(|| format!("cannot read trace `{}`", path.display()))?
     };
     if let Some(hint) = binary_hint(&bytes) {
         return Err(TraceError::Binary { hint }).with_context(|| path.display().to_string());
