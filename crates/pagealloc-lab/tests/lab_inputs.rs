@@ -385,3 +385,33 @@ fn oversized_inputs_are_refused_naming_the_cap() {
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("PAGEALLOC_MAX_INPUT_MIB=\"lots\": takes a whole number of MiB"), "{err}");
 }
+
+/// Result rows holding values near f64::MAX: `plot` drew an infinite axis and hung, its
+/// memory growing. Now it writes its charts, with no infinite coordinate in them.
+#[test]
+fn plot_draws_values_near_f64_max() {
+    let dir = tempfile::tempdir().unwrap();
+    let row = |metric: &str, t: &str| {
+        format!(
+            "{{\"workload\":\"trunc\",\"preset\":\"modern\",\"runner\":\"model\",\"machine\":\"m\",\
+             \"seed\":1,\"params\":{{}},\"metric\":\"{metric}\",\"sample\":0,\"value\":1.7e308,\
+             \"unit\":\"MiB\",\"better\":\"lower\"{t},\"revision\":\"x\",\"wall_s\":0}}\n"
+        )
+    };
+    let rows = row("series:pcp_mib", ",\"t\":1")
+        + &row("series:pcp_mib", ",\"t\":2")
+        + &row("elapsed", "");
+    let path = file(dir.path(), "rows.jsonl", &rows);
+    let out = dir.path().join("plots");
+    pagealloc()
+        .args(["plot", &path, "--out", out.to_str().unwrap()])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success();
+    let svgs: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(svgs.len(), 2, "{svgs:?}");
+    for p in svgs {
+        let svg = std::fs::read_to_string(&p).unwrap();
+        assert!(svg.len() < 64 << 10 && !svg.contains("inf"), "{}: {svg}", p.display());
+    }
+}
