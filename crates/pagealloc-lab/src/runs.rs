@@ -318,9 +318,9 @@ pub fn rows(spec: &RunSpec, r: &RunResult, revision: &str) -> Vec<Row> {
     if spec.sample != 0 {
         return out;
     }
-    for (i, &pages) in r.outcome.pcp_pages.iter().enumerate() {
+    for &(t, pages) in &r.outcome.pcp_pages {
         let mib = pages as f64 / 256.0;
-        out.push(row(SERIES_PCP_MIB, mib, "MiB", Better::Lower, Some(i as u32 + 1), None));
+        out.push(row(SERIES_PCP_MIB, mib, "MiB", Better::Lower, Some(t), None));
     }
     let mut cpus: Vec<u32> = r.outcome.pcp_cpu_samples.iter().map(|s| s.cpu).collect();
     cpus.sort_unstable();
