@@ -89,7 +89,8 @@ enum Command {
     ///
     /// Each CPU replays its allocations and frees in trace order, paced by the trace's time
     /// stamps; trace PFNs map to the model's blocks. Lines that cannot be used are counted by
-    /// kind; only a file with no page event at all is an error (exit 1).
+    /// kind; a file with no page event, two captures concatenated, or a CPU, PFN or time span
+    /// no machine or clock holds is an error (exit 1).
     Replay(cmd::replay::Args),
     /// Run a workload under several presets, a few samples each, and print the mmtests
     /// comparison table (the first preset is the baseline).

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use pagealloc::types::NR_PAGE_ORDERS;
 use serde_json::json;
 
+use crate::input;
 use crate::machine::{fmt_bytes, Arch, CacheLevel, Machine, NodeSpec};
 use crate::metrics;
 use crate::model::cost::CostProfile;
@@ -63,7 +64,7 @@ const FIT_LLC_BYTES: u64 = 32 << 20;
 /// traced machine's memory (its physical address space, holes included, so a little more).
 pub fn fit_machine(plan: &Plan) -> Result<Machine> {
     let cpus = plan.max_cpu + 1;
-    let pages = (plan.max_pfn + 1).max(2 * plan.peak_pages);
+    let pages = plan.max_pfn.saturating_add(1).max(plan.peak_pages.saturating_mul(2));
     let bytes = pages.saturating_mul(4096).div_ceil(GIB).max(1).saturating_mul(GIB);
     if bytes > FIT_MAX_BYTES {
         bail!(
@@ -114,18 +115,30 @@ pub fn fit_machine(plan: &Plan) -> Result<Machine> {
 /// Run the command.
 pub fn run(args: &Args) -> Result<()> {
     let started = Instant::now();
+    let label = input::label(&args.trace);
     let tr = trace::read(&args.trace, args.format)?;
-    let plan = Plan::new(&tr);
+    let plan = Plan::new(&tr).map_err(|e| anyhow!("{label}:{}: {e}", e.line()))?;
+    let warning = tr.jump_back.map(|j| {
+        let more = if tr.jumps_back > 1 {
+            format!("; {} stamps in all are over 1 s behind their CPU's latest", tr.jumps_back)
+        } else {
+            String::new()
+        };
+        format!("{label}:{}: {j}{more}", j.line)
+    });
+    if let Some(w) = &warning {
+        eprintln!("warning: {w}");
+    }
     let machine = match &args.machine {
         Some(m) => Machine::resolve(m)?,
-        None => fit_machine(&plan).with_context(|| args.trace.display().to_string())?,
+        None => fit_machine(&plan).with_context(|| label.clone())?,
     };
     if plan.max_cpu >= machine.nr_cpus() {
         bail!(
             "{}: the trace has events on CPU {}, but machine `{}` has {} CPUs (0–{}); give a \
              machine with at least {} CPUs (`pagealloc machines --toml` prints one to start \
              from), or leave --machine out to fit one to the trace",
-            args.trace.display(),
+            label,
             plan.max_cpu,
             machine.name,
             machine.nr_cpus(),
@@ -184,6 +197,7 @@ pub fn run(args: &Args) -> Result<()> {
             "other_events": tr.other_events,
             "replayed_steps": plan.nr_steps(),
             "counts": {"kernel": plan.kernel.to_json(), "ours": ours.to_json()},
+            "warnings": warning.iter().collect::<Vec<_>>(),
             "metrics": metrics,
             "views": views,
             "timing": {"wall_s": wall_s},
@@ -201,6 +215,9 @@ pub fn run(args: &Args) -> Result<()> {
         plan.max_cpu + 1,
         plan.duration_ns as f64 / 1e9
     );
+    if let Some(w) = &warning {
+        println!("warning: {w}");
+    }
     println!(
         "machine: {} ({} CPUs, {}), preset {}, seed {}",
         machine.name,
