@@ -90,7 +90,8 @@ enum Command {
     /// Each CPU replays its allocations and frees in trace order, paced by the trace's time
     /// stamps; trace PFNs map to the model's blocks. Lines that cannot be used are counted by
     /// kind; a file with no page event, two captures concatenated, or a CPU, PFN or time span
-    /// no machine or clock holds is an error (exit 1).
+    /// no machine or clock holds is an error (exit 1). Kernel events the trace never recorded
+    /// print `–`, not 0.
     Replay(cmd::replay::Args),
     /// Run a workload under several presets, a few samples each, and print the mmtests
     /// comparison table (the first preset is the baseline).

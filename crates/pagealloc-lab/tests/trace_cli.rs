@@ -343,3 +343,27 @@ fn impossible_numbers_and_concatenated_captures() {
     assert_eq!(doc["warnings"].as_array().unwrap().len(), 1, "{doc}");
     assert_eq!(replay(&fixture("ftrace-6x.txt"), &[])["warnings"], serde_json::json!([]));
 }
+
+/// Kernel events the trace never recorded print `–` beside our counts, not a 0 that reads as
+/// "the kernel never drained"; the JSON lists them.
+#[test]
+fn events_the_trace_never_recorded_are_marked_not_traced() {
+    // trace-pipe-4x has allocations and frees only.
+    let doc = replay(&fixture("trace-pipe-4x.txt"), &[]);
+    assert_eq!(doc["not_traced"], serde_json::json!(["pcpu_drain", "zone_locked", "extfrag"]));
+    let out = pagealloc().arg("replay").arg(fixture("trace-pipe-4x.txt")).assert().success();
+    let text = stdout(&out);
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("{name}: {text}"))
+            .to_string()
+    };
+    let drains = row("pageset drains");
+    assert_eq!(drains.split_whitespace().rev().nth(1), Some("–"), "{drains}");
+    assert_eq!(row("zone-locked takes").split_whitespace().rev().nth(1), Some("–"));
+    assert_ne!(row("allocations").split_whitespace().rev().nth(1), Some("–"));
+    assert!(text.contains("– the trace has no event of this kind"), "{text}");
+    // ftrace-6x recorded every kind.
+    assert_eq!(replay(&fixture("ftrace-6x.txt"), &[])["not_traced"], serde_json::json!([]));
+}
