@@ -187,8 +187,13 @@ fn workload_parameters_out_of_range_or_unknown() {
             &["--param", "nope=1"],
             "workload `trunc` has no parameter `nope`; its parameters are: files, file_mib",
         ),
-        (&["--scale", "0"], "--scale 0: takes a number above 0 and at most 1000"),
-        (&["--scale", "5000"], "--scale 5000: takes a number above 0 and at most 1000"),
+        (&["--scale", "0"], "--scale 0: takes a number from 0.001 to 1000"),
+        (&["--scale", "5000"], "--scale 5000: takes a number from 0.001 to 1000"),
+        (&["--scale", "1e-300"], "--scale 1e-300: takes a number from 0.001 to 1000"),
+        (
+            &["--param", "files=1000", "--scale", "1000"],
+            "--scale 1000: `files` = 1000 × 1000 = 1000000 is above its range, 1 to 1000",
+        ),
     ];
     for (args, want) in cases {
         let mut a = vec!["--machine", "lab-2cpu"];
