@@ -420,3 +420,27 @@ fn plot_draws_values_near_f64_max() {
         assert!(svg.len() < 64 << 10 && !svg.contains("inf"), "{}: {svg}", p.display());
     }
 }
+
+/// `--iterations 0` ran nothing and succeeded (reproduce reported the table as skipped);
+/// a count beyond 1000 made every run's spec up front.
+#[test]
+fn iterations_out_of_range_are_refused() {
+    for (cmd, n) in
+        [("reproduce", "0"), ("compare", "0"), ("compare", "1001"), ("reproduce", "4000000000")]
+    {
+        let mut args = vec![cmd];
+        if cmd == "compare" {
+            args.extend(["trunc", "--presets", "modern,tune-base"]);
+        } else {
+            args.push("000-trunc@v2");
+        }
+        args.extend(["--quick", "--no-save", "--iterations", n]);
+        let out = pagealloc().args(&args).assert().failure().code(1);
+        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        assert!(
+            err.contains(&format!("--iterations {n}: takes 1 to 1000 samples per preset")),
+            "{args:?}: {err}"
+        );
+        assert!(out.get_output().stdout.is_empty(), "{args:?}: a run happened");
+    }
+}
