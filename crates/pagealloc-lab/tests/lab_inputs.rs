@@ -421,6 +421,42 @@ fn plot_draws_values_near_f64_max() {
     }
 }
 
+/// Machines on which every allocation fails are refused before the run (they ran, failed
+/// every allocation and exited 0): one of a single page, one whose MIN watermark takes all
+/// of its 128 KiB, one whose `min_free_kbytes` is above its memory (named with its line).
+#[test]
+fn machines_that_cannot_allocate_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = |mem: &str, extra: &str| {
+        format!(
+            "name = \"tiny\"\n{extra}[hierarchy]\nlike = \"lab-2cpu\"\n[[node]]\ncpus = 2\n{mem}\n\
+             llc_mib = 32\nl2_kib = 512\n"
+        )
+    };
+    for mem in ["memory_kib = 4", "memory_kib = 128"] {
+        let path = file(dir.path(), "tiny.toml", &machine(mem, ""));
+        let err = run_fails(&["--machine", &path]);
+        assert!(
+            err.contains("machine `tiny` cannot grant a single page: no zone has free pages above its MIN watermark (node 0 zone DMA:"),
+            "{mem}: {err}"
+        );
+        assert!(err.contains("min_free_kbytes 128 KiB); give it more memory"), "{err}");
+    }
+    let path =
+        file(dir.path(), "mfk.toml", &machine("memory_gib = 4", "min_free_kbytes = 8000000\n"));
+    let err = run_fails(&["--machine", &path]);
+    assert!(
+        err.contains(&format!("{path}:2: field `min_free_kbytes`: 8000000 KiB is not below the machine's memory (4194304 KiB)")),
+        "{err}"
+    );
+    // A quarter of a MiB is enough for a page or two: it runs.
+    let path = file(dir.path(), "small.toml", &machine("memory_kib = 256", ""));
+    pagealloc()
+        .args(["run", "trunc", "--quick", "--no-save", "--machine", &path])
+        .assert()
+        .success();
+}
+
 /// `--iterations 0` ran nothing and succeeded (reproduce reported the table as skipped);
 /// a count beyond 1000 made every run's spec up front.
 #[test]
