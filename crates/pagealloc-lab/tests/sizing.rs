@@ -471,6 +471,31 @@ fn errors_are_clear() {
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("--node-cpus lists 2 nodes"), "{err}");
 
+    // Bad files: two pasted together, one cut short, a number no kernel prints.
+    let text = std::fs::read_to_string(fixture("section-2-9-zoneinfo.txt")).unwrap();
+    let second = text.lines().count() + 1;
+    let normal = text.find("zone   Normal").unwrap();
+    let cut = normal + text[normal..].find("start_pfn").unwrap();
+    for (name, bad, wanted) in [
+        (
+            "twice",
+            [text.as_str(), text.as_str()].concat(),
+            format!("line {second}: Node 0, zone DMA again (first at line 1)"),
+        ),
+        ("cut", text[..cut].to_owned(), "the file is cut short: its last zone block (Node 0, zone Normal".into()),
+        (
+            "huge",
+            text.replacen("managed  327680", "managed  18446744073709551615", 1),
+            "`managed` 18446744073709551615: no kernel prints that; it takes a page count of at most 2^40".into(),
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bad).unwrap();
+        let out = pagealloc().arg("sizing").arg("--zoneinfo").arg(&path).assert().code(2);
+        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        assert!(err.contains(&wanted), "{name}: {err}");
+        assert!(out.get_output().stdout.is_empty());
+    }
     // Standard input works.
     let text = std::fs::read(fixture("section-2-9-zoneinfo.txt")).unwrap();
     pagealloc().args(["sizing", "--zoneinfo", "-"]).write_stdin(text).assert().success();

@@ -1741,4 +1741,22 @@ mod tests {
         assert_eq!(report.era, Era::AutoTuned, "{}", report.era_why);
         assert_eq!(report.mismatches(), 0, "{}", report.to_text());
     }
+
+    /// A file cut at any byte is refused or sized without a mismatch: the worked example has
+    /// none, so a mismatch would be the cut read as a kernel rule's (a Normal zone cut before
+    /// its `managed` line shifted every MIN and the DMA zone's protection).
+    #[test]
+    fn a_cut_file_never_reads_as_a_rule_mismatch() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/section-2-9-zoneinfo.txt");
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut sized = 0;
+        for end in (1..text.len()).filter(|&e| text.is_char_boundary(e)) {
+            let Ok(info) = ZoneInfo::parse(&text[..end]) else { continue };
+            let report = analyse(&info, "cut", given());
+            assert_eq!(report.mismatches(), 0, "cut at byte {end}:\n{}", report.to_text());
+            sized += 1;
+        }
+        // Cuts after a complete block (or inside its last number) are whole files.
+        assert!(sized > 0 && sized < text.len() / 10, "{sized}");
+    }
 }
