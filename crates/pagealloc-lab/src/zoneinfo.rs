@@ -443,11 +443,19 @@ impl ZoneInfo {
         Ok(())
     }
 
-    /// Online CPUs: the most pagesets any zone prints (every populated zone prints one per
-    /// online CPU); None when no zone prints pagesets.
+    /// Online CPUs as the pagesets show them: the highest CPU number + 1 (a dump may show
+    /// only some CPUs' pagesets: a 40-CPU machine's with 5 shown is still 40 CPUs), or the
+    /// most pagesets a zone prints if that is more; None when no zone prints pagesets.
     pub fn online_cpus(&self) -> Option<u32> {
-        let n = self.zones.iter().map(|z| z.pagesets.len()).max()?;
-        (n > 0).then_some(n as u32)
+        let most = self.zones.iter().map(|z| z.pagesets.len()).max()?;
+        let highest = self.zones.iter().flat_map(|z| &z.pagesets).map(|p| p.cpu + 1).max();
+        let n = (most as u32).max(highest.unwrap_or(0));
+        (n > 0).then_some(n)
+    }
+
+    /// How many pagesets the zone that prints most prints (the CPUs the dump shows).
+    pub fn pagesets_shown(&self) -> usize {
+        self.zones.iter().map(|z| z.pagesets.len()).max().unwrap_or(0)
     }
 
     /// The node numbers, ascending, each once.
@@ -805,5 +813,14 @@ Node 0, zone   Normal\r\n\
         // Complete files parse, their last line with or without its newline.
         assert!(ZoneInfo::parse(&text).is_ok());
         assert!(ZoneInfo::parse(text.trim_end()).is_ok());
+    }
+
+    /// A dump that shows only some CPUs' pagesets still has as many CPUs as its highest
+    /// number + 1 (a 40-CPU dump showing 5 had 5).
+    #[test]
+    fn online_cpus_are_the_highest_number_plus_one() {
+        let text = fixture("jc-zoneinfo.txt").replace("    cpu: 1\n", "    cpu: 39\n");
+        let info = ZoneInfo::parse(&text).unwrap();
+        assert_eq!((info.online_cpus(), info.pagesets_shown()), (Some(40), 2));
     }
 }

@@ -30,7 +30,7 @@ use pagealloc::{NrPages, ZoneType};
 use serde_json::{json, Value};
 
 use crate::input::{self, InputKind};
-use crate::zoneinfo::{Field, ZoneEntry, ZoneInfo};
+use crate::zoneinfo::{Field, ZoneEntry, ZoneInfo, MAX_CPUS};
 
 /// Text shown after `pagealloc sizing --help`.
 pub const AFTER_HELP: &str = "\
@@ -61,11 +61,12 @@ pub struct Args {
     /// read from /proc/sys/vm and the CPUs of each node from /sys/devices/system/node.
     #[arg(long, value_name = "FILE")]
     pub zoneinfo: Option<PathBuf>,
-    /// vm.min_free_kbytes (KiB) of the kernel that wrote the file.
+    /// vm.min_free_kbytes (KiB) of the kernel that wrote the file (0..=2147483647, the
+    /// sysctl's range).
     ///
     /// Default: /proc/sys/vm/min_free_kbytes for this machine; for another machine's file,
     /// inferred from its MIN watermarks (the output says so).
-    #[arg(long, value_name = "KIB")]
+    #[arg(long, value_name = "KIB", value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64))]
     pub min_free_kbytes: Option<u64>,
     /// vm.watermark_scale_factor (1..=3000, in 1/10000 of a zone's managed pages).
     ///
@@ -82,8 +83,17 @@ pub struct Args {
     ///
     /// zoneinfo lists the online CPUs but not their nodes; by default they are split evenly
     /// over the nodes that have memory. Only high_min, high_max and the 5.14–6.6 high use it.
-    #[arg(long, value_name = "N,N,…", value_delimiter = ',')]
+    /// A node may have 0 (memory only), but together they hold every online CPU.
+    #[arg(long, value_name = "N,N,…", value_delimiter = ',',
+          value_parser = clap::value_parser!(u32).range(0..i64::from(MAX_CPUS)))]
     pub node_cpus: Vec<u32>,
+    /// Online CPUs of the kernel that wrote the file (the vm stats threshold and the split of
+    /// `high` use it).
+    ///
+    /// Default: /sys/devices/system/cpu/online for this machine; for a file, the highest CPU
+    /// number its pagesets show + 1 (a dump may leave some CPUs' pagesets out).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..i64::from(MAX_CPUS)))]
+    pub online_cpus: Option<u32>,
     /// Print one JSON document instead of the tables.
     ///
     /// {"zones":[{"node":0,"zone":"Normal","fields":{"batch":{"kernel":63,"ours":63,"match":true},
@@ -149,24 +159,50 @@ fn load_and_analyse(args: &Args) -> Result<Report> {
         high_fraction: args.high_fraction.map(|v| (v, Source::Flag)),
         lowmem_reserve_ratio: None,
         node_cpus: None,
+        online_cpus: args.online_cpus.map(|v| (v, Source::Flag)),
     };
-    if !args.node_cpus.is_empty() {
-        let nodes = info.nodes();
-        if args.node_cpus.len() != nodes.len() {
-            bail!(
-                "--node-cpus lists {} nodes but {label} has {} ({:?})",
-                args.node_cpus.len(),
-                nodes.len(),
-                nodes
-            );
-        }
-        given.node_cpus =
-            Some((nodes.into_iter().zip(args.node_cpus.iter().copied()).collect(), Source::Flag));
-    }
     if live {
         read_this_machine(&mut given);
     }
+    if !args.node_cpus.is_empty() {
+        let online = given.online_cpus.as_ref().map(|o| o.0).or_else(|| info.online_cpus());
+        given.node_cpus =
+            Some((node_cpus_given(&info, &label, &args.node_cpus, online)?, Source::Flag));
+    }
     Ok(analyse(&info, &label, given))
+}
+
+/// `--node-cpus` as a map from node to CPUs: one value per node of the file, holding every
+/// online CPU between them (`--node-cpus 0` on a file with pagesets was accepted).
+fn node_cpus_given(
+    info: &ZoneInfo,
+    label: &str,
+    given: &[u32],
+    online: Option<u32>,
+) -> Result<BTreeMap<u32, u32>> {
+    let nodes = info.nodes();
+    if given.len() != nodes.len() {
+        bail!(
+            "--node-cpus lists {} nodes but {label} has {} ({:?})",
+            given.len(),
+            nodes.len(),
+            nodes
+        );
+    }
+    let total: u64 = given.iter().map(|&c| u64::from(c)).sum();
+    let list = given.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    if total == 0 {
+        bail!(
+            "--node-cpus {list}: no node has a CPU; the nodes hold the online CPUs, at least one"
+        );
+    }
+    if let Some(n) = online.filter(|&n| total < u64::from(n)) {
+        bail!(
+            "--node-cpus {list}: {total} CPU(s) in all, but {n} are online (the highest CPU \
+             number of the pagesets + 1, or --online-cpus): every online CPU is on a node"
+        );
+    }
+    Ok(nodes.into_iter().zip(given.iter().copied()).collect())
 }
 
 /// Fill what the command line left open from /proc/sys/vm and /sys.
@@ -187,6 +223,9 @@ fn read_this_machine(given: &mut Given) {
         given.high_fraction =
             read_num("percpu_pagelist_high_fraction").map(|(v, s): (u64, Source)| (v as u32, s));
     }
+    if given.online_cpus.is_none() {
+        given.online_cpus = online_cpus_from_sys();
+    }
     if let Some((s, src)) = read("lowmem_reserve_ratio") {
         let v: Vec<u64> = s.split_whitespace().filter_map(|w| w.parse().ok()).collect();
         if v.len() >= 3 {
@@ -200,6 +239,14 @@ fn read_this_machine(given: &mut Given) {
     if given.node_cpus.is_none() {
         given.node_cpus = node_cpus_from_sys();
     }
+}
+
+/// Online CPUs, from /sys.
+fn online_cpus_from_sys() -> Option<(u32, Source)> {
+    let path = "/sys/devices/system/cpu/online";
+    let list = input::read_text(Path::new(path), InputKind::Dump).ok()?;
+    let n = u32::try_from(parse_cpu_list(&list)?.len()).ok().filter(|&n| n > 0)?;
+    Some((n, Source::Read(path.into())))
 }
 
 /// CPUs of each online node that are online, from /sys.
@@ -277,6 +324,7 @@ struct Given {
     high_fraction: Option<(u32, Source)>,
     lowmem_reserve_ratio: Option<([u64; 4], Source)>,
     node_cpus: Option<(BTreeMap<u32, u32>, Source)>,
+    online_cpus: Option<(u32, Source)>,
 }
 
 /// How the per-CPU pagesets were sized, by kernel generation.
@@ -552,7 +600,10 @@ fn u32_of(v: i64) -> u32 {
 fn analyse(info: &ZoneInfo, label: &str, given: Given) -> Report {
     let mut notes = Vec::new();
     let mut not_checked = Vec::new();
-    let online = info.online_cpus();
+    let (online, online_src) = match given.online_cpus.clone() {
+        Some((n, src)) => (Some(n), src),
+        None => (info.online_cpus(), online_inferred(info)),
+    };
 
     // Every zone of a modelled type (all nodes) with its managed pages: the input of the
     // watermark split. Zones of other types (HighMem on 32-bit kernels) are not modelled.
@@ -690,6 +741,7 @@ fn analyse(info: &ZoneInfo, label: &str, given: Given) -> Report {
             node_cpus.iter().map(|(n, c)| format!("node {n}: {c}")).collect::<Vec<_>>().join(", "),
             node_cpus_src,
         ),
+        ("online CPUs", online.map_or("unknown".to_owned(), |n| n.to_string()), online_src),
     ];
     if info.skipped_lines > 0 {
         notes.push(format!(
@@ -839,9 +891,10 @@ fn infer_min_free_kbytes(zones: &[Zone], all: &[(ZoneType, NrPages)], wsf: u64) 
             Source::Default("assumed: the file has no populated lowmem zone".into()),
         );
     }
-    let sum: u64 = lowmem.iter().map(|z| z.share()).sum();
+    // Page counts are at most 2^40 (zoneinfo.rs) and zones at most 1024 nodes × 4 types.
+    let sum: u64 = lowmem.iter().map(|z| z.share()).fold(0, u64::saturating_add);
     let n = lowmem.len() as u64;
-    let range = sum..sum + n;
+    let range = sum..sum.saturating_add(n);
     let populated_lowmem = zones.iter().filter(|z| z.zt <= ZoneType::Normal).count() as u64;
     let marks: Vec<(ZoneType, NrPages, u64)> = zones
         .iter()
@@ -856,7 +909,7 @@ fn infer_min_free_kbytes(zones: &[Zone], all: &[(ZoneType, NrPages)], wsf: u64) 
     let boot = sizing::default_min_free_kbytes(sizing::lowmem_kbytes(&boot_marks));
     // all[] lists the modelled zones in file order; equal (type, managed) give equal shares.
     let hits = |p: u64| {
-        let marks = sizing::zone_watermarks(p * 4, wsf, all);
+        let marks = sizing::zone_watermarks(p.saturating_mul(4), wsf, all);
         lowmem
             .iter()
             .filter(|z| {
@@ -872,16 +925,32 @@ fn infer_min_free_kbytes(zones: &[Zone], all: &[(ZoneType, NrPages)], wsf: u64) 
         (boot, " = the boot default √(16 × lowmem KiB),".to_owned())
     } else {
         let best = range.clone().max_by_key(|&p| (hits(p), std::cmp::Reverse(p))).unwrap_or(sum);
-        (best * 4, String::new())
+        (best.saturating_mul(4), String::new())
     };
     let how = format!(
         "the unboosted MIN watermarks of the {n} lowmem zone(s) add up to {sum} pages, so \
          pages_min is {sum}–{}; {kb} KiB{named} reproduces {} of {n} MINs with the file's managed \
          pages",
-        sum + n - 1,
+        range.end - 1,
         hits(kb / 4)
     );
     (kb, Source::Inferred(how))
+}
+
+/// How the online CPUs were found in the file.
+fn online_inferred(info: &ZoneInfo) -> Source {
+    let shown = info.pagesets_shown();
+    match info.online_cpus() {
+        None => Source::Default("unknown: the file prints no pageset; pass --online-cpus".into()),
+        Some(n) if n as usize == shown => {
+            Source::Inferred(format!("the pagesets of {n} CPUs (one per online CPU)"))
+        }
+        Some(n) => Source::Inferred(format!(
+            "the highest CPU number in the pagesets ({}) + 1; the file shows the pagesets of \
+             {shown} CPU(s) only (pass --online-cpus if CPUs are offline between them)",
+            n - 1
+        )),
+    }
 }
 
 /// Split the online CPUs over the nodes that have memory.
@@ -899,7 +968,7 @@ fn split_cpus(info: &ZoneInfo, online: Option<u32>) -> (BTreeMap<u32, u32>, Sour
         .map(|(i, &n)| (n, total / k + u32::from((i as u32) < total % k)))
         .collect();
     let src = if nodes.len() <= 1 {
-        Source::Inferred(format!("{total} online CPUs (one pageset per CPU), one node"))
+        Source::Inferred(format!("{total} online CPUs, one node"))
     } else {
         Source::Inferred(format!(
             "{total} online CPUs split evenly over {} nodes: zoneinfo does not say which CPU is \
@@ -1296,7 +1365,7 @@ fn min_hint(ctx: &Ctx, z: &Zone) -> String {
     {
         ways.push(format!(
             "a lowmem total of {} with this zone as it is (the file's: {total})",
-            range_text((r.0 + z.managed, r.1.saturating_add(z.managed)))
+            range_text((r.0.saturating_add(z.managed), r.1.saturating_add(z.managed)))
         ));
     }
     // The other zones as they are, this zone different: the share grows with it.
@@ -1334,9 +1403,10 @@ fn min_hint(ctx: &Ctx, z: &Zone) -> String {
             .iter()
             .filter(|e| e.zone_type().is_some_and(ZoneType::is_lowmem))
             .map(|e| e.min.unwrap_or(0).saturating_sub(e.boost.unwrap_or(0)))
-            .sum();
+            .fold(0, u64::saturating_add);
         if sum.abs_diff(pages_min) > 8 {
-            let _ = write!(hint, "; the file's MINs add up to min_free_kbytes ≈ {} KiB", sum * 4);
+            let kib = sum.saturating_mul(4);
+            let _ = write!(hint, "; the file's MINs add up to min_free_kbytes ≈ {kib} KiB");
         }
     }
     hint
@@ -1699,6 +1769,7 @@ mod tests {
             high_fraction: None,
             lowmem_reserve_ratio: None,
             node_cpus: None,
+            online_cpus: None,
         }
     }
 
@@ -1758,5 +1829,16 @@ mod tests {
         }
         // Cuts after a complete block (or inside its last number) are whole files.
         assert!(sized > 0 && sized < text.len() / 10, "{sized}");
+    }
+
+    #[test]
+    fn node_cpus_hold_every_online_cpu() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/section-2-9-zoneinfo.txt");
+        let info = ZoneInfo::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let e = node_cpus_given(&info, "f", &[0], Some(2)).unwrap_err().to_string();
+        assert!(e.contains("--node-cpus 0: no node has a CPU"), "{e}");
+        let e = node_cpus_given(&info, "f", &[1], Some(2)).unwrap_err().to_string();
+        assert!(e.contains("--node-cpus 1: 1 CPU(s) in all, but 2 are online"), "{e}");
+        assert_eq!(node_cpus_given(&info, "f", &[4], Some(2)).unwrap(), BTreeMap::from([(0, 4)]));
     }
 }
