@@ -458,6 +458,15 @@ impl ZoneInfo {
         self.zones.iter().map(|z| z.pagesets.len()).max().unwrap_or(0)
     }
 
+    /// The zones of each node, in file order.
+    pub fn by_node(&self) -> BTreeMap<u32, Vec<&ZoneEntry>> {
+        let mut m: BTreeMap<u32, Vec<&ZoneEntry>> = BTreeMap::new();
+        for z in &self.zones {
+            m.entry(z.node).or_default().push(z);
+        }
+        m
+    }
+
     /// The node numbers, ascending, each once.
     pub fn nodes(&self) -> Vec<u32> {
         let mut nodes: Vec<u32> = self.zones.iter().map(|z| z.node).collect();

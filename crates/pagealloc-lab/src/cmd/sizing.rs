@@ -419,6 +419,8 @@ impl Boost {
 #[derive(Debug)]
 struct Zone<'a> {
     entry: &'a ZoneEntry,
+    /// Its index among the modelled zones of the file (in `all_zones`).
+    idx: usize,
     zt: ZoneType,
     managed: u64,
     kmin: u64,
@@ -616,6 +618,7 @@ fn analyse(info: &ZoneInfo, label: &str, given: Given) -> Report {
     let wsf0 = wsf_given.as_ref().map_or(sizing::DEFAULT_WATERMARK_SCALE_FACTOR, |w| w.0);
 
     let mut zones = Vec::new();
+    let mut idx = 0;
     for e in &info.zones {
         let what = format!("Node {}, zone {}", e.node, e.name);
         let Some(zt) = e.zone_type() else {
@@ -624,6 +627,8 @@ fn analyse(info: &ZoneInfo, label: &str, given: Given) -> Report {
             }
             continue;
         };
+        idx += 1;
+        let idx = idx - 1;
         if !e.is_populated() {
             continue;
         }
@@ -636,8 +641,8 @@ fn analyse(info: &ZoneInfo, label: &str, given: Given) -> Report {
         let batches: Vec<i64> = e.pagesets.iter().filter_map(|p| p.batch).collect();
         let kbatch =
             batches.first().copied().filter(|b| batches.iter().all(|x| x == b)).map(u32_of);
-        let mut z =
-            Zone { entry: e, zt, managed, kmin, klow, khigh, boost: Boost::Unprinted, kbatch };
+        let boost = Boost::Unprinted;
+        let mut z = Zone { entry: e, idx, zt, managed, kmin, klow, khigh, boost, kbatch };
         z.boost = match e.boost {
             Some(b) => Boost::Printed(b),
             None => infer_boost(&z, wsf0),
@@ -699,18 +704,16 @@ fn analyse(info: &ZoneInfo, label: &str, given: Given) -> Report {
     let (zero_rule, rule_text) = detect_reserve_rule(info, &ratios);
 
     let full = sizing::zone_watermarks(mfk, wsf, &all_zones);
-    let full_of = |z: &Zone| -> Watermarks {
-        let i = info
-            .zones
-            .iter()
-            .filter(|e| e.zone_type().is_some())
-            .position(|e| std::ptr::eq(e, z.entry))
-            .unwrap_or(0);
-        full.get(i).copied().unwrap_or_default()
-    };
+    let full_of = |z: &Zone| -> Watermarks { full.get(z.idx).copied().unwrap_or_default() };
     let ctx = Ctx {
         info,
-        all_zones: &all_zones,
+        lowmem_total: lowmem_total(&all_zones),
+        lowmem_mins: info
+            .zones
+            .iter()
+            .filter(|e| e.zone_type().is_some_and(ZoneType::is_lowmem))
+            .map(|e| e.min.unwrap_or(0).saturating_sub(e.boost.unwrap_or(0)))
+            .fold(0, u64::saturating_add),
         mfk,
         mfk_src: &mfk_src,
         wsf,
@@ -907,24 +910,22 @@ fn infer_min_free_kbytes(zones: &[Zone], all: &[(ZoneType, NrPages)], wsf: u64) 
     let boot_marks: Vec<(ZoneType, NrPages, u64)> =
         zones.iter().map(|z| (z.zt, NrPages(z.managed), 0)).collect();
     let boot = sizing::default_min_free_kbytes(sizing::lowmem_kbytes(&boot_marks));
-    // all[] lists the modelled zones in file order; equal (type, managed) give equal shares.
+    // all[] lists the modelled zones in file order, `z.idx` each zone's place in it.
     let hits = |p: u64| {
         let marks = sizing::zone_watermarks(p.saturating_mul(4), wsf, all);
-        lowmem
-            .iter()
-            .filter(|z| {
-                all.iter()
-                    .position(|&(t, m)| t == z.zt && m.0 == z.managed)
-                    .is_some_and(|i| marks[i].min == z.share())
-            })
-            .count()
+        lowmem.iter().filter(|z| marks[z.idx].min == z.share()).count()
     };
     let (kb, named) = if range.contains(&(thp / 4)) {
         (thp, format!(" = the THP recommendation for {populated_lowmem} zones,"))
     } else if range.contains(&(boot / 4)) {
         (boot, " = the boot default √(16 × lowmem KiB),".to_owned())
     } else {
-        let best = range.clone().max_by_key(|&p| (hits(p), std::cmp::Reverse(p))).unwrap_or(sum);
+        let shares: Vec<(u64, u64)> = lowmem.iter().map(|z| (z.managed, z.share())).collect();
+        let counts = hits_over(&range, &shares, lowmem_total(all));
+        let best = (range.start..range.end)
+            .zip(counts)
+            .max_by_key(|&(p, h)| (h, std::cmp::Reverse(p)))
+            .map_or(sum, |(p, _)| p);
         (best.saturating_mul(4), String::new())
     };
     let how = format!(
@@ -935,6 +936,44 @@ fn infer_min_free_kbytes(zones: &[Zone], all: &[(ZoneType, NrPages)], wsf: u64) 
         hits(kb / 4)
     );
     (kb, Source::Inferred(how))
+}
+
+/// For each candidate pages_min `p` of `range`, how many of the lowmem zones `(managed,
+/// printed share)` it reproduces. A zone's share is floor(p × managed ÷ `total`), the split of
+/// `sizing::zone_watermarks`, so it equals the printed one for p in [⌈s·T/m⌉, ⌈(s+1)·T/m⌉):
+/// counting those intervals over the range is linear in the zones, where evaluating the split
+/// at every candidate was quadratic (a 1024-node file took seconds).
+fn hits_over(range: &std::ops::Range<u64>, zones: &[(u64, u64)], total: u64) -> Vec<usize> {
+    let len = (range.end - range.start) as usize;
+    let mut starts = vec![0usize; len + 1];
+    let mut ends = vec![0usize; len + 1];
+    let at = |p: u128| {
+        (p.clamp(u128::from(range.start), u128::from(range.end)) as u64 - range.start) as usize
+    };
+    for &(m, s) in zones {
+        let (lo, hi) = if total == 0 || m == 0 {
+            // Every share is 0.
+            if s != 0 {
+                continue;
+            }
+            (u128::from(range.start), u128::from(range.end))
+        } else {
+            let (t, m, s) = (u128::from(total), u128::from(m), u128::from(s));
+            ((s * t).div_ceil(m), ((s + 1) * t).div_ceil(m))
+        };
+        let (a, b) = (at(lo), at(hi));
+        if a < b {
+            starts[a] += 1;
+            ends[b] += 1;
+        }
+    }
+    let mut open = 0usize;
+    (0..len)
+        .map(|i| {
+            open = open + starts[i] - ends[i];
+            open
+        })
+        .collect()
 }
 
 /// How the online CPUs were found in the file.
@@ -956,9 +995,10 @@ fn online_inferred(info: &ZoneInfo) -> Source {
 /// Split the online CPUs over the nodes that have memory.
 fn split_cpus(info: &ZoneInfo, online: Option<u32>) -> (BTreeMap<u32, u32>, Source) {
     let nodes: Vec<u32> = info
-        .nodes()
+        .by_node()
         .into_iter()
-        .filter(|&n| info.zones.iter().any(|z| z.node == n && z.is_populated()))
+        .filter(|(_, zones)| zones.iter().any(|z| z.is_populated()))
+        .map(|(n, _)| n)
         .collect();
     let total = online.unwrap_or(0);
     let k = nodes.len().max(1) as u32;
@@ -1082,14 +1122,14 @@ fn detect_era(
 /// Does the file give empty upper zones the cumulative protection (≤ 6.9, ≥ 6.14) or 0
 /// (6.10–6.13)? Whichever reproduces more protection entries; the cumulative rule on a tie.
 fn detect_reserve_rule(info: &ZoneInfo, ratios: &[u64; 4]) -> (bool, &'static str) {
+    let by_node = info.by_node();
     let score = |zero: bool| -> usize {
-        info.nodes()
-            .into_iter()
-            .map(|node| {
+        by_node
+            .iter()
+            .map(|(&node, zones)| {
                 let rows = reserve_rows(info, node, ratios, zero);
-                info.zones
+                zones
                     .iter()
-                    .filter(|z| z.node == node)
                     .filter_map(|z| Some((z.protection.as_ref()?, rows.get(&z.zone_type()?)?)))
                     .map(|(k, ours)| {
                         k.iter()
@@ -1140,10 +1180,18 @@ fn extend_row(row: &[u64; 4], len: usize, zero_rule: bool) -> Vec<i64> {
         .collect()
 }
 
+/// Managed pages of the lowmem zones of `all`.
+fn lowmem_total(all: &[(ZoneType, NrPages)]) -> u64 {
+    all.iter().filter(|(t, _)| t.is_lowmem()).map(|(_, m)| m.0).fold(0, u64::saturating_add)
+}
+
 /// What every zone check needs.
 struct Ctx<'a> {
     info: &'a ZoneInfo,
-    all_zones: &'a [(ZoneType, NrPages)],
+    /// Managed pages of every lowmem zone, summed once (not per zone: that was quadratic).
+    lowmem_total: u64,
+    /// The lowmem zones' unboosted MINs as printed, summed once.
+    lowmem_mins: u64,
     mfk: u64,
     mfk_src: &'a Source,
     wsf: u64,
@@ -1352,7 +1400,7 @@ fn min_hint(ctx: &Ctx, z: &Zone) -> String {
     if !z.zt.is_lowmem() {
         return format!("Movable's MIN is managed ÷ 1024 clamped to 32..128, not {target}");
     }
-    let total: u64 = ctx.all_zones.iter().filter(|(t, _)| t.is_lowmem()).map(|(_, m)| m.0).sum();
+    let total = ctx.lowmem_total;
     let rest = total.saturating_sub(z.managed);
     let filler = if z.zt == ZoneType::Dma { ZoneType::Dma32 } else { ZoneType::Dma };
     let share = |mine: u64, others: u64| {
@@ -1397,13 +1445,7 @@ fn min_hint(ctx: &Ctx, z: &Zone) -> String {
         );
     }
     if !matches!(ctx.mfk_src, Source::Inferred(_)) {
-        let sum: u64 = ctx
-            .info
-            .zones
-            .iter()
-            .filter(|e| e.zone_type().is_some_and(ZoneType::is_lowmem))
-            .map(|e| e.min.unwrap_or(0).saturating_sub(e.boost.unwrap_or(0)))
-            .fold(0, u64::saturating_add);
+        let sum = ctx.lowmem_mins;
         if sum.abs_diff(pages_min) > 8 {
             let kib = sum.saturating_mul(4);
             let _ = write!(hint, "; the file's MINs add up to min_free_kbytes ≈ {kib} KiB");
@@ -1829,6 +1871,41 @@ mod tests {
         }
         // Cuts after a complete block (or inside its last number) are whole files.
         assert!(sized > 0 && sized < text.len() / 10, "{sized}");
+    }
+
+    /// The interval count of the min_free_kbytes search agrees with the library's split
+    /// evaluated at every candidate.
+    #[test]
+    fn hits_over_agrees_with_the_split_at_every_candidate() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..50 {
+            let n = 1 + next(12) as usize;
+            let all: Vec<(ZoneType, NrPages)> =
+                (0..n).map(|i| (ZoneType::ALL[i % 3], NrPages(1 + next(1 << 30)))).collect();
+            let total = lowmem_total(&all);
+            let pages_min = 1 + next(1 << 20);
+            let marks = sizing::zone_watermarks(pages_min * 4, 10, &all);
+            // Printed shares: the split at pages_min, one of them off by one now and then.
+            let zones: Vec<(u64, u64)> = all
+                .iter()
+                .zip(&marks)
+                .map(|(&(_, m), w)| (m.0, w.min + u64::from(next(4) == 0)))
+                .collect();
+            let sum: u64 = zones.iter().map(|z| z.1).sum();
+            let range = sum.saturating_sub(3)..sum + n as u64;
+            let fast = hits_over(&range, &zones, total);
+            for (p, &h) in range.clone().zip(&fast) {
+                let w = sizing::zone_watermarks(p * 4, 10, &all);
+                let slow = zones.iter().zip(&w).filter(|(z, w)| w.min == z.1).count();
+                assert_eq!(h, slow, "p {p}: {zones:?} of {total}");
+            }
+        }
     }
 
     #[test]
