@@ -11,6 +11,7 @@ mod cmd;
 // The one module allowed unsafe code: real memory (mmap, raw blocks).
 #[allow(unsafe_code)]
 mod heap;
+mod input;
 mod machine;
 mod metrics;
 mod mmtests;
@@ -34,6 +35,12 @@ mod zoneinfo;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Read no input file larger than this many MiB (any command; default per kind: 1 MiB
+    /// for machine, preset and cost files, 64 MiB for zoneinfo dumps, 1 GiB for traces and
+    /// result rows). Also set by the environment variable PAGEALLOC_MAX_INPUT_MIB.
+    #[arg(long, global = true, value_name = "MIB",
+          value_parser = clap::value_parser!(u64).range(1..=input::MAX_CAP_MIB))]
+    max_input_mib: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -82,7 +89,9 @@ enum Command {
     ///
     /// Each CPU replays its allocations and frees in trace order, paced by the trace's time
     /// stamps; trace PFNs map to the model's blocks. Lines that cannot be used are counted by
-    /// kind; only a file with no page event at all is an error (exit 1).
+    /// kind; a file with no page event, two captures concatenated, or a CPU, PFN or time span
+    /// no machine or clock holds is an error (exit 1). Kernel events the trace never recorded
+    /// print `–`, not 0.
     Replay(cmd::replay::Args),
     /// Run a workload under several presets, a few samples each, and print the mmtests
     /// comparison table (the first preset is the baseline).
@@ -146,6 +155,9 @@ fn main() {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    if let Some(mib) = cli.max_input_mib {
+        input::set_cap_mib(mib);
+    }
     match cli.command {
         Command::Exercise(args) => cmd::exercise::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),

@@ -52,8 +52,42 @@ fn nice_step(span: f64, n: f64) -> f64 {
     nice * mag
 }
 
+/// Most tick marks one axis draws.
+const MAX_TICKS: usize = 50;
+
+/// The ticks of `lo..=hi` at multiples of `step`: at most [`MAX_TICKS`], each finite and
+/// above the one before. Without the bounds an axis near `f64::MAX` (its top overflowing to
+/// infinity) or a step lost in rounding (a span of 1 at 1e20) drew ticks for ever.
+fn ticks(lo: f64, hi: f64, step: f64) -> Vec<f64> {
+    if !(step > 0.0 && step.is_finite() && lo.is_finite()) {
+        return vec![lo, hi].into_iter().filter(|v| v.is_finite()).collect();
+    }
+    let first = (lo / step).ceil() * step;
+    let mut out: Vec<f64> = Vec::new();
+    for k in 0..MAX_TICKS {
+        let v = first + k as f64 * step;
+        if !v.is_finite() || v > hi + step * 1e-9 || out.last().is_some_and(|&l| v <= l) {
+            break;
+        }
+        out.push(v);
+    }
+    out
+}
+
+/// The top of an axis whose data reach `max`, with `margin` (0.05: 5 %) of headroom; finite
+/// even for data near `f64::MAX`.
+fn axis_top(max: f64, margin: f64) -> f64 {
+    if max <= 0.0 || !max.is_finite() {
+        1.0
+    } else {
+        (max * (1.0 + margin)).min(f64::MAX)
+    }
+}
+
 fn fmt_tick(v: f64) -> String {
-    if v.abs() >= 1e6 {
+    if v.abs() >= 1e9 {
+        format!("{v:.2e}")
+    } else if v.abs() >= 1e6 {
         format!("{:.1}M", v / 1e6)
     } else if v.abs() >= 1e4 {
         format!("{:.0}k", v / 1e3)
@@ -93,9 +127,7 @@ fn axes(
         out,
         r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##
     );
-    let step = nice_step(y1 - y0, 5.0);
-    let mut y = (y0 / step).ceil() * step;
-    while y <= y1 + step * 1e-9 {
+    for y in ticks(y0, y1, nice_step(y1 - y0, 5.0)) {
         let py = sy(y);
         let _ = write!(
             out,
@@ -105,11 +137,8 @@ fn axes(
             py + 4.0,
             fmt_tick(y)
         );
-        y += step;
     }
-    let step = nice_step(x1 - x0, 8.0);
-    let mut x = (x0 / step).ceil() * step;
-    while x <= x1 + step * 1e-9 {
+    for x in ticks(x0, x1, nice_step(x1 - x0, 8.0)) {
         let px = sx(x);
         let _ = write!(
             out,
@@ -119,7 +148,6 @@ fn axes(
             H - MB + 17.0,
             fmt_tick(x)
         );
-        x += step;
     }
     let _ = write!(
         out,
@@ -142,6 +170,7 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
     let pts =
         series.iter().flat_map(|s| s.points.iter()).filter(|p| p.0.is_finite() && p.1.is_finite());
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+    // A point's y is drawn only if finite; x likewise (see `axes` for the bounds).
     for &(x, y) in pts {
         x0 = x0.min(x);
         x1 = x1.max(x);
@@ -153,10 +182,7 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
-    if y1 <= 0.0 {
-        y1 = 1.0;
-    }
-    y1 *= 1.05;
+    let y1 = axis_top(y1, 0.05);
     let mut out = String::new();
     header(&mut out, title);
     let (sx, sy) = axes(&mut out, (x0, x1), (0.0, y1), x_label, y_label);
@@ -201,8 +227,14 @@ pub struct Bar {
 
 /// A bar chart; y starts at 0 (values below 0 are drawn as 0).
 pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
-    let y1 = bars.iter().map(|b| b.value + b.err).filter(|v| v.is_finite()).fold(0.0, f64::max);
-    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
+    let err = |b: &Bar| if b.err > 0.0 && b.err.is_finite() { b.err } else { 0.0 };
+    // value + err may overflow to infinity near f64::MAX: the top saturates instead.
+    let y1 = bars
+        .iter()
+        .filter(|b| b.value.is_finite())
+        .map(|b| (b.value + err(b)).min(f64::MAX))
+        .fold(0.0, f64::max);
+    let y1 = axis_top(y1, 0.08);
     let mut out = String::new();
     header(&mut out, title);
     let n = bars.len().max(1) as f64;
@@ -220,13 +252,13 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
             sy(v),
             sy(0.0) - sy(v)
         );
-        if b.err > 0.0 && b.err.is_finite() {
+        if err(b) > 0.0 {
             let cx = x + w / 2.0;
             let _ = write!(
                 out,
                 r##"<line x1="{cx:.1}" y1="{:.1}" x2="{cx:.1}" y2="{:.1}" stroke="#222"/>"##,
-                sy(v + b.err),
-                sy((v - b.err).max(0.0))
+                sy((v + err(b)).min(y1)),
+                sy((v - err(b)).max(0.0))
             );
         }
         let _ = write!(
@@ -257,7 +289,7 @@ pub fn grouped_bar_chart(
         .flat_map(|(_, v)| v.iter().copied())
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max);
-    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
+    let y1 = axis_top(y1, 0.08);
     let mut out = String::new();
     header(&mut out, title);
     let (_, sy) = axes(&mut out, (0.0, 0.0), (0.0, y1), "", y_label);
@@ -343,6 +375,40 @@ mod tests {
         // Background and frame, three bars, two legend swatches.
         assert_eq!(svg.matches("<rect").count(), 7);
         assert!(svg.contains("published"));
+    }
+
+    /// Values near `f64::MAX` made the axis infinite and the tick loop endless (the plot
+    /// command hung, its memory growing); a step lost in rounding did the same. Now every
+    /// axis has at most MAX_TICKS ticks and every chart is small.
+    #[test]
+    fn huge_values_and_offsets_draw_bounded_axes() {
+        let huge = [Series {
+            label: "m".into(),
+            points: vec![(0.0, 1.0), (1.0, f64::MAX)],
+            dashed: false,
+        }];
+        let offset = [Series {
+            label: "o".into(),
+            points: vec![(1e20, 1.0), (1e20 + 1.0, 2.0)],
+            dashed: false,
+        }];
+        let bars = [Bar { label: "a".into(), value: f64::MAX, err: f64::MAX }];
+        let groups = vec![("g".to_string(), vec![f64::MAX, 1.0])];
+        for svg in [
+            line_chart("t", "x", "y", &huge),
+            line_chart("t", "x", "y", &offset),
+            bar_chart("t", "y", &bars),
+            grouped_bar_chart("t", "y", &["a", "b"], &groups),
+        ] {
+            assert!(svg.trim_end().ends_with("</svg>"));
+            assert!(svg.matches("<line").count() <= 2 * MAX_TICKS + 8, "{}", svg.len());
+            assert!(svg.len() < 64 << 10, "{} bytes", svg.len());
+            assert!(!svg.contains("inf") && !svg.contains("NaN"), "{svg}");
+        }
+        assert_eq!(ticks(1e20, 1e20 + 1.0, 0.1).len(), 1);
+        assert!(ticks(0.0, f64::MAX, nice_step(f64::MAX, 5.0)).len() <= MAX_TICKS);
+        assert_eq!(ticks(0.0, 1.0, 0.0), vec![0.0, 1.0]);
+        assert_eq!(fmt_tick(1e300), "1.00e300");
     }
 
     #[test]

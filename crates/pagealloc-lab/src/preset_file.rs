@@ -140,7 +140,7 @@ pub fn resolve(spec: &str) -> Result<ResolvedPreset> {
 /// # Errors
 /// The file cannot be read, or [`parse`] refuses it.
 pub fn load(path: &Path) -> Result<ResolvedPreset> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::input::read_text(path, crate::input::InputKind::Config)
         .with_context(|| format!("cannot read preset file `{}`", path.display()))?;
     parse(path, &text)
 }

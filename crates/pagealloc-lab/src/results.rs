@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -84,14 +84,14 @@ pub fn save(dir: &Path, stem: &str, rows: &[Row]) -> Result<PathBuf> {
 
 /// Read every row of a JSON-lines file. A bad line is an error naming the file and line.
 pub fn load(path: &Path) -> Result<Vec<Row>> {
-    let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let text = crate::input::read_text(path, crate::input::InputKind::Data)
+        .with_context(|| format!("cannot read result rows `{}`", path.display()))?;
     let mut rows = Vec::new();
-    for (i, line) in BufReader::new(f).lines().enumerate() {
-        let line = line.with_context(|| format!("reading {}", path.display()))?;
+    for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str(&line) {
+        match serde_json::from_str(line) {
             Ok(r) => rows.push(r),
             Err(e) => bail!("{}:{}: not a result row: {e}", path.display(), i + 1),
         }

@@ -169,8 +169,38 @@ pub fn build_model(
     };
     let model =
         Model::new(setup).with_context(|| format!("building machine `{}`", machine.name))?;
+    check_usable(model.allocator(), &machine.name)?;
     machine.apply_cpu_caches(model.allocator());
     Ok(model)
+}
+
+/// Refuse a machine on which no allocation can succeed: every populated zone's free pages at
+/// or below its MIN watermark (a machine of a few pages, or a `min_free_kbytes` that takes
+/// all memory). Such a run failed every allocation and exited 0 with its metrics.
+fn check_usable(pa: &pagealloc::PageAllocator<ModelSink>, name: &str) -> Result<()> {
+    let zones: Vec<&pagealloc::Zone> = pa.zones().iter().filter(|z| z.is_populated()).collect();
+    if zones.iter().any(|z| z.free_pages().0 > z.wmark_pages(0)) {
+        return Ok(());
+    }
+    let detail: Vec<String> = zones
+        .iter()
+        .map(|z| {
+            format!(
+                "node {} zone {}: {} free page(s), MIN watermark {}",
+                z.node().0,
+                z.zone_type().name(),
+                z.free_pages().0,
+                z.wmark_pages(0)
+            )
+        })
+        .collect();
+    anyhow::bail!(
+        "machine `{name}` cannot grant a single page: no zone has free pages above its MIN \
+         watermark ({}; min_free_kbytes {} KiB); give it more memory or a lower \
+         min_free_kbytes",
+        if detail.is_empty() { "no populated zone".to_owned() } else { detail.join("; ") },
+        pa.min_free_kbytes()
+    )
 }
 
 /// The `/proc` views `show` of an allocator's state: (name, text).
@@ -318,9 +348,9 @@ pub fn rows(spec: &RunSpec, r: &RunResult, revision: &str) -> Vec<Row> {
     if spec.sample != 0 {
         return out;
     }
-    for (i, &pages) in r.outcome.pcp_pages.iter().enumerate() {
+    for &(t, pages) in &r.outcome.pcp_pages {
         let mib = pages as f64 / 256.0;
-        out.push(row(SERIES_PCP_MIB, mib, "MiB", Better::Lower, Some(i as u32 + 1), None));
+        out.push(row(SERIES_PCP_MIB, mib, "MiB", Better::Lower, Some(t), None));
     }
     let mut cpus: Vec<u32> = r.outcome.pcp_cpu_samples.iter().map(|s| s.cpu).collect();
     cpus.sort_unstable();

@@ -11,9 +11,14 @@
 //!
 //! Tolerance: lines before the first zone header (a shell prompt, a mail's prose), CR line
 //! ends, tabs, node statistics, lines it does not know and values it cannot read are skipped
-//! and counted, never fatal. Only text with no `Node N, zone NAME` header at all is refused, with
-//! a message that names the `/proc` file it looks like instead, if any.
+//! and counted, never fatal. Refused ([`ParseError`]): text with no `Node N, zone NAME` header
+//! at all (the message names the `/proc` file it looks like instead, if any), a number no
+//! kernel prints (a node of 1024 or more, a page count above 2^40, a CPU of 2^20 or more, a
+//! pageset value outside the kernel's `int`: checked here so that no sum or product of them
+//! can wrap later), a zone printed twice (two files pasted together), and a file cut short
+//! (its last zone block ends before the lines every kernel prints for it).
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use pagealloc::ZoneType;
@@ -95,11 +100,21 @@ impl ZoneEntry {
     }
 }
 
+/// Nodes a kernel may have: `MAX_NUMNODES` is at most 1 << 10 (`NODES_SHIFT` ≤ 10).
+pub const MAX_NODES: u32 = 1 << 10;
+/// Pages a count may reach: 2^40 pages of 4 KiB fill a 52-bit physical address space, the
+/// largest any 64-bit kernel has.
+pub const MAX_PAGES: u64 = 1 << 40;
+/// CPU numbers stay below this (the machines' own limit, far above any kernel's `NR_CPUS`).
+pub const MAX_CPUS: u32 = pagealloc::memory_map::MAX_CPUS;
+
 /// A parsed `/proc/zoneinfo`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ZoneInfo {
     /// Every zone block, in file order.
     pub zones: Vec<ZoneEntry>,
+    /// Index in `zones` of each (node, zone name in lower case).
+    index: BTreeMap<(u32, String), usize>,
     /// Non-blank lines that were neither understood nor statistics: text around the data,
     /// garbled lines, values that are not numbers.
     pub skipped_lines: usize,
@@ -122,6 +137,52 @@ pub enum ParseError {
     },
     /// Zone headers, but no zone says how many pages it manages.
     NoManaged,
+    /// A number outside what any kernel prints.
+    OutOfRange {
+        /// The line (1-based).
+        line: usize,
+        /// The field.
+        field: String,
+        /// The value as written.
+        value: String,
+        /// What the field takes.
+        takes: String,
+    },
+    /// The same zone printed twice.
+    Duplicate {
+        /// Node.
+        node: u32,
+        /// Zone name.
+        zone: String,
+        /// The line of the first block.
+        first: usize,
+        /// The line of the second.
+        line: usize,
+    },
+    /// The last zone block ends before a line every kernel prints for it.
+    Truncated {
+        /// The line of the block's header.
+        line: usize,
+        /// Node.
+        node: u32,
+        /// Zone name.
+        zone: String,
+        /// The line it lacks.
+        missing: &'static str,
+    },
+    /// The last node's zones end before populated zones its protection counts.
+    ZonesMissing {
+        /// The line of the zone whose protection counts them.
+        line: usize,
+        /// Node.
+        node: u32,
+        /// Zone name.
+        zone: String,
+        /// Populated zones above it its protection counts.
+        counted: usize,
+        /// Populated zones printed after it.
+        printed: usize,
+    },
 }
 
 impl fmt::Display for ParseError {
@@ -139,6 +200,24 @@ impl fmt::Display for ParseError {
             ParseError::NoManaged => f.write_str(
                 "this zoneinfo has zone headers but no `managed` line: it is truncated or not \
                  /proc/zoneinfo",
+            ),
+            ParseError::OutOfRange { line, field, value, takes } => {
+                write!(f, "line {line}: `{field}` {value}: no kernel prints that; it takes {takes}")
+            }
+            ParseError::Duplicate { node, zone, first, line } => write!(
+                f,
+                "line {line}: Node {node}, zone {zone} again (first at line {first}): two \
+                 zoneinfo files pasted together? Give one"
+            ),
+            ParseError::Truncated { line, node, zone, missing } => write!(
+                f,
+                "the file is cut short: its last zone block (Node {node}, zone {zone}, line \
+                 {line}) ends before its `{missing}` line, which every kernel prints for it"
+            ),
+            ParseError::ZonesMissing { line, node, zone, counted, printed } => write!(
+                f,
+                "the file is cut short: the protection of Node {node}, zone {zone} (line \
+                 {line}) counts {counted} populated zone(s) above it, but {printed} follow it"
             ),
         }
     }
@@ -232,12 +311,7 @@ impl ZoneInfo {
             }
             any_text = true;
             if let Some((node, name)) = zone_header(line) {
-                info.zones.push(ZoneEntry {
-                    node,
-                    name: name.to_owned(),
-                    line: i + 1,
-                    ..ZoneEntry::default()
-                });
+                info.add_zone(node, name, i + 1)?;
                 state = State::Zone;
                 continue;
             }
@@ -278,8 +352,15 @@ impl ZoneInfo {
             if key == "pages free" {
                 state = State::Zone;
             }
-            if !apply(zone, state, &key, value, &mut info.has_pre_4_8_lines) {
-                info.skipped_lines += 1;
+            let applied = apply(zone, state, &key, value, &mut info.has_pre_4_8_lines);
+            match applied.map_err(|takes| ParseError::OutOfRange {
+                line: i + 1,
+                field: key.clone(),
+                value: value.to_owned(),
+                takes: takes.to_owned(),
+            })? {
+                true => {}
+                false => info.skipped_lines += 1,
             }
         }
         if !any_text {
@@ -291,14 +372,99 @@ impl ZoneInfo {
         if info.zones.iter().all(|z| z.managed.is_none()) {
             return Err(ParseError::NoManaged);
         }
+        info.check_last_block()?;
+        info.check_last_node()?;
         Ok(info)
     }
 
-    /// Online CPUs: the most pagesets any zone prints (every populated zone prints one per
-    /// online CPU); None when no zone prints pagesets.
+    /// Start the block of zone `name` of `node` (header at `line`).
+    fn add_zone(&mut self, node: u32, name: &str, line: usize) -> Result<(), ParseError> {
+        if node >= MAX_NODES {
+            return Err(ParseError::OutOfRange {
+                line,
+                field: "Node".into(),
+                value: node.to_string(),
+                takes: format!("0 to {}", MAX_NODES - 1),
+            });
+        }
+        let key = (node, name.to_ascii_lowercase());
+        if let Some(&first) = self.index.get(&key) {
+            let first = self.zones[first].line;
+            return Err(ParseError::Duplicate { node, zone: name.to_owned(), first, line });
+        }
+        self.index.insert(key, self.zones.len());
+        self.zones.push(ZoneEntry { node, name: name.to_owned(), line, ..ZoneEntry::default() });
+        Ok(())
+    }
+
+    /// A file cut short ends inside its last zone block: a populated zone's block ends with
+    /// `start_pfn` (after its pagesets) on every kernel from 3.10, an empty zone's with its
+    /// `protection` line. Without this check the cut block was sized like any other and its
+    /// missing or partial values reported as mismatches of the kernel's rules.
+    fn check_last_block(&self) -> Result<(), ParseError> {
+        let Some(last) = self.zones.last() else { return Ok(()) };
+        let missing = match last.managed {
+            None => "managed",
+            Some(m) if m > 0 && last.start_pfn.is_none() => "start_pfn",
+            Some(0) if last.protection.is_none() => "protection",
+            Some(_) => return Ok(()),
+        };
+        Err(ParseError::Truncated {
+            line: last.line,
+            node: last.node,
+            zone: last.name.clone(),
+            missing,
+        })
+    }
+
+    /// A file cut between two zone blocks ends with complete blocks, but the protection
+    /// tuples of its last node count the populated zones above each zone (column j rises
+    /// over column j − 1 where zone j has managed pages): fewer populated zones printed after
+    /// a zone than its tuple counts is a file cut short (a cut after the DMA zone was sized
+    /// as a machine with nothing but DMA). Counting, not naming, the zones holds for kernels
+    /// that print only populated zones (3.x) and those that print all (4.12+).
+    fn check_last_node(&self) -> Result<(), ParseError> {
+        let Some(node) = self.zones.last().map(|z| z.node) else { return Ok(()) };
+        let zones: Vec<&ZoneEntry> = self.zones.iter().filter(|z| z.node == node).collect();
+        for (k, z) in zones.iter().enumerate() {
+            let Some(p) = &z.protection else { continue };
+            let counted = p.windows(2).filter(|w| w[1] > w[0]).count();
+            let printed = zones[k + 1..].iter().filter(|u| u.is_populated()).count();
+            if counted > printed {
+                return Err(ParseError::ZonesMissing {
+                    line: z.line,
+                    node,
+                    zone: z.name.clone(),
+                    counted,
+                    printed,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Online CPUs as the pagesets show them: the highest CPU number + 1 (a dump may show
+    /// only some CPUs' pagesets: a 40-CPU machine's with 5 shown is still 40 CPUs), or the
+    /// most pagesets a zone prints if that is more; None when no zone prints pagesets.
     pub fn online_cpus(&self) -> Option<u32> {
-        let n = self.zones.iter().map(|z| z.pagesets.len()).max()?;
-        (n > 0).then_some(n as u32)
+        let most = self.zones.iter().map(|z| z.pagesets.len()).max()?;
+        let highest = self.zones.iter().flat_map(|z| &z.pagesets).map(|p| p.cpu + 1).max();
+        let n = (most as u32).max(highest.unwrap_or(0));
+        (n > 0).then_some(n)
+    }
+
+    /// How many pagesets the zone that prints most prints (the CPUs the dump shows).
+    pub fn pagesets_shown(&self) -> usize {
+        self.zones.iter().map(|z| z.pagesets.len()).max().unwrap_or(0)
+    }
+
+    /// The zones of each node, in file order.
+    pub fn by_node(&self) -> BTreeMap<u32, Vec<&ZoneEntry>> {
+        let mut m: BTreeMap<u32, Vec<&ZoneEntry>> = BTreeMap::new();
+        for z in &self.zones {
+            m.entry(z.node).or_default().push(z);
+        }
+        m
     }
 
     /// The node numbers, ascending, each once.
@@ -311,7 +477,7 @@ impl ZoneInfo {
 
     /// The zone `name` of `node`.
     pub fn zone(&self, node: u32, name: &str) -> Option<&ZoneEntry> {
-        self.zones.iter().find(|z| z.node == node && z.name.eq_ignore_ascii_case(name))
+        self.index.get(&(node, name.to_ascii_lowercase())).map(|&i| &self.zones[i])
     }
 
     /// Whether any zone prints a line with this key (`boost`, `promo`, `cma`, …).
@@ -338,35 +504,63 @@ pub enum Field {
     HighMin,
 }
 
-/// Store one `key value` line of a zone; false if it was not understood.
-fn apply(zone: &mut ZoneEntry, state: State, key: &str, value: &str, old: &mut bool) -> bool {
+/// What a page count takes.
+const PAGES: &str = "a page count of at most 2^40 (4 PiB of 4 KiB pages)";
+/// What a pageset value takes: the kernel's `int`.
+const INT: &str = "an integer of the kernel's int, -2147483648 to 2147483647";
+
+/// Store one `key value` line of a zone: Ok(false) if it was not understood, Err(what the
+/// field takes) for a number out of range.
+fn apply(
+    zone: &mut ZoneEntry,
+    state: State,
+    key: &str,
+    value: &str,
+    old: &mut bool,
+) -> Result<bool, String> {
     let num = || value.parse::<u64>().ok();
     let int = || leading_int(value);
-    let set = |slot: &mut Option<u64>| num().map(|v| *slot = Some(v)).is_some();
+    let set = |slot: &mut Option<u64>| match num() {
+        Some(v) if v > MAX_PAGES => Err(PAGES.to_owned()),
+        Some(v) => {
+            *slot = Some(v);
+            Ok(true)
+        }
+        None => Ok(false),
+    };
     let in_pagesets = state == State::Pagesets;
-    match key {
-        "pages free" => set(&mut zone.pages_free),
-        "boost" => set(&mut zone.boost),
-        "min" => set(&mut zone.min),
-        "low" => set(&mut zone.low),
+    Ok(match key {
+        "pages free" => set(&mut zone.pages_free)?,
+        "boost" => set(&mut zone.boost)?,
+        "min" => set(&mut zone.min)?,
+        "low" => set(&mut zone.low)?,
         // `high:` with a colon inside the pagesets is the pageset's; `key_value` keeps the
         // colon-less watermark line apart only by state, so look at where we are.
-        "high" if !in_pagesets => set(&mut zone.high),
-        "promo" => set(&mut zone.promo),
-        "spanned" => set(&mut zone.spanned),
-        "present" => set(&mut zone.present),
-        "managed" => set(&mut zone.managed),
-        "cma" => set(&mut zone.cma),
-        "start_pfn" => set(&mut zone.start_pfn),
+        "high" if !in_pagesets => set(&mut zone.high)?,
+        "promo" => set(&mut zone.promo)?,
+        "spanned" => set(&mut zone.spanned)?,
+        "present" => set(&mut zone.present)?,
+        "managed" => set(&mut zone.managed)?,
+        "cma" => set(&mut zone.cma)?,
+        "start_pfn" => set(&mut zone.start_pfn)?,
         "protection" => parse_list(value).map(|l| zone.protection = Some(l)).is_some(),
-        "cpu" if in_pagesets => int()
-            .and_then(|c| u32::try_from(c).ok())
-            .map(|cpu| zone.pagesets.push(Pageset { cpu, ..Pageset::default() }))
-            .is_some(),
+        "cpu" if in_pagesets => match int() {
+            Some(c) if !(0..i64::from(MAX_CPUS)).contains(&c) => {
+                return Err(format!("a CPU number from 0 to {}", MAX_CPUS - 1))
+            }
+            Some(c) => {
+                zone.pagesets.push(Pageset { cpu: c as u32, ..Pageset::default() });
+                true
+            }
+            None => false,
+        },
         "count" | "high" | "batch" | "high_min" | "high_max" | "vm stats threshold"
             if in_pagesets =>
         {
-            let (Some(v), Some(p)) = (int(), zone.pagesets.last_mut()) else { return false };
+            let (Some(v), Some(p)) = (int(), zone.pagesets.last_mut()) else { return Ok(false) };
+            if i32::try_from(v).is_err() {
+                return Err(INT.to_owned());
+            }
             let slot = match key {
                 "count" => &mut p.count,
                 "high" => &mut p.high,
@@ -390,7 +584,7 @@ fn apply(zone: &mut ZoneEntry, state: State, key: &str, value: &str, old: &mut b
                 None => false,
             }
         }
-    }
+    })
 }
 
 #[cfg(test)]
@@ -549,5 +743,93 @@ Node 0, zone   Normal\r\n\
             ZoneInfo::parse("Node 0, zone DMA\n  pages free 3\n"),
             Err(ParseError::NoManaged)
         );
+    }
+
+    /// The same zone twice (two files pasted together) is refused with both lines.
+    #[test]
+    fn a_zone_printed_twice_is_refused() {
+        let one = fixture("jc-zoneinfo.txt");
+        let e = ZoneInfo::parse(&[one.as_str(), one.as_str()].concat()).unwrap_err();
+        let second = one.lines().count() + 1;
+        assert_eq!(
+            e,
+            ParseError::Duplicate { node: 0, zone: "DMA".into(), first: 1, line: second }
+        );
+        assert!(e.to_string().contains("two zoneinfo files pasted together"), "{e}");
+        // Another node's zone of the same name is no duplicate.
+        let other = one.replace("Node 0,", "Node 1,");
+        assert!(ZoneInfo::parse(&[one.as_str(), other.as_str()].concat()).is_ok());
+    }
+
+    /// Numbers no kernel prints are refused with their line, before any sum or product of
+    /// them could wrap: a page count above 2^40, node 1024, CPU 2^20, a pageset value past
+    /// the kernel's int.
+    #[test]
+    fn numbers_no_kernel_prints_are_refused() {
+        let text = fixture("jc-zoneinfo.txt");
+        let line_of =
+            |needle: &str| text.lines().position(|l| l.contains(needle.trim_end())).unwrap() + 1;
+        let cases = [
+            ("managed  758708", "managed  1099511627777", "managed"),
+            ("Node 0, zone    DMA32", "Node 1024, zone    DMA32", "Node"),
+            ("    cpu: 1", "    cpu: 1048576", "cpu"),
+            ("              batch: 1\n", "              batch: 2147483648\n", "batch"),
+        ];
+        for (from, to, field) in cases {
+            assert!(text.contains(from), "{from}");
+            let e = ZoneInfo::parse(&text.replacen(from, to, 1)).unwrap_err();
+            let ParseError::OutOfRange { line, field: f, .. } = &e else { panic!("{to}: {e}") };
+            assert_eq!((*line, f.as_str()), (line_of(from), field), "{e}");
+            assert!(e.to_string().contains("no kernel prints that"), "{e}");
+        }
+        // At the limits themselves: accepted.
+        let at = text.replacen("managed  758708", "managed  1099511627776", 1);
+        assert_eq!(ZoneInfo::parse(&at).unwrap().zone(0, "DMA32").unwrap().managed, Some(1 << 40));
+    }
+
+    /// A file cut inside its last zone block is refused as cut short, whichever line it lacks.
+    #[test]
+    fn a_file_cut_short_is_refused() {
+        let text = fixture("jc-zoneinfo.txt");
+        // jc's last populated zone is Normal, then Movable and Device, empty.
+        let normal_start = text.find("zone   Normal").unwrap();
+        let in_normal = text[normal_start..].find("start_pfn").unwrap() + normal_start;
+        let e = ZoneInfo::parse(&text[..in_normal]).unwrap_err();
+        assert!(
+            matches!(&e, ParseError::Truncated { zone, missing: "start_pfn", .. } if zone == "Normal"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("the file is cut short"), "{e}");
+        let movable = text.find("zone  Movable").unwrap();
+        let protection = text[movable..].find("protection").unwrap() + movable;
+        assert!(matches!(
+            ZoneInfo::parse(&text[..protection]),
+            Err(ParseError::Truncated { missing: "protection", .. })
+        ));
+        let managed = text[movable..].find("managed").unwrap() + movable;
+        assert!(matches!(
+            ZoneInfo::parse(&text[..managed]),
+            Err(ParseError::Truncated { missing: "managed", .. })
+        ));
+        // Cut between two blocks: DMA's protection (0, 2871, 3795, …) counts two populated
+        // zones above it, none follows.
+        let e = ZoneInfo::parse(&text[..text.find("Node 0, zone    DMA32").unwrap()]).unwrap_err();
+        assert!(
+            matches!(&e, ParseError::ZonesMissing { line: 1, counted: 2, printed: 0, .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("counts 2 populated zone(s) above it, but 0 follow it"));
+        // Complete files parse, their last line with or without its newline.
+        assert!(ZoneInfo::parse(&text).is_ok());
+        assert!(ZoneInfo::parse(text.trim_end()).is_ok());
+    }
+
+    /// A dump that shows only some CPUs' pagesets still has as many CPUs as its highest
+    /// number + 1 (a 40-CPU dump showing 5 had 5).
+    #[test]
+    fn online_cpus_are_the_highest_number_plus_one() {
+        let text = fixture("jc-zoneinfo.txt").replace("    cpu: 1\n", "    cpu: 39\n");
+        let info = ZoneInfo::parse(&text).unwrap();
+        assert_eq!((info.online_cpus(), info.pagesets_shown()), (Some(40), 2));
     }
 }

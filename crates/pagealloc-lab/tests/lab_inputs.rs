@@ -187,8 +187,13 @@ fn workload_parameters_out_of_range_or_unknown() {
             &["--param", "nope=1"],
             "workload `trunc` has no parameter `nope`; its parameters are: files, file_mib",
         ),
-        (&["--scale", "0"], "--scale 0: takes a number above 0 and at most 1000"),
-        (&["--scale", "5000"], "--scale 5000: takes a number above 0 and at most 1000"),
+        (&["--scale", "0"], "--scale 0: takes a number from 0.001 to 1000"),
+        (&["--scale", "5000"], "--scale 5000: takes a number from 0.001 to 1000"),
+        (&["--scale", "1e-300"], "--scale 1e-300: takes a number from 0.001 to 1000"),
+        (
+            &["--param", "files=1000", "--scale", "1000"],
+            "--scale 1000: `files` = 1000 × 1000 = 1000000 is above its range, 1 to 1000",
+        ),
     ];
     for (args, want) in cases {
         let mut a = vec!["--machine", "lab-2cpu"];
@@ -289,4 +294,189 @@ fn help_is_a_command() {
     let out = pagealloc().args(["help", "nope"]).assert().code(1);
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("no command `nope`; the commands are: exercise"), "{err}");
+}
+
+/// `pagealloc ARGS` must fail with exit code `code`; its stderr.
+fn fails(args: &[&str], code: i32) -> String {
+    let out = pagealloc().args(args).assert().failure().code(code);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    err
+}
+
+/// Every file input refuses a special file before reading it: /dev/zero (endless) as a
+/// machine, preset or cost file (through a `.toml` link, as `resolve` reads any `.toml`), a
+/// trace, a zoneinfo or result rows; the message names the file and what it is.
+#[test]
+fn special_files_are_refused_as_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("zero.toml");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    let link = link.to_str().unwrap();
+    let device = "it is a character device, not a regular file";
+    let run = ["run", "trunc", "--quick", "--no-save"];
+    let out = dir.path().to_str().unwrap();
+    for (args, code, names) in [
+        ([&run[..], &["--machine", link]].concat(), 1, format!("machine file `{link}`")),
+        ([&run[..], &["--preset", link]].concat(), 1, format!("preset file `{link}`")),
+        ([&run[..], &["--cost", "/dev/zero"]].concat(), 1, "cost profile `/dev/zero`".into()),
+        (vec!["machines", link], 1, format!("machine file `{link}`")),
+        (vec!["replay", "/dev/zero"], 1, "trace `/dev/zero`".into()),
+        (vec!["plot", "/dev/zero", "--out", out], 1, "result rows `/dev/zero`".into()),
+        (vec!["sizing", "--zoneinfo", "/dev/zero"], 2, "/dev/zero".into()),
+    ] {
+        let err = fails(&args, code);
+        assert!(err.contains(&format!("cannot read {names}: {device}")), "{args:?}: {err}");
+    }
+    // A directory and a FIFO are no regular files either (a FIFO is not opened: that would
+    // wait for a writer).
+    let err = fails(&["replay", dir.path().to_str().unwrap()], 1);
+    assert!(err.contains("it is a directory, not a regular file"), "{err}");
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let err = fails(&["sizing", "--zoneinfo", fifo.to_str().unwrap()], 2);
+    assert!(err.contains("it is a FIFO (named pipe), not a regular file"), "{err}");
+}
+
+/// A file over its kind's cap is refused with the file and the cap named, and how to raise it;
+/// standard input is cut at the cap too. The flag and the variable set the cap.
+#[test]
+fn oversized_inputs_are_refused_naming_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1 MiB + 1 byte of comment: over the machine files' default cap.
+    let big = "#".repeat(1 << 20) + "\n";
+    let path = file(dir.path(), "big.toml", &big);
+    let err = fails(&["machines", &path], 1);
+    assert!(
+        err.contains(&format!("cannot read machine file `{path}`: it is larger than 1 MiB, the limit of machine, preset and cost files; raise it with --max-input-mib N or PAGEALLOC_MAX_INPUT_MIB=N")),
+        "{err}"
+    );
+    // Raised, it is read (and is no machine: no node).
+    let err = fails(&["machines", &path, "--max-input-mib", "2"], 1);
+    assert!(err.contains("a machine needs at least one node"), "{err}");
+    let out = pagealloc()
+        .env("PAGEALLOC_MAX_INPUT_MIB", "2")
+        .args(["machines", &path])
+        .assert()
+        .failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("a machine needs at least one node"), "{err}");
+    // Lowered, a trace file and a trace on standard input over 1 MiB are refused.
+    let trace = file(dir.path(), "trace.txt", &big);
+    let err = fails(&["replay", &trace, "--max-input-mib", "1"], 1);
+    assert!(
+        err.contains(&format!(
+            "cannot read trace `{trace}`: it is larger than 1 MiB, the limit --max-input-mib set"
+        )),
+        "{err}"
+    );
+    let out = pagealloc()
+        .env("PAGEALLOC_MAX_INPUT_MIB", "1")
+        .args(["replay", "-"])
+        .write_stdin(big.clone())
+        .assert()
+        .failure()
+        .code(1);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        err.contains("cannot read the trace on standard input: it is larger than 1 MiB, the limit PAGEALLOC_MAX_INPUT_MIB set"),
+        "{err}"
+    );
+    let out = pagealloc()
+        .env("PAGEALLOC_MAX_INPUT_MIB", "lots")
+        .args(["machines", &path])
+        .assert()
+        .failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("PAGEALLOC_MAX_INPUT_MIB=\"lots\": takes a whole number of MiB"), "{err}");
+}
+
+/// Result rows holding values near f64::MAX: `plot` drew an infinite axis and hung, its
+/// memory growing. Now it writes its charts, with no infinite coordinate in them.
+#[test]
+fn plot_draws_values_near_f64_max() {
+    let dir = tempfile::tempdir().unwrap();
+    let row = |metric: &str, t: &str| {
+        format!(
+            "{{\"workload\":\"trunc\",\"preset\":\"modern\",\"runner\":\"model\",\"machine\":\"m\",\
+             \"seed\":1,\"params\":{{}},\"metric\":\"{metric}\",\"sample\":0,\"value\":1.7e308,\
+             \"unit\":\"MiB\",\"better\":\"lower\"{t},\"revision\":\"x\",\"wall_s\":0}}\n"
+        )
+    };
+    let rows = row("series:pcp_mib", ",\"t\":1")
+        + &row("series:pcp_mib", ",\"t\":2")
+        + &row("elapsed", "");
+    let path = file(dir.path(), "rows.jsonl", &rows);
+    let out = dir.path().join("plots");
+    pagealloc()
+        .args(["plot", &path, "--out", out.to_str().unwrap()])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success();
+    let svgs: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(svgs.len(), 2, "{svgs:?}");
+    for p in svgs {
+        let svg = std::fs::read_to_string(&p).unwrap();
+        assert!(svg.len() < 64 << 10 && !svg.contains("inf"), "{}: {svg}", p.display());
+    }
+}
+
+/// Machines on which every allocation fails are refused before the run (they ran, failed
+/// every allocation and exited 0): one of a single page, one whose MIN watermark takes all
+/// of its 128 KiB, one whose `min_free_kbytes` is above its memory (named with its line).
+#[test]
+fn machines_that_cannot_allocate_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = |mem: &str, extra: &str| {
+        format!(
+            "name = \"tiny\"\n{extra}[hierarchy]\nlike = \"lab-2cpu\"\n[[node]]\ncpus = 2\n{mem}\n\
+             llc_mib = 32\nl2_kib = 512\n"
+        )
+    };
+    for mem in ["memory_kib = 4", "memory_kib = 128"] {
+        let path = file(dir.path(), "tiny.toml", &machine(mem, ""));
+        let err = run_fails(&["--machine", &path]);
+        assert!(
+            err.contains("machine `tiny` cannot grant a single page: no zone has free pages above its MIN watermark (node 0 zone DMA:"),
+            "{mem}: {err}"
+        );
+        assert!(err.contains("min_free_kbytes 128 KiB); give it more memory"), "{err}");
+    }
+    let path =
+        file(dir.path(), "mfk.toml", &machine("memory_gib = 4", "min_free_kbytes = 8000000\n"));
+    let err = run_fails(&["--machine", &path]);
+    assert!(
+        err.contains(&format!("{path}:2: field `min_free_kbytes`: 8000000 KiB is not below the machine's memory (4194304 KiB)")),
+        "{err}"
+    );
+    // A quarter of a MiB is enough for a page or two: it runs.
+    let path = file(dir.path(), "small.toml", &machine("memory_kib = 256", ""));
+    pagealloc()
+        .args(["run", "trunc", "--quick", "--no-save", "--machine", &path])
+        .assert()
+        .success();
+}
+
+/// `--iterations 0` ran nothing and succeeded (reproduce reported the table as skipped);
+/// a count beyond 1000 made every run's spec up front.
+#[test]
+fn iterations_out_of_range_are_refused() {
+    for (cmd, n) in
+        [("reproduce", "0"), ("compare", "0"), ("compare", "1001"), ("reproduce", "4000000000")]
+    {
+        let mut args = vec![cmd];
+        if cmd == "compare" {
+            args.extend(["trunc", "--presets", "modern,tune-base"]);
+        } else {
+            args.push("000-trunc@v2");
+        }
+        args.extend(["--quick", "--no-save", "--iterations", n]);
+        let out = pagealloc().args(&args).assert().failure().code(1);
+        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        assert!(
+            err.contains(&format!("--iterations {n}: takes 1 to 1000 samples per preset")),
+            "{args:?}: {err}"
+        );
+        assert!(out.get_output().stdout.is_empty(), "{args:?}: a run happened");
+    }
 }

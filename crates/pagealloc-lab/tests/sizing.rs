@@ -420,6 +420,40 @@ fn options_change_the_inputs() {
     assert!(high["hint"].as_str().unwrap().contains("a split over 4 CPU(s)"), "{high}");
 }
 
+/// Online CPUs: the highest CPU number of the pagesets + 1 (a dump showing the pagesets of
+/// CPUs 0 and 39 is a 40-CPU machine's: its stat thresholds are computed for 40), or
+/// `--online-cpus`; the inputs say which.
+#[test]
+fn online_cpus_from_the_highest_cpu_or_the_flag() {
+    let text = std::fs::read_to_string(fixture("section-2-9-zoneinfo.txt"))
+        .unwrap()
+        .replace("    cpu: 1\n", "    cpu: 39\n");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shown.txt");
+    std::fs::write(&path, text).unwrap();
+    let (_, doc) = sizing_json(&path, &[]);
+    assert_eq!(doc["online_cpus"], 40);
+    let src = doc["inputs"]["online_cpus"]["detail"].as_str().unwrap();
+    assert!(
+        src.contains("highest CPU number in the pagesets (39) + 1")
+            && src.contains("2 CPU(s) only"),
+        "{src}"
+    );
+    let t = &doc["zones"][2]["fields"]["stat_threshold"];
+    assert_eq!(t["ours"], sizing_threshold(327_680, 40), "{t}");
+    let (_, doc) = sizing_json(&path, &["--online-cpus", "2"]);
+    assert_eq!(doc["online_cpus"], 2);
+    assert_eq!(doc["inputs"]["online_cpus"]["source"], "option");
+    assert_eq!(doc["zones"][2]["fields"]["stat_threshold"]["match"], true);
+}
+
+/// The kernel's `calculate_normal_threshold` (mm/vmstat.c), for the test above.
+fn sizing_threshold(managed: u64, cpus: u32) -> u64 {
+    let fls = |x: u64| 64 - u64::from(x.leading_zeros());
+    let mem = managed >> (27 - 12);
+    (2 * fls(u64::from(cpus)) * (1 + fls(mem))).min(125)
+}
+
 #[test]
 fn errors_are_clear() {
     let missing =
@@ -470,6 +504,49 @@ fn errors_are_clear() {
         .code(2);
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("--node-cpus lists 2 nodes"), "{err}");
+
+    // Bad files: two pasted together, one cut short, a number no kernel prints.
+    let text = std::fs::read_to_string(fixture("section-2-9-zoneinfo.txt")).unwrap();
+    let second = text.lines().count() + 1;
+    let normal = text.find("zone   Normal").unwrap();
+    let cut = normal + text[normal..].find("start_pfn").unwrap();
+    for (name, bad, wanted) in [
+        (
+            "twice",
+            [text.as_str(), text.as_str()].concat(),
+            format!("line {second}: Node 0, zone DMA again (first at line 1)"),
+        ),
+        ("cut", text[..cut].to_owned(), "the file is cut short: its last zone block (Node 0, zone Normal".into()),
+        (
+            "huge",
+            text.replacen("managed  327680", "managed  18446744073709551615", 1),
+            "`managed` 18446744073709551615: no kernel prints that; it takes a page count of at most 2^40".into(),
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bad).unwrap();
+        let out = pagealloc().arg("sizing").arg("--zoneinfo").arg(&path).assert().code(2);
+        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        assert!(err.contains(&wanted), "{name}: {err}");
+        assert!(out.get_output().stdout.is_empty());
+    }
+    // CPUs: none on any node, fewer than the pagesets show, an online count of 0.
+    for (args, wanted) in [
+        (&["--node-cpus", "0"][..], "--node-cpus 0: no node has a CPU"),
+        (&["--node-cpus", "1"][..], "--node-cpus 1: 1 CPU(s) in all, but 2 are online"),
+        (&["--online-cpus", "4", "--node-cpus", "3"][..], "3 CPU(s) in all, but 4 are online"),
+        (&["--online-cpus", "0"][..], "0 is not in 1..1048576"),
+    ] {
+        let out = pagealloc()
+            .arg("sizing")
+            .arg("--zoneinfo")
+            .arg(fixture("section-2-9-zoneinfo.txt"))
+            .args(args)
+            .assert()
+            .code(2);
+        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        assert!(err.contains(wanted), "{args:?}: {err}");
+    }
 
     // Standard input works.
     let text = std::fs::read(fixture("section-2-9-zoneinfo.txt")).unwrap();

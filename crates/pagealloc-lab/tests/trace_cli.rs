@@ -271,3 +271,99 @@ fn reproduce_shows_proc_views_of_each_presets_last_run() {
     let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert!(doc["tables"][0].get("views").is_none());
 }
+
+/// `replay FILE` that must fail with exit code 1; its stderr.
+fn replay_fails(file: &std::path::Path) -> String {
+    let out = pagealloc().arg("replay").arg(file).assert().failure().code(1);
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// Numbers no machine or clock holds are refused with FILE:LINE before anything is sized
+/// from them (they wrapped: "the machine has 0 CPUs, give at least 0", a 1 GiB machine for
+/// the last PFN, a clock overflow); two captures concatenated are refused, a step back in
+/// time over a second is warned about.
+#[test]
+fn impossible_numbers_and_concatenated_captures() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let free = |cpu: u32, t: &str, pfn: u64| {
+        format!("a-1 [{cpu:03}] .... {t}: mm_page_free: page=0 pfn={pfn:#x} order=0\n")
+    };
+    let cases = [
+        (
+            "cpu.txt",
+            free(0, "1.0", 1) + &free(u32::MAX, "1.0", 2),
+            ":2: CPU 4294967295: a machine has at most 1048576 CPUs",
+        ),
+        (
+            "pfn.txt",
+            free(0, "1.0", u64::MAX),
+            ":1: PFN 0xffffffffffffffff order 0: the block runs past",
+        ),
+        (
+            "span.txt",
+            free(0, "1.0", 1) + &free(1, "10000001.0", 2),
+            ":2: this event comes 10000000 s after the earliest (line 1), more than the 9223372 s",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let p = write(name, &text);
+        let err = replay_fails(&p);
+        assert!(err.contains(&format!("{}{want}", p.display())), "{err}");
+    }
+    let one = std::fs::read_to_string(fixture("ftrace-6x.txt")).unwrap();
+    let p = write("two.txt", &[one.as_str(), one.as_str()].concat());
+    let err = replay_fails(&p);
+    let second = one.lines().count() + 1;
+    assert!(
+        err.contains(&format!(
+            "{}:{second}: a second capture begins here (\"# tracer: nop\" after 14 page events)",
+            p.display()
+        )),
+        "{err}"
+    );
+    // The same capture with its header cut: no header to tell, but time goes back 4000 s.
+    let body: String =
+        one.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+    let shifted = body.replace(" 4087.", " 87.");
+    let p = write("back.txt", &[body.as_str(), shifted.as_str()].concat());
+    let out = pagealloc().arg("replay").arg(&p).arg("--json").assert().success();
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("warning: {}:15: time on CPU 0 goes back 4000.000 s", p.display())),
+        "{err}"
+    );
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["warnings"].as_array().unwrap().len(), 1, "{doc}");
+    assert_eq!(replay(&fixture("ftrace-6x.txt"), &[])["warnings"], serde_json::json!([]));
+}
+
+/// Kernel events the trace never recorded print `–` beside our counts, not a 0 that reads as
+/// "the kernel never drained"; the JSON lists them.
+#[test]
+fn events_the_trace_never_recorded_are_marked_not_traced() {
+    // trace-pipe-4x has allocations and frees only.
+    let doc = replay(&fixture("trace-pipe-4x.txt"), &[]);
+    assert_eq!(doc["not_traced"], serde_json::json!(["pcpu_drain", "zone_locked", "extfrag"]));
+    let out = pagealloc().arg("replay").arg(fixture("trace-pipe-4x.txt")).assert().success();
+    let text = stdout(&out);
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("{name}: {text}"))
+            .to_string()
+    };
+    let drains = row("pageset drains");
+    assert_eq!(drains.split_whitespace().rev().nth(1), Some("–"), "{drains}");
+    assert_eq!(row("zone-locked takes").split_whitespace().rev().nth(1), Some("–"));
+    assert_ne!(row("allocations").split_whitespace().rev().nth(1), Some("–"));
+    assert!(text.contains("– the trace has no event of this kind"), "{text}");
+    // ftrace-6x recorded every kind.
+    assert_eq!(replay(&fixture("ftrace-6x.txt"), &[])["not_traced"], serde_json::json!([]));
+}

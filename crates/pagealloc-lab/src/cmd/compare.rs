@@ -28,7 +28,7 @@ pub struct Args {
     /// Presets to compare, the baseline first (names or preset files).
     #[arg(long, value_delimiter = ',', required = true, value_name = "A,B,…")]
     pub presets: Vec<String>,
-    /// Samples per preset (seeds S, S+1, …).
+    /// Samples per preset (seeds S, S+1, …), 1 to 1000.
     #[arg(long, default_value_t = 5)]
     pub iterations: u32,
     /// Machine: a built-in name or a machine file. Default: the workload's seed machine.
@@ -66,9 +66,7 @@ pub struct Args {
 /// Run the command.
 pub fn run(args: &Args) -> Result<()> {
     let w = workload::find(&args.workload)?;
-    if args.iterations == 0 {
-        bail!("--iterations must be at least 1");
-    }
+    super::reproduce::check_iterations(Some(args.iterations))?;
     let machine = machine_for(w, args.machine.as_deref(), args.cpus)?;
     let (params, fitted) =
         w.params_for(&args.params, args.common.scale(), workload::Fit::of(&machine))?;
@@ -94,7 +92,7 @@ pub fn run(args: &Args) -> Result<()> {
                 preset: preset.clone(),
                 preset_name: name.clone(),
                 machine: machine.clone(),
-                seed: args.common.seed + u64::from(i),
+                seed: args.common.seed.wrapping_add(u64::from(i)),
                 sample: i,
                 cost: cost.clone(),
                 count_frames: false,

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use pagealloc::types::NR_PAGE_ORDERS;
 use serde_json::json;
 
+use crate::input;
 use crate::machine::{fmt_bytes, Arch, CacheLevel, Machine, NodeSpec};
 use crate::metrics;
 use crate::model::cost::CostProfile;
@@ -63,7 +64,7 @@ const FIT_LLC_BYTES: u64 = 32 << 20;
 /// traced machine's memory (its physical address space, holes included, so a little more).
 pub fn fit_machine(plan: &Plan) -> Result<Machine> {
     let cpus = plan.max_cpu + 1;
-    let pages = (plan.max_pfn + 1).max(2 * plan.peak_pages);
+    let pages = plan.max_pfn.saturating_add(1).max(plan.peak_pages.saturating_mul(2));
     let bytes = pages.saturating_mul(4096).div_ceil(GIB).max(1).saturating_mul(GIB);
     if bytes > FIT_MAX_BYTES {
         bail!(
@@ -114,18 +115,30 @@ pub fn fit_machine(plan: &Plan) -> Result<Machine> {
 /// Run the command.
 pub fn run(args: &Args) -> Result<()> {
     let started = Instant::now();
+    let label = input::label(&args.trace);
     let tr = trace::read(&args.trace, args.format)?;
-    let plan = Plan::new(&tr);
+    let plan = Plan::new(&tr).map_err(|e| anyhow!("{label}:{}: {e}", e.line()))?;
+    let warning = tr.jump_back.map(|j| {
+        let more = if tr.jumps_back > 1 {
+            format!("; {} stamps in all are over 1 s behind their CPU's latest", tr.jumps_back)
+        } else {
+            String::new()
+        };
+        format!("{label}:{}: {j}{more}", j.line)
+    });
+    if let Some(w) = &warning {
+        eprintln!("warning: {w}");
+    }
     let machine = match &args.machine {
         Some(m) => Machine::resolve(m)?,
-        None => fit_machine(&plan).with_context(|| args.trace.display().to_string())?,
+        None => fit_machine(&plan).with_context(|| label.clone())?,
     };
     if plan.max_cpu >= machine.nr_cpus() {
         bail!(
             "{}: the trace has events on CPU {}, but machine `{}` has {} CPUs (0–{}); give a \
              machine with at least {} CPUs (`pagealloc machines --toml` prints one to start \
              from), or leave --machine out to fit one to the trace",
-            args.trace.display(),
+            label,
             plan.max_cpu,
             machine.name,
             machine.nr_cpus(),
@@ -184,6 +197,8 @@ pub fn run(args: &Args) -> Result<()> {
             "other_events": tr.other_events,
             "replayed_steps": plan.nr_steps(),
             "counts": {"kernel": plan.kernel.to_json(), "ours": ours.to_json()},
+            "not_traced": not_traced(&plan.kernel),
+            "warnings": warning.iter().collect::<Vec<_>>(),
             "metrics": metrics,
             "views": views,
             "timing": {"wall_s": wall_s},
@@ -201,6 +216,9 @@ pub fn run(args: &Args) -> Result<()> {
         plan.max_cpu + 1,
         plan.duration_ns as f64 / 1e9
     );
+    if let Some(w) = &warning {
+        println!("warning: {w}");
+    }
     println!(
         "machine: {} ({} CPUs, {}), preset {}, seed {}",
         machine.name,
@@ -261,34 +279,64 @@ fn tally_text(
     out
 }
 
-/// The kernel's counts beside ours.
+/// The kernel's event kinds of which the trace has not one event, by their JSON key: not
+/// recorded (the tracepoint was not enabled), or none happened — the trace cannot say which.
+fn not_traced(k: &EventCounts) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    if k.allocs() + k.alloc_failed == 0 {
+        v.extend(["alloc", "alloc_failed"]);
+    }
+    if k.frees() == 0 {
+        v.extend(["free", "free_batched"]);
+    }
+    for (n, key) in
+        [(k.pcpu_drain, "pcpu_drain"), (k.zone_locked, "zone_locked"), (k.extfrag, "extfrag")]
+    {
+        if n == 0 {
+            v.push(key);
+        }
+    }
+    v
+}
+
+/// The kernel's counts beside ours; `–` for the kernel's where the trace has no event of the
+/// kind (a 0 there read as "the kernel never drained" where the event was not recorded).
 fn counts_text(k: &EventCounts, o: &EventCounts) -> String {
+    let missing = not_traced(k);
     let mut out = String::new();
     let _ = writeln!(out, "  {:<32} {:>14} {:>14}", "", "kernel (trace)", "ours (model)");
-    let mut row = |name: &str, a: u64, b: u64| {
+    let mut row = |name: &str, key: &str, a: u64, b: u64| {
+        let a = if missing.contains(&key) { "–".to_owned() } else { a.to_string() };
         let _ = writeln!(out, "  {name:<32} {a:>14} {b:>14}");
     };
-    row("allocations", k.allocs(), o.allocs());
+    row("allocations", "alloc", k.allocs(), o.allocs());
     for ord in 0..NR_PAGE_ORDERS {
         if k.alloc[ord] + o.alloc[ord] > 0 {
-            row(&format!("  order {ord}"), k.alloc[ord], o.alloc[ord]);
+            row(&format!("  order {ord}"), "alloc", k.alloc[ord], o.alloc[ord]);
         }
     }
-    row("failed allocations", k.alloc_failed, o.alloc_failed);
+    row("failed allocations", "alloc_failed", k.alloc_failed, o.alloc_failed);
     let (kf, of) = (k.frees_by_order(), o.frees_by_order());
-    row("frees (ours: + held at the end)", k.frees(), o.frees());
+    row("frees (ours: + held at the end)", "free", k.frees(), o.frees());
     for ord in 0..NR_PAGE_ORDERS {
         if kf[ord] + of[ord] > 0 {
-            row(&format!("  order {ord}"), kf[ord], of[ord]);
+            row(&format!("  order {ord}"), "free", kf[ord], of[ord]);
         }
     }
-    row("pageset drains (pcpu_drain)", k.pcpu_drain, o.pcpu_drain);
-    row("  pages drained", k.pcpu_drain_pages, o.pcpu_drain_pages);
-    row("zone-locked takes", k.zone_locked, o.zone_locked);
-    row("  percpu_refill", k.zone_locked_refill, o.zone_locked_refill);
-    row("  pages", k.zone_locked_pages, o.zone_locked_pages);
-    row("extfrag fallbacks", k.extfrag, o.extfrag);
-    row("  fragmenting", k.extfrag_fragmenting, o.extfrag_fragmenting);
-    row("  change_ownership", k.extfrag_change_ownership, o.extfrag_change_ownership);
+    row("pageset drains (pcpu_drain)", "pcpu_drain", k.pcpu_drain, o.pcpu_drain);
+    row("  pages drained", "pcpu_drain", k.pcpu_drain_pages, o.pcpu_drain_pages);
+    row("zone-locked takes", "zone_locked", k.zone_locked, o.zone_locked);
+    row("  percpu_refill", "zone_locked", k.zone_locked_refill, o.zone_locked_refill);
+    row("  pages", "zone_locked", k.zone_locked_pages, o.zone_locked_pages);
+    row("extfrag fallbacks", "extfrag", k.extfrag, o.extfrag);
+    row("  fragmenting", "extfrag", k.extfrag_fragmenting, o.extfrag_fragmenting);
+    row("  change_ownership", "extfrag", k.extfrag_change_ownership, o.extfrag_change_ownership);
+    if !missing.is_empty() {
+        let _ = writeln!(
+            out,
+            "  – the trace has no event of this kind: not recorded (tracepoint not enabled), or \
+             none happened"
+        );
+    }
     out
 }

@@ -28,7 +28,8 @@ pub struct Args {
     /// Tables to reproduce (ids such as `001-kbuild`; an id selects all its panels, an
     /// `id@panel` just that one). Default: every table.
     pub tables: Vec<String>,
-    /// Samples per preset (default: per table, see `docs/reproduction.md`; 2 with --quick).
+    /// Samples per preset, 1 to 1000 (default: per table, see `docs/reproduction.md`; 2 with
+    /// --quick).
     #[arg(long)]
     pub iterations: Option<u32>,
     /// List the tables and panels with their workload, machine and presets, and exit.
@@ -271,8 +272,23 @@ fn cells(
         .collect()
 }
 
+/// Most samples per preset `--iterations` takes (each is a run; the specs are made up front).
+pub const MAX_ITERATIONS: u32 = 1000;
+
+/// Refuse an `--iterations` of 0 or above [`MAX_ITERATIONS`] (`reproduce --iterations 0`
+/// succeeded: a table's plan failed and was reported as skipped, and nothing ran).
+pub fn check_iterations(iterations: Option<u32>) -> Result<()> {
+    match iterations {
+        Some(n) if !(1..=MAX_ITERATIONS).contains(&n) => {
+            bail!("--iterations {n}: takes 1 to {MAX_ITERATIONS} samples per preset")
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Run the command.
 pub fn run(args: &Args) -> Result<()> {
+    check_iterations(args.iterations)?;
     let all = published::published();
     let chosen: Vec<&PublishedTable> = if args.tables.is_empty() {
         all.tables.iter().collect()
@@ -319,7 +335,7 @@ pub fn run(args: &Args) -> Result<()> {
                         preset: preset.clone(),
                         preset_name: preset_name.clone(),
                         machine: p.machine.clone(),
-                        seed: args.common.seed + u64::from(i),
+                        seed: args.common.seed.wrapping_add(u64::from(i)),
                         sample: i,
                         cost: cost.clone(),
                         count_frames: p.count_frames,

@@ -22,7 +22,9 @@ pub struct Common {
     /// Seed of the run (each sample of `compare` adds its index).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Multiply the workload's volume (iterations, messages, duration) by this.
+    /// Multiply the workload's volume (iterations, messages, duration) by this, 0.001 to
+    /// 1000. A scaled parameter must stay within its range (`pagealloc workloads` lists
+    /// them): above it is an error, below it runs at its minimum.
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
     /// The reduced scale the tests use (`--scale 0.1`).

@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -29,7 +29,8 @@ use pagealloc::types::{mult_frac, PAGEBLOCK_NR_PAGES};
 use pagealloc::{NrPages, ZoneType};
 use serde_json::{json, Value};
 
-use crate::zoneinfo::{Field, ZoneEntry, ZoneInfo};
+use crate::input::{self, InputKind};
+use crate::zoneinfo::{Field, ZoneEntry, ZoneInfo, MAX_CPUS};
 
 /// Text shown after `pagealloc sizing --help`.
 pub const AFTER_HELP: &str = "\
@@ -60,11 +61,12 @@ pub struct Args {
     /// read from /proc/sys/vm and the CPUs of each node from /sys/devices/system/node.
     #[arg(long, value_name = "FILE")]
     pub zoneinfo: Option<PathBuf>,
-    /// vm.min_free_kbytes (KiB) of the kernel that wrote the file.
+    /// vm.min_free_kbytes (KiB) of the kernel that wrote the file (0..=2147483647, the
+    /// sysctl's range).
     ///
     /// Default: /proc/sys/vm/min_free_kbytes for this machine; for another machine's file,
     /// inferred from its MIN watermarks (the output says so).
-    #[arg(long, value_name = "KIB")]
+    #[arg(long, value_name = "KIB", value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64))]
     pub min_free_kbytes: Option<u64>,
     /// vm.watermark_scale_factor (1..=3000, in 1/10000 of a zone's managed pages).
     ///
@@ -81,8 +83,17 @@ pub struct Args {
     ///
     /// zoneinfo lists the online CPUs but not their nodes; by default they are split evenly
     /// over the nodes that have memory. Only high_min, high_max and the 5.14–6.6 high use it.
-    #[arg(long, value_name = "N,N,…", value_delimiter = ',')]
+    /// A node may have 0 (memory only), but together they hold every online CPU.
+    #[arg(long, value_name = "N,N,…", value_delimiter = ',',
+          value_parser = clap::value_parser!(u32).range(0..i64::from(MAX_CPUS)))]
     pub node_cpus: Vec<u32>,
+    /// Online CPUs of the kernel that wrote the file (the vm stats threshold and the split of
+    /// `high` use it).
+    ///
+    /// Default: /sys/devices/system/cpu/online for this machine; for a file, the highest CPU
+    /// number its pagesets show + 1 (a dump may leave some CPUs' pagesets out).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..i64::from(MAX_CPUS)))]
+    pub online_cpus: Option<u32>,
     /// Print one JSON document instead of the tables.
     ///
     /// {"zones":[{"node":0,"zone":"Normal","fields":{"batch":{"kernel":63,"ours":63,"match":true},
@@ -132,20 +143,14 @@ fn load_and_analyse(args: &Args) -> Result<Report> {
     }
     let path = args.zoneinfo.clone().unwrap_or_else(|| PathBuf::from(PROC_ZONEINFO));
     let live = path == Path::new(PROC_ZONEINFO);
-    let text = if path == Path::new("-") {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).context("cannot read standard input")?;
-        s
+    let label = input::label(&path);
+    let bytes = if path == Path::new("-") {
+        input::read_stdin(InputKind::Dump)
     } else {
-        let bytes =
-            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    let label = if path == Path::new("-") {
-        "standard input".to_owned()
-    } else {
-        path.display().to_string()
-    };
+        input::read(&path, InputKind::Dump)
+    }
+    .with_context(|| format!("cannot read {label}"))?;
+    let text = String::from_utf8_lossy(&bytes);
     let info = ZoneInfo::parse(&text).with_context(|| label.clone())?;
 
     let mut given = Given {
@@ -154,31 +159,57 @@ fn load_and_analyse(args: &Args) -> Result<Report> {
         high_fraction: args.high_fraction.map(|v| (v, Source::Flag)),
         lowmem_reserve_ratio: None,
         node_cpus: None,
+        online_cpus: args.online_cpus.map(|v| (v, Source::Flag)),
     };
-    if !args.node_cpus.is_empty() {
-        let nodes = info.nodes();
-        if args.node_cpus.len() != nodes.len() {
-            bail!(
-                "--node-cpus lists {} nodes but {label} has {} ({:?})",
-                args.node_cpus.len(),
-                nodes.len(),
-                nodes
-            );
-        }
-        given.node_cpus =
-            Some((nodes.into_iter().zip(args.node_cpus.iter().copied()).collect(), Source::Flag));
-    }
     if live {
         read_this_machine(&mut given);
     }
+    if !args.node_cpus.is_empty() {
+        let online = given.online_cpus.as_ref().map(|o| o.0).or_else(|| info.online_cpus());
+        given.node_cpus =
+            Some((node_cpus_given(&info, &label, &args.node_cpus, online)?, Source::Flag));
+    }
     Ok(analyse(&info, &label, given))
+}
+
+/// `--node-cpus` as a map from node to CPUs: one value per node of the file, holding every
+/// online CPU between them (`--node-cpus 0` on a file with pagesets was accepted).
+fn node_cpus_given(
+    info: &ZoneInfo,
+    label: &str,
+    given: &[u32],
+    online: Option<u32>,
+) -> Result<BTreeMap<u32, u32>> {
+    let nodes = info.nodes();
+    if given.len() != nodes.len() {
+        bail!(
+            "--node-cpus lists {} nodes but {label} has {} ({:?})",
+            given.len(),
+            nodes.len(),
+            nodes
+        );
+    }
+    let total: u64 = given.iter().map(|&c| u64::from(c)).sum();
+    let list = given.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    if total == 0 {
+        bail!(
+            "--node-cpus {list}: no node has a CPU; the nodes hold the online CPUs, at least one"
+        );
+    }
+    if let Some(n) = online.filter(|&n| total < u64::from(n)) {
+        bail!(
+            "--node-cpus {list}: {total} CPU(s) in all, but {n} are online (the highest CPU \
+             number of the pagesets + 1, or --online-cpus): every online CPU is on a node"
+        );
+    }
+    Ok(nodes.into_iter().zip(given.iter().copied()).collect())
 }
 
 /// Fill what the command line left open from /proc/sys/vm and /sys.
 fn read_this_machine(given: &mut Given) {
     let read = |name: &str| -> Option<(String, Source)> {
         let path = format!("{PROC_SYS_VM}/{name}");
-        let s = std::fs::read_to_string(&path).ok()?;
+        let s = input::read_text(Path::new(&path), InputKind::Dump).ok()?;
         Some((s, Source::Read(path)))
     };
     let read_num = |name: &str| read(name).and_then(|(s, src)| Some((s.trim().parse().ok()?, src)));
@@ -191,6 +222,9 @@ fn read_this_machine(given: &mut Given) {
     if given.high_fraction.is_none() {
         given.high_fraction =
             read_num("percpu_pagelist_high_fraction").map(|(v, s): (u64, Source)| (v as u32, s));
+    }
+    if given.online_cpus.is_none() {
+        given.online_cpus = online_cpus_from_sys();
     }
     if let Some((s, src)) = read("lowmem_reserve_ratio") {
         let v: Vec<u64> = s.split_whitespace().filter_map(|w| w.parse().ok()).collect();
@@ -207,9 +241,18 @@ fn read_this_machine(given: &mut Given) {
     }
 }
 
+/// Online CPUs, from /sys.
+fn online_cpus_from_sys() -> Option<(u32, Source)> {
+    let path = "/sys/devices/system/cpu/online";
+    let list = input::read_text(Path::new(path), InputKind::Dump).ok()?;
+    let n = u32::try_from(parse_cpu_list(&list)?.len()).ok().filter(|&n| n > 0)?;
+    Some((n, Source::Read(path.into())))
+}
+
 /// CPUs of each online node that are online, from /sys.
 fn node_cpus_from_sys() -> Option<(BTreeMap<u32, u32>, Source)> {
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    let sys = |p: &Path| input::read_text(p, InputKind::Dump).ok();
+    let online = sys(Path::new("/sys/devices/system/cpu/online"))?;
     let online = parse_cpu_list(&online)?;
     let mut map = BTreeMap::new();
     for entry in std::fs::read_dir("/sys/devices/system/node").ok()? {
@@ -218,7 +261,7 @@ fn node_cpus_from_sys() -> Option<(BTreeMap<u32, u32>, Source)> {
         let Some(node) = name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        let list = std::fs::read_to_string(entry.path().join("cpulist")).ok()?;
+        let list = sys(&entry.path().join("cpulist"))?;
         let cpus = parse_cpu_list(&list)?;
         map.insert(node, cpus.iter().filter(|c| online.contains(c)).count() as u32);
     }
@@ -281,6 +324,7 @@ struct Given {
     high_fraction: Option<(u32, Source)>,
     lowmem_reserve_ratio: Option<([u64; 4], Source)>,
     node_cpus: Option<(BTreeMap<u32, u32>, Source)>,
+    online_cpus: Option<(u32, Source)>,
 }
 
 /// How the per-CPU pagesets were sized, by kernel generation.
@@ -375,6 +419,8 @@ impl Boost {
 #[derive(Debug)]
 struct Zone<'a> {
     entry: &'a ZoneEntry,
+    /// Its index among the modelled zones of the file (in `all_zones`).
+    idx: usize,
     zt: ZoneType,
     managed: u64,
     kmin: u64,
@@ -556,7 +602,10 @@ fn u32_of(v: i64) -> u32 {
 fn analyse(info: &ZoneInfo, label: &str, given: Given) -> Report {
     let mut notes = Vec::new();
     let mut not_checked = Vec::new();
-    let online = info.online_cpus();
+    let (online, online_src) = match given.online_cpus.clone() {
+        Some((n, src)) => (Some(n), src),
+        None => (info.online_cpus(), online_inferred(info)),
+    };
 
     // Every zone of a modelled type (all nodes) with its managed pages: the input of the
     // watermark split. Zones of other types (HighMem on 32-bit kernels) are not modelled.
@@ -569,6 +618,7 @@ fn analyse(info: &ZoneInfo, label: &str, given: Given) -> Report {
     let wsf0 = wsf_given.as_ref().map_or(sizing::DEFAULT_WATERMARK_SCALE_FACTOR, |w| w.0);
 
     let mut zones = Vec::new();
+    let mut idx = 0;
     for e in &info.zones {
         let what = format!("Node {}, zone {}", e.node, e.name);
         let Some(zt) = e.zone_type() else {
@@ -577,6 +627,8 @@ fn analyse(info: &ZoneInfo, label: &str, given: Given) -> Report {
             }
             continue;
         };
+        idx += 1;
+        let idx = idx - 1;
         if !e.is_populated() {
             continue;
         }
@@ -589,8 +641,8 @@ fn analyse(info: &ZoneInfo, label: &str, given: Given) -> Report {
         let batches: Vec<i64> = e.pagesets.iter().filter_map(|p| p.batch).collect();
         let kbatch =
             batches.first().copied().filter(|b| batches.iter().all(|x| x == b)).map(u32_of);
-        let mut z =
-            Zone { entry: e, zt, managed, kmin, klow, khigh, boost: Boost::Unprinted, kbatch };
+        let boost = Boost::Unprinted;
+        let mut z = Zone { entry: e, idx, zt, managed, kmin, klow, khigh, boost, kbatch };
         z.boost = match e.boost {
             Some(b) => Boost::Printed(b),
             None => infer_boost(&z, wsf0),
@@ -652,18 +704,16 @@ fn analyse(info: &ZoneInfo, label: &str, given: Given) -> Report {
     let (zero_rule, rule_text) = detect_reserve_rule(info, &ratios);
 
     let full = sizing::zone_watermarks(mfk, wsf, &all_zones);
-    let full_of = |z: &Zone| -> Watermarks {
-        let i = info
-            .zones
-            .iter()
-            .filter(|e| e.zone_type().is_some())
-            .position(|e| std::ptr::eq(e, z.entry))
-            .unwrap_or(0);
-        full.get(i).copied().unwrap_or_default()
-    };
+    let full_of = |z: &Zone| -> Watermarks { full.get(z.idx).copied().unwrap_or_default() };
     let ctx = Ctx {
         info,
-        all_zones: &all_zones,
+        lowmem_total: lowmem_total(&all_zones),
+        lowmem_mins: info
+            .zones
+            .iter()
+            .filter(|e| e.zone_type().is_some_and(ZoneType::is_lowmem))
+            .map(|e| e.min.unwrap_or(0).saturating_sub(e.boost.unwrap_or(0)))
+            .fold(0, u64::saturating_add),
         mfk,
         mfk_src: &mfk_src,
         wsf,
@@ -694,6 +744,7 @@ fn analyse(info: &ZoneInfo, label: &str, given: Given) -> Report {
             node_cpus.iter().map(|(n, c)| format!("node {n}: {c}")).collect::<Vec<_>>().join(", "),
             node_cpus_src,
         ),
+        ("online CPUs", online.map_or("unknown".to_owned(), |n| n.to_string()), online_src),
     ];
     if info.skipped_lines > 0 {
         notes.push(format!(
@@ -843,9 +894,10 @@ fn infer_min_free_kbytes(zones: &[Zone], all: &[(ZoneType, NrPages)], wsf: u64) 
             Source::Default("assumed: the file has no populated lowmem zone".into()),
         );
     }
-    let sum: u64 = lowmem.iter().map(|z| z.share()).sum();
+    // Page counts are at most 2^40 (zoneinfo.rs) and zones at most 1024 nodes × 4 types.
+    let sum: u64 = lowmem.iter().map(|z| z.share()).fold(0, u64::saturating_add);
     let n = lowmem.len() as u64;
-    let range = sum..sum + n;
+    let range = sum..sum.saturating_add(n);
     let populated_lowmem = zones.iter().filter(|z| z.zt <= ZoneType::Normal).count() as u64;
     let marks: Vec<(ZoneType, NrPages, u64)> = zones
         .iter()
@@ -858,42 +910,95 @@ fn infer_min_free_kbytes(zones: &[Zone], all: &[(ZoneType, NrPages)], wsf: u64) 
     let boot_marks: Vec<(ZoneType, NrPages, u64)> =
         zones.iter().map(|z| (z.zt, NrPages(z.managed), 0)).collect();
     let boot = sizing::default_min_free_kbytes(sizing::lowmem_kbytes(&boot_marks));
-    // all[] lists the modelled zones in file order; equal (type, managed) give equal shares.
+    // all[] lists the modelled zones in file order, `z.idx` each zone's place in it.
     let hits = |p: u64| {
-        let marks = sizing::zone_watermarks(p * 4, wsf, all);
-        lowmem
-            .iter()
-            .filter(|z| {
-                all.iter()
-                    .position(|&(t, m)| t == z.zt && m.0 == z.managed)
-                    .is_some_and(|i| marks[i].min == z.share())
-            })
-            .count()
+        let marks = sizing::zone_watermarks(p.saturating_mul(4), wsf, all);
+        lowmem.iter().filter(|z| marks[z.idx].min == z.share()).count()
     };
     let (kb, named) = if range.contains(&(thp / 4)) {
         (thp, format!(" = the THP recommendation for {populated_lowmem} zones,"))
     } else if range.contains(&(boot / 4)) {
         (boot, " = the boot default √(16 × lowmem KiB),".to_owned())
     } else {
-        let best = range.clone().max_by_key(|&p| (hits(p), std::cmp::Reverse(p))).unwrap_or(sum);
-        (best * 4, String::new())
+        let shares: Vec<(u64, u64)> = lowmem.iter().map(|z| (z.managed, z.share())).collect();
+        let counts = hits_over(&range, &shares, lowmem_total(all));
+        let best = (range.start..range.end)
+            .zip(counts)
+            .max_by_key(|&(p, h)| (h, std::cmp::Reverse(p)))
+            .map_or(sum, |(p, _)| p);
+        (best.saturating_mul(4), String::new())
     };
     let how = format!(
         "the unboosted MIN watermarks of the {n} lowmem zone(s) add up to {sum} pages, so \
          pages_min is {sum}–{}; {kb} KiB{named} reproduces {} of {n} MINs with the file's managed \
          pages",
-        sum + n - 1,
+        range.end - 1,
         hits(kb / 4)
     );
     (kb, Source::Inferred(how))
 }
 
+/// For each candidate pages_min `p` of `range`, how many of the lowmem zones `(managed,
+/// printed share)` it reproduces. A zone's share is floor(p × managed ÷ `total`), the split of
+/// `sizing::zone_watermarks`, so it equals the printed one for p in [⌈s·T/m⌉, ⌈(s+1)·T/m⌉):
+/// counting those intervals over the range is linear in the zones, where evaluating the split
+/// at every candidate was quadratic (a 1024-node file took seconds).
+fn hits_over(range: &std::ops::Range<u64>, zones: &[(u64, u64)], total: u64) -> Vec<usize> {
+    let len = (range.end - range.start) as usize;
+    let mut starts = vec![0usize; len + 1];
+    let mut ends = vec![0usize; len + 1];
+    let at = |p: u128| {
+        (p.clamp(u128::from(range.start), u128::from(range.end)) as u64 - range.start) as usize
+    };
+    for &(m, s) in zones {
+        let (lo, hi) = if total == 0 || m == 0 {
+            // Every share is 0.
+            if s != 0 {
+                continue;
+            }
+            (u128::from(range.start), u128::from(range.end))
+        } else {
+            let (t, m, s) = (u128::from(total), u128::from(m), u128::from(s));
+            ((s * t).div_ceil(m), ((s + 1) * t).div_ceil(m))
+        };
+        let (a, b) = (at(lo), at(hi));
+        if a < b {
+            starts[a] += 1;
+            ends[b] += 1;
+        }
+    }
+    let mut open = 0usize;
+    (0..len)
+        .map(|i| {
+            open = open + starts[i] - ends[i];
+            open
+        })
+        .collect()
+}
+
+/// How the online CPUs were found in the file.
+fn online_inferred(info: &ZoneInfo) -> Source {
+    let shown = info.pagesets_shown();
+    match info.online_cpus() {
+        None => Source::Default("unknown: the file prints no pageset; pass --online-cpus".into()),
+        Some(n) if n as usize == shown => {
+            Source::Inferred(format!("the pagesets of {n} CPUs (one per online CPU)"))
+        }
+        Some(n) => Source::Inferred(format!(
+            "the highest CPU number in the pagesets ({}) + 1; the file shows the pagesets of \
+             {shown} CPU(s) only (pass --online-cpus if CPUs are offline between them)",
+            n - 1
+        )),
+    }
+}
+
 /// Split the online CPUs over the nodes that have memory.
 fn split_cpus(info: &ZoneInfo, online: Option<u32>) -> (BTreeMap<u32, u32>, Source) {
     let nodes: Vec<u32> = info
-        .nodes()
+        .by_node()
         .into_iter()
-        .filter(|&n| info.zones.iter().any(|z| z.node == n && z.is_populated()))
+        .filter(|(_, zones)| zones.iter().any(|z| z.is_populated()))
+        .map(|(n, _)| n)
         .collect();
     let total = online.unwrap_or(0);
     let k = nodes.len().max(1) as u32;
@@ -903,7 +1008,7 @@ fn split_cpus(info: &ZoneInfo, online: Option<u32>) -> (BTreeMap<u32, u32>, Sour
         .map(|(i, &n)| (n, total / k + u32::from((i as u32) < total % k)))
         .collect();
     let src = if nodes.len() <= 1 {
-        Source::Inferred(format!("{total} online CPUs (one pageset per CPU), one node"))
+        Source::Inferred(format!("{total} online CPUs, one node"))
     } else {
         Source::Inferred(format!(
             "{total} online CPUs split evenly over {} nodes: zoneinfo does not say which CPU is \
@@ -1017,14 +1122,14 @@ fn detect_era(
 /// Does the file give empty upper zones the cumulative protection (≤ 6.9, ≥ 6.14) or 0
 /// (6.10–6.13)? Whichever reproduces more protection entries; the cumulative rule on a tie.
 fn detect_reserve_rule(info: &ZoneInfo, ratios: &[u64; 4]) -> (bool, &'static str) {
+    let by_node = info.by_node();
     let score = |zero: bool| -> usize {
-        info.nodes()
-            .into_iter()
-            .map(|node| {
+        by_node
+            .iter()
+            .map(|(&node, zones)| {
                 let rows = reserve_rows(info, node, ratios, zero);
-                info.zones
+                zones
                     .iter()
-                    .filter(|z| z.node == node)
                     .filter_map(|z| Some((z.protection.as_ref()?, rows.get(&z.zone_type()?)?)))
                     .map(|(k, ours)| {
                         k.iter()
@@ -1075,10 +1180,18 @@ fn extend_row(row: &[u64; 4], len: usize, zero_rule: bool) -> Vec<i64> {
         .collect()
 }
 
+/// Managed pages of the lowmem zones of `all`.
+fn lowmem_total(all: &[(ZoneType, NrPages)]) -> u64 {
+    all.iter().filter(|(t, _)| t.is_lowmem()).map(|(_, m)| m.0).fold(0, u64::saturating_add)
+}
+
 /// What every zone check needs.
 struct Ctx<'a> {
     info: &'a ZoneInfo,
-    all_zones: &'a [(ZoneType, NrPages)],
+    /// Managed pages of every lowmem zone, summed once (not per zone: that was quadratic).
+    lowmem_total: u64,
+    /// The lowmem zones' unboosted MINs as printed, summed once.
+    lowmem_mins: u64,
     mfk: u64,
     mfk_src: &'a Source,
     wsf: u64,
@@ -1287,7 +1400,7 @@ fn min_hint(ctx: &Ctx, z: &Zone) -> String {
     if !z.zt.is_lowmem() {
         return format!("Movable's MIN is managed ÷ 1024 clamped to 32..128, not {target}");
     }
-    let total: u64 = ctx.all_zones.iter().filter(|(t, _)| t.is_lowmem()).map(|(_, m)| m.0).sum();
+    let total = ctx.lowmem_total;
     let rest = total.saturating_sub(z.managed);
     let filler = if z.zt == ZoneType::Dma { ZoneType::Dma32 } else { ZoneType::Dma };
     let share = |mine: u64, others: u64| {
@@ -1300,7 +1413,7 @@ fn min_hint(ctx: &Ctx, z: &Zone) -> String {
     {
         ways.push(format!(
             "a lowmem total of {} with this zone as it is (the file's: {total})",
-            range_text((r.0 + z.managed, r.1.saturating_add(z.managed)))
+            range_text((r.0.saturating_add(z.managed), r.1.saturating_add(z.managed)))
         ));
     }
     // The other zones as they are, this zone different: the share grows with it.
@@ -1332,15 +1445,10 @@ fn min_hint(ctx: &Ctx, z: &Zone) -> String {
         );
     }
     if !matches!(ctx.mfk_src, Source::Inferred(_)) {
-        let sum: u64 = ctx
-            .info
-            .zones
-            .iter()
-            .filter(|e| e.zone_type().is_some_and(ZoneType::is_lowmem))
-            .map(|e| e.min.unwrap_or(0).saturating_sub(e.boost.unwrap_or(0)))
-            .sum();
+        let sum = ctx.lowmem_mins;
         if sum.abs_diff(pages_min) > 8 {
-            let _ = write!(hint, "; the file's MINs add up to min_free_kbytes ≈ {} KiB", sum * 4);
+            let kib = sum.saturating_mul(4);
+            let _ = write!(hint, "; the file's MINs add up to min_free_kbytes ≈ {kib} KiB");
         }
     }
     hint
@@ -1703,6 +1811,7 @@ mod tests {
             high_fraction: None,
             lowmem_reserve_ratio: None,
             node_cpus: None,
+            online_cpus: None,
         }
     }
 
@@ -1746,5 +1855,69 @@ mod tests {
         let report = analyse(&info, "ours", given());
         assert_eq!(report.era, Era::AutoTuned, "{}", report.era_why);
         assert_eq!(report.mismatches(), 0, "{}", report.to_text());
+    }
+
+    /// A file cut at any byte is refused or sized without a mismatch: the worked example has
+    /// none, so a mismatch would be the cut read as a kernel rule's (a Normal zone cut before
+    /// its `managed` line shifted every MIN and the DMA zone's protection).
+    #[test]
+    fn a_cut_file_never_reads_as_a_rule_mismatch() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/section-2-9-zoneinfo.txt");
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut sized = 0;
+        for end in (1..text.len()).filter(|&e| text.is_char_boundary(e)) {
+            let Ok(info) = ZoneInfo::parse(&text[..end]) else { continue };
+            let report = analyse(&info, "cut", given());
+            assert_eq!(report.mismatches(), 0, "cut at byte {end}:\n{}", report.to_text());
+            sized += 1;
+        }
+        // Cuts after a complete block (or inside its last number) are whole files.
+        assert!(sized > 0 && sized < text.len() / 10, "{sized}");
+    }
+
+    /// The interval count of the min_free_kbytes search agrees with the library's split
+    /// evaluated at every candidate.
+    #[test]
+    fn hits_over_agrees_with_the_split_at_every_candidate() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..50 {
+            let n = 1 + next(12) as usize;
+            let all: Vec<(ZoneType, NrPages)> =
+                (0..n).map(|i| (ZoneType::ALL[i % 3], NrPages(1 + next(1 << 30)))).collect();
+            let total = lowmem_total(&all);
+            let pages_min = 1 + next(1 << 20);
+            let marks = sizing::zone_watermarks(pages_min * 4, 10, &all);
+            // Printed shares: the split at pages_min, one of them off by one now and then.
+            let zones: Vec<(u64, u64)> = all
+                .iter()
+                .zip(&marks)
+                .map(|(&(_, m), w)| (m.0, w.min + u64::from(next(4) == 0)))
+                .collect();
+            let sum: u64 = zones.iter().map(|z| z.1).sum();
+            let range = sum.saturating_sub(3)..sum + n as u64;
+            let fast = hits_over(&range, &zones, total);
+            for (p, &h) in range.clone().zip(&fast) {
+                let w = sizing::zone_watermarks(p * 4, 10, &all);
+                let slow = zones.iter().zip(&w).filter(|(z, w)| w.min == z.1).count();
+                assert_eq!(h, slow, "p {p}: {zones:?} of {total}");
+            }
+        }
+    }
+
+    #[test]
+    fn node_cpus_hold_every_online_cpu() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/section-2-9-zoneinfo.txt");
+        let info = ZoneInfo::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let e = node_cpus_given(&info, "f", &[0], Some(2)).unwrap_err().to_string();
+        assert!(e.contains("--node-cpus 0: no node has a CPU"), "{e}");
+        let e = node_cpus_given(&info, "f", &[1], Some(2)).unwrap_err().to_string();
+        assert!(e.contains("--node-cpus 1: 1 CPU(s) in all, but 2 are online"), "{e}");
+        assert_eq!(node_cpus_given(&info, "f", &[4], Some(2)).unwrap(), BTreeMap::from([(0, 4)]));
     }
 }

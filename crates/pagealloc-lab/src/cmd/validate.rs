@@ -271,7 +271,7 @@ pub fn run(args: &Args) -> Result<()> {
             let s = spec(
                 Runner::Real { pin: args.pin },
                 Machine::host(cpus, mib << 20)?,
-                args.seed + u64::from(i),
+                args.seed.wrapping_add(u64::from(i)),
                 i,
             );
             let r = runs::execute(&s, &mut |_| {})

@@ -53,7 +53,7 @@ const NODE_KEYS: &[&str] = &[
 /// # Errors
 /// The file cannot be read, or [`parse`] refuses it.
 pub fn load(path: &Path) -> Result<Machine> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::input::read_text(path, crate::input::InputKind::Config)
         .with_context(|| format!("cannot read machine file `{}`", path.display()))?;
     parse(path, &text)
 }

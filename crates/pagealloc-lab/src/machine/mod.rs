@@ -383,8 +383,8 @@ impl Machine {
     /// No node, more than [`MAX_NODES`] nodes, no CPU at all, more than `MAX_CPUS` CPUs, a
     /// node without memory or with memory that is not whole pages, a zone over 2^32 − 1
     /// frames, memory past 2^64 bytes, a node with CPUs but no LLC, caches shared by no CPU or
-    /// by more CPUs than the node has, caches on a node without CPUs, or a tunable out of
-    /// the range its sysctl accepts.
+    /// by more CPUs than the node has, caches on a node without CPUs, a tunable out of the
+    /// range its sysctl accepts, or a `min_free_kbytes` not below the memory.
     pub fn validate(&self) -> Result<(), MachineError> {
         if self.nodes.is_empty() {
             return Err(MachineError::new(
@@ -466,6 +466,18 @@ impl Machine {
         }
         if let Some(kb) = self.min_free_kbytes {
             check_tunable(Field::MinFreeKbytes, kb)?;
+            // The memory added up without overflow above.
+            let kib = self.memory_bytes() / KIB;
+            if kb >= kib {
+                return Err(MachineError::new(
+                    None,
+                    Field::MinFreeKbytes,
+                    format!(
+                        "{kb} KiB is not below the machine's memory ({kib} KiB): the MIN \
+                         watermarks would take every page and every allocation would fail"
+                    ),
+                ));
+            }
         }
         if let Some(f) = self.watermark_scale_factor {
             check_tunable(Field::WatermarkScaleFactor, f.into())?;

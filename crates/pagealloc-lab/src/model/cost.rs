@@ -63,7 +63,7 @@ impl CostProfile {
 
     /// Load a profile written by `pagealloc calibrate`.
     pub fn load(path: &Path) -> Result<CostProfile> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_text(path, crate::input::InputKind::Config)
             .with_context(|| format!("cannot read cost profile `{}`", path.display()))?;
         CostProfile::parse(path, &text)
     }

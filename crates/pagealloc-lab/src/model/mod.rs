@@ -37,6 +37,12 @@ use crate::machine::hierarchy::Hierarchy;
 /// Picoseconds in a second: virtual time is kept in picoseconds.
 pub const PS_PER_S: u64 = 1_000_000_000_000;
 
+/// The latest virtual time a run may reach, ps: half of what a `u64` of picoseconds holds,
+/// about 106 days, so that the ticks and the cool-down after it cannot overflow the clock.
+/// A run that goes past it (a cost profile of a second a call over millions of calls, a
+/// trace spanning months) stops with an error instead of wrapping.
+pub const MAX_CLOCK_PS: u64 = u64::MAX / 2;
+
 /// Where each CPU sits, its caches, and what the memory hierarchy charges.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Topology {
@@ -320,10 +326,10 @@ impl Ctx<'_> {
     pub fn work(&mut self, ps: u64) {
         match &mut self.clock {
             Clock::Virtual { v, .. } => {
-                v.now += ps;
-                v.busy += ps;
+                v.now = v.now.saturating_add(ps);
+                v.busy = v.busy.saturating_add(ps);
             }
-            Clock::Real { t, .. } => t.debt_ps += ps,
+            Clock::Real { t, .. } => t.debt_ps = t.debt_ps.saturating_add(ps),
         }
     }
 
@@ -332,7 +338,7 @@ impl Ctx<'_> {
         if let Clock::Virtual { v, cost, .. } = &mut self.clock {
             let t = self.pa.events().end();
             let before = v.now;
-            v.now = t.now + fixed(cost);
+            v.now = t.now.saturating_add(fixed(cost));
             v.waited += t.waited;
             v.held += t.held;
             v.busy += v.now - before - t.waited;
@@ -429,8 +435,8 @@ impl Ctx<'_> {
                 let full = cold * cold_price + (pages - cold) * prices.page_llc;
                 // Charge the bytes written, not the whole last page.
                 let ps = full * bytes / (pages * 4096);
-                v.now += ps;
-                v.busy += ps;
+                v.now = v.now.saturating_add(ps);
+                v.busy = v.busy.saturating_add(ps);
                 cold
             }
             Clock::Real { t, heap } => {
@@ -475,15 +481,16 @@ pub struct RunOutcome {
     pub events: VmEvents,
     /// Allocator calls.
     pub ops: OpCounts,
-    /// Pages held by all pagesets, sampled every virtual second.
-    pub pcp_pages: Vec<u64>,
-    /// Largest sample.
+    /// Pages held by all pagesets at a tick: (virtual second, pages), every second of a run
+    /// of up to [`MAX_SAMPLED_TICKS`] seconds, every 2nd, 4th, … second of a longer one.
+    pub pcp_pages: Vec<(u32, u64)>,
+    /// Most pages held at any tick (every tick, kept in the samples or not).
     pub pcp_peak_pages: u64,
     /// When the workload ended.
     pub pcp_end_pages: u64,
     /// After the cool-down.
     pub pcp_final_pages: u64,
-    /// Per-CPU pageset samples of a few CPUs, for plots.
+    /// Per-CPU pageset samples of a few CPUs, for plots, at the ticks of `pcp_pages`.
     pub pcp_cpu_samples: Vec<PcpSample>,
     /// Pages touched hot and cold.
     pub touches: (u64, u64),
@@ -642,6 +649,15 @@ impl Model {
         let mut steps = 0u64;
         let mut end = 0u64;
         while let Some(&Reverse((t, c))) = heap.peek() {
+            if t > MAX_CLOCK_PS {
+                bail!(
+                    "cpu {c} reached virtual time {:.0} s, past the {:.0} s (about {} days) the \
+                     model's clock holds: the run is too long (its cost profile or parameters)",
+                    t as f64 / PS_PER_S as f64,
+                    MAX_CLOCK_PS as f64 / PS_PER_S as f64,
+                    MAX_CLOCK_PS / PS_PER_S / 86_400
+                );
+            }
             while t >= next_tick {
                 self.tick_all(next_tick, &sampled, &mut rec);
                 next_tick += PS_PER_S;
@@ -740,7 +756,7 @@ impl Model {
             lock_held_ps: held,
             events,
             ops: counts,
-            pcp_peak_pages: rec.pcp_pages.iter().copied().max().unwrap_or(0).max(pcp_end_pages),
+            pcp_peak_pages: rec.peak.max(pcp_end_pages),
             pcp_pages: rec.pcp_pages,
             pcp_end_pages,
             pcp_final_pages,
@@ -782,9 +798,15 @@ fn pcp_pages(pa: &PageAllocator<ModelSink>) -> u64 {
 }
 
 /// At tick `t` (seconds): the pages held by all pagesets, and each `sampled` CPU's count and
-/// `high` (of the zone where it holds most). Both runners sample this way.
+/// `high` (of the zone where it holds most), if `rec` keeps this tick. Both runners sample this
+/// way.
 fn sample_pagesets(pa: &PageAllocator<ModelSink>, t: u32, sampled: &[u32], rec: &mut Recorder) {
-    rec.pcp_pages.push(pcp_pages(pa));
+    let pages = pcp_pages(pa);
+    rec.peak = rec.peak.max(pages);
+    if t % rec.every != 0 {
+        return;
+    }
+    rec.pcp_pages.push((t, pages));
     for &c in sampled {
         let (mut count, mut high, mut most) = (0i64, 0i64, i64::MIN);
         for z in pa.zones() {
@@ -797,6 +819,9 @@ fn sample_pagesets(pa: &PageAllocator<ModelSink>, t: u32, sampled: &[u32], rec: 
             }
         }
         rec.samples.push(PcpSample { t, cpu: c, count, high });
+    }
+    if rec.pcp_pages.len() > MAX_SAMPLED_TICKS {
+        rec.thin();
     }
 }
 
@@ -840,11 +865,39 @@ fn stream_seed(seed: u64, cpu: u64) -> u64 {
     mix(mix(seed) ^ mix(cpu.wrapping_add(0x6a09_e667_f3bc_c909)))
 }
 
+/// Most ticks whose samples a run keeps. Virtual time is not bounded by the work (a cost
+/// profile of 1 s a call, a trace spanning months): one sample a second grew without bound
+/// (about 32 bytes a virtual second on one CPU, 200 on eight). Past this many, every other
+/// kept tick is dropped and the interval doubles, so the samples of any run take at most
+/// ~`MAX_SAMPLED_TICKS` × 200 bytes (0.8 MiB), and a plot still spans the whole run.
+pub const MAX_SAMPLED_TICKS: usize = 4096;
+
 /// Samples taken at ticks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Recorder {
-    pcp_pages: Vec<u64>,
+    /// (virtual second, pages on all pagesets) of the kept ticks.
+    pcp_pages: Vec<(u32, u64)>,
     samples: Vec<PcpSample>,
+    /// Ticks kept: those at multiples of this many seconds.
+    every: u32,
+    /// Most pages on all pagesets at any tick.
+    peak: u64,
+}
+
+impl Default for Recorder {
+    fn default() -> Recorder {
+        Recorder { pcp_pages: Vec::new(), samples: Vec::new(), every: 1, peak: 0 }
+    }
+}
+
+impl Recorder {
+    /// Keep every other kept tick from now on, and drop the ticks that are not.
+    fn thin(&mut self) {
+        self.every = self.every.saturating_mul(2);
+        let every = self.every;
+        self.pcp_pages.retain(|&(t, _)| t % every == 0);
+        self.samples.retain(|s| s.t % every == 0);
+    }
 }
 
 /// Up to [`SAMPLED_CPUS`] running CPUs, spread evenly over them.
@@ -970,6 +1023,61 @@ pub(crate) mod tests {
         let o = m.run(&mut Serial::new(Nap(0)), &mut |_| {}).unwrap();
         assert_eq!(o.elapsed_ps, 1_000_010);
         assert_eq!(o.busy_ps, 20);
+    }
+
+    /// A cost profile at the top of its range (1 s a call) stretches a small run over hours
+    /// of virtual time; the samples taken at ticks used to grow with it (one per virtual
+    /// second). They are thinned to at most MAX_SAMPLED_TICKS, still spanning the run, and
+    /// the peak is still that of every tick.
+    #[test]
+    fn a_slow_cost_profile_keeps_the_samples_bounded() {
+        let info = workload::find("trunc").unwrap();
+        let params = info.params(&["files=2".into(), "file_mib=16".into()], 1.0).unwrap();
+        let mut w = (info.build)(&params);
+        let mut setup = small_setup(2, 256, "modern", 1);
+        setup.cooldown_s = 0;
+        setup.cost =
+            CostProfile { pcp_alloc_ns: 1e9, pcp_free_ns: 1e9, ..CostProfile::default_profile() };
+        let o = Model::new(setup).unwrap().run(w.as_mut(), &mut |_| {}).unwrap();
+        let seconds = o.elapsed_ps / PS_PER_S;
+        assert!(seconds > 2 * MAX_SAMPLED_TICKS as u64, "{seconds} s: too short to thin");
+        assert!(o.pcp_pages.len() <= MAX_SAMPLED_TICKS, "{}", o.pcp_pages.len());
+        assert!(o.pcp_pages.len() > MAX_SAMPLED_TICKS / 4, "{}", o.pcp_pages.len());
+        let every = o.pcp_pages[0].0;
+        assert!(every > 1 && o.pcp_pages.iter().all(|&(t, _)| t % every == 0), "{every}");
+        assert!(u64::from(o.pcp_pages.last().unwrap().0) + u64::from(every) > seconds);
+        assert!(o.pcp_cpu_samples.len() <= SAMPLED_CPUS * MAX_SAMPLED_TICKS);
+        assert!(o.pcp_cpu_samples.iter().all(|s| s.t % every == 0));
+        let kept_max = o.pcp_pages.iter().map(|&(_, p)| p).max().unwrap();
+        assert!(o.pcp_peak_pages >= kept_max && o.pcp_peak_pages > 0);
+    }
+
+    /// A run whose virtual time passes MAX_CLOCK_PS stops with an error; it used to wrap
+    /// (or panic in a debug build) and tick for ever.
+    #[test]
+    fn a_run_past_the_clock_limit_is_an_error() {
+        struct Forever;
+        impl SerialWorkload for Forever {
+            fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
+                Ok(vec![0])
+            }
+            fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+                ctx.work(u64::MAX);
+                Ok(Next::Continue)
+            }
+            fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+                Vec::new()
+            }
+            fn metrics(&self) -> Vec<(String, f64)> {
+                Vec::new()
+            }
+            fn progress(&self) -> f64 {
+                0.0
+            }
+        }
+        let mut m = Model::new(small_setup(1, 64, "modern", 1)).unwrap();
+        let e = m.run(&mut Serial::new(Forever), &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains("past the") && e.contains("days) the model's clock holds"), "{e}");
     }
 
     /// Two CPUs hammering one zone lock must wait for each other; one CPU alone never does.

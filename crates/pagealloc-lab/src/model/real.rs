@@ -351,7 +351,7 @@ impl RealRunner {
             lock_held_ps: held_ps,
             events,
             ops: totals.counts,
-            pcp_peak_pages: rec.pcp_pages.iter().copied().max().unwrap_or(0).max(pcp_end_pages),
+            pcp_peak_pages: rec.peak.max(pcp_end_pages),
             pcp_pages: rec.pcp_pages,
             pcp_end_pages,
             pcp_final_pages,

@@ -58,6 +58,8 @@ impl Format {
 pub struct TimedEvent {
     /// Nanoseconds on the trace's clock (the clock's own origin, not the trace's start).
     pub t_ns: u64,
+    /// The line of the file it was read from (1-based), for messages.
+    pub line: u64,
     /// The record; its `cpu` is the CPU the line was printed for.
     pub event: TraceEvent,
 }
@@ -292,6 +294,11 @@ pub struct Trace {
     pub other_events: BTreeMap<String, u64>,
     /// Events lost to ring-buffer overflow, as the trace reports them.
     pub lost_events: u64,
+    /// The first time stamp that went back by more than [`parse::JUMP_BACK_NS`] on its CPU
+    /// (two captures concatenated?), if any.
+    pub jump_back: Option<parse::JumpBack>,
+    /// How many stamps were that far behind their CPU's latest (all of a second capture's).
+    pub jumps_back: u64,
 }
 
 impl Trace {

@@ -26,6 +26,7 @@ use pagealloc::types::MAX_PAGE_ORDER;
 use pagealloc::{CpuId, MigrateType, Order, Pfn, TraceEvent};
 
 use super::{gfp, Format, Kind, Tally, TimedEvent, Trace};
+use crate::input::{self, InputKind};
 
 /// Why a file could not be read as a trace at all.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +35,16 @@ pub enum TraceError {
     Binary {
         /// What to run to get text.
         hint: &'static str,
+    },
+    /// A second capture's header after page events: two captures concatenated, which cannot
+    /// be replayed as one timeline.
+    Concatenated {
+        /// Its line (1-based).
+        line: u64,
+        /// The header as written.
+        header: String,
+        /// Page events before it.
+        events: usize,
     },
     /// Not one page event in the file.
     NoPageEvents {
@@ -52,6 +63,12 @@ impl fmt::Display for TraceError {
             TraceError::Binary { hint } => {
                 write!(f, "binary data, not a trace's text; {hint}")
             }
+            TraceError::Concatenated { header, events, .. } => write!(
+                f,
+                "a second capture begins here ({header:?} after {events} page \
+                 events): two captures concatenated cannot be replayed as one timeline; split \
+                 the file at this line and replay each part"
+            ),
             TraceError::NoPageEvents { lines, other, first } if other.is_empty() => write!(
                 f,
                 "not a trace: no kmem page event (mm_page_alloc, mm_page_free, …) and no trace \
@@ -75,17 +92,22 @@ impl std::error::Error for TraceError {}
 /// Read and parse the trace in `path` (`-` for standard input).
 pub fn read(path: &Path, format: Format) -> Result<Trace> {
     let bytes = if path.as_os_str() == "-" {
-        let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut v).context("reading stdin")?;
-        v
+        input::read_stdin(InputKind::Data).context("cannot read the trace on standard input")?
     } else {
-        std::fs::read(path).with_context(|| format!("reading {}", path.display()))?
+        input::read(path, InputKind::Data)
+            .with_context(|| format!("cannot read trace `{}`", path.display()))?
     };
+    let label = input::label(path);
     if let Some(hint) = binary_hint(&bytes) {
-        return Err(TraceError::Binary { hint }).with_context(|| path.display().to_string());
+        return Err(TraceError::Binary { hint }).context(label);
     }
     let text = String::from_utf8_lossy(&bytes);
-    parse(&text, format).with_context(|| path.display().to_string())
+    match parse(&text, format) {
+        Err(e @ TraceError::Concatenated { line, .. }) => {
+            Err(anyhow::anyhow!("{label}:{line}: {e}"))
+        }
+        r => r.context(label),
+    }
 }
 
 /// If `bytes` are a binary trace, what to run instead.
@@ -155,6 +177,34 @@ impl PageEvent {
     }
 }
 
+/// How far a CPU's time stamp may go back before it is taken for the start of another
+/// capture (and warned about): 1 s. Stamps of one CPU are in order in every tool's output;
+/// a step back is a clock glitch or a second capture pasted after the first.
+pub const JUMP_BACK_NS: u64 = 1_000_000_000;
+
+/// A time stamp that went back by more than [`JUMP_BACK_NS`] on its CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JumpBack {
+    /// Its line (1-based).
+    pub line: u64,
+    /// The CPU.
+    pub cpu: u32,
+    /// How far back, ns.
+    pub back_ns: u64,
+}
+
+impl fmt::Display for JumpBack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "time on CPU {} goes back {:.3} s: two captures concatenated? They are replayed as \
+             one timeline (the later stamps raised to the earlier)",
+            self.cpu,
+            self.back_ns as f64 / 1e9
+        )
+    }
+}
+
 /// A time stamp as printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Stamp {
@@ -185,6 +235,7 @@ pub fn parse(text: &str, format: Format) -> Result<Trace, TraceError> {
     let nr_lines = lines.len();
     let mut first = String::new();
     for (i, with_end) in lines.iter().enumerate() {
+        st.line_no = i as u64 + 1;
         let raw = with_end.strip_suffix('\n').unwrap_or(with_end);
         let last_cut = i + 1 == nr_lines && !with_end.ends_with('\n');
         let line = st.clean(raw);
@@ -192,6 +243,9 @@ pub fn parse(text: &str, format: Format) -> Result<Trace, TraceError> {
             first = line.trim().chars().take(80).collect();
         }
         st.line(&line, format, last_cut);
+    }
+    if let Some((line, header)) = st.second_capture {
+        return Err(TraceError::Concatenated { line, header, events: st.events_before_second });
     }
     if st.events.is_empty() {
         let mut other: Vec<(String, u64)> = st.other.into_iter().collect();
@@ -208,6 +262,8 @@ pub fn parse(text: &str, format: Format) -> Result<Trace, TraceError> {
         unknown_gfp: st.unknown_gfp,
         other_events: st.other,
         lost_events: st.lost,
+        jump_back: st.jump_back,
+        jumps_back: st.jumps_back,
     })
 }
 
@@ -227,6 +283,15 @@ struct State {
     per_cpu: BTreeMap<u32, u64>,
     /// The CPU and text (name and fields) of the last page event.
     last_event: Option<(u32, String)>,
+    /// The line being read (1-based).
+    line_no: u64,
+    /// A capture's header after page events: its line and text.
+    second_capture: Option<(u64, String)>,
+    /// Page events before it.
+    events_before_second: usize,
+    /// The first stamp that went back more than [`JUMP_BACK_NS`], and how many did.
+    jump_back: Option<JumpBack>,
+    jumps_back: u64,
 }
 
 impl State {
@@ -250,7 +315,14 @@ impl State {
 
     fn line(&mut self, line: &str, format: Format, last_cut: bool) {
         match classify(line, format) {
-            Line::Header => self.tally.add(Kind::Header),
+            Line::Header => {
+                self.tally.add(Kind::Header);
+                let t = line.trim();
+                if is_capture_start(t) && !self.events.is_empty() && self.second_capture.is_none() {
+                    self.second_capture = Some((self.line_no, t.chars().take(60).collect()));
+                    self.events_before_second = self.events.len();
+                }
+            }
             Line::Text => self.tally.add(Kind::Text),
             Line::Stack => self.tally.add(Kind::StackTrace),
             Line::Lost(n) => {
@@ -312,6 +384,12 @@ impl State {
                 if let Some(&prev_ns) = self.per_cpu.get(&cpu) {
                     if ns < prev_ns {
                         notes.add(Kind::TimeWentBack);
+                        if prev_ns - ns > JUMP_BACK_NS {
+                            self.jumps_back += 1;
+                            let back_ns = prev_ns - ns;
+                            let jump = JumpBack { line: self.line_no, cpu, back_ns };
+                            self.jump_back.get_or_insert(jump);
+                        }
                         ns = prev_ns;
                     }
                 }
@@ -321,7 +399,7 @@ impl State {
                 }
                 self.per_cpu.insert(cpu, ns);
                 self.last_event = Some((cpu, text));
-                self.events.push(TimedEvent { t_ns: ns, event });
+                self.events.push(TimedEvent { t_ns: ns, line: self.line_no, event });
             }
         }
     }
@@ -396,6 +474,14 @@ fn lost_marker(t: &str) -> Option<u64> {
     let at = t.find("[LOST ")?;
     let n = t[at + 6..].split_whitespace().next()?;
     n.parse().ok()
+}
+
+/// The first header line of a capture: ftrace's `# tracer:`, trace-cmd's `version = N`,
+/// perf's `# captured on:` (`perf script --header`).
+fn is_capture_start(t: &str) -> bool {
+    t.starts_with("# tracer:")
+        || t.starts_with("# captured on")
+        || (t.starts_with("version") && is_tool_header(t))
 }
 
 /// trace-cmd's and perf's own header lines.
@@ -790,5 +876,39 @@ mod tests {
         let e = parse(sched, Format::Auto).unwrap_err();
         assert!(e.to_string().contains("sched_switch ×1"), "{e}");
         assert!(binary_hint(b"PERFILE2\0\0").unwrap().contains("perf script"));
+    }
+
+    /// `cat a.trace b.trace`: the second `# tracer:` header after page events is refused with
+    /// its line, instead of one timeline made of two captures.
+    #[test]
+    fn a_second_capture_is_refused_and_a_big_step_back_is_noted() {
+        let one = "# tracer: nop\n#\n  a-1 [000] .... 5.0: mm_page_free: page=0 pfn=0x10 order=0\n";
+        let e = parse(&[one, one].concat(), Format::Auto).unwrap_err();
+        assert_eq!(
+            e,
+            TraceError::Concatenated { line: 4, header: "# tracer: nop".into(), events: 1 }
+        );
+        assert!(e.to_string().contains("two captures concatenated"), "{e}");
+        let tc =
+            "version = 6\ncpus=1\n  a-1 [000] .... 5.0: mm_page_free: page=0 pfn=0x10 order=0\n";
+        assert!(matches!(
+            parse(&[tc, tc].concat(), Format::Auto),
+            Err(TraceError::Concatenated { line: 4, .. })
+        ));
+        // Without a header: time going back over a second on one CPU is noted (and raised).
+        let line = |t: &str, pfn: u32| {
+            format!("  a-1 [002] .... {t}: mm_page_free: page=0 pfn={pfn:#x} order=0\n")
+        };
+        let t = parse(
+            &[line("500.0", 1), line("499.5", 2), line("20.0", 3), line("21.0", 4), line("3.0", 5)]
+                .concat(),
+            Format::Ftrace,
+        )
+        .unwrap();
+        assert_eq!(t.jump_back, Some(JumpBack { line: 3, cpu: 2, back_ns: 480_000_000_000 }));
+        assert_eq!(t.jumps_back, 3, "every stamp of the second capture is behind");
+        assert_eq!(t.tally.get(Kind::TimeWentBack), 4);
+        assert!(t.events.iter().all(|e| e.t_ns == 500_000_000_000));
+        assert!(t.jump_back.unwrap().to_string().contains("time on CPU 2 goes back 480.000 s"));
     }
 }

@@ -27,15 +27,86 @@
 //! stream ([`super::EventCounts`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::fmt;
 
 use anyhow::Result;
+use pagealloc::memory_map::MAX_CPUS;
 use pagealloc::{Gfp, Order, Pfn, TraceEvent};
 
 use super::{cpu_of, EventCounts, Kind, Tally, Trace};
-use crate::model::{Ctx, ModelInfo, Next, SerialWorkload};
+use crate::model::{Ctx, ModelInfo, Next, SerialWorkload, MAX_CLOCK_PS, PS_PER_S};
 
 /// Nanoseconds to the model's picoseconds.
 const PS_PER_NS: u64 = 1000;
+
+/// Why a trace cannot be replayed: each names the line of the event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanError {
+    /// A CPU number no machine has.
+    Cpu {
+        /// The event's line.
+        line: u64,
+        /// The CPU.
+        cpu: u32,
+    },
+    /// A block whose last frame is past `u64::MAX`.
+    Pfn {
+        /// The event's line.
+        line: u64,
+        /// Its first frame.
+        pfn: u64,
+        /// Its order.
+        order: u8,
+    },
+    /// A trace spanning more virtual time than the model's clock holds.
+    Span {
+        /// The event's line.
+        line: u64,
+        /// The line of the earliest event.
+        first_line: u64,
+        /// Nanoseconds from the earliest event.
+        span_ns: u64,
+    },
+}
+
+impl PlanError {
+    /// The line of the event refused.
+    pub fn line(&self) -> u64 {
+        match *self {
+            PlanError::Cpu { line, .. }
+            | PlanError::Pfn { line, .. }
+            | PlanError::Span { line, .. } => line,
+        }
+    }
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            PlanError::Cpu { cpu, .. } => write!(
+                f,
+                "CPU {cpu}: a machine has at most {MAX_CPUS} CPUs (0–{}); a garbled line?",
+                MAX_CPUS - 1
+            ),
+            PlanError::Pfn { pfn, order, .. } => write!(
+                f,
+                "PFN {pfn:#x} order {order}: the block runs past the last frame number a \
+                 64-bit kernel can print; a garbled line?"
+            ),
+            PlanError::Span { first_line, span_ns, .. } => write!(
+                f,
+                "this event comes {:.0} s after the earliest (line {first_line}), more than the \
+                 {:.0} s (about {} days) the model's clock holds; replay a shorter part of the \
+                 trace (a garbled time stamp, or a counter clock read as nanoseconds?)",
+                span_ns as f64 / 1e9,
+                MAX_CLOCK_PS as f64 / PS_PER_S as f64,
+                MAX_CLOCK_PS / PS_PER_S / 86_400
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
 
 /// What a step does.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,8 +161,15 @@ pub struct Plan {
 
 impl Plan {
     /// Plan the replay of `trace`.
-    pub fn new(trace: &Trace) -> Plan {
-        let t0 = trace.events.iter().map(|e| e.t_ns).min().unwrap_or(0);
+    ///
+    /// # Errors
+    /// [`PlanError`]: a CPU number, a PFN or a time span no machine or clock holds.
+    pub fn new(trace: &Trace) -> Result<Plan, PlanError> {
+        let first = trace.events.iter().min_by_key(|e| e.t_ns);
+        let (t0, first_line) = first.map_or((0, 0), |e| (e.t_ns, e.line));
+        for te in &trace.events {
+            check_event(te, t0, first_line)?;
+        }
         let mut p = Plan {
             steps: Vec::new(),
             nr_slots: 0,
@@ -107,6 +185,7 @@ impl Plan {
         let mut freed: HashSet<u64> = HashSet::new();
         let mut held = 0u64;
         for te in &trace.events {
+            // In range: `check_event` saw every event.
             let t_ps = (te.t_ns - t0) * PS_PER_NS;
             let cpu = cpu_of(&te.event);
             let (pfn, order, alloc_gfp) = match te.event {
@@ -193,13 +272,44 @@ impl Plan {
             deps.retain(|&d| p.steps[d as usize].cpu != cpu);
             p.steps.push(Step { t_ps, cpu, action: Action::Free { slots }, deps });
         }
-        p
+        Ok(p)
     }
 
     /// Steps that will run.
     pub fn nr_steps(&self) -> usize {
         self.steps.len()
     }
+}
+
+/// Refuse an event no machine or clock can replay, before anything is sized from it: a CPU
+/// of `u32::MAX` made `CPUs = highest + 1` wrap to 0, a block ending past `u64::MAX` wrapped
+/// the fitted memory to 1 GiB, and the picosecond clock overflowed on a long trace.
+fn check_event(te: &super::TimedEvent, t0: u64, first_line: u64) -> Result<(), PlanError> {
+    let line = te.line;
+    let cpu = cpu_of(&te.event);
+    if cpu >= MAX_CPUS {
+        return Err(PlanError::Cpu { line, cpu });
+    }
+    let block = match te.event {
+        TraceEvent::PageAlloc { pfn: Some(pfn), order, .. }
+        | TraceEvent::PageFree { pfn, order, .. }
+        | TraceEvent::PagePcpuDrain { pfn, order, .. }
+        | TraceEvent::PageAllocZoneLocked { pfn, order, .. } => Some((pfn, order)),
+        TraceEvent::PageFreeBatched { pfn, .. } | TraceEvent::PageAllocExtfrag { pfn, .. } => {
+            Some((pfn, Order(0)))
+        }
+        TraceEvent::PageAlloc { pfn: None, .. } => None,
+    };
+    if let Some((pfn, order)) = block {
+        if pfn.0.checked_add(order.nr_pages().0).is_none() {
+            return Err(PlanError::Pfn { line, pfn: pfn.0, order: order.0 });
+        }
+    }
+    let span_ns = te.t_ns - t0;
+    if span_ns.checked_mul(PS_PER_NS).is_none_or(|ps| ps > MAX_CLOCK_PS) {
+        return Err(PlanError::Span { line, first_line, span_ns });
+    }
+    Ok(())
 }
 
 /// Last PFN of a block.
@@ -358,7 +468,7 @@ mod tests {
     use crate::trace::{parse, Format};
 
     fn plan(text: &str) -> Plan {
-        Plan::new(&parse(text, Format::Ftrace).unwrap())
+        Plan::new(&parse(text, Format::Ftrace).unwrap()).unwrap()
     }
 
     fn alloc(cpu: u32, t: &str, pfn: u64, order: u8) -> String {
@@ -441,5 +551,47 @@ mod tests {
         assert!(o.elapsed_ps >= 1_000_000_000_000, "{}", o.elapsed_ps);
         let replayed = o.workload.iter().find(|(k, _)| k == "replayed_events").unwrap().1;
         assert_eq!(replayed, 3.0);
+    }
+
+    fn plan_err(text: &str) -> PlanError {
+        Plan::new(&parse(text, Format::Ftrace).unwrap()).unwrap_err()
+    }
+
+    /// Numbers no machine or clock holds are refused with the event's line, before anything
+    /// is sized from them: CPU u32::MAX (CPUs = highest + 1 wrapped to 0: "the machine has 0
+    /// CPUs, give at least 0"), a block ending past u64::MAX (the fitted memory wrapped to
+    /// 1 GiB), a span the picosecond clock cannot hold (it overflowed).
+    #[test]
+    fn impossible_cpus_pfns_and_spans_are_errors_naming_the_line() {
+        let e = plan_err(&[alloc(0, "1.0", 0x10, 0), alloc(u32::MAX, "1.1", 0x20, 0)].concat());
+        assert_eq!(e, PlanError::Cpu { line: 2, cpu: u32::MAX });
+        assert!(e.to_string().contains("CPU 4294967295: a machine has at most 1048576 CPUs"));
+        let e = plan_err(&free(0, "1.0", u64::MAX, 0));
+        assert_eq!(e, PlanError::Pfn { line: 1, pfn: u64::MAX, order: 0 });
+        assert!(e.to_string().contains("runs past the last frame number"), "{e}");
+        let e = plan_err(&[alloc(0, "1.0", 0x10, 0), free(0, "1.1", u64::MAX - 3, 2)].concat());
+        assert_eq!(e.line(), 2);
+        // The last frame itself is a frame: no wrap, and the fitted machine is refused.
+        let p = plan(&free(0, "1.0", u64::MAX - 1, 0));
+        assert_eq!(p.max_pfn, u64::MAX - 1);
+        assert!(crate::cmd::replay::fit_machine(&p).is_err());
+        // 10^7 s is past the clock's 106 days; 1.8 × 10^10 s overflowed its u64 of ps.
+        for late in ["10000001.0", "18000000000.0"] {
+            let e = plan_err(&[alloc(0, "1.0", 0x10, 0), free(1, late, 0x10, 0)].concat());
+            assert!(matches!(e, PlanError::Span { line: 2, first_line: 1, .. }), "{e:?}");
+            assert!(e.to_string().contains("more than the 9223372 s (about 106 days)"), "{e}");
+        }
+    }
+
+    /// Memory used to grow with the trace's span (a sample every virtual second, ~32 bytes
+    /// each on one CPU); two events 10^5 s apart now keep at most MAX_SAMPLED_TICKS samples.
+    #[test]
+    fn a_long_quiet_trace_keeps_the_samples_bounded() {
+        let p = plan(&[alloc(0, "1.0", 0x10, 0), free(0, "100001.0", 0x10, 0)].concat());
+        let mut m = Model::new(small_setup(1, 64, "modern", 1)).unwrap();
+        let o = m.run(&mut crate::model::Serial::new(Replay::new(&p)), &mut |_| {}).unwrap();
+        assert!(o.elapsed_ps >= 100_000 * PS_PER_S);
+        assert!(o.pcp_pages.len() <= crate::model::MAX_SAMPLED_TICKS, "{}", o.pcp_pages.len());
+        assert_eq!(o.ops.allocs, 1);
     }
 }

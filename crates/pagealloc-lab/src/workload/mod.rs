@@ -151,13 +151,23 @@ pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
     })
 }
 
+/// The smallest `--scale`: a thousandth of a workload's volume. Far below it every scaled
+/// parameter sits at its minimum anyway, and a scale of 1e-300 printed values like
+/// `files=0.000…1` for a run of one file.
+pub const MIN_SCALE: f64 = 0.001;
+/// The largest `--scale`.
+pub const MAX_SCALE: f64 = 1000.0;
+
 impl WorkloadInfo {
     /// The parameters: defaults, then `overrides` (`NAME=VALUE`), then `scale` on the scaled
     /// ones. Unknown names, non-numbers and values out of range are errors naming the
-    /// parameter and what it accepts.
+    /// parameter and what it accepts; so is a scaled value above the parameter's range (the
+    /// range is checked after scaling: `files=1000` at scale 1000 was a million files). A
+    /// scaled value below its range is raised to the smallest the workload takes, so the
+    /// values returned — the ones printed and saved — are the ones that run.
     pub fn params(&self, overrides: &[String], scale: f64) -> Result<Params> {
-        if !(scale.is_finite() && scale > 0.0 && scale <= 1000.0) {
-            bail!("--scale {scale}: takes a number above 0 and at most 1000");
+        if !(scale.is_finite() && (MIN_SCALE..=MAX_SCALE).contains(&scale)) {
+            bail!("--scale {}: takes a number from {MIN_SCALE} to {MAX_SCALE}", short(scale));
         }
         let mut values: Vec<(&'static str, f64)> =
             self.params.iter().map(|p| (p.name, p.default)).collect();
@@ -189,7 +199,7 @@ impl WorkloadInfo {
         }
         for (spec, (_, v)) in self.params.iter().zip(values.iter_mut()) {
             if spec.scaled {
-                *v *= scale;
+                *v = scaled(spec, *v, scale)?;
             }
         }
         Ok(Params(values))
@@ -241,6 +251,33 @@ impl WorkloadInfo {
         }
         Ok((params, notes))
     }
+}
+
+/// `x` as written by hand: `0.5`, `1000`, and `1e-300` rather than 300 digits.
+fn short(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-4..1e16).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// `value` of `spec` times `scale`: refused above the parameter's range, raised to its
+/// minimum below it.
+fn scaled(spec: &ParamSpec, value: f64, scale: f64) -> Result<f64> {
+    let v = value * scale;
+    if v > spec.max {
+        bail!(
+            "--scale {scale}: `{}` = {value} × {scale} = {v} is above its range, {} to {} ({}); \
+             lower --scale or --param {}",
+            spec.name,
+            spec.min,
+            spec.max,
+            spec.unit,
+            spec.name
+        );
+    }
+    Ok(v.max(spec.min))
 }
 
 /// Nanoseconds to the model's picoseconds.
@@ -341,6 +378,29 @@ mod tests {
         }
     }
 
+    /// The range is checked after scaling (`files=1000 --scale 1000` ran a million files with
+    /// every metric 0), and a value scaled below its range runs, and prints, as the minimum.
+    #[test]
+    fn scaled_values_stay_in_their_range() {
+        let w = find("trunc").unwrap();
+        let e = w.params(&["files=1000".into()], 1000.0).unwrap_err().to_string();
+        assert!(e.contains("`files` = 1000 × 1000 = 1000000 is above its range, 1 to 1000"), "{e}");
+        assert!(e.contains("lower --scale or --param files"), "{e}");
+        assert_eq!(w.params(&["files=1000".into()], 1.0).unwrap().get("files"), 1000.0);
+        assert_eq!(w.params(&[], MIN_SCALE).unwrap().get("files"), 1.0, "raised to the minimum");
+        // Every workload runs at the smallest scale; at the largest, those whose scaled
+        // parameters cannot grow a thousandfold say which parameter stops it.
+        for w in WORKLOADS {
+            let p = w.params(&[], MIN_SCALE).unwrap();
+            for (spec, (_, v)) in w.params.iter().zip(p.iter()) {
+                assert!(spec.min <= v && v <= spec.max, "{}.{}: {v}", w.name, spec.name);
+            }
+            if let Err(e) = w.params(&[], MAX_SCALE) {
+                assert!(e.to_string().contains("is above its range"), "{}: {e}", w.name);
+            }
+        }
+    }
+
     #[test]
     fn overrides_are_checked_and_scale_applies_to_scaled_parameters() {
         let w = find("trunc").unwrap();
@@ -355,6 +415,7 @@ mod tests {
         let e = w.params(&["files".into()], 1.0).unwrap_err().to_string();
         assert!(e.contains("NAME=VALUE"), "{e}");
         assert!(w.params(&[], 0.0).is_err());
+        assert!(w.params(&[], 1e-300).is_err());
         let e = find("nope").err().unwrap().to_string();
         assert!(e.contains("trunc"), "{e}");
     }
