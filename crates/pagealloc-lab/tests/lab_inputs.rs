@@ -413,7 +413,11 @@ fn plot_draws_values_near_f64_max() {
         .timeout(std::time::Duration::from_secs(60))
         .assert()
         .success();
-    let svgs: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+    let svgs: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+        .collect();
     assert_eq!(svgs.len(), 2, "{svgs:?}");
     for p in svgs {
         let svg = std::fs::read_to_string(&p).unwrap();
