@@ -360,12 +360,13 @@ impl State {
                     }
                     None => {
                         notes.add(Kind::NoTimestamp);
-                        if self.last_ns.is_none() {
-                            self.unstamped.push(self.events.len());
-                        }
                         self.last_ns.unwrap_or(0)
                     }
                 };
+                // Given the first stamp's time once one comes; noted only when the event is
+                // kept below (a repeat is dropped, and its index would name a later event or
+                // none).
+                let unstamped = stamp.is_none() && self.last_ns.is_none();
                 if stamp.is_some() && self.last_ns.is_none() {
                     for i in self.unstamped.drain(..) {
                         self.events[i].t_ns = ns;
@@ -399,6 +400,9 @@ impl State {
                 }
                 self.per_cpu.insert(cpu, ns);
                 self.last_event = Some((cpu, text));
+                if unstamped {
+                    self.unstamped.push(self.events.len());
+                }
                 self.events.push(TimedEvent { t_ns: ns, line: self.line_no, event });
             }
         }
@@ -855,6 +859,21 @@ mod tests {
         let handed =
             parse(&[free(0), alloc.to_string(), free(0)].concat(), Format::Ftrace).unwrap();
         assert_eq!((handed.events.len(), handed.tally.get(Kind::Repeated)), (3, 0));
+    }
+
+    /// Found by `fuzz_smoke::traces`: an unstamped event dropped as a repeat left its index in
+    /// the list of events to be given the first stamp, and the first stamped event then wrote
+    /// past the end of the events (index out of bounds) instead of parsing.
+    #[test]
+    fn fuzz_crash_unstamped_repeat_before_the_first_stamp() {
+        let text = "# tracer: function_graph\n\
+                    \x20 24)               |  /* mm_page_free: page=0 pfn=16 order=0 */\n\
+                    \x20 24)               |  /* mm_page_free: page=0 pfn=16 order=0 */\n\
+                    1287587.105151 |   1)               |  /* mm_page_free: page=1 pfn=17 order=0 */\n";
+        let t = parse(text, Format::Auto).unwrap();
+        assert_eq!((t.events.len(), t.tally.get(Kind::Repeated)), (2, 1));
+        // The unstamped event takes the first stamp's time.
+        assert!(t.events.iter().all(|e| e.t_ns == 1_287_587_105_151_000), "{:?}", t.events);
     }
 
     #[test]
