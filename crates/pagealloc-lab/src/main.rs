@@ -29,6 +29,10 @@ mod trace;
 mod workload;
 mod zoneinfo;
 
+// The parsers under a seeded mutation fuzzer (stable; in the normal test suite).
+#[cfg(test)]
+mod fuzz_smoke;
+
 /// The pagealloc lab: drive the page allocator, inspect it, compare policies.
 #[derive(Debug, Parser)]
 #[command(name = "pagealloc", version, about, long_about = None, disable_help_subcommand = true)]

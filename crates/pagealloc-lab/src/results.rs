@@ -86,6 +86,15 @@ pub fn save(dir: &Path, stem: &str, rows: &[Row]) -> Result<PathBuf> {
 pub fn load(path: &Path) -> Result<Vec<Row>> {
     let text = crate::input::read_text(path, crate::input::InputKind::Data)
         .with_context(|| format!("cannot read result rows `{}`", path.display()))?;
+    parse(path, &text)
+}
+
+/// Parse the JSON-lines `text` of result rows read from `path` (used in messages). Blank lines
+/// are skipped; a bad line is an error `FILE:LINE: not a result row: …`.
+///
+/// # Errors
+/// The first line that is not a [`Row`].
+pub fn parse(path: &Path, text: &str) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
