@@ -8,7 +8,9 @@
 //! machines show for the kmalloc caches: kmalloc-256 `32 2`, -512 `32 4`, -1k `32 8`,
 //! -2k `16 8`, -4k `8 8`, -8k `4 8` (objperslab, pagesperslab).
 
+use pagealloc::{CpuId, MemoryMap, PageAllocator, Policy, Tunables};
 use pagealloc_slab::order::{calculate_order, order_objects, OrderRule, SlubConfig};
+use pagealloc_slab::{KmemCache, SlabFlags};
 
 /// (object size, CPUs, expected objects per slab, expected order).
 const TABLE: &[(u32, u32, u32, u8)] = &[
@@ -129,4 +131,26 @@ fn boot_parameters() {
     // largest order below get_order(8 * 32767) = 6 is taken: order 5, 16384 objects.
     let c = SlubConfig { min_order: 10, ..SlubConfig::default() }.checked().unwrap();
     check(&c, 8, 64, 16384, 5);
+}
+
+/// A cache built on an allocator of N CPUs takes its order from N, and its stride from the
+/// alignment: a 200-byte cache-line-aligned object strides 256 bytes.
+#[test]
+fn caches_take_the_machine_cpu_count_and_alignment() {
+    let pa = PageAllocator::new(
+        MemoryMap::single_node(8, 32 << 20).unwrap(),
+        Tunables::default(),
+        Policy::modern(),
+    )
+    .unwrap();
+    assert!(pa.cpu(CpuId(7)).is_some());
+    let cfg = SlubConfig::default();
+    let c = KmemCache::new(&pa, "t", 200, 0, SlabFlags::HWCACHE_ALIGN, &cfg).unwrap();
+    // Stride 256 on 8 CPUs: 20 * 256 = 5 KiB → order 1, 32 objects.
+    assert_eq!((c.size(), c.oo().objects, c.oo().order.0), (256, 32, 1));
+    // The fallback is one object's order, 0.
+    assert_eq!((c.min().order.0, c.min().objects), (0, 16));
+    // min_partial = clamp(ilog2(256) / 2, 5, 10) = 5; cpu_partial 52 (>= 256 bytes) →
+    // ceil(104 / 32) = 4 slabs.
+    assert_eq!((c.min_partial(), c.cpu_partial(), c.cpu_partial_slabs()), (5, 52, 4));
 }
