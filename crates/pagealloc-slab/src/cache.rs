@@ -33,7 +33,7 @@
 //! # Locks
 //!
 //! One lock per CPU (its active slab and partial list), one per node (its partial list),
-//! one per slab (its freelists, counts and [`Place`]), and one for the cache's slab directory
+//! one per slab (its freelists, counts and place), and one for the cache's slab directory
 //! (first frame → slab). They are taken in this order only, each at most once (the validator
 //! alone takes every CPU lock, then every node lock, in index order):
 //!
