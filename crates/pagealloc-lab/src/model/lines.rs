@@ -4,17 +4,18 @@
 //! `struct page`, a free area's list heads, a pageset). This model keeps, per line, which
 //! private cache (L2 domain: the CPUs sharing an L2) and which LLC touched it last, with each
 //! cache's clock at that moment; an access is then classified and priced from the machine's
-//! [`Hierarchy`]:
+//! [`Hierarchy`], as what it costs beyond a hit in the private cache (`l2_hit_ns`): the cost
+//! profile's fixed work was measured with its lines there, so that part is in it already.
 //!
 //! | where the line is | price |
 //! |---|---|
-//! | this CPU's L2, not evicted | `l2_hit_ns` |
-//! | this LLC, last written by a core whose L2 still holds it | `c2c_same_llc_ns` |
-//! | this LLC otherwise | `llc_hit_ns` |
-//! | another LLC of this node | `c2c_other_llc_ns` |
-//! | an LLC of another node | `c2c_remote_ns` |
-//! | no cache: the line's home node is this CPU's | `dram_local_ns` |
-//! | no cache, another node's memory | `dram_remote_ns` |
+//! | this CPU's L2, not evicted | 0 (in the fixed work) |
+//! | this LLC, last written by a core whose L2 still holds it | `c2c_same_llc_ns` − `l2_hit_ns` |
+//! | this LLC otherwise | `llc_hit_ns` − `l2_hit_ns` |
+//! | another LLC of this node | `c2c_other_llc_ns` − `l2_hit_ns` |
+//! | an LLC of another node | `c2c_remote_ns` − `l2_hit_ns` |
+//! | no cache: the line's home node is this CPU's | `dram_local_ns` − `l2_hit_ns` |
+//! | no cache, another node's memory | `dram_remote_ns` − `l2_hit_ns` |
 //!
 //! The access then moves the line here (a write takes it over; reads are priced as writes, as
 //! the allocator writes almost every line it touches: read-mostly lines are not reported).
@@ -67,7 +68,9 @@ pub enum Found {
 /// The hierarchy in picoseconds, as the model charges it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Prices {
-    /// Per [`Found`], one access.
+    /// Per [`Found`], what one access costs beyond a private-cache hit: the cost profile's
+    /// fixed work was measured with its lines in the private cache, so it already holds that
+    /// part (an L2 hit is 0 here; a line from DRAM is the DRAM latency less the L2 hit's).
     pub access: [u64; 7],
     /// A lock handed over from a CPU of the same LLC, another LLC of the node, another node.
     pub handoff_same_llc: u64,
@@ -99,15 +102,16 @@ impl Prices {
             (Some(r), Some(l)) if l > 0.0 => r / l,
             _ => 1.0,
         };
+        let beyond_l2 = |l: Level| ps(l).saturating_sub(ps(Level::L2Hit));
         Prices {
             access: [
-                ps(Level::L2Hit),
-                ps(Level::LlcHit),
-                ps(Level::C2cSameLlc),
-                ps(Level::C2cOtherLlc),
-                ps(Level::C2cRemote),
-                ps(Level::DramLocal),
-                ps(Level::DramRemote),
+                0,
+                beyond_l2(Level::LlcHit),
+                beyond_l2(Level::C2cSameLlc),
+                beyond_l2(Level::C2cOtherLlc),
+                beyond_l2(Level::C2cRemote),
+                beyond_l2(Level::DramLocal),
+                beyond_l2(Level::DramRemote),
             ],
             handoff_same_llc: ps(Level::HandoffSameLlc),
             handoff_other_llc: ps(Level::HandoffOtherLlc),
@@ -118,7 +122,7 @@ impl Prices {
         }
     }
 
-    /// One access found at `f`.
+    /// One access found at `f`, beyond the private-cache hit in the fixed work.
     #[inline]
     pub fn of_access(&self, f: Found) -> u64 {
         self.access[f as usize]

@@ -369,7 +369,8 @@ mod tests {
     }
 
     /// A bulk free on CPU 2 (node 1) of 63 frames that CPU 0 (node 0) wrote last: each frame
-    /// is a remote transfer, under the lock, so the hold is 63 × c2c_remote plus the work.
+    /// is a remote transfer, under the lock, so the hold is the work plus 63 × what a remote
+    /// transfer costs beyond the private-cache hit the work already holds.
     #[test]
     fn a_bulk_free_over_remote_written_frames_costs_what_the_table_says() {
         let s = sink(prices(&[(Level::C2cRemote, 120.0), (Level::L2Hit, 3.0)]));
@@ -381,12 +382,12 @@ mod tests {
         s.zone_lock_taken(CpuId(2), ZoneIdx(0));
         for f in 0..63 {
             s.touch(CpuId(2), MetaLine::Frame(Pfn(f)));
-            // The same line again within the operation: in CPU 2's L2 now.
+            // The same line again within the operation: in CPU 2's L2 now, so nothing more.
             s.touch(CpuId(2), MetaLine::Frame(Pfn(f)));
         }
         s.zone_lock_released(CpuId(2), ZoneIdx(0), 63);
         let t = s.end();
-        assert_eq!(t.held, 63 * 120_000 + 63 * 3_000 + 100 + 63 * 10);
+        assert_eq!(t.held, 63 * (120_000 - 3_000) + 100 + 63 * 10);
         assert_eq!(t.now, 10_000_000 + t.held);
         let (found, _) = s.traffic();
         assert_eq!(found[Found::RemoteNode as usize], 63);
@@ -399,16 +400,17 @@ mod tests {
         s.begin(0);
         s.prefetch(CpuId(0), MetaLine::Frame(Pfn(7)));
         assert_eq!(s.end().now, 0, "a prefetch does not stall");
-        // 30 ns of other lines later, the prefetched one: 50 ns left, plus the L2 hit.
+        // It arrives 80 - 2 ns after the prefetch (the L2 hit is in the fixed work). 30 ns of
+        // other lines later, the prefetched one: 48 ns left.
         s.charge(30_000);
         s.touch(CpuId(0), MetaLine::Frame(Pfn(7)));
-        assert_eq!(s.end().now, 80_000 + 2_000);
-        // Long after it arrived: an L2 hit only.
+        assert_eq!(s.end().now, 78_000);
+        // Long after it arrived: an L2 hit, nothing beyond the fixed work.
         s.begin(0);
         s.prefetch(CpuId(0), MetaLine::Frame(Pfn(8)));
         s.charge(1_000_000);
         s.touch(CpuId(0), MetaLine::Frame(Pfn(8)));
-        assert_eq!(s.end().now, 1_002_000);
+        assert_eq!(s.end().now, 1_000_000);
     }
 
     #[test]
