@@ -7,6 +7,7 @@
 //! The model drives the allocator from one thread; the atomics are there only because an
 //! `EventSink` must be `Sync`, and are used with `Relaxed` loads and stores.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
@@ -62,10 +63,19 @@ pub struct ModelSink {
     map: CacheMap,
     cost: CostPs,
     prices: Prices,
-    /// Lines prefetched during the running call, with when each arrives (ps).
-    prefetched: Mutex<Vec<(MetaLine, u64)>>,
+    /// Lines prefetched during the running call, with when each arrives (ps), in the order
+    /// they were prefetched: callers touch them in about that order, so the search from the
+    /// front ends at once (a `Vec` with `swap_remove` made every bulk free quadratic).
+    prefetched: Mutex<VecDeque<(MetaLine, u64)>>,
     /// `prefetched.len()`, readable without the lock.
     nr_prefetched: AtomicU32,
+    /// The latest arrival of any line prefetched in this call: past it, every prefetched
+    /// line costs nothing more, so the list can be forgotten.
+    prefetch_last_ready: AtomicU64,
+    /// A 256-bit filter of the lines prefetched in this call (one bit per [`filter_bit`]):
+    /// a line whose bit is clear was not prefetched, so its touch need not search the list.
+    /// Most touches while prefetches are in flight are of other lines.
+    prefetch_filter: [AtomicU64; 4],
     /// Lock hand-offs by distance: same core, same LLC, other LLC, other node.
     handoffs: [AtomicU64; 4],
     /// Allocations per frame number, when asked for (unset otherwise).
@@ -94,8 +104,10 @@ impl ModelSink {
             map,
             cost,
             prices,
-            prefetched: Mutex::new(Vec::new()),
+            prefetched: Mutex::new(VecDeque::new()),
             nr_prefetched: AtomicU32::new(0),
+            prefetch_last_ready: AtomicU64::new(0),
+            prefetch_filter: Default::default(),
             handoffs: Default::default(),
             pfn_allocs: OnceLock::new(),
             observer: OnceLock::new(),
@@ -148,9 +160,40 @@ impl ModelSink {
         self.held.store(0, Relaxed);
         if self.nr_prefetched.load(Relaxed) != 0 {
             // A prefetch helps only the call that issued it.
-            self.prefetched.lock().expect("no panics while held").clear();
-            self.nr_prefetched.store(0, Relaxed);
+            self.forget_prefetches();
         }
+    }
+
+    /// Empty the list of prefetched lines and its filter.
+    fn forget_prefetches(&self) {
+        self.prefetched.lock().expect("no panics while held").clear();
+        self.nr_prefetched.store(0, Relaxed);
+        self.prefetch_last_ready.store(0, Relaxed);
+        for w in &self.prefetch_filter {
+            w.store(0, Relaxed);
+        }
+    }
+
+    /// What a touch of `line`, found in the private cache, still waits for a prefetch of it
+    /// in this call (ps): the rest of its transfer, or 0 if it has arrived or was not
+    /// prefetched.
+    #[inline]
+    fn prefetch_wait(&self, line: MetaLine) -> u64 {
+        let now = self.now.load(Relaxed);
+        if now >= self.prefetch_last_ready.load(Relaxed) {
+            // Every prefetched line has arrived: none can add anything from now on.
+            self.forget_prefetches();
+            return 0;
+        }
+        let (word, bit) = filter_bit(line);
+        if self.prefetch_filter[word].load(Relaxed) & bit == 0 {
+            return 0;
+        }
+        let mut p = self.prefetched.lock().expect("no panics while held");
+        let Some(i) = p.iter().position(|&(l, _)| l == line) else { return 0 };
+        let (_, ready) = p.remove(i).expect("`position` found it");
+        self.nr_prefetched.store(p.len() as u32, Relaxed);
+        ready.saturating_sub(now)
     }
 
     /// The call is over: the CPU's clock now, and the time it waited for and held zone locks.
@@ -265,12 +308,7 @@ impl EventSink for ModelSink {
         let found = lines.access(cpu, line);
         let mut ps = self.prices.of_access(found);
         if self.nr_prefetched.load(Relaxed) != 0 && found == Found::L2 {
-            let mut p = self.prefetched.lock().expect("no panics while held");
-            if let Some(i) = p.iter().position(|&(l, _)| l == line) {
-                let (_, ready) = p.swap_remove(i);
-                self.nr_prefetched.store(p.len() as u32, Relaxed);
-                ps += ready.saturating_sub(self.now.load(Relaxed));
-            }
+            ps += self.prefetch_wait(line);
         }
         self.charge(ps);
     }
@@ -282,9 +320,28 @@ impl EventSink for ModelSink {
         let found = lines.access(cpu, line);
         let ready = self.now.load(Relaxed) + self.prices.of_access(found);
         let mut p = self.prefetched.lock().expect("no panics while held");
-        p.push((line, ready));
+        p.push_back((line, ready));
         self.nr_prefetched.store(p.len() as u32, Relaxed);
+        let last = &self.prefetch_last_ready;
+        last.store(last.load(Relaxed).max(ready), Relaxed);
+        let (word, bit) = filter_bit(line);
+        let w = &self.prefetch_filter[word];
+        w.store(w.load(Relaxed) | bit, Relaxed);
     }
+}
+
+/// `line`'s bit in the prefetch filter: (word, mask), from a multiplicative hash of the line.
+#[inline]
+fn filter_bit(line: MetaLine) -> (usize, u64) {
+    let key = match line {
+        MetaLine::Frame(pfn) => pfn.0 << 2,
+        MetaLine::FreeArea(zone, order) => {
+            (zone.index() as u64) << 10 | u64::from(order.0) << 2 | 1
+        }
+        MetaLine::Pageset(zone, cpu) => (zone.index() as u64) << 34 | u64::from(cpu.0) << 2 | 2,
+    };
+    let h = key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56;
+    ((h >> 6) as usize, 1 << (h & 63))
 }
 
 #[cfg(test)]
@@ -411,6 +468,37 @@ mod tests {
         s.charge(1_000_000);
         s.touch(CpuId(0), MetaLine::Frame(Pfn(8)));
         assert_eq!(s.end().now, 1_000_000);
+    }
+
+    /// Many prefetches in flight: touches of other lines pay nothing extra, each prefetched
+    /// line pays what is left of its own transfer once, and once the last one has arrived the
+    /// list is forgotten.
+    #[test]
+    fn touches_between_prefetches_find_only_their_own_line() {
+        let s = sink(prices(&[(Level::DramLocal, 80.0), (Level::L2Hit, 2.0)]));
+        // Warm frames 50..60 into CPU 0's L2.
+        s.begin(0);
+        for f in 50..60 {
+            s.touch(CpuId(0), MetaLine::Frame(Pfn(f)));
+        }
+        s.begin(1_000_000);
+        for f in 0..40 {
+            s.prefetch(CpuId(0), MetaLine::Frame(Pfn(f)));
+        }
+        // Lines in the L2 that were not prefetched: nothing beyond the fixed work.
+        for f in 50..60 {
+            s.touch(CpuId(0), MetaLine::Frame(Pfn(f)));
+        }
+        assert_eq!(s.end().now, 1_000_000);
+        // Frame 39 arrives at +78 ns: all of it is still to wait for, and only once.
+        s.touch(CpuId(0), MetaLine::Frame(Pfn(39)));
+        assert_eq!(s.end().now, 1_078_000);
+        s.touch(CpuId(0), MetaLine::Frame(Pfn(39)));
+        assert_eq!(s.end().now, 1_078_000);
+        // Every other prefetch has arrived too (they all left at the same time).
+        s.touch(CpuId(0), MetaLine::Frame(Pfn(3)));
+        assert_eq!(s.end().now, 1_078_000);
+        assert_eq!(s.nr_prefetched.load(Relaxed), 0, "arrived prefetches are forgotten");
     }
 
     #[test]
