@@ -184,6 +184,10 @@ fn workload_parameters_out_of_range_or_unknown() {
         (&["--param", "files=abc"], "--param files=abc: `abc` is not a number (files)"),
         (&["--param", "files"], "--param `files`: write NAME=VALUE"),
         (
+            &["--param", "files=1.5"],
+            "--param files=1.5: `files` takes a whole number (files); files=1 or files=2 does",
+        ),
+        (
             &["--param", "nope=1"],
             "workload `trunc` has no parameter `nope`; its parameters are: files, file_mib",
         ),
@@ -209,6 +213,27 @@ fn workload_parameters_out_of_range_or_unknown() {
         .failure();
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("--param pagevec=0: out of range; `pagevec` takes 1 to 4096"), "{err}");
+}
+
+/// `--scale` that makes a count fractional runs the rounded count and says so, in the text
+/// and in `--json`; the parameters printed are the ones that ran (`files=1.5` printed 1.5
+/// and ran 2).
+#[test]
+fn scaled_counts_run_rounded_and_say_so() {
+    let args = ["run", "trunc", "--machine", "lab-2cpu", "--no-save", "--scale", "0.15"];
+    let out = pagealloc().args(args).args(["--param", "file_mib=16"]).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("parameters: files=2 file_mib=16 "), "{text}");
+    assert!(
+        text.contains(
+            "scaled by 0.15: files=2 (10 × 0.15 = 1.5, rounded to a whole number of files)"
+        ),
+        "{text}"
+    );
+    let out = pagealloc().args(args).args(["--param", "file_mib=16", "--json"]).assert().success();
+    let doc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(doc["params"]["files"], 2.0);
+    assert_eq!(doc["scaled"][0], "files=2 (10 × 0.15 = 1.5, rounded to a whole number of files)");
 }
 
 /// The shipped cost profile's text with `field`'s line replaced by `line` (or dropped).
