@@ -486,6 +486,48 @@ fn machines_that_cannot_allocate_are_refused() {
         .success();
 }
 
+/// The real runner refuses what the model refuses, in the same words: an arena whose MIN
+/// watermark takes every page (it ran every workload with every allocation failing, printed
+/// zeros and exited 0) and no CPU thread (refused as "a node without CPUs has no CPU
+/// caches"), or more than a machine has.
+#[test]
+fn the_real_runner_refuses_unusable_machines_as_the_model_does() {
+    let dir = tempfile::tempdir().unwrap();
+    // min_free_kbytes = 1024 takes all of a 1 MiB arena, and all of a 1 MiB model machine.
+    let preset =
+        file(dir.path(), "mfk.toml", "base = \"modern\"\n[tunables]\nmin_free_kbytes = 1024\n");
+    let real = run_fails(&["--runner", "real", "--memory-mib", "1", "--preset", &preset]);
+    assert!(
+        real.contains("machine `host` cannot grant a single page: no zone has free pages above its MIN watermark (node 0 zone Normal: "),
+        "{real}"
+    );
+    assert!(
+        real.contains("min_free_kbytes 1024 KiB); give it more memory (--memory-mib) or a lower min_free_kbytes"),
+        "{real}"
+    );
+    let machine = file(
+        dir.path(),
+        "tiny.toml",
+        "name = \"tiny\"\n[hierarchy]\nlike = \"lab-2cpu\"\n[[node]]\ncpus = 2\nmemory_kib = 1024\n\
+         llc_mib = 32\nl2_kib = 512\n",
+    );
+    let model = run_fails(&["--machine", &machine, "--preset", &preset]);
+    assert!(model.contains("machine `tiny` cannot grant a single page: no zone has free pages above its MIN watermark (node 0 zone "), "{model}");
+    assert!(
+        model.contains("min_free_kbytes 1024 KiB); give it more memory or a lower min_free_kbytes"),
+        "{model}"
+    );
+    for n in ["0", "1048577"] {
+        let err = run_fails(&["--runner", "real", "--memory-mib", "16", "--cpus", n]);
+        assert!(
+            err.contains(&format!("--cpus {n}: the real runner runs one thread per CPU and needs between 1 and 1048576 CPUs")),
+            "{err}"
+        );
+        let err = run_fails(&["--machine", "lab-2cpu", "--cpus", n]);
+        assert!(err.contains(&format!("--cpus {n}: machine `lab-2cpu` needs between 1")), "{err}");
+    }
+}
+
 /// `--iterations 0` ran nothing and succeeded (reproduce reported the table as skipped);
 /// a count beyond 1000 made every run's spec up front.
 #[test]
