@@ -9,15 +9,25 @@
 //! that caused it. A crash input found here becomes a named test next to its parser.
 //!
 //! The same seeds give the same inputs on every run, so a failure here reproduces.
+//!
+//! Long mode: with `PAGEALLOC_FUZZ_SECONDS=N` in the environment, each test runs further
+//! rounds of [`CASES`] mutations until N seconds have passed, and says how many inputs it ran.
+//! Round 0 is the default run; round `r` draws from a generator seeded by the parser's stream
+//! and `r`, so a crash names its round and reproduces in any run that reaches it.
 
 use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use pagealloc_testkit::rng::Rng;
 
-/// Mutated inputs per parser: a few seconds of the debug build for all six on one core.
+/// Mutated inputs per parser and round: a few seconds of the debug build for all six on one
+/// core.
 const CASES: usize = 5000;
+
+/// The environment variable that turns on long mode: seconds of rounds per parser.
+const FUZZ_SECONDS_VAR: &str = "PAGEALLOC_FUZZ_SECONDS";
 
 /// What a number in the text may be replaced by: the edges of every integer type the parsers
 /// read into, float extremes and non-numbers (TOML's `nan`/`inf` are valid floats), and digit
@@ -186,21 +196,69 @@ struct Tally {
     err: usize,
 }
 
-/// Run `parse` over the seeds themselves and `CASES` mutations of them; panic, naming the
-/// input, if any call panicked. `parse` says whether the input was accepted.
+/// How long each parser's test runs rounds: `None` (one round) unless
+/// [`FUZZ_SECONDS_VAR`] is set.
+fn budget() -> Option<Duration> {
+    let v = std::env::var(FUZZ_SECONDS_VAR).ok()?;
+    let secs: u64 = v
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{FUZZ_SECONDS_VAR}={v:?}: takes a whole number of seconds"));
+    Some(Duration::from_secs(secs))
+}
+
+/// The generator of `stream`'s round `round`: round 0's seed is the one the default run has
+/// always used, so its inputs are unchanged.
+fn round_rng(stream: u64, round: u64) -> Rng {
+    Rng::new(0x7061_7273_6572_0000 ^ stream ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// Run `parse` over the seeds themselves and rounds of `CASES` mutations of them (one round,
+/// or as many as [`budget`] allows); panic, naming the input and its round, if any call
+/// panicked. `parse` says whether the input was accepted.
 fn fuzz(name: &str, stream: u64, seeds: &[&str], mut parse: impl FnMut(&str) -> bool) -> Tally {
-    let mut rng = Rng::new(0x7061_7273_6572_0000 ^ stream);
+    let budget = budget();
+    let started = Instant::now();
     let mut tally = Tally::default();
-    let mut crashes: Vec<(String, String)> = Vec::new();
-    let inputs = seeds
-        .iter()
-        .map(|s| (*s).to_string())
-        .chain((0..CASES).map(|_| {
+    run_inputs(name, "the seeds", seeds.iter().map(|s| (*s).to_string()), &mut parse, &mut tally);
+    let mut round = 0u64;
+    loop {
+        let mut rng = round_rng(stream, round);
+        let inputs = (0..CASES).map(|_| {
             let seed = seeds[rng.below(seeds.len() as u64) as usize];
             mutate(&mut rng, seed)
-        }))
-        .collect::<Vec<_>>();
+        });
+        run_inputs(name, &format!("round {round}"), inputs, &mut parse, &mut tally);
+        round += 1;
+        if budget.is_none_or(|b| started.elapsed() >= b) {
+            break;
+        }
+    }
+    let inputs = tally.ok + tally.err;
+    eprintln!(
+        "{name}: {inputs} inputs ({round} round(s) of {CASES} mutations and {} seeds) in \
+         {:.1} s: {} accepted, {} refused",
+        seeds.len(),
+        started.elapsed().as_secs_f64(),
+        tally.ok,
+        tally.err
+    );
+    tally
+}
+
+/// Call `parse` on every input, counting its answers in `tally`; panic at the end naming
+/// the first input that panicked, and where it came from (`what`: the seeds or a round).
+fn run_inputs(
+    name: &str,
+    what: &str,
+    inputs: impl Iterator<Item = String>,
+    parse: &mut impl FnMut(&str) -> bool,
+    tally: &mut Tally,
+) {
+    let mut crashes: Vec<(String, String)> = Vec::new();
+    let mut count = 0usize;
     for input in inputs {
+        count += 1;
         match catch_unwind(AssertUnwindSafe(|| parse(&input))) {
             Ok(true) => tally.ok += 1,
             Ok(false) => tally.err += 1,
@@ -216,15 +274,12 @@ fn fuzz(name: &str, stream: u64, seeds: &[&str], mut parse: impl FnMut(&str) -> 
     }
     if let Some((input, msg)) = crashes.first() {
         let mut report = format!(
-            "{name}: {} of {} inputs panicked; the first:\n",
-            crashes.len(),
-            CASES + seeds.len()
+            "{name}: {} of the {count} inputs of {what} panicked; the first:\n",
+            crashes.len()
         );
         let _ = writeln!(report, "panic: {msg}\ninput ({} bytes): {input:?}", input.len());
         panic!("{report}");
     }
-    eprintln!("{name}: {} accepted, {} refused", tally.ok, tally.err);
-    tally
 }
 
 /// The seeds must parse, and the mutations must reach both answers: a harness whose every
@@ -236,6 +291,18 @@ fn check(name: &str, seeds: usize, tally: &Tally) {
         tally.ok > seeds + CASES / 50,
         "{name}: mutations are almost never accepted ({tally:?})"
     );
+}
+
+/// Round 0 draws the inputs the default run always drew; later rounds draw new ones, the
+/// same for a round number on every run.
+#[test]
+fn rounds_draw_new_inputs_and_round_0_is_the_default_run() {
+    let first = |stream, round| round_rng(stream, round).next_u64();
+    assert_eq!(first(3, 0), Rng::new(0x7061_7273_6572_0000 ^ 3).next_u64());
+    assert_eq!(first(3, 7), first(3, 7));
+    let draws: std::collections::HashSet<u64> =
+        (1..=6).flat_map(|stream| (0..50).map(move |r| first(stream, r))).collect();
+    assert_eq!(draws.len(), 6 * 50, "every (parser, round) has its own inputs");
 }
 
 const MACHINES: &[&str] = &[

@@ -169,15 +169,20 @@ pub fn build_model(
     };
     let model =
         Model::new(setup).with_context(|| format!("building machine `{}`", machine.name))?;
-    check_usable(model.allocator(), &machine.name)?;
+    check_usable(model.allocator(), &machine.name, "give it more memory")?;
     machine.apply_cpu_caches(model.allocator());
     Ok(model)
 }
 
 /// Refuse a machine on which no allocation can succeed: every populated zone's free pages at
 /// or below its MIN watermark (a machine of a few pages, or a `min_free_kbytes` that takes
-/// all memory). Such a run failed every allocation and exited 0 with its metrics.
-fn check_usable(pa: &pagealloc::PageAllocator<ModelSink>, name: &str) -> Result<()> {
+/// all memory). Such a run failed every allocation and exited 0 with its metrics. Both
+/// runners ask it, each saying how its user gives the machine more memory (`more`).
+fn check_usable<E: pagealloc::EventSink>(
+    pa: &pagealloc::PageAllocator<E>,
+    name: &str,
+    more: &str,
+) -> Result<()> {
     let zones: Vec<&pagealloc::Zone> = pa.zones().iter().filter(|z| z.is_populated()).collect();
     if zones.iter().any(|z| z.free_pages().0 > z.wmark_pages(0)) {
         return Ok(());
@@ -196,8 +201,7 @@ fn check_usable(pa: &pagealloc::PageAllocator<ModelSink>, name: &str) -> Result<
         .collect();
     anyhow::bail!(
         "machine `{name}` cannot grant a single page: no zone has free pages above its MIN \
-         watermark ({}; min_free_kbytes {} KiB); give it more memory or a lower \
-         min_free_kbytes",
+         watermark ({}; min_free_kbytes {} KiB); {more} or a lower min_free_kbytes",
         if detail.is_empty() { "no populated zone".to_owned() } else { detail.join("; ") },
         pa.min_free_kbytes()
     )
@@ -246,6 +250,9 @@ fn execute_real(spec: &RunSpec, pin: bool, progress: &mut dyn FnMut(f64)) -> Res
         validate: false,
     };
     let mut runner = RealRunner::new(setup)?;
+    // The arena's allocator, like the model's, must be able to grant a page: on one that
+    // cannot, every workload's allocations failed and the run printed zeros and exited 0.
+    check_usable(runner.allocator(), &spec.machine.name, "give it more memory (--memory-mib)")?;
     let mut w = (spec.workload.build)(&spec.params);
     let run_started = Instant::now();
     let outcome = runner.run(w.as_mut(), progress).with_context(|| {

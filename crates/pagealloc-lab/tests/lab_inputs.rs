@@ -184,6 +184,10 @@ fn workload_parameters_out_of_range_or_unknown() {
         (&["--param", "files=abc"], "--param files=abc: `abc` is not a number (files)"),
         (&["--param", "files"], "--param `files`: write NAME=VALUE"),
         (
+            &["--param", "files=1.5"],
+            "--param files=1.5: `files` takes a whole number (files); files=1 or files=2 does",
+        ),
+        (
             &["--param", "nope=1"],
             "workload `trunc` has no parameter `nope`; its parameters are: files, file_mib",
         ),
@@ -209,6 +213,27 @@ fn workload_parameters_out_of_range_or_unknown() {
         .failure();
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("--param pagevec=0: out of range; `pagevec` takes 1 to 4096"), "{err}");
+}
+
+/// `--scale` that makes a count fractional runs the rounded count and says so, in the text
+/// and in `--json`; the parameters printed are the ones that ran (`files=1.5` printed 1.5
+/// and ran 2).
+#[test]
+fn scaled_counts_run_rounded_and_say_so() {
+    let args = ["run", "trunc", "--machine", "lab-2cpu", "--no-save", "--scale", "0.15"];
+    let out = pagealloc().args(args).args(["--param", "file_mib=16"]).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("parameters: files=2 file_mib=16 "), "{text}");
+    assert!(
+        text.contains(
+            "scaled by 0.15: files=2 (10 × 0.15 = 1.5, rounded to a whole number of files)"
+        ),
+        "{text}"
+    );
+    let out = pagealloc().args(args).args(["--param", "file_mib=16", "--json"]).assert().success();
+    let doc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(doc["params"]["files"], 2.0);
+    assert_eq!(doc["scaled"][0], "files=2 (10 × 0.15 = 1.5, rounded to a whole number of files)");
 }
 
 /// The shipped cost profile's text with `field`'s line replaced by `line` (or dropped).
@@ -459,6 +484,48 @@ fn machines_that_cannot_allocate_are_refused() {
         .args(["run", "trunc", "--quick", "--no-save", "--machine", &path])
         .assert()
         .success();
+}
+
+/// The real runner refuses what the model refuses, in the same words: an arena whose MIN
+/// watermark takes every page (it ran every workload with every allocation failing, printed
+/// zeros and exited 0) and no CPU thread (refused as "a node without CPUs has no CPU
+/// caches"), or more than a machine has.
+#[test]
+fn the_real_runner_refuses_unusable_machines_as_the_model_does() {
+    let dir = tempfile::tempdir().unwrap();
+    // min_free_kbytes = 1024 takes all of a 1 MiB arena, and all of a 1 MiB model machine.
+    let preset =
+        file(dir.path(), "mfk.toml", "base = \"modern\"\n[tunables]\nmin_free_kbytes = 1024\n");
+    let real = run_fails(&["--runner", "real", "--memory-mib", "1", "--preset", &preset]);
+    assert!(
+        real.contains("machine `host` cannot grant a single page: no zone has free pages above its MIN watermark (node 0 zone Normal: "),
+        "{real}"
+    );
+    assert!(
+        real.contains("min_free_kbytes 1024 KiB); give it more memory (--memory-mib) or a lower min_free_kbytes"),
+        "{real}"
+    );
+    let machine = file(
+        dir.path(),
+        "tiny.toml",
+        "name = \"tiny\"\n[hierarchy]\nlike = \"lab-2cpu\"\n[[node]]\ncpus = 2\nmemory_kib = 1024\n\
+         llc_mib = 32\nl2_kib = 512\n",
+    );
+    let model = run_fails(&["--machine", &machine, "--preset", &preset]);
+    assert!(model.contains("machine `tiny` cannot grant a single page: no zone has free pages above its MIN watermark (node 0 zone "), "{model}");
+    assert!(
+        model.contains("min_free_kbytes 1024 KiB); give it more memory or a lower min_free_kbytes"),
+        "{model}"
+    );
+    for n in ["0", "1048577"] {
+        let err = run_fails(&["--runner", "real", "--memory-mib", "16", "--cpus", n]);
+        assert!(
+            err.contains(&format!("--cpus {n}: the real runner runs one thread per CPU and needs between 1 and 1048576 CPUs")),
+            "{err}"
+        );
+        let err = run_fails(&["--machine", "lab-2cpu", "--cpus", n]);
+        assert!(err.contains(&format!("--cpus {n}: machine `lab-2cpu` needs between 1")), "{err}");
+    }
 }
 
 /// `--iterations 0` ran nothing and succeeded (reproduce reported the table as skipped);

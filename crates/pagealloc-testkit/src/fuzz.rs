@@ -7,6 +7,12 @@
 //! starts with a tag byte (low 5 bits: the kind, weighted like [`Mix`](crate::program::Mix);
 //! high 3 bits: the CPU) followed by at most one argument byte. Bytes missing at the end read
 //! as zero. A mutation of one byte changes one op, which keeps libFuzzer's mutations local.
+//!
+//! Kinds 12, 13, 24 and 25 are the page_frag ops (a fragment request; a fragment free; a
+//! drain, a second free, a `free_pages` of a page_frag page or a fragment free, by the
+//! argument's low 2 bits). They were allocations (12, 13) and frees (24, 25) before the
+//! page_frag ops came, so inputs using them decode to something else now; every other tag
+//! decodes as it did.
 
 use pagealloc::policy::PRESET_NAMES;
 use pagealloc::{PageAllocator, Policy, Tunables};
@@ -22,6 +28,19 @@ pub const MAX_OPS: usize = 256;
 /// Orders an allocation op may ask for, indexed by 4 bits of its argument: every order
 /// 0..=10, the PCP orders twice as often.
 const ORDERS: [u8; 16] = [0, 0, 0, 0, 1, 1, 2, 3, 3, 4, 5, 6, 7, 8, 9, 10];
+
+/// Fragment sizes a page_frag request may ask for, indexed by 4 bits of its argument: zero
+/// (allowed: a reference and no bytes), small and MTU-sized ones, a page and just above (which
+/// an order-0 fallback page cannot hold), the largest (32 KiB, a whole order-3 page) and one
+/// byte more (refused).
+const FRAG_SIZES: [u32; 16] =
+    [0, 1, 7, 64, 100, 256, 512, 1000, 1500, 2048, 4000, 4096, 4097, 9000, 32768, 32769];
+
+/// Fragment alignments, indexed by the argument's high 4 bits: none (1) most often, powers of
+/// two up to a page, and five the cache must refuse — 0, 3, 8192, 2^31 and `u32::MAX` (an
+/// alignment above 2^31 used to divide by zero).
+const FRAG_ALIGNS: [u32; 16] =
+    [1, 1, 1, 1, 2, 8, 64, 256, 1024, 2048, 4096, 0, 3, 8192, 1 << 31, u32::MAX];
 
 /// One decoded input.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,12 +75,27 @@ pub fn decode(data: &[u8]) -> FuzzCase {
 fn decode_op(tag: u8, arg: u8) -> (Op, usize) {
     let cpu = u32::from(tag >> 5);
     match tag & 0x1f {
-        0..=13 => {
+        0..=11 => {
             let gfp = GfpKind::ALL[usize::from(arg & 0x7) % GfpKind::ALL.len()];
             let order = ORDERS[usize::from(arg >> 4)];
             (Op::Alloc { cpu, gfp, order }, 1)
         }
-        14..=25 => (Op::Free { cpu, slot: u32::from(arg) }, 1),
+        12 | 13 => {
+            let size = FRAG_SIZES[usize::from(arg & 0xf)];
+            (Op::FragAlloc { cpu, size, align: FRAG_ALIGNS[usize::from(arg >> 4)] }, 1)
+        }
+        14..=23 => (Op::Free { cpu, slot: u32::from(arg) }, 1),
+        24 => (Op::FragFree { cpu, slot: u32::from(arg) }, 1),
+        25 => {
+            let slot = u32::from(arg >> 2);
+            let op = match arg & 0x3 {
+                0 => Op::FragDrain { cpu },
+                1 => Op::FragFreeTwice { cpu, slot },
+                2 => Op::FragFreePages { cpu, slot },
+                _ => Op::FragFree { cpu, slot },
+            };
+            (op, 1)
+        }
         26 | 27 => {
             let kind = BadFree::ALL[usize::from(arg & 0x7) % BadFree::ALL.len()];
             (Op::BadFree { cpu, slot: u32::from(arg >> 3), kind }, 1)
@@ -109,6 +143,40 @@ mod tests {
                 Op::DrainAll { cpu: 7 },
                 Op::DrainCpu { cpu: 0, target: 3 },
                 Op::ReclaimActive { zone: 2, on: true },
+            ]
+        );
+    }
+
+    #[test]
+    fn page_frag_ops_decode_as_documented() {
+        let case = decode(&[
+            0,
+            0,
+            12,
+            0x00,
+            13 | 0x20,
+            0xef,
+            24,
+            9,
+            25,
+            0x10,
+            25,
+            0x11,
+            25,
+            0x12,
+            25,
+            0x13,
+        ]);
+        assert_eq!(
+            case.ops,
+            [
+                Op::FragAlloc { cpu: 0, size: 0, align: 1 },
+                Op::FragAlloc { cpu: 1, size: 32769, align: 1 << 31 },
+                Op::FragFree { cpu: 0, slot: 9 },
+                Op::FragDrain { cpu: 0 },
+                Op::FragFreeTwice { cpu: 0, slot: 4 },
+                Op::FragFreePages { cpu: 0, slot: 4 },
+                Op::FragFree { cpu: 0, slot: 4 },
             ]
         );
     }

@@ -133,6 +133,50 @@ pub enum Op {
         /// What is wrong with it.
         kind: BadFree,
     },
+    /// Carve a fragment from a CPU's page_frag cache (which refills itself when it has no
+    /// page or the page is used up). A zero size is allowed (each such fragment takes a
+    /// reference, as in the kernel); an alignment that is not a power of two up to 4096, or a
+    /// size above 32 KiB, must be refused before the cache changes.
+    FragAlloc {
+        /// CPU, whose cache it is.
+        cpu: u32,
+        /// Bytes.
+        size: u32,
+        /// Alignment in bytes.
+        align: u32,
+    },
+    /// Drop the live fragment `slot` (modulo the live fragments) with `page_frag_free` on a
+    /// CPU, which may differ from the one whose cache carved it.
+    FragFree {
+        /// CPU.
+        cpu: u32,
+        /// Which live fragment.
+        slot: u32,
+    },
+    /// Drain a CPU's page_frag cache: its page is freed if no fragment of it is out.
+    FragDrain {
+        /// CPU, whose cache it is.
+        cpu: u32,
+    },
+    /// Free a fragment already freed, once its page is gone: must be refused. (While the page
+    /// is held — by its cache, other fragments, or a new owner — a second free drops someone
+    /// else's reference, which neither the kernel nor this library can tell; the op then does
+    /// nothing.)
+    FragFreeTwice {
+        /// CPU.
+        cpu: u32,
+        /// Which of the recently freed fragments.
+        slot: u32,
+    },
+    /// `free_pages` of a live page_frag page (`slot` modulo those live): refused with
+    /// `StillReferenced` while its cache carves it or more than one fragment is out; with one
+    /// fragment left it frees the page, as dropping that last reference does.
+    FragFreePages {
+        /// CPU.
+        cpu: u32,
+        /// Which live page_frag page.
+        slot: u32,
+    },
 }
 
 /// Mix of operations for [`random_program`].

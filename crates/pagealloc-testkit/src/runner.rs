@@ -2,10 +2,19 @@
 //! as often as asked, every invariant with the validator.
 
 use pagealloc::debug::{census, validate};
-use pagealloc::{AllocError, CpuId, EventSink, FreeError, Order, PageAllocator, Pfn};
+use pagealloc::page_frag::{MAX_FRAG_ALIGN, PAGE_FRAG_CACHE_MAX_SIZE};
+use pagealloc::{
+    AllocError, Cpu, CpuId, EventSink, FreeError, Gfp, Order, PageAllocator, PageFragCache, Pfn,
+};
 
 use crate::oracle::Oracle;
 use crate::program::{op_order, BadFree, Op};
+
+/// The flags page_frag caches refill with: network receive paths allocate atomically.
+const FRAG_GFP: Gfp = Gfp::ATOMIC;
+
+/// Freed blocks, and pages of freed fragments, remembered for double frees.
+const FREED_KEPT: usize = 64;
 
 /// How thoroughly to check.
 #[derive(Clone, Copy, Debug)]
@@ -33,6 +42,24 @@ pub struct RunStats {
     pub frees: u64,
     /// Bad frees, all refused.
     pub bad_frees: u64,
+    /// Fragments carved.
+    pub frag_allocs: u64,
+    /// Of which zero bytes long.
+    pub frag_zero_size: u64,
+    /// Fragment requests refused with `OutOfMemory`.
+    pub frag_alloc_failures: u64,
+    /// Fragment requests refused for their alignment or size (`InvalidAlign`, `FragTooLarge`).
+    pub frag_bad_requests: u64,
+    /// Fragments freed.
+    pub frag_frees: u64,
+    /// Cache drains.
+    pub frag_drains: u64,
+    /// Second frees of a fragment, all refused.
+    pub frag_double_frees: u64,
+    /// `free_pages` of a page_frag page others hold, all refused (`StillReferenced`).
+    pub frag_still_referenced: u64,
+    /// `free_pages` of a page_frag page with one fragment left, which frees it.
+    pub frag_pages_freed: u64,
 }
 
 /// The first thing that went wrong.
@@ -68,6 +95,8 @@ pub fn run<E: EventSink>(
     let mut freed: Vec<(Pfn, Order)> = Vec::new();
     let nr_cpus = pa.nr_cpus();
     let cpu_of = |c: u32| pa.cpu(CpuId(c % nr_cpus)).expect("cpu in range");
+    let mut frags =
+        Frags { caches: (0..nr_cpus).map(|_| PageFragCache::new()).collect(), freed: Vec::new() };
     for (step, &op) in ops.iter().enumerate() {
         let fail = |what: String| Failure { step, op: Some(op), what };
         match op {
@@ -87,10 +116,7 @@ pub fn run<E: EventSink>(
                 pa.free_pages(cpu_of(cpu), pfn, live.order)
                     .map_err(|e| fail(format!("free of live block {pfn} refused: {e}")))?;
                 oracle.on_free(pfn, live.order).map_err(fail)?;
-                freed.push((pfn, live.order));
-                if freed.len() > 64 {
-                    freed.remove(0);
-                }
+                remember(&mut freed, (pfn, live.order));
                 stats.frees += 1;
             }
             Op::Tick { cpu } => {
@@ -109,8 +135,7 @@ pub fn run<E: EventSink>(
                 if oracle.free_is_valid(pfn, order) {
                     continue;
                 }
-                let free_before = pa.nr_free_pages();
-                let pcp_before: u64 = pa.zones().iter().map(|z| z.pcp_pages()).sum();
+                let before = free_counts(pa);
                 match pa.free_pages(cpu_of(cpu), pfn, order) {
                     Ok(()) => {
                         return Err(fail(format!(
@@ -125,11 +150,17 @@ pub fn run<E: EventSink>(
                     }
                     Err(_) => {}
                 }
-                let pcp_after: u64 = pa.zones().iter().map(|z| z.pcp_pages()).sum();
-                if pa.nr_free_pages() != free_before || pcp_after != pcp_before {
+                if free_counts(pa) != before {
                     return Err(fail("a refused free changed the free page counts".into()));
                 }
                 stats.bad_frees += 1;
+            }
+            Op::FragAlloc { .. }
+            | Op::FragFree { .. }
+            | Op::FragDrain { .. }
+            | Op::FragFreeTwice { .. }
+            | Op::FragFreePages { .. } => {
+                frags.step(pa, &mut oracle, &mut stats, op).map_err(fail)?
             }
         }
         if opts.validate_every > 0 && (step + 1) % opts.validate_every == 0 {
@@ -140,6 +171,8 @@ pub fn run<E: EventSink>(
     check_state(pa, &oracle).map_err(|what| Failure { step: end, op: None, what })?;
     if opts.free_all_at_end {
         let cpu = cpu_of(0);
+        let end_fail = |what: String| Failure { step: end, op: None, what };
+        frags.give_back(pa, &mut oracle).map_err(end_fail)?;
         while let Some((pfn, live)) = oracle.nth(0) {
             pa.free_pages(cpu, pfn, live.order).map_err(|e| Failure {
                 step: end,
@@ -190,6 +223,221 @@ fn isolated_pages<E: EventSink>(pa: &PageAllocator<E>) -> u64 {
     c.free.saturating_sub(pa.nr_free_pages().0)
 }
 
+/// Free pages in the buddy lists and pages on the per-CPU lists: what a refused call must
+/// leave as it was.
+fn free_counts<E: EventSink>(pa: &PageAllocator<E>) -> (u64, u64) {
+    (pa.nr_free_pages().0, pa.zones().iter().map(|z| z.pcp_pages()).sum())
+}
+
+/// Push `x` on a list of the last [`FREED_KEPT`] freed things.
+fn remember<T>(list: &mut Vec<T>, x: T) {
+    list.push(x);
+    if list.len() > FREED_KEPT {
+        list.remove(0);
+    }
+}
+
+/// The page_frag side of a run: one cache per CPU, and the pages of recently freed fragments.
+struct Frags {
+    caches: Vec<PageFragCache>,
+    freed: Vec<Pfn>,
+}
+
+impl Frags {
+    /// Run the page_frag op `op`, checking the answer with the oracle; `Err` says what was
+    /// wrong.
+    fn step<E: EventSink>(
+        &mut self,
+        pa: &PageAllocator<E>,
+        oracle: &mut Oracle,
+        stats: &mut RunStats,
+        op: Op,
+    ) -> Result<(), String> {
+        let nr_cpus = pa.nr_cpus();
+        let cpu_of = |c: u32| pa.cpu(CpuId(c % nr_cpus)).expect("cpu in range");
+        match op {
+            Op::FragAlloc { cpu, size, align } => {
+                self.alloc(pa, oracle, stats, cpu % nr_cpus, size, align)?;
+            }
+            Op::FragFree { cpu, slot } => {
+                let n = oracle.frag_count();
+                let Some((page, offset, len)) = oracle.nth_frag(slot as usize % n.max(1)) else {
+                    return Ok(());
+                };
+                pa.page_frag_free(cpu_of(cpu), page)
+                    .map_err(|e| format!("free of live fragment {page}+{offset} refused: {e}"))?;
+                oracle.on_frag_free(page, offset, len)?;
+                remember(&mut self.freed, page);
+                stats.frag_frees += 1;
+            }
+            Op::FragDrain { cpu } => {
+                let c = cpu % nr_cpus;
+                let cache = &mut self.caches[c as usize];
+                cache.drain(pa, cpu_of(c)).map_err(|e| format!("drain refused: {e}"))?;
+                oracle.on_frag_cache(pa, c, cache.page(), FRAG_GFP)?;
+                stats.frag_drains += 1;
+            }
+            Op::FragFreeTwice { cpu, slot } => {
+                self.free_twice(pa, oracle, stats, cpu_of(cpu), slot)?
+            }
+            Op::FragFreePages { cpu, slot } => {
+                self.free_pages(pa, oracle, stats, cpu_of(cpu), slot)?;
+            }
+            _ => unreachable!("run() hands Frags::step page_frag ops only"),
+        }
+        Ok(())
+    }
+
+    /// Carve a fragment from `cpu`'s cache. A bad alignment or size must be refused with its
+    /// error before anything changes; a good request gets a fragment the oracle accepts, or
+    /// `OutOfMemory`.
+    fn alloc<E: EventSink>(
+        &mut self,
+        pa: &PageAllocator<E>,
+        oracle: &mut Oracle,
+        stats: &mut RunStats,
+        cpu: u32,
+        size: u32,
+        align: u32,
+    ) -> Result<(), String> {
+        let bad_align = !align.is_power_of_two() || align > MAX_FRAG_ALIGN;
+        let too_large = size > PAGE_FRAG_CACHE_MAX_SIZE;
+        let cache = &mut self.caches[cpu as usize];
+        let before = (cache.page(), free_counts(pa));
+        let handle = pa.cpu(CpuId(cpu)).expect("cpu in range");
+        match cache.alloc(pa, handle, size, FRAG_GFP, align) {
+            Err(AllocError::InvalidAlign(a)) if bad_align && a == align => {}
+            Err(AllocError::FragTooLarge { size: s }) if !bad_align && too_large && s == size => {}
+            Ok(frag) if !bad_align && !too_large => {
+                oracle.on_frag_cache(pa, cpu, cache.page(), FRAG_GFP)?;
+                oracle.on_frag_alloc(cpu, frag, size, align)?;
+                stats.frag_allocs += 1;
+                stats.frag_zero_size += u64::from(size == 0);
+                return Ok(());
+            }
+            Err(AllocError::OutOfMemory { .. }) if !bad_align && !too_large => {
+                oracle.on_frag_cache(pa, cpu, cache.page(), FRAG_GFP)?;
+                stats.frag_alloc_failures += 1;
+                return Ok(());
+            }
+            r => {
+                return Err(format!(
+                    "fragment of {size} bytes aligned to {align} got {r:?}{}",
+                    if bad_align || too_large {
+                        "; it must be refused for its arguments"
+                    } else {
+                        ""
+                    }
+                ))
+            }
+        }
+        if (cache.page(), free_counts(pa)) != before {
+            return Err("a refused fragment request changed the cache or the free counts".into());
+        }
+        stats.frag_bad_requests += 1;
+        Ok(())
+    }
+
+    /// Free again the fragment of a page already gone: refused, nothing changed. A page that
+    /// is live again (as a block or a page_frag page) is skipped: the free would drop its new
+    /// holder's reference, which no allocator can tell from a good free.
+    fn free_twice<E: EventSink>(
+        &mut self,
+        pa: &PageAllocator<E>,
+        oracle: &Oracle,
+        stats: &mut RunStats,
+        cpu: Cpu,
+        slot: u32,
+    ) -> Result<(), String> {
+        let Some(&page) = self.freed.get(slot as usize % self.freed.len().max(1)) else {
+            return Ok(());
+        };
+        if oracle.occupied(page) {
+            return Ok(());
+        }
+        let before = free_counts(pa);
+        match pa.page_frag_free(cpu, page) {
+            Err(FreeError::NotAllocated { pfn } | FreeError::DoubleFree { pfn }) if pfn == page => {
+            }
+            r => return Err(format!("second free of a fragment of gone page {page} got {r:?}")),
+        }
+        if free_counts(pa) != before {
+            return Err("a refused fragment free changed the free page counts".into());
+        }
+        stats.frag_double_frees += 1;
+        Ok(())
+    }
+
+    /// `free_pages` of a live page_frag page: refused while its cache or two fragments hold
+    /// it (with the count of references when no cache does), the page freed when one
+    /// fragment is left.
+    fn free_pages<E: EventSink>(
+        &mut self,
+        pa: &PageAllocator<E>,
+        oracle: &mut Oracle,
+        stats: &mut RunStats,
+        cpu: Cpu,
+        slot: u32,
+    ) -> Result<(), String> {
+        let Some((page, fp)) =
+            oracle.nth_frag_page(slot as usize % oracle.frag_page_count().max(1))
+        else {
+            return Ok(());
+        };
+        let (order, held, out) = (fp.order, fp.cache.is_some(), fp.frags.len() as u32);
+        let before = free_counts(pa);
+        match pa.free_pages(cpu, page, order) {
+            Ok(()) => {
+                oracle.on_frag_page_freed(page)?;
+                remember(&mut self.freed, page);
+                stats.frag_pages_freed += 1;
+                return Ok(());
+            }
+            Err(FreeError::StillReferenced { pfn, refs })
+                if pfn == page
+                    && (held || out >= 2)
+                    && (if held { refs >= out + 2 } else { refs == out }) => {}
+            r => {
+                return Err(format!(
+                    "free_pages of page_frag page {page} ({} cache, {out} fragments out) got {r:?}",
+                    if held { "its" } else { "no" }
+                ))
+            }
+        }
+        if free_counts(pa) != before {
+            return Err("a refused free_pages changed the free page counts".into());
+        }
+        stats.frag_still_referenced += 1;
+        Ok(())
+    }
+
+    /// At the end of a run: free every live fragment and drain every cache, so every
+    /// page_frag page goes back.
+    fn give_back<E: EventSink>(
+        &mut self,
+        pa: &PageAllocator<E>,
+        oracle: &mut Oracle,
+    ) -> Result<(), String> {
+        let cpu = pa.cpu(CpuId(0)).expect("cpu 0 exists");
+        while let Some((page, offset, len)) = oracle.nth_frag(0) {
+            pa.page_frag_free(cpu, page)
+                .map_err(|e| format!("final free of fragment {page}+{offset}: {e}"))?;
+            oracle.on_frag_free(page, offset, len)?;
+        }
+        for (c, cache) in self.caches.iter_mut().enumerate() {
+            let handle = pa.cpu(CpuId(c as u32)).expect("one cache per cpu");
+            cache.drain(pa, handle).map_err(|e| format!("final drain of cpu {c}'s cache: {e}"))?;
+            oracle.on_frag_cache(pa, c as u32, cache.page(), FRAG_GFP)?;
+        }
+        match oracle.frag_page_count() {
+            0 => Ok(()),
+            n => {
+                Err(format!("{n} page_frag page(s) still live after every fragment and cache went"))
+            }
+        }
+    }
+}
+
 fn pick(oracle: &Oracle, slot: u32) -> Option<(Pfn, crate::oracle::Live)> {
     if oracle.is_empty() {
         return None;
@@ -206,8 +454,9 @@ fn bad_free_target(
     match kind {
         BadFree::Double => {
             let &(p, o) = freed.get(slot as usize % freed.len().max(1))?;
-            // Reallocated since (as itself or inside a bigger block)? Then it is not a double free.
-            oracle.covering(p).is_none().then_some((p, o))
+            // Reallocated since (as itself, inside a bigger block or as a page_frag page)?
+            // Then it is not a double free.
+            (!oracle.occupied(p)).then_some((p, o))
         }
         BadFree::WrongOrder => {
             let (p, l) = pick(oracle, slot)?;

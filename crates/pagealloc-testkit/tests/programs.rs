@@ -1,6 +1,6 @@
 //! Property tests: random programs of allocations and frees (every order, every migratetype,
-//! every zone, bad frees included) against the oracle and the validator, on every machine
-//! shape and every preset.
+//! every zone, bad frees included, page_frag fragments and their misuse) against the oracle
+//! and the validator, on every machine shape and every preset.
 
 use pagealloc::{PageAllocator, Policy, Tunables};
 use pagealloc_testkit::machines::Shape;
@@ -19,7 +19,26 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u32..4).prop_map(|cpu| Op::Tick { cpu }),
         1 => (0u32..4, 0u32..4).prop_map(|(cpu, target)| Op::DrainCpu { cpu, target }),
         1 => (0u16..8, any::<bool>()).prop_map(|(zone, on)| Op::ReclaimActive { zone, on }),
+        2 => (0u32..4, frag_size(), frag_align())
+            .prop_map(|(cpu, size, align)| Op::FragAlloc { cpu, size, align }),
+        1 => (0u32..4, any::<u32>()).prop_map(|(cpu, slot)| Op::FragFree { cpu, slot }),
+        1 => (0u32..4, any::<u32>(), 0u8..3).prop_map(|(cpu, slot, k)| match k {
+            0 => Op::FragDrain { cpu },
+            1 => Op::FragFreeTwice { cpu, slot },
+            _ => Op::FragFreePages { cpu, slot },
+        }),
     ]
+}
+
+/// Fragment sizes: mostly small, sometimes zero, a page and more, up to one byte past the
+/// largest.
+fn frag_size() -> impl Strategy<Value = u32> {
+    prop_oneof![6 => 1u32..2048, 1 => Just(0u32), 2 => 2048u32..=32769]
+}
+
+/// Fragment alignments: powers of two up to a page, and any 32-bit number now and then.
+fn frag_align() -> impl Strategy<Value = u32> {
+    prop_oneof![8 => (0u32..=12).prop_map(|k| 1 << k), 1 => any::<u32>()]
 }
 
 fn shape() -> impl Strategy<Value = Shape> {

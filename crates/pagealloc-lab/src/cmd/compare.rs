@@ -68,7 +68,7 @@ pub fn run(args: &Args) -> Result<()> {
     let w = workload::find(&args.workload)?;
     super::reproduce::check_iterations(Some(args.iterations))?;
     let machine = machine_for(w, args.machine.as_deref(), args.cpus)?;
-    let (params, fitted) =
+    let (params, notes) =
         w.params_for(&args.params, args.common.scale(), workload::Fit::of(&machine))?;
     let cost = args.common.cost()?;
     let mut specs = Vec::new();
@@ -182,7 +182,8 @@ pub fn run(args: &Args) -> Result<()> {
             "machine": machine.name,
             "presets": labels,
             "iterations": args.iterations,
-            "fitted": fitted,
+            "fitted": notes.fitted,
+            "scaled": notes.scaled,
             "seed": args.common.seed,
             "metrics": metrics,
         });
@@ -217,8 +218,11 @@ pub fn run(args: &Args) -> Result<()> {
         args.iterations
     );
     let rendered = mmtests::render_table(&title, &labels, &ms, &opts);
-    if !fitted.is_empty() {
-        println!("fitted to {}: {}", machine.name, fitted.join(", "));
+    if !notes.fitted.is_empty() {
+        println!("fitted to {}: {}", machine.name, notes.fitted.join(", "));
+    }
+    if !notes.scaled.is_empty() {
+        println!("scaled by {}: {}", args.common.scale(), notes.scaled.join(", "));
     }
     println!("{rendered}");
     println!("{SIGN_CONVENTION}");

@@ -24,7 +24,8 @@ pub struct Common {
     pub seed: u64,
     /// Multiply the workload's volume (iterations, messages, duration) by this, 0.001 to
     /// 1000. A scaled parameter must stay within its range (`pagealloc workloads` lists
-    /// them): above it is an error, below it runs at its minimum.
+    /// them): above it is an error, below it runs at its minimum; a count is rounded to the
+    /// nearest whole number. The output says which values were raised or rounded.
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
     /// The reduced scale the tests use (`--scale 0.1`).
@@ -159,7 +160,7 @@ pub fn run(args: &Args) -> Result<()> {
             (Runner::Real { pin: args.pin }, Machine::host(cpus, mib << 20)?)
         }
     };
-    let (params, fitted) =
+    let (params, notes) =
         w.params_for(&args.params, args.common.scale(), workload::Fit::of(&machine))?;
     let preset = resolve(&args.preset)?;
     let spec = RunSpec {
@@ -212,7 +213,8 @@ pub fn run(args: &Args) -> Result<()> {
             "preset": spec.preset_name,
             "seed": spec.seed,
             "params": params,
-            "fitted": fitted,
+            "fitted": notes.fitted,
+            "scaled": notes.scaled,
             "metrics": metrics,
             "allocator_calls": calls,
             "steps": o.steps,
@@ -241,8 +243,11 @@ pub fn run(args: &Args) -> Result<()> {
     );
     let params: Vec<String> = spec.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!("parameters: {}", params.join(" "));
-    if !fitted.is_empty() {
-        println!("fitted to {}: {}", spec.machine.name, fitted.join(", "));
+    if !notes.fitted.is_empty() {
+        println!("fitted to {}: {}", spec.machine.name, notes.fitted.join(", "));
+    }
+    if !notes.scaled.is_empty() {
+        println!("scaled by {}: {}", args.common.scale(), notes.scaled.join(", "));
     }
     println!();
     for m in &r.metrics {

@@ -33,7 +33,7 @@ pub fn run(args: &Args) -> Result<()> {
                     .map(|p| {
                         json!({"name": p.name, "default": p.default, "min": p.min, "max": p.max,
                                "unit": p.unit, "doc": p.doc, "source": p.source,
-                               "scaled": p.scaled})
+                               "scaled": p.scaled, "whole": p.whole})
                     })
                     .collect();
                 json!({"name": w.name, "summary": w.summary, "machine": w.default_machine,
@@ -50,10 +50,11 @@ pub fn run(args: &Args) -> Result<()> {
         println!("{} — {}", w.name, w.summary);
         println!("  default machine: {}", w.default_machine);
         for p in w.params {
+            let whole = if p.whole { ", whole numbers" } else { "" };
             let scaled = if p.scaled { ", scaled by --scale" } else { "" };
             println!(
-                "  {:<20} {:>12} {:<6} {} [{} .. {}{}]",
-                p.name, p.default, p.unit, p.doc, p.min, p.max, scaled
+                "  {:<20} {:>12} {:<6} {} [{} .. {}{whole}{scaled}]",
+                p.name, p.default, p.unit, p.doc, p.min, p.max
             );
             println!("  {:<20} source: {}", "", p.source);
         }

@@ -835,8 +835,16 @@ impl Machine {
 
     /// This host as the real runner sees it: one node of `cpus` CPUs and `memory_bytes` of
     /// arena, every CPU sharing the last-level cache sysfs reports for CPU 0 (32 MiB, an
-    /// assumption it records, when sysfs says nothing).
+    /// assumption it records, when sysfs says nothing). `--cpus` is checked first, in the
+    /// words of the model's `--cpus` check: 0 threads used to be refused as "a node without
+    /// CPUs has no CPU caches".
     pub fn host(cpus: u32, memory_bytes: u64) -> Result<Machine> {
+        if cpus == 0 || cpus > MAX_CPUS {
+            return Err(anyhow!(
+                "--cpus {cpus}: the real runner runs one thread per CPU and needs between 1 and \
+                 {MAX_CPUS} CPUs"
+            ));
+        }
         let sysfs = Path::new("/sys/devices/system/cpu");
         let mut assumptions = Vec::new();
         let llc_bytes = crate::cacheinfo::llc_bytes(sysfs, 0).unwrap_or_else(|| {

@@ -327,7 +327,8 @@ impl State {
             Line::Stack => self.tally.add(Kind::StackTrace),
             Line::Lost(n) => {
                 self.tally.add(Kind::LostEvents);
-                self.lost += n;
+                // Each marker's count is the file's: two of 2^64 − 1 overflowed the sum.
+                self.lost = self.lost.saturating_add(n);
             }
             Line::Record { cpu, stamp, name, body, graph } => {
                 let name = name.strip_prefix("kmem:").unwrap_or(name);
@@ -874,6 +875,19 @@ mod tests {
         assert_eq!((t.events.len(), t.tally.get(Kind::Repeated)), (2, 1));
         // The unstamped event takes the first stamp's time.
         assert!(t.events.iter().all(|e| e.t_ns == 1_287_587_105_151_000), "{:?}", t.events);
+    }
+
+    /// Lost-event counts are summed saturating: two markers of 2^64 − 1 panicked (add
+    /// overflow) in a debug build and wrapped to 2^64 − 2 in a release build.
+    #[test]
+    fn huge_lost_event_counts_saturate() {
+        let text = "# tracer: nop\n\
+                    CPU:0 [LOST 18446744073709551615 EVENTS]\n\
+                    CPU:1 [LOST 18446744073709551615 EVENTS]\n\
+                    \x20   cat-1 [000] ....  1.000000: mm_page_free: page=0 pfn=16 order=0\n";
+        let t = parse(text, Format::Auto).unwrap();
+        assert_eq!(t.lost_events, u64::MAX);
+        assert_eq!(t.events.len(), 1);
     }
 
     #[test]

@@ -83,9 +83,12 @@ pub fn line(t_ps: u64, e: &TraceEvent) -> String {
     )
 }
 
-/// `page=… pfn=0x…`.
+/// `page=… pfn=0x…`. The `struct page` address is decoration (replay reads `pfn=`): past
+/// about 1.4 PiB of frames, more than x86-64's vmemmap maps but not more than a machine file
+/// may describe, it wraps; the sum used to overflow there (a panic in a debug build).
 fn page(pfn: Pfn) -> String {
-    format!("page={:016x} pfn={:#x}", VMEMMAP_BASE + STRUCT_PAGE_BYTES * pfn.0, pfn.0)
+    let addr = VMEMMAP_BASE.wrapping_add(STRUCT_PAGE_BYTES.wrapping_mul(pfn.0));
+    format!("page={addr:016x} pfn={:#x}", pfn.0)
 }
 
 /// The fields, in each tracepoint's 6.x print format.
@@ -201,6 +204,15 @@ mod tests {
     }
 
     /// Every record written reads back as itself, with its time to the microsecond.
+    /// Frame numbers past what x86-64's vmemmap maps (a machine file of petabytes) print
+    /// a wrapped address and their own PFN; the address sum overflowed.
+    #[test]
+    fn frames_beyond_the_vmemmap_still_print() {
+        assert_eq!(page(Pfn(0)), "page=ffffea0000000000 pfn=0x0");
+        let top = Pfn((1 << 52) - 1);
+        assert!(page(top).ends_with(" pfn=0xfffffffffffff"), "{}", page(top));
+    }
+
     #[test]
     fn what_is_written_parses_back() {
         let events = every_kind();

@@ -94,6 +94,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed volume: ≈ 25,000 objects per allyesconfig build scaled down so that a \
                  run on the 224-CPU machine takes ≤ 30 s of wall time; build_time scales with it",
         scaled: true,
+        whole: true,
     },
     ParamSpec {
         name: "parallel",
@@ -105,6 +106,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "`numactl -m 1 -- make -j 112` (Huang Ying's reply of 2023-09-21 to the v1 \
                  cover), docs/workloads.md §1.1",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "mem_node",
@@ -116,6 +118,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "`numactl -m 1` (Huang Ying's reply of 2023-09-21 to the v1 cover), \
                  docs/workloads.md §1.1",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "placement",
@@ -128,6 +131,7 @@ const PARAMS: &[ParamSpec] = &[
                  scheduler spreads busy tasks over idle cores of both sockets (see the module \
                  doc)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "fault_us",
@@ -141,6 +145,7 @@ const PARAMS: &[ParamSpec] = &[
                  (5.9 M faults/s over ≈ 186 busy CPUs = 31.7 K/s per CPU; the LKP kbuild8 \
                  report), docs/workloads.md §1.2",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "job_mib",
@@ -154,6 +159,7 @@ const PARAMS: &[ParamSpec] = &[
                  (the LKP Ice Lake kbuild report, docs/workloads.md §1.2) / ≈ 25,000 objects \
                  (assumed) ≈ 20,500 pages; the spread is assumed (compile units differ widely)",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "helpers",
@@ -165,6 +171,7 @@ const PARAMS: &[ParamSpec] = &[
             "small processes per job besides the compiler (each its own PGD, page tables and exit)",
         source: "assumed from Kbuild's rule for a .o: `sh -c`, the gcc driver, `as`, fixdep",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "helper_mib",
@@ -176,6 +183,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: a shell or driver process faults a few hundred anonymous pages \
                  (heap, stack, relocated library data); `as` somewhat more",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "fixed_pt_pages",
@@ -187,6 +195,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: PTE pages for text, data, libraries, stack and vdso, plus PMD/PUD pages \
                  for the distinct regions of the address space",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "obj_kib",
@@ -199,6 +208,7 @@ const PARAMS: &[ParamSpec] = &[
                  (the LKP Ice Lake kbuild report, docs/workloads.md §1.2), outputs of a few \
                  hundred KiB per object are plausible",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "write_page_ns",
@@ -209,6 +219,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "work per page-cache page written besides its allocation and touch",
         source: "assumed: write(2) path, page-cache insertion and LRU add per 4 KiB",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "exit_page_ns",
@@ -219,6 +230,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "exit's work per user page besides the free: PTE zap, rmap, memcg uncharge, LRU",
         source: "assumed: as trunc_page_ns, a few tens of ns per step on a 2023 server core",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "link_mib",
@@ -231,6 +243,7 @@ const PARAMS: &[ParamSpec] = &[
                  kbuild report, docs/workloads.md §1.2), scaled by jobs / 25,000 like the compile \
                  phase",
         scaled: true,
+        whole: false,
     },
 ];
 

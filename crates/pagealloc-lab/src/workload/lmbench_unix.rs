@@ -66,6 +66,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "reader/writer process pairs (bw_unix -P)",
         source: "seed 001: \"16-pair processes\", i.e. bw_unix -P 16 (docs/workloads.md §4.1)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "duration_s",
@@ -78,6 +79,7 @@ const PARAMS: &[ParamSpec] = &[
                  §4.1); one virtual second holds ≈ 10^5 writes per pair, enough for the pagesets' \
                  steady state, and 2 s include one vmstat tick",
         scaled: true,
+        whole: false,
     },
     ParamSpec {
         name: "write_bytes",
@@ -88,6 +90,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "size of each write and read",
         source: "XFERSIZE = 64 KiB in bw_unix.c (docs/workloads.md §4.1)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "sndbuf_bytes",
@@ -99,6 +102,7 @@ const PARAMS: &[ParamSpec] = &[
               truesize queued",
         source: "net.core.wmem_default = 212,992 B on common kernels (docs/workloads.md §4.2)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "write_ns",
@@ -110,6 +114,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: a system call with a socket lookup on a 2 GHz Ice Lake with the \
                  default mitigations, a few hundred ns",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "skb_ns",
@@ -122,6 +127,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: a slab allocation, a few locked list operations and a wake-up call, \
                  under 1 µs",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "read_ns",
@@ -132,6 +138,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "reader's work per read call besides skbs and copies",
         source: "assumed: as write_ns",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "rskb_ns",
@@ -143,6 +150,7 @@ const PARAMS: &[ParamSpec] = &[
               sock_wfree and the write-space check",
         source: "assumed: a slab free and a few locked list operations",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "wake_ns",
@@ -154,6 +162,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: a cross-CPU wake-up (IPI, exit from a shallow idle state, context \
                  switch), a few µs on 2019-2023 Xeons with the performance governor",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "migrate_prob",
@@ -167,6 +176,7 @@ const PARAMS: &[ParamSpec] = &[
                  idle a wakee mostly returns to its idle previous CPU, so migrations come from \
                  load balancing, some tens per task and second at the default rates",
         scaled: false,
+        whole: false,
     },
 ];
 

@@ -36,6 +36,11 @@ pub struct ParamSpec {
     pub source: &'static str,
     /// Does `--scale` multiply it (the parameters that set the run's volume)?
     pub scaled: bool,
+    /// Does it take whole numbers only (a count of files, CPUs, pairs, bytes, a 0/1 switch)?
+    /// A fractional value given by hand is refused, and a scaled value is rounded, so the
+    /// value printed and saved is the one the workload runs: `files=1.5` used to print 1.5
+    /// and run 2.
+    pub whole: bool,
 }
 
 /// Parameter values, by name, in the order of the workload's specs.
@@ -52,7 +57,8 @@ impl Params {
             .unwrap_or_else(|| panic!("workload reads undeclared parameter `{name}`"))
     }
 
-    /// `get` as a count (rounded, at least 1).
+    /// `get` of a [whole](ParamSpec::whole) parameter as a count (at least 1; the rounding
+    /// only guards against a spec that forgot to say `whole`).
     pub fn count(&self, name: &str) -> u64 {
         (self.get(name).round() as u64).max(1)
     }
@@ -158,51 +164,93 @@ pub const MIN_SCALE: f64 = 0.001;
 /// The largest `--scale`.
 pub const MAX_SCALE: f64 = 1000.0;
 
+/// What `--scale` and the machine did to the values asked for, each as `NAME=VALUE (why)`,
+/// for the run's output: the values printed and saved are the ones that run, and these say
+/// why they differ from the defaults or from value × scale.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Notes {
+    /// Defaults replaced by values that fit the machine (`pairs=1 (default 16: …)`).
+    pub fitted: Vec<String>,
+    /// Scaled values that run as something other than value × scale: rounded to a whole
+    /// number, or raised to the parameter's minimum (`files=2 (10 × 0.15 = 1.5, rounded …)`).
+    pub scaled: Vec<String>,
+}
+
 impl WorkloadInfo {
     /// The parameters: defaults, then `overrides` (`NAME=VALUE`), then `scale` on the scaled
-    /// ones. Unknown names, non-numbers and values out of range are errors naming the
-    /// parameter and what it accepts; so is a scaled value above the parameter's range (the
-    /// range is checked after scaling: `files=1000` at scale 1000 was a million files). A
-    /// scaled value below its range is raised to the smallest the workload takes, so the
-    /// values returned — the ones printed and saved — are the ones that run.
+    /// ones. Unknown names, non-numbers, values out of range and fractions of a
+    /// [whole](ParamSpec::whole) parameter are errors naming the parameter and what it
+    /// accepts; so is a scaled value above the parameter's range (the range is checked after
+    /// scaling: `files=1000` at scale 1000 was a million files). A scaled value is rounded to
+    /// a whole number if the parameter takes only those, and raised to the smallest the
+    /// workload takes if below its range, so the values returned — the ones printed and
+    /// saved — are the ones that run.
     pub fn params(&self, overrides: &[String], scale: f64) -> Result<Params> {
+        Ok(self.params_noted(overrides, scale)?.0)
+    }
+
+    /// [`params`](Self::params) and a note for each scaled value that is not value × scale
+    /// ([`Notes::scaled`]).
+    fn params_noted(&self, overrides: &[String], scale: f64) -> Result<(Params, Vec<String>)> {
         if !(scale.is_finite() && (MIN_SCALE..=MAX_SCALE).contains(&scale)) {
             bail!("--scale {}: takes a number from {MIN_SCALE} to {MAX_SCALE}", short(scale));
         }
         let mut values: Vec<(&'static str, f64)> =
             self.params.iter().map(|p| (p.name, p.default)).collect();
         for o in overrides {
-            let Some((k, v)) = o.split_once('=') else {
-                bail!("--param `{o}`: write NAME=VALUE");
-            };
-            let (k, v) = (k.trim(), v.trim());
-            let Some(spec) = self.params.iter().find(|p| p.name == k) else {
-                let names: Vec<_> = self.params.iter().map(|p| p.name).collect();
-                bail!(
-                    "workload `{}` has no parameter `{k}`; its parameters are: {}",
-                    self.name,
-                    names.join(", ")
-                );
-            };
-            let x: f64 = v.parse().map_err(|_| {
-                anyhow::anyhow!("--param {k}={v}: `{v}` is not a number ({})", spec.unit)
-            })?;
-            if !(x.is_finite() && spec.min <= x && x <= spec.max) {
-                bail!(
-                    "--param {k}={v}: out of range; `{k}` takes {} to {} ({})",
-                    spec.min,
-                    spec.max,
-                    spec.unit
-                );
-            }
-            values.iter_mut().find(|(n, _)| *n == k).expect("declared").1 = x;
+            let (spec, x) = self.parse_override(o)?;
+            values.iter_mut().find(|(n, _)| *n == spec.name).expect("declared").1 = x;
         }
+        let mut notes = Vec::new();
         for (spec, (_, v)) in self.params.iter().zip(values.iter_mut()) {
             if spec.scaled {
-                *v = scaled(spec, *v, scale)?;
+                let (x, note) = scaled(spec, *v, scale)?;
+                *v = x;
+                notes.extend(note);
             }
         }
-        Ok(Params(values))
+        Ok((Params(values), notes))
+    }
+
+    /// One `NAME=VALUE` override: the parameter it names and its value, checked against the
+    /// parameter's range and, for a whole parameter, refused unless whole.
+    fn parse_override(&self, o: &str) -> Result<(&'static ParamSpec, f64)> {
+        let Some((k, v)) = o.split_once('=') else {
+            bail!("--param `{o}`: write NAME=VALUE");
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let Some(spec) = self.params.iter().find(|p| p.name == k) else {
+            let names: Vec<_> = self.params.iter().map(|p| p.name).collect();
+            bail!(
+                "workload `{}` has no parameter `{k}`; its parameters are: {}",
+                self.name,
+                names.join(", ")
+            );
+        };
+        let x: f64 = v.parse().map_err(|_| {
+            anyhow::anyhow!("--param {k}={v}: `{v}` is not a number ({})", spec.unit)
+        })?;
+        if !(x.is_finite() && spec.min <= x && x <= spec.max) {
+            bail!(
+                "--param {k}={v}: out of range; `{k}` takes {} to {} ({})",
+                spec.min,
+                spec.max,
+                spec.unit
+            );
+        }
+        if spec.whole && x.fract() != 0.0 {
+            let near: Vec<String> = [x.floor(), x.ceil()]
+                .into_iter()
+                .filter(|w| (spec.min..=spec.max).contains(w))
+                .map(|w| format!("{k}={w}"))
+                .collect();
+            bail!(
+                "--param {k}={v}: `{k}` takes a whole number ({}); {} does",
+                spec.unit,
+                near.join(" or ")
+            );
+        }
+        Ok((spec, x))
     }
 }
 
@@ -216,18 +264,19 @@ impl Params {
 impl WorkloadInfo {
     /// [`params`](Self::params) fitted to a machine: a default the machine cannot take is
     /// replaced by one it can (each change described, `"pairs=1 (default 16: …)"`), and an
-    /// override it cannot take is refused with a value that works.
+    /// override it cannot take is refused with a value that works. The notes say what was
+    /// fitted and what `--scale` rounded or raised.
     pub fn params_for(
         &self,
         overrides: &[String],
         scale: f64,
         machine: Fit,
-    ) -> Result<(Params, Vec<String>)> {
-        let mut params = self.params(overrides, scale)?;
+    ) -> Result<(Params, Notes)> {
+        let (mut params, scaled) = self.params_noted(overrides, scale)?;
         let given = |name: &str| {
             overrides.iter().any(|o| o.split_once('=').is_some_and(|(k, _)| k.trim() == name))
         };
-        let mut notes = Vec::new();
+        let mut fitted = Vec::new();
         // A fit may make room for another (fewer fio jobs, then THP threads): a few rounds.
         for _ in 0..self.params.len() {
             let changes = (self.fit)(&params, machine);
@@ -245,11 +294,11 @@ impl WorkloadInfo {
                         c.value
                     );
                 }
-                notes.push(format!("{}={} (default {was}: {})", c.name, c.value, c.why));
+                fitted.push(format!("{}={} (default {was}: {})", c.name, c.value, c.why));
                 params.set(c.name, c.value);
             }
         }
-        Ok((params, notes))
+        Ok((params, Notes { fitted, scaled }))
     }
 }
 
@@ -262,22 +311,42 @@ fn short(x: f64) -> String {
     }
 }
 
-/// `value` of `spec` times `scale`: refused above the parameter's range, raised to its
-/// minimum below it.
-fn scaled(spec: &ParamSpec, value: f64, scale: f64) -> Result<f64> {
-    let v = value * scale;
+/// `x` to 12 significant digits, as [`short`] writes it: a product such as 1792 × 0.1 prints
+/// as 179.2, not 179.20000000000002.
+fn shown(x: f64) -> String {
+    short(format!("{x:.11e}").parse().unwrap_or(x))
+}
+
+/// `value` of `spec` times `scale`, rounded to the nearest whole number (halves away from
+/// zero) if the parameter takes only those: refused above the parameter's range, raised to
+/// its minimum below it. The note says which of the two changed the product, if either did.
+fn scaled(spec: &ParamSpec, value: f64, scale: f64) -> Result<(f64, Option<String>)> {
+    let exact = value * scale;
+    let v = if spec.whole { exact.round() } else { exact };
     if v > spec.max {
         bail!(
-            "--scale {scale}: `{}` = {value} × {scale} = {v} is above its range, {} to {} ({}); \
+            "--scale {scale}: `{}` = {value} × {scale} = {} is above its range, {} to {} ({}); \
              lower --scale or --param {}",
             spec.name,
+            shown(exact),
             spec.min,
             spec.max,
             spec.unit,
             spec.name
         );
     }
-    Ok(v.max(spec.min))
+    let product = format!("{value} × {scale} = {}", shown(exact));
+    let note = if v < spec.min {
+        Some(format!(
+            "{}={} ({product}, below its range: raised to the minimum)",
+            spec.name, spec.min
+        ))
+    } else if (v - exact).abs() > 1e-9 * exact.abs().max(1.0) {
+        Some(format!("{}={v} ({product}, rounded to a whole number of {})", spec.name, spec.unit))
+    } else {
+        None
+    };
+    Ok((v.max(spec.min), note))
 }
 
 /// Nanoseconds to the model's picoseconds.
@@ -373,6 +442,8 @@ mod tests {
                 assert!(p.min <= p.default && p.default <= p.max, "{}.{}", w.name, p.name);
                 assert!(!p.doc.is_empty() && !p.source.is_empty(), "{}.{}", w.name, p.name);
                 assert!(!p.unit.is_empty(), "{}.{}", w.name, p.name);
+                let whole = [p.default, p.min, p.max].iter().all(|x| x.fract() == 0.0);
+                assert!(!p.whole || whole, "{}.{}: a whole parameter's bounds", w.name, p.name);
             }
             w.params(&[], 1.0).unwrap();
         }
@@ -388,6 +459,13 @@ mod tests {
         assert!(e.contains("lower --scale or --param files"), "{e}");
         assert_eq!(w.params(&["files=1000".into()], 1.0).unwrap().get("files"), 1000.0);
         assert_eq!(w.params(&[], MIN_SCALE).unwrap().get("files"), 1.0, "raised to the minimum");
+        let fit = Fit { nr_cpus: 2, nr_nodes: 1 };
+        let (_, notes) = w.params_for(&[], MIN_SCALE, fit).unwrap();
+        assert_eq!(
+            notes.scaled,
+            ["files=1 (10 × 0.001 = 0.01, below its range: raised to the minimum)"],
+            "the raise is said"
+        );
         // Every workload runs at the smallest scale; at the largest, those whose scaled
         // parameters cannot grow a thousandfold say which parameter stops it.
         for w in WORKLOADS {
@@ -419,6 +497,69 @@ mod tests {
         let e = find("nope").err().unwrap().to_string();
         assert!(e.contains("trunc"), "{e}");
     }
+
+    /// A count given as a fraction is refused with the whole values around it that the
+    /// parameter takes (`files=1.5` printed 1.5 and ran 2); a whole number written with a
+    /// fraction or an exponent is taken.
+    #[test]
+    fn whole_parameters_refuse_fractions_naming_values_that_work() {
+        let w = find("trunc").unwrap();
+        let e = w.params(&["files=1.5".into()], 1.0).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--param files=1.5: `files` takes a whole number (files); files=1 or files=2 does"
+        );
+        let e = w.params(&["files=999.9".into()], 1.0).unwrap_err().to_string();
+        assert!(e.ends_with("files=999 or files=1000 does"), "{e}");
+        let e = w.params(&["files=1.25".into()], 1.0).unwrap_err().to_string();
+        assert!(e.ends_with("files=1 or files=2 does"), "{e}");
+        let e = find("page-frag-rx").unwrap().params(&["tx_cpus=0.5".into()], 1.0).unwrap_err();
+        assert!(e.to_string().ends_with("tx_cpus=0 or tx_cpus=1 does"), "{e}");
+        assert_eq!(w.params(&["files=2.0".into()], 1.0).unwrap().get("files"), 2.0);
+        assert_eq!(w.params(&["files=1e2".into()], 1.0).unwrap().get("files"), 100.0);
+        // A parameter that is not a count keeps its fractions.
+        assert_eq!(w.params(&["file_mib=1.5".into()], 1.0).unwrap().get("file_mib"), 1.5);
+        // Every whole parameter of every workload refuses a half between its bounds.
+        for w in WORKLOADS {
+            for spec in w.params.iter().filter(|p| p.whole) {
+                let half = format!("{}={}", spec.name, spec.min + 0.5);
+                let e = w.params(std::slice::from_ref(&half), 1.0).unwrap_err().to_string();
+                assert!(e.contains("takes a whole number"), "{}: {e}", w.name);
+            }
+        }
+    }
+
+    /// `--scale` rounds a whole parameter to the nearest whole number (halves up) and says so;
+    /// the value returned — printed and saved — is the one that runs, never a fraction. A
+    /// product that is whole but for floating-point noise (10 × 0.3) is not "rounded".
+    #[test]
+    fn scaled_whole_parameters_are_rounded_and_the_rounding_is_said() {
+        let w = find("trunc").unwrap();
+        let fit = Fit { nr_cpus: 2, nr_nodes: 1 };
+        let (p, notes) = w.params_for(&[], 0.15, fit).unwrap();
+        assert_eq!(p.get("files"), 2.0);
+        assert_eq!(notes.scaled, ["files=2 (10 × 0.15 = 1.5, rounded to a whole number of files)"]);
+        let (p, notes) = w.params_for(&["files=7".into()], 0.5, fit).unwrap();
+        assert_eq!(p.get("files"), 4.0, "3.5 rounds up");
+        assert_eq!(notes.scaled, ["files=4 (7 × 0.5 = 3.5, rounded to a whole number of files)"]);
+        let (p, notes) = w.params_for(&[], 0.3, fit).unwrap();
+        assert_eq!((p.get("files"), notes.scaled.len()), (3.0, 0), "{notes:?}");
+        let k = find("kbuild").unwrap();
+        let (p, notes) = k.params_for(&[], 0.1, Fit { nr_cpus: 224, nr_nodes: 2 }).unwrap();
+        assert_eq!(p.get("jobs"), 179.0);
+        assert_eq!(
+            notes.scaled,
+            ["jobs=179 (1792 × 0.1 = 179.2, rounded to a whole number of jobs)"]
+        );
+        for w in WORKLOADS {
+            for scale in [MIN_SCALE, 0.0123, 0.1, 0.37, 1.5, 7.77] {
+                let Ok(p) = w.params(&[], scale) else { continue };
+                for (spec, (_, v)) in w.params.iter().zip(p.iter()) {
+                    assert!(!spec.whole || v.fract() == 0.0, "{}.{} = {v}", w.name, spec.name);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -432,7 +573,7 @@ mod fit_tests {
         for w in WORKLOADS {
             let m = Machine::resolve(w.default_machine).unwrap();
             let (p, notes) = w.params_for(&[], 1.0, Fit::of(&m)).unwrap();
-            assert!(notes.is_empty(), "{}: {notes:?}", w.name);
+            assert_eq!(notes, Notes::default(), "{}", w.name);
             assert_eq!(p, w.params(&[], 1.0).unwrap(), "{}", w.name);
         }
     }
@@ -452,7 +593,10 @@ mod fit_tests {
             let w = find(name).unwrap();
             let (p, notes) = w.params_for(&[], 1.0, two).unwrap();
             assert_eq!(p.get(param), want, "{name}");
-            assert!(notes.iter().any(|n| n.starts_with(&format!("{param}={want} (default "))));
+            assert!(notes
+                .fitted
+                .iter()
+                .any(|n| n.starts_with(&format!("{param}={want} (default "))));
             assert!((w.fit)(&p, two).is_empty(), "{name}: fitted params fit");
             let asked = format!("{param}={}", w.params(&[], 1.0).unwrap().get(param));
             let e =

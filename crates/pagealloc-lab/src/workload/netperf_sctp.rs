@@ -79,6 +79,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "seed 001: \"64-pair processes\" on 128 CPUs, LKP nr_threads 50% \
                  (docs/workloads.md §2.1)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "duration_s",
@@ -91,6 +92,7 @@ const PARAMS: &[ParamSpec] = &[
                  their steady state within milliseconds at these rates; 1.5 s includes one vmstat \
                  tick (the tuned presets' decay) and keeps a full-size run near 15 s of wall time",
         scaled: true,
+        whole: false,
     },
     ParamSpec {
         name: "message_bytes",
@@ -101,6 +103,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "send size (netperf -m); one DATA chunk per message (no fragmentation)",
         source: "LKP jobs/netperf.yaml send_size: 10K (docs/workloads.md §2.1)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "pmtu",
@@ -111,6 +114,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "path MTU: bounds the chunks bundled in a packet",
         source: "loopback MTU 65536 (docs/workloads.md §2.2: 'MTU 64 KiB')",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "sndbuf_bytes",
@@ -122,6 +126,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: SCTP keeps sock_init_data's sk_sndbuf = net.core.wmem_default, \
                  212,992 B on common kernels; netperf sets no socket size by default",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "rcvbuf_bytes",
@@ -133,6 +138,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: net.core.rmem_default, 212,992 B; sctp_association_init sets \
                  rwnd = sk_rcvbuf / 2",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "send_ns",
@@ -145,6 +151,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: SCTP's send path builds a datamsg and a chunk object per message \
                  through its state machine, a few thousand instructions",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "packet_ns",
@@ -159,6 +166,7 @@ const PARAMS: &[ParamSpec] = &[
                  of cycles in receive processing inside the sender's system call \
                  (docs/workloads.md §2.2)",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "recv_ns",
@@ -170,6 +178,7 @@ const PARAMS: &[ParamSpec] = &[
               sctp_recvmsg, ulpevent release",
         source: "assumed: a system call and the dequeue of one event, about 1 µs",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "wake_ns",
@@ -181,6 +190,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: a cross-CPU wake-up (IPI, exit from a shallow idle state, context \
                  switch), a few µs on 2019-2023 Xeons with the performance governor",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "migrate_prob",
@@ -194,6 +204,7 @@ const PARAMS: &[ParamSpec] = &[
                  picks another, so about one move per thousand messages (≈ 100 per task and \
                  second at the default rates)",
         scaled: false,
+        whole: false,
     },
 ];
 

@@ -73,6 +73,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "mmtests NETPERF_BUFFER_SIZES (docs/workloads.md §3.1); the default is the \
                  table's last row",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "duration_s",
@@ -84,6 +85,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "netperf's default test length, 10 s: mmtests passes no -l (docs/workloads.md \
                  §3.1)",
         scaled: true,
+        whole: false,
     },
     ParamSpec {
         name: "frag_bytes",
@@ -94,6 +96,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "size of the page frag pages (order 3 when 32 KiB)",
         source: "SKB_FRAG_PAGE_ORDER = get_order(32768) (docs/workloads.md §0)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "size_goal",
@@ -105,6 +108,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: loopback MSS with timestamps, 65,536 − 40 − 12 (TCP over a 64 KiB \
                  MTU; GSO allows no more than 64 KiB)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "sndbuf_bytes",
@@ -116,6 +120,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: net.ipv4.tcp_wmem's maximum (4 MiB); send-buffer autotuning grows \
                  sk_sndbuf towards it with loopback's 64 KiB MSS",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "send_ns",
@@ -128,6 +133,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: a system call plus a socket lock round trip, a few hundred ns on a \
                  2017-2022 desktop core",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "segment_ns",
@@ -139,6 +145,7 @@ const PARAMS: &[ParamSpec] = &[
               that runs in the sender's softirq (tcp_v4_rcv, queueing, wake-up) and the ACK",
         source: "assumed: a TCP transmit and receive path per segment, a few µs",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "recv_ns",
@@ -150,6 +157,7 @@ const PARAMS: &[ParamSpec] = &[
               socket lock, tcp_recvmsg's bookkeeping, tcp_cleanup_rbuf",
         source: "assumed: as send_ns",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "wake_ns",
@@ -161,6 +169,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: a cross-CPU wake-up (IPI, exit from a shallow idle state, context \
                  switch), a few µs",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "migrate_prob",
@@ -172,6 +181,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: on an otherwise idle machine a wakee's previous CPU is idle and \
                  select_idle_sibling keeps it there",
         scaled: false,
+        whole: false,
     },
 ];
 

@@ -70,6 +70,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "seed 004's motivation: \"page_fault1 using $nr_cpu processes\"; the series of \
                  counts from mmtests wis-bench, docs/workloads.md §5.1",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "mmap_mib",
@@ -80,6 +81,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "size of each mapping faulted and unmapped per loop",
         source: "MEMSIZE = 128 MiB in tests/page_fault1.c (will-it-scale), docs/workloads.md §5.1",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "threads_per_core",
@@ -91,6 +93,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "\"40 cores, 80 CPUs HT enabled\" (seed 004); binding to hwloc CORE objects \
                  (will-it-scale main.c), docs/workloads.md §5.1",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "fault_ns",
@@ -103,6 +106,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: a few hundred ns of fault path on a 2019 server core (with the \
                  mitigations of a 5.17 kernel); no public per-fault breakdown",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "unmap_page_ns",
@@ -113,6 +117,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "munmap's work per page besides the free: PTE zap, rmap, memcg uncharge, LRU removal",
         source: "assumed: as trunc's truncation work per page (a few tens of ns per step)",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "timeslice_ms",
@@ -125,6 +130,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "5.17 CFS: sched_latency 6 ms × (1 + ilog2(min(CPUs, 8))) = 24 ms, min \
                  granularity 0.75 ms × 4 = 3 ms (kernel/sched/fair.c)",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "warmup_s",
@@ -136,6 +142,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: at least one 128 MiB loop per task at 4 tasks per CPU, enough for \
                  the pagesets' steady state; scaled down from the harness's 6 s",
         scaled: true,
+        whole: false,
     },
     ParamSpec {
         name: "window_s",
@@ -148,6 +155,7 @@ const PARAMS: &[ParamSpec] = &[
                  docs/workloads.md §5.1) to keep an 80-CPU run near 15 s of wall time (release \
                  build)",
         scaled: true,
+        whole: false,
     },
 ];
 

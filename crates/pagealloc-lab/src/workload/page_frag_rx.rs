@@ -87,6 +87,7 @@ const PARAMS: &[ParamSpec] = &[
                  CPUs), the pagesets' steady state many times over, in ≈ 6 s of wall time on \
                  the 24-CPU machine (release build)",
         scaled: true,
+        whole: true,
     },
     ParamSpec {
         name: "rx_cpus",
@@ -98,6 +99,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "Tariq Toukan's reproducer: fewer RX queues than CPUs, 24 of 48 (Aaron Lu's RFC \
                  v4), docs/workloads.md §8.1; here half of the 24 CPUs",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "tx_cpus",
@@ -109,6 +111,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "Tariq Toukan's reproducer: the other CPUs free the pages (Aaron Lu's RFC v4), \
                  docs/workloads.md §8.1",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "napi_budget",
@@ -120,6 +123,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "\"The NAPI budget is 64 packets\" (Linux include/net/page_pool.h, 4.19), \
                  docs/workloads.md §8.2",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "rx_ring",
@@ -132,6 +136,7 @@ const PARAMS: &[ParamSpec] = &[
                  the page_frag patch thread), docs/workloads.md §8.1; only sets how many pages \
                  sit in the ring",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "tx_ring",
@@ -142,6 +147,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "TX descriptors per queue: packets queued and not yet cleaned (in-flight pages)",
         source: "Paweł's router: TX ring 128–256 (Paweł's reply), docs/workloads.md §8.1",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "tx_batch",
@@ -153,6 +159,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: one NAPI budget of completions per poll (docs/workloads.md §9: the \
                  router's completion batch sizes are not published)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "pkt_bytes",
@@ -164,6 +171,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "Ilias Apalodimas's Cortex-A53 test with 64-byte packets (Ilias's reply), \
                  docs/workloads.md §8.1",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "rx_work_ns",
@@ -176,6 +184,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: small-packet forwarding runs near 1 Mpps per core (≈ 1 µs) on 2018 x86 \
                  servers; an in-order Cortex-A53 is a few times slower (no public figure)",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "tx_work_ns",
@@ -187,6 +196,7 @@ const PARAMS: &[ParamSpec] = &[
               unmap, skb head free",
         source: "assumed: a few cache misses and a slab free per completed packet",
         scaled: false,
+        whole: false,
     },
 ];
 

@@ -130,6 +130,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "fio writer jobs, then as many reader jobs (each job has its own files)",
         source: "mmtests config FIO_THREADS=4, bench script numjobs (docs/workloads.md §7.1)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "file_kib",
@@ -140,6 +141,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "size of each file",
         source: "thpfioscale-bench: file size 65536 B (docs/workloads.md §7.1)",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "fio_size_pct",
@@ -150,6 +152,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "total size of the files, as a share of the machine's memory",
         source: "mmtests config FIO_SIZE = 1.5 × MemTotal (docs/workloads.md §7.1)",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "thp_threads",
@@ -161,6 +164,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "mmtests config MIN=MAX threads = ((NUMCPUS/NUMNODES) − 4)/4 (docs/workloads.md \
                  §7.1)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "thp_size_pct",
@@ -172,6 +176,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "mmtests config THP_SIZE = ¾ of MMTESTS_NODE_SIZE[0]; thpfioscale.c halves it \
                  (docs/workloads.md §7.1, inferred)",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "madv_hugepage",
@@ -183,6 +188,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "config variant -madvhugepage (THPFIOSCALE_MADV_HUGEPAGE=yes); 4.20 \
                  alloc_hugepage_direct_gfpmask with defrag=madvise (docs/workloads.md §7.2)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "warmup",
@@ -195,6 +201,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "thpfioscale-bench: sleep INIT_TIME (the write phase's duration) before the \
                  THP program (docs/workloads.md §7.1)",
         scaled: true,
+        whole: false,
     },
     ParamSpec {
         name: "thp_fraction",
@@ -205,6 +212,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "share of the THP program's 2 MiB regions that are faulted",
         source: "the whole program (thpfioscale.c); lower only to shorten a run",
         scaled: true,
+        whole: false,
     },
     ParamSpec {
         name: "write_mbps",
@@ -217,6 +225,7 @@ const PARAMS: &[ParamSpec] = &[
                  the device. balance_dirty_pages paces buffered writers to writeback once \
                  dirty pages pass the threshold, which 150% of memory reaches early",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "read_latency_us",
@@ -228,6 +237,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: random 4 KiB read of a 2018 SATA SSD at queue depth 1 (~100 µs); \
                  the seed does not name the device",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "write_page_ns",
@@ -240,6 +250,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: a buffered 4 KiB write through XFS costs ~1-2 µs of CPU on a \
                  2018 server core; only its sum with the bandwidth limit matters",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "create_us",
@@ -251,6 +262,7 @@ const PARAMS: &[ParamSpec] = &[
               directory insert)",
         source: "assumed: XFS file creates run at tens of thousands per second per thread",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "lookup_us",
@@ -262,6 +274,7 @@ const PARAMS: &[ParamSpec] = &[
               the cluster buffer read waits on the device on top)",
         source: "assumed: path walk, XFS inode read and VFS inode setup, a few µs",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "read_ns",
@@ -273,6 +286,7 @@ const PARAMS: &[ParamSpec] = &[
               page cache)",
         source: "assumed: a cached 4 KiB pread costs ~1 µs of CPU",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "reclaim_page_ns",
@@ -284,6 +298,7 @@ const PARAMS: &[ParamSpec] = &[
               isolation, rmap/mapping checks, deletion from the page cache)",
         source: "assumed: kswapd reclaims clean page cache at roughly 1 GB/s per thread",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "fault_ns",
@@ -296,6 +311,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: a 4.x anonymous fault costs ~1-2 µs with zeroing on a 2018 core \
                  (will-it-scale page_fault1 rates of that era)",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "thp_fault_ns",
@@ -307,6 +323,7 @@ const PARAMS: &[ParamSpec] = &[
               install, page-table deposit, LRU add, memcg charge of 512 pages)",
         source: "assumed: a few µs, the per-fault part of a THP fault",
         scaled: false,
+        whole: false,
     },
 ];
 

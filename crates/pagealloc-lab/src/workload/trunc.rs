@@ -45,6 +45,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "sparse files read and then removed",
         source: "mmtests config-io-trunc TRUNC_NR_FILES=10 (docs/workloads.md §6.1)",
         scaled: true,
+        whole: true,
     },
     ParamSpec {
         name: "file_mib",
@@ -56,6 +57,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "mmtests config-io-trunc TRUNC_FILESIZE=1 GiB, cut rule of trunc-bench \
                  (docs/workloads.md §6.1)",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "pagevec",
@@ -66,6 +68,7 @@ const PARAMS: &[ParamSpec] = &[
         doc: "pages released per batch by truncation",
         source: "PAGEVEC_SIZE = 15 in 5.17 (include/linux/pagevec.h, docs/workloads.md §6.2)",
         scaled: false,
+        whole: true,
     },
     ParamSpec {
         name: "fill_page_ns",
@@ -78,6 +81,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: a 4 KiB copy_to_user from a hot page plus page-cache insertion on a \
                  2018-2022 server core; not timed, does not enter the metric",
         scaled: false,
+        whole: false,
     },
     ParamSpec {
         name: "trunc_page_ns",
@@ -89,6 +93,7 @@ const PARAMS: &[ParamSpec] = &[
         source: "assumed: an xarray delete, an LRU unlink and a memcg uncharge per page, each a \
                  few tens of ns on a 2018-2022 server core (no public per-page figure)",
         scaled: false,
+        whole: false,
     },
 ];
 
