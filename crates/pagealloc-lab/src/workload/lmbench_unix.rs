@@ -543,11 +543,12 @@ mod tests {
     #[test]
     fn one_order_0_block_per_write() {
         let o = run("hpc-revert", 4, &[]);
-        // Reads take skb 1 (36,544 B) then skb 2 (28,992 B): whole writes read = the
-        // order-0 blocks freed.
+        // Reads take skb 1 (36,544 B) then skb 2 (28,992 B): each pair's whole writes read
+        // = the order-0 blocks freed. `bytes` is the sum over the 2 pairs, and each may be
+        // part-way through a write, so the whole writes are its floor or one fewer.
         let read = (metric(&o, "bytes") / 65536.0).floor() as u64;
         let (a, f) = (o.events.get(Counter::PcpAlloc), o.events.get(Counter::PcpFree));
-        assert_eq!(f, read);
+        assert!(f == read || f + 1 == read, "{f} order-0 frees, {read} whole writes read");
         // Writes in flight at the end: at most sk_sndbuf's worth (≈ 3) per pair, plus one.
         assert!(a >= f && a - f <= 2 * 4, "{a} order-0 allocations, {f} frees");
         // Four blocks per write; a pair may stop between its two skbs.
