@@ -528,6 +528,27 @@ fn the_real_runner_refuses_unusable_machines_as_the_model_does() {
     }
 }
 
+/// A CPU thread the OS will not start ended the real runner with a panic. Under an address
+/// space of about 3 GB, 2000 threads with their stacks cannot all start: the run must end
+/// with an error naming the CPU and the way out, and no thread left waiting.
+#[test]
+fn the_real_runner_says_when_the_os_refuses_a_thread() {
+    let bin = assert_cmd::cargo::cargo_bin("pagealloc");
+    let out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -v 3000000 && exec \"$0\" \"$@\""])
+        .arg(bin)
+        .args(["run", "page-fault1", "--runner", "real", "--no-save", "--memory-mib", "512"])
+        .args(["--cpus", "2000", "--param", "processes=2000", "--param", "threads_per_core=1"])
+        .args(["--param", "mmap_mib=0.004"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("cannot start the thread of cpu "), "{err}");
+    assert!(err.contains("the real runner runs one thread per CPU, so give it fewer (--cpus)"));
+}
+
 /// `--iterations 0` ran nothing and succeeded (reproduce reported the table as skipped);
 /// a count beyond 1000 made every run's spec up front.
 #[test]

@@ -269,23 +269,35 @@ impl RealRunner {
                         bad_touches: 0,
                         tag: u64::from(c),
                     };
-                    s.spawn(move || {
-                        // A panicking step (a workload bug) must end the run like a failing
-                        // one, or the threads it would have woken wait for ever.
-                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            cpu_thread(c, pin, clock, heap, workload, sched, cv)
-                        }))
-                        .unwrap_or_else(|_| Err(anyhow!("cpu {c}: the workload panicked")));
-                        if r.is_err() {
-                            lock(sched).failed = true;
-                            cv.notify_all();
-                        }
-                        r
+                    let spawned = std::thread::Builder::new()
+                        .name(format!("cpu {c}"))
+                        .spawn_scoped(s, move || {
+                            // A panicking step (a workload bug) must end the run like a
+                            // failing one, or the threads it would have woken wait for ever.
+                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                cpu_thread(c, pin, clock, heap, workload, sched, cv)
+                            }))
+                            .unwrap_or_else(|_| Err(anyhow!("cpu {c}: the workload panicked")));
+                            if r.is_err() {
+                                lock(sched).failed = true;
+                                cv.notify_all();
+                            }
+                            r
+                        });
+                    spawned.map_err(|e| {
+                        // The threads already started must stop, not wait for this one.
+                        lock(sched).failed = true;
+                        cv.notify_all();
+                        anyhow!(
+                            "cannot start the thread of cpu {c}: {e}; the real runner runs one \
+                             thread per CPU, so give it fewer (--cpus)"
+                        )
                     })
                 })
                 .collect();
+            let (handles, refused): (Vec<_>, Vec<_>) = handles.into_iter().partition(Result::is_ok);
             // The ticker: once a second of wall time until every thread is done.
-            loop {
+            while refused.is_empty() {
                 let next = start + Duration::from_secs(ticks + 1);
                 let g = lock(sched);
                 let over = |g: &Sched| {
@@ -306,9 +318,14 @@ impl RealRunner {
                     progress(workload.progress());
                 }
             }
-            handles
+            refused
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("a runner thread panicked"))))
+                .map(|r| r.map(|_| ThreadTotals::default()))
+                .chain(
+                    handles.into_iter().flatten().map(|h| {
+                        h.join().unwrap_or_else(|_| Err(anyhow!("a runner thread panicked")))
+                    }),
+                )
                 .collect()
         });
         let mut totals = ThreadTotals::default();
