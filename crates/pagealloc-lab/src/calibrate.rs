@@ -17,12 +17,13 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Barrier, Mutex as StdMutex};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use pagealloc::sync::Mutex as SpinMutex;
 use pagealloc::{
     Counter, CpuId, EventSink, Gfp, MemoryMap, NodeId, Order, PageAllocator, Pfn, Policy,
     TraceEvent, Tunables, ZoneIdx, ZoneLimits,
 };
+use pagealloc_slab::{KmemCache, SlabFlags, SlabObject, SlabStat, SlubConfig, StatSnapshot};
 use pagealloc_testkit::rng::Rng;
 use serde::Serialize;
 
@@ -47,6 +48,8 @@ pub struct Plan {
     pub timer_pairs: usize,
     /// Timed windows of `WINDOW` allocations and `WINDOW` frees on the pageset.
     pub pcp_windows: usize,
+    /// Timed windows of `WINDOW` slab object allocations and `WINDOW` frees.
+    pub slab_windows: usize,
     /// Timed windows of `WINDOW` uncontended lock+unlock pairs.
     pub lock_windows: usize,
     /// Passes of the zone-lock hold program (every configuration and size once per pass).
@@ -75,6 +78,7 @@ impl Plan {
         rounds: 128,
         timer_pairs: 8_000,
         pcp_windows: 8_000,
+        slab_windows: 8_000,
         lock_windows: 2_000,
         hold_passes: 1,
         handoff_reps: 4,
@@ -93,6 +97,7 @@ impl Plan {
         rounds: 2,
         timer_pairs: 2_000,
         pcp_windows: 1_000,
+        slab_windows: 1_000,
         lock_windows: 1_000,
         hold_passes: 1,
         handoff_reps: 4,
@@ -344,6 +349,136 @@ impl PcpBench {
             batch: snap.batch,
             high: snap.high,
             zone_locks_taken,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1b. The slab fast path
+
+/// Object size of the slab timing's cache: `vm_area_struct`'s (192 bytes, 21 to an order-0
+/// slab), so a window of [`WINDOW`] objects stays inside one active slab.
+pub const SLAB_BENCH_SIZE: u32 = 192;
+
+/// `slab_alloc_ns` and `slab_free_ns`, with the check that they timed the fast path.
+#[derive(Clone, Debug, Serialize)]
+pub struct SlabFigures {
+    /// ns per object allocation served by the CPU's active slab.
+    pub alloc: Summary,
+    /// ns per object free into the CPU's active slab.
+    pub free: Summary,
+    /// Objects per slab of the timed cache.
+    pub objects_per_slab: u32,
+    /// Slabs taken from or given to the page allocator during the timed loop (checked to
+    /// be 0).
+    pub slab_page_calls: u64,
+}
+
+/// Times rounds of `WINDOW` object allocations then `WINDOW` frees on CPU 0 from a warm
+/// [`SLAB_BENCH_SIZE`]-byte cache: every call is the slab layer's fast path (checked on
+/// SLUB's counters), so the figures are its fixed work with its lines hot — no page
+/// allocator call is timed.
+#[derive(Debug)]
+pub struct SlabBench<'a> {
+    cache: KmemCache<'a>,
+    objs: Vec<SlabObject>,
+    before: StatSnapshot,
+    alloc: Vec<f64>,
+    free: Vec<f64>,
+}
+
+impl<'a> SlabBench<'a> {
+    /// The page allocator the cache sits on (the caller keeps it: the cache borrows it).
+    pub fn allocator() -> Result<PageAllocator> {
+        Ok(PageAllocator::new(normal_only_map(64, 2)?, Tunables::default(), Policy::modern())?)
+    }
+
+    /// The cache, warmed up: its active slab on CPU 0 holds every object free.
+    pub fn new(pa: &'a PageAllocator) -> Result<SlabBench<'a>> {
+        let cache = KmemCache::new(
+            pa,
+            "vm_area_struct",
+            SLAB_BENCH_SIZE,
+            0,
+            SlabFlags::HWCACHE_ALIGN,
+            &SlubConfig::default(),
+        )
+        .map_err(|e| anyhow!("slab timing cache: {e}"))?;
+        if (cache.oo().objects as usize) < WINDOW {
+            bail!("slab timing: {} objects per slab, fewer than a window", cache.oo().objects);
+        }
+        let mut bench = SlabBench {
+            cache,
+            objs: Vec::with_capacity(WINDOW),
+            before: StatSnapshot::default(),
+            alloc: Vec::new(),
+            free: Vec::new(),
+        };
+        let cpu = pa.cpu(CpuId(0)).context("CPU 0")?;
+        for _ in 0..256 {
+            bench.window(cpu)?;
+        }
+        bench.before = bench.cache.stats();
+        Ok(bench)
+    }
+
+    /// One untimed window.
+    fn window(&mut self, cpu: pagealloc::Cpu) -> Result<()> {
+        for _ in 0..WINDOW {
+            let o = self.cache.alloc(cpu, Gfp::KERNEL).map_err(|e| anyhow!("{e}"))?;
+            self.objs.push(o);
+        }
+        for o in self.objs.drain(..) {
+            self.cache.free(cpu, o).map_err(|e| anyhow!("{e}"))?;
+        }
+        Ok(())
+    }
+
+    /// `windows` timed windows; returns this round's median alloc and free.
+    pub fn round(&mut self, windows: usize, clk: &Clock, overhead: f64) -> Result<(f64, f64)> {
+        let cpu = self.cache.page_allocator().cpu(CpuId(0)).context("CPU 0")?;
+        let (a0, f0) = (self.alloc.len(), self.free.len());
+        for _ in 0..windows {
+            let t0 = clk.ns();
+            for _ in 0..WINDOW {
+                let o = self.cache.alloc(cpu, Gfp::KERNEL).map_err(|e| anyhow!("{e}"))?;
+                self.objs.push(o);
+            }
+            let t1 = clk.ns();
+            for o in self.objs.drain(..) {
+                self.cache.free(cpu, o).map_err(|e| anyhow!("{e}"))?;
+            }
+            let t2 = clk.ns();
+            self.alloc.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
+            self.free.push(((t2 - t1) as f64 - overhead) / WINDOW as f64);
+        }
+        Ok((
+            Summary::of(&mut self.alloc[a0..].to_vec()).median,
+            Summary::of(&mut self.free[f0..].to_vec()).median,
+        ))
+    }
+
+    /// Check that every timed call took the fast path and no slab came or went; summarise.
+    pub fn finish(mut self) -> Result<SlabFigures> {
+        let d = |s: SlabStat| self.cache.stats().get(s) - self.before.get(s);
+        let calls = (self.alloc.len() * WINDOW) as u64;
+        let slab_page_calls = d(SlabStat::AllocSlab) + d(SlabStat::FreeSlab);
+        if slab_page_calls != 0 {
+            bail!("slab timing: {slab_page_calls} slabs came or went in the timed loop");
+        }
+        if d(SlabStat::AllocFastpath) != calls || d(SlabStat::FreeFastpath) != calls {
+            bail!(
+                "slab timing: {} of {calls} allocations and {} of {calls} frees took the fast \
+                 path",
+                d(SlabStat::AllocFastpath),
+                d(SlabStat::FreeFastpath)
+            );
+        }
+        Ok(SlabFigures {
+            alloc: Summary::of(&mut self.alloc),
+            free: Summary::of(&mut self.free),
+            objects_per_slab: self.cache.oo().objects,
+            slab_page_calls,
         })
     }
 }
@@ -1282,6 +1417,10 @@ pub struct RoundMedians {
     pub pcp_alloc: Vec<f64>,
     /// `pcp_free_ns`.
     pub pcp_free: Vec<f64>,
+    /// `slab_alloc_ns`.
+    pub slab_alloc: Vec<f64>,
+    /// `slab_free_ns`.
+    pub slab_free: Vec<f64>,
     /// Acquisition of a lock the other thread released last (NaN: no repetition on two CPUs).
     pub handoff_acquisition: Vec<f64>,
     /// `page_touch_hot_ns`.
@@ -1301,6 +1440,8 @@ pub struct Calibration {
     pub timer_overhead: Summary,
     /// The pageset fast path.
     pub pcp: PcpFigures,
+    /// The slab fast path.
+    pub slab: SlabFigures,
     /// Uncontended lock+unlock of the spin lock, ns.
     pub lock_uncontended: Summary,
     /// The zone-lock hold fit.
@@ -1342,6 +1483,8 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
               program, the page-write regions (faulted in), the pointer-chase regions",
     );
     let mut pcp = PcpBench::new()?;
+    let slab_pa = SlabBench::allocator()?;
+    let mut slab = SlabBench::new(&slab_pa)?;
     let mut holds = HoldBench::new(&clk)?;
     let mut handoff = HandoffBench::new()?;
     let mut touch = TouchBench::new(plan);
@@ -1362,6 +1505,9 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
         let (a, f) = pcp.round(plan.pcp_windows, &clk, ovh)?;
         rounds.pcp_alloc.push(a);
         rounds.pcp_free.push(f);
+        let (a, f) = slab.round(plan.slab_windows, &clk, ovh)?;
+        rounds.slab_alloc.push(a);
+        rounds.slab_free.push(f);
         spin_lock_uncontended(plan.lock_windows, &clk, ovh, &mut lock);
         holds.round(plan.hold_passes)?;
         rounds.handoff_acquisition.push(handoff.round(plan, &clk, ovh));
@@ -1375,6 +1521,7 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
         plan: *plan,
         timer_overhead: Summary::of(&mut timer),
         pcp: pcp.finish()?,
+        slab: slab.finish()?,
         lock_uncontended: lock,
         holds: holds.finish(plan.quick)?,
         handoff: handoff.finish(plan.quick, lock.median)?,
@@ -1383,6 +1530,31 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
         rounds,
         machine: Machine::read(),
     })
+}
+
+/// Only the slab fast path (`calibrate --slab-only`): `plan.rounds` rounds of
+/// `plan.slab_windows` windows, each round's clock read measured first, as in [`run`].
+pub fn run_slab(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<(SlabFigures, Summary)> {
+    let clk = Clock::new();
+    progress("setting up: a 64 MiB allocator and a warm 192-byte slab cache");
+    let pa = SlabBench::allocator()?;
+    let mut slab = SlabBench::new(&pa)?;
+    let mut timer = Vec::new();
+    for r in 0..plan.rounds {
+        if r % 16 == 0 {
+            progress(&format!(
+                "rounds {}..{} of {}: clock, slab",
+                r + 1,
+                (r + 16).min(plan.rounds),
+                plan.rounds
+            ));
+        }
+        let t0 = timer.len();
+        timer_overhead(&clk, plan.timer_pairs, &mut timer);
+        let ovh = Summary::of(&mut timer[t0..].to_vec()).median;
+        slab.round(plan.slab_windows, &clk, ovh)?;
+    }
+    Ok((slab.finish()?, Summary::of(&mut timer)))
 }
 
 #[cfg(test)]
@@ -1508,5 +1680,16 @@ mod tests {
         let p = bench.finish().unwrap();
         assert_eq!(p.zone_locks_taken, 0);
         assert!(p.batch > WINDOW as i32 && p.alloc.n == 200, "{p:?}");
+    }
+
+    #[test]
+    fn the_slab_loop_takes_only_the_fast_path() {
+        let clk = Clock::new();
+        let pa = SlabBench::allocator().unwrap();
+        let mut bench = SlabBench::new(&pa).unwrap();
+        bench.round(100, &clk, 0.0).unwrap();
+        let s = bench.finish().unwrap();
+        assert_eq!(s.slab_page_calls, 0);
+        assert!(s.objects_per_slab as usize >= WINDOW && s.alloc.n == 100, "{s:?}");
     }
 }

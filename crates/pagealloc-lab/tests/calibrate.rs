@@ -9,7 +9,14 @@ fn pagealloc() -> Command {
 }
 
 /// The profile's cost fields, in file order.
-const COSTS: [&str; 4] = ["pcp_alloc_ns", "pcp_free_ns", "zone_lock_base_ns", "zone_list_op_ns"];
+const COSTS: [&str; 6] = [
+    "pcp_alloc_ns",
+    "pcp_free_ns",
+    "zone_lock_base_ns",
+    "zone_list_op_ns",
+    "slab_alloc_ns",
+    "slab_free_ns",
+];
 
 /// The hierarchy figures calibrate measures on a one-node, one-LLC host.
 const FIGURES: [&str; 7] = [
@@ -54,6 +61,40 @@ fn check_machine(path: &std::path::Path) {
 fn quick_runs() {
     writes_a_loadable_profile_and_prints_the_table();
     without_out_the_toml_goes_to_stdout_and_json_has_every_spread();
+    slab_only_rewrites_the_slab_fields_and_keeps_the_rest();
+}
+
+/// `--slab-only FILE` measures the slab figures into an existing profile: every other field
+/// and the header stay as they were, the slab figures' own header lines are added, and the
+/// result loads. A profile from before the slab fields is accepted too.
+fn slab_only_rewrites_the_slab_fields_and_keeps_the_rest() {
+    let shipped = include_str!("../data/cost-default.toml");
+    let old: String = shipped
+        .lines()
+        .filter(|l| {
+            !l.starts_with("slab_") && !l.starts_with("#   slab_") && !l.starts_with("# Slab")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cost.toml");
+    std::fs::write(&path, &old).unwrap();
+    pagealloc()
+        .args(["calibrate", "--quick", "--slab-only"])
+        .arg(&path)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&path).unwrap();
+    for line in old.lines().filter(|l| !l.starts_with("method")) {
+        assert!(text.lines().any(|l| l == line), "`{line}` lost:\n{text}");
+    }
+    assert!(text.contains("# Slab figures by `pagealloc calibrate --quick --slab-only"), "{text}");
+    assert!(text.contains("slab figures:") && text.contains("QUICK run"), "{text}");
+    for f in ["slab_alloc_ns = ", "slab_free_ns = "] {
+        assert_eq!(text.lines().filter(|l| l.starts_with(f)).count(), 1, "{f}:\n{text}");
+    }
+    check_profile(&text);
 }
 
 fn writes_a_loadable_profile_and_prints_the_table() {
@@ -131,6 +172,8 @@ fn without_out_the_toml_goes_to_stdout_and_json_has_every_spread() {
     assert!(c["holds"]["holds"].as_u64().unwrap() > 1000);
     assert_eq!(c["rounds"]["pcp_alloc"].as_array().unwrap().len(), 2, "per-round medians");
     assert!(doc["profile"]["zone_list_op_ns"].as_f64().is_some());
+    assert_eq!(c["slab"]["slab_page_calls"], 0);
+    assert!(doc["profile"]["slab_alloc_ns"].as_f64().is_some());
 }
 
 #[test]

@@ -60,7 +60,7 @@ use core::sync::atomic::AtomicU64 as CoreAtomicU64;
 
 use pagealloc::sync::{AtomicU64, Mutex, Ordering::Relaxed};
 use pagealloc::types::PAGE_SHIFT;
-use pagealloc::{Cpu, CpuId, EventSink, Gfp, NoEvents, PageAllocator, Pfn};
+use pagealloc::{Cpu, CpuId, EventSink, Gfp, NoEvents, NodeId, PageAllocator, Pfn};
 
 use crate::error::SlabError;
 use crate::order::{self, OrderObjects, SlubConfig, MAX_OBJECT_SIZE};
@@ -342,6 +342,20 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     /// mobility bits are replaced by the cache's; the rest (reclaim, `__GFP_HIGH`, …) goes to
     /// the page allocator when a new slab is needed.
     pub fn alloc(&self, cpu: Cpu, gfp: Gfp) -> Result<SlabObject, SlabError> {
+        self.alloc_mpol(cpu, gfp, None)
+    }
+
+    /// [`alloc`](Self::alloc) for a task whose memory policy binds it to `bind` (`numactl
+    /// -m`): a new slab's pages come from that node's zonelist, as the kernel's
+    /// `alloc_slab_page` → `alloc_pages` follows the calling task's `MPOL_BIND` policy (not
+    /// in interrupt context, no `__GFP_THISNODE`). The partial lists are searched as for any
+    /// allocation, the CPU's own node first. `None`: the CPU's node, as `alloc`.
+    pub fn alloc_mpol(
+        &self,
+        cpu: Cpu,
+        gfp: Gfp,
+        bind: Option<NodeId>,
+    ) -> Result<SlabObject, SlabError> {
         self.check_cpu(cpu)?;
         let mut c = self.cpu_slab[cpu.id().index()].0.lock();
         if let Some(slab) = &c.slab {
@@ -351,7 +365,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
             }
         }
         self.stats.inc(SlabStat::AllocSlowpath);
-        let (slab, i) = self.slab_alloc_slow(cpu, &mut c, gfp)?;
+        let (slab, i) = self.slab_alloc_slow(cpu, &mut c, gfp, bind)?;
         Ok(self.handle(&slab, i))
     }
 
@@ -362,6 +376,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
         cpu: Cpu,
         c: &mut KmemCacheCpu,
         gfp: Gfp,
+        bind: Option<NodeId>,
     ) -> Result<(Arc<Slab>, u32), SlabError> {
         if let Some(slab) = c.slab.take() {
             let mut st = slab.state.lock();
@@ -380,7 +395,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
             Some(slab) => slab,
             None => match self.get_partial(cpu, c) {
                 Some(slab) => slab,
-                None => self.new_slab(cpu, gfp)?,
+                None => self.new_slab(cpu, gfp, bind)?,
             },
         };
         let mut st = slab.state.lock();
@@ -448,17 +463,21 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     /// Allocate and register a new slab (kernel `allocate_slab`): the preferred order without
     /// warning (and without direct reclaim above the fallback order), then the fallback order
     /// with the caller's flags.
-    fn new_slab(&self, cpu: Cpu, gfp: Gfp) -> Result<Arc<Slab>, SlabError> {
+    fn new_slab(&self, cpu: Cpu, gfp: Gfp, bind: Option<NodeId>) -> Result<Arc<Slab>, SlabError> {
         let l = &self.layout;
         let flags = (gfp & !Gfp(CALLER_MASKED)) | l.allocflags;
         let mut first = flags | Gfp::NOWARN;
         if first.contains(Gfp::DIRECT_RECLAIM) && l.oo.order > l.min.order {
             first = (first | Gfp::NOMEMALLOC) & !Gfp::RECLAIM;
         }
-        let (pfn, oo) = match self.pa.alloc_pages(cpu, comp(first, l.oo), l.oo.order) {
+        let pages = |gfp: Gfp, order| match bind {
+            Some(node) => self.pa.alloc_pages_node(cpu, node, gfp, order),
+            None => self.pa.alloc_pages(cpu, gfp, order),
+        };
+        let (pfn, oo) = match pages(comp(first, l.oo), l.oo.order) {
             Ok(pfn) => (pfn, l.oo),
             Err(_) => {
-                let pfn = self.pa.alloc_pages(cpu, comp(flags, l.min), l.min.order)?;
+                let pfn = pages(comp(flags, l.min), l.min.order)?;
                 self.stats.inc(SlabStat::OrderFallback);
                 (pfn, l.min)
             }

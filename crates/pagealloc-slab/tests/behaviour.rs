@@ -330,3 +330,29 @@ fn per_cpu_partial_lists_can_be_off() {
     assert_eq!(cache.stats().get(SlabStat::CpuPartialNode), 0);
     cache.validate().unwrap();
 }
+
+/// A task bound to node 1 (`numactl -m 1`) running on node 0 gets its new slabs from node 1,
+/// and they sit on node 1's partial list; unbound, the same CPU's slabs are node 0's.
+#[test]
+fn a_bound_task_takes_its_new_slabs_from_the_bound_node() {
+    let mut map = MemoryMap::new();
+    map.add_range(pagealloc::NodeId(0), 0..64 << 20).unwrap();
+    map.add_range(pagealloc::NodeId(1), 64 << 20..128 << 20).unwrap();
+    map.set_cpus(pagealloc::NodeId(0), 1).unwrap().set_cpus(pagealloc::NodeId(1), 1).unwrap();
+    let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
+    let c0 = pa.cpu(CpuId(0)).unwrap();
+    assert_eq!(c0.node(), pagealloc::NodeId(0));
+    let node_of = |obj: SlabObject| pa.zone_of(obj.slab()).unwrap().node();
+    let cfg = SlubConfig::default();
+    let bound = KmemCache::new(&pa, "bound", 4096, 0, SlabFlags::NONE, &cfg).unwrap();
+    let free = KmemCache::new(&pa, "free", 4096, 0, SlabFlags::NONE, &cfg).unwrap();
+    let b = bound.alloc_mpol(c0, Gfp::KERNEL, Some(pagealloc::NodeId(1))).unwrap();
+    let f = free.alloc(c0, Gfp::KERNEL).unwrap();
+    assert_eq!((node_of(b), node_of(f)), (pagealloc::NodeId(1), pagealloc::NodeId(0)));
+    bound.free(c0, b).unwrap();
+    free.free(c0, f).unwrap();
+    bound.shrink(c0).unwrap();
+    free.shrink(c0).unwrap();
+    pa.drain_all_pages(c0, None);
+    assert_eq!(pa.nr_free_pages(), pa.managed_pages());
+}

@@ -36,6 +36,11 @@ pub struct Args {
     /// One NUMA node and one LLC only: the figures across nodes and LLCs are not measured.
     #[arg(long, value_name = "FILE")]
     pub machine_out: Option<PathBuf>,
+    /// Measure only the slab layer's fast path (`slab_alloc_ns`, `slab_free_ns`) and write
+    /// them into the existing profile FILE, every other field and its header kept as they
+    /// are (so profiles other work depends on do not move).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["out", "machine_out", "json"])]
+    pub slab_only: Option<PathBuf>,
 }
 
 /// Text of `--help` after the options.
@@ -47,6 +52,10 @@ of its work in each of 128 rounds, so all figures come from the same stretch of 
 The cost profile, the fixed work of the allocator's calls with their lines hot:
   pcp_alloc_ns, pcp_free_ns   order-0 alloc/free served by CPU 0's pageset, 1 GiB zone;
                               checked: the zone lock is never taken in the timed loop
+  slab_alloc_ns, slab_free_ns object alloc/free of a warm 192-byte slab cache on CPU 0
+                              (pagealloc-slab's fast path, one active slab); checked: every
+                              timed call took the fast path, no slab came or went.
+                              --slab-only FILE measures just these into FILE
   zone_lock_base_ns,          every zone-lock hold of a program of refills, drains and
   zone_list_op_ns             order-4..6 allocations on 16-32 MiB zones (metadata in the
                               private cache), timed in the event hooks; least squares
@@ -111,6 +120,8 @@ fn rows(c: &Calibration) -> Vec<Row> {
             used_for: "every zone-lock hold, fixed part",
         },
         row("zone_list_op_ns", list_op, "each free-list insertion/removal under the lock"),
+        row("slab_alloc_ns", c.slab.alloc, "every slab object allocation (model workloads)"),
+        row("slab_free_ns", c.slab.free, "every slab object free (model workloads)"),
     ]
 }
 
@@ -203,6 +214,8 @@ fn profile(c: &Calibration, method: String) -> CostProfile {
         pcp_free_ns: v("pcp_free_ns"),
         zone_lock_base_ns: v("zone_lock_base_ns"),
         zone_list_op_ns: v("zone_list_op_ns"),
+        slab_alloc_ns: v("slab_alloc_ns"),
+        slab_free_ns: v("slab_free_ns"),
     }
 }
 
@@ -520,9 +533,91 @@ fn load_line() -> String {
         .map_or_else(|| "unknown".to_owned(), |l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2]))
 }
 
+/// `--slab-only FILE`: the slab figures measured into FILE's profile, the rest kept.
+fn run_slab_only(path: &std::path::Path, plan: &Plan) -> Result<()> {
+    let text = crate::input::read_text(path, crate::input::InputKind::Config)
+        .with_context(|| format!("cannot read cost profile `{}`", path.display()))?;
+    let mut p = CostProfile::parse(path, &text).or_else(|e| {
+        // A profile from before the slab fields: parse it with placeholders, replaced below.
+        let placeholder = format!("{text}\nslab_alloc_ns = 0.0\nslab_free_ns = 0.0\n");
+        CostProfile::parse(path, &placeholder).map_err(|_| e)
+    })?;
+    let load = load_line();
+    let (slab, timer) = calibrate::run_slab(plan, |what| eprintln!("calibrate: {what}"))?;
+    let date = calibrate::today();
+    let command = std::iter::once("pagealloc".to_owned())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    p.slab_alloc_ns = round1(slab.alloc.median.max(0.0));
+    p.slab_free_ns = round1(slab.free.median.max(0.0));
+    p.method = format!(
+        "{}; {}",
+        strip_slab_method(&p.method),
+        slab_method(&slab, plan, &command, &date, timer)
+    );
+    p.check().context("the measured profile fails its own checks")?;
+    let mut out = String::new();
+    for line in text.lines().take_while(|l| l.starts_with('#')) {
+        if !line.starts_with("#   slab_") && !line.starts_with("# Slab figures") {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    let _ = writeln!(out, "# Slab figures by `{command}` on {date} (load average {load}):");
+    for (field, sp) in [("slab_alloc_ns", slab.alloc), ("slab_free_ns", slab.free)] {
+        let _ = writeln!(
+            out,
+            "#   {field:<20} {:>8.1}  ({:.1}..{:.1})",
+            round1(sp.median.max(0.0)),
+            sp.p10,
+            sp.p90
+        );
+    }
+    out.push_str(&toml::to_string(&p).context("rendering the profile as TOML")?);
+    std::fs::write(path, &out).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "calibrate: slab_alloc_ns {:.1} (p10..p90 {:.1}..{:.1}), slab_free_ns {:.1} ({:.1}..{:.1}); wrote {}",
+        p.slab_alloc_ns, slab.alloc.p10, slab.alloc.p90, p.slab_free_ns, slab.free.p10, slab.free.p90,
+        path.display()
+    );
+    Ok(())
+}
+
+/// The part of `method` that says how the slab figures were measured.
+fn slab_method(
+    slab: &calibrate::SlabFigures,
+    plan: &Plan,
+    command: &str,
+    date: &str,
+    timer: Summary,
+) -> String {
+    format!(
+        "slab figures: `{command}`, {} build{}, {date}: medians of {} windows of {w} allocs + {w} \
+         frees of a {}-byte cache's active slab ({} objects) in {} rounds, one clock read \
+         (median {:.1} ns) taken off each window",
+        if cfg!(debug_assertions) { "debug" } else { "release" },
+        if plan.quick { ", QUICK run (rough figures)" } else { "" },
+        slab.alloc.n,
+        calibrate::SLAB_BENCH_SIZE,
+        slab.objects_per_slab,
+        plan.rounds,
+        timer.median,
+        w = calibrate::WINDOW,
+    )
+}
+
+/// `method` without an earlier `--slab-only` run's part.
+fn strip_slab_method(method: &str) -> &str {
+    method.split("; slab figures: ").next().unwrap_or(method)
+}
+
 /// Run the command.
 pub fn run(args: &Args) -> Result<()> {
     let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
+    if let Some(path) = &args.slab_only {
+        return run_slab_only(path, &plan);
+    }
     if cfg!(debug_assertions) && !args.quick {
         eprintln!("calibrate: warning: a debug build measures the debug build, not the allocator");
     }
@@ -591,7 +686,7 @@ mod tests {
     use super::*;
     use crate::calibrate::{
         HandoffFigures, HoldFit, LatencyFigures, Machine as Host, PcpFigures, RoundMedians,
-        TouchFigures,
+        SlabFigures, TouchFigures,
     };
 
     fn s(median: f64) -> Summary {
@@ -608,6 +703,12 @@ mod tests {
                 batch: 63,
                 high: 200,
                 zone_locks_taken: 0,
+            },
+            slab: SlabFigures {
+                alloc: s(30.0),
+                free: s(35.0),
+                objects_per_slab: 21,
+                slab_page_calls: 0,
             },
             lock_uncontended: s(8.0),
             holds: HoldFit {
@@ -650,6 +751,8 @@ mod tests {
                 timer: vec![20.0, 30.0],
                 pcp_alloc: vec![20.0, 22.0],
                 pcp_free: vec![23.0, 23.0],
+                slab_alloc: vec![30.0, 30.0],
+                slab_free: vec![35.0, 35.0],
                 handoff_acquisition: vec![f64::NAN, 5.0],
                 hot: vec![100.0, 100.0],
                 cold: vec![600.0, 610.0],
@@ -690,7 +793,14 @@ mod tests {
     #[test]
     fn the_table_names_every_field_and_flags_clamping() {
         let t = render_table(&fake(), "0.1 0.2 0.3", "0.2 0.2 0.3", 1.5);
-        let fields = ["pcp_alloc_ns", "pcp_free_ns", "zone_lock_base_ns", "zone_list_op_ns"];
+        let fields = [
+            "pcp_alloc_ns",
+            "pcp_free_ns",
+            "zone_lock_base_ns",
+            "zone_list_op_ns",
+            "slab_alloc_ns",
+            "slab_free_ns",
+        ];
         for f in fields.into_iter().chain(
             Level::ALL
                 .iter()

@@ -34,6 +34,14 @@ pub struct CostProfile {
     /// cache (merges, splits, refills and drains are made of these); also each pageset list
     /// operation of the pre-5.18 bulk free's staging pass.
     pub zone_list_op_ns: f64,
+    /// One slab object allocation served by the CPU's active slab (`kmem_cache_alloc`'s fast
+    /// path in `pagealloc-slab`), its lines hot. A call that needs a new slab adds the page
+    /// allocator's call (its own fixed work and lines) on top.
+    pub slab_alloc_ns: f64,
+    /// One slab object free into the CPU's active slab (`kmem_cache_free`'s fast path), its
+    /// lines hot. A free that empties a slab the cache gives back adds the page allocator's
+    /// free.
+    pub slab_free_ns: f64,
 }
 
 /// What a cost field takes.
@@ -44,11 +52,13 @@ const TEXT_FIELDS: [(&str, &str); 2] =
     [("machine", "the machine the figures come from"), ("method", "how they were measured")];
 
 /// Its numeric fields, with what each takes, in struct order.
-const COST_FIELDS: [(&str, &str); 4] = [
+const COST_FIELDS: [(&str, &str); 6] = [
     ("pcp_alloc_ns", COST),
     ("pcp_free_ns", COST),
     ("zone_lock_base_ns", COST),
     ("zone_list_op_ns", COST),
+    ("slab_alloc_ns", COST),
+    ("slab_free_ns", COST),
 ];
 
 /// The profile shipped with the lab, measured by `pagealloc calibrate` (see the file's header).
@@ -129,6 +139,8 @@ impl CostProfile {
             pcp_free_ns: cost(1)?,
             zone_lock_base_ns: cost(2)?,
             zone_list_op_ns: cost(3)?,
+            slab_alloc_ns: cost(4)?,
+            slab_free_ns: cost(5)?,
         };
         p.check_fields().map_err(|(name, msg)| {
             let i = COST_FIELDS.iter().position(|(n, _)| *n == name).expect("a cost field");
@@ -150,6 +162,8 @@ impl CostProfile {
             ("pcp_free_ns", self.pcp_free_ns),
             ("zone_lock_base_ns", self.zone_lock_base_ns),
             ("zone_list_op_ns", self.zone_list_op_ns),
+            ("slab_alloc_ns", self.slab_alloc_ns),
+            ("slab_free_ns", self.slab_free_ns),
         ];
         for (name, v) in fields {
             if !v.is_finite() || !(0.0..=1e9).contains(&v) {
@@ -167,6 +181,8 @@ impl CostProfile {
             pcp_free: ps(self.pcp_free_ns),
             lock_base: ps(self.zone_lock_base_ns),
             list_op: ps(self.zone_list_op_ns),
+            slab_alloc: ps(self.slab_alloc_ns),
+            slab_free: ps(self.slab_free_ns),
         }
     }
 }
@@ -182,6 +198,10 @@ pub struct CostPs {
     pub lock_base: u64,
     /// See [`CostProfile::zone_list_op_ns`].
     pub list_op: u64,
+    /// See [`CostProfile::slab_alloc_ns`].
+    pub slab_alloc: u64,
+    /// See [`CostProfile::slab_free_ns`].
+    pub slab_free: u64,
 }
 
 #[cfg(test)]
@@ -255,6 +275,8 @@ mod tests {
             ),
             ("pcp_alloc_ns", "", "missing field `pcp_alloc_ns`"),
             ("method", "", "missing field `method` (how they were measured)"),
+            ("slab_free_ns", "", "missing field `slab_free_ns`"),
+            ("slab_alloc_ns", "slab_alloc_ns = -1", "field `slab_alloc_ns`: -1 is out of range"),
         ];
         let cases = cases.iter().map(|&(field, line, msg)| {
             let at = if line.is_empty() { String::new() } else { format!(":{}", line_of(field)) };

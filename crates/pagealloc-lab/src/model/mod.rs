@@ -17,6 +17,7 @@ pub mod cost;
 pub mod lines;
 pub mod real;
 pub mod sink;
+pub mod slab;
 
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
@@ -26,12 +27,14 @@ use pagealloc::{
     Cpu, CpuId, Gfp, MemoryMap, NodeId, Order, PageAllocator, Pfn, Policy, Tunables, VmEvents,
 };
 
+use pagealloc_slab::{SlabObject, SlabStat};
 use pagealloc_testkit::rng::Rng;
 
 use self::cache::LlcModel;
 use self::cost::{CostProfile, CostPs};
 use self::lines::{CacheMap, Prices};
 use self::sink::ModelSink;
+use self::slab::{CacheId, SlabSet, SlabSetup};
 use crate::machine::hierarchy::Hierarchy;
 
 /// Picoseconds in a second: virtual time is kept in picoseconds.
@@ -173,6 +176,11 @@ pub trait Workload: Send + Sync {
     fn metrics(&self) -> Vec<(String, f64)>;
     /// How far along it is, 0..=1, for progress bars.
     fn progress(&self) -> f64;
+    /// The slab caches its steps allocate kernel objects from ([`Ctx::slab_alloc`]), asked
+    /// for once, after [`start`](Self::start). None by default.
+    fn slab_setup(&self) -> SlabSetup {
+        SlabSetup::default()
+    }
 }
 
 /// A workload whose state is one object, stepped by one CPU at a time ([`Serial`] makes it a
@@ -188,6 +196,10 @@ pub trait SerialWorkload: Send {
     fn metrics(&self) -> Vec<(String, f64)>;
     /// See [`Workload::progress`].
     fn progress(&self) -> f64;
+    /// See [`Workload::slab_setup`].
+    fn slab_setup(&self) -> SlabSetup {
+        SlabSetup::default()
+    }
 }
 
 /// A [`SerialWorkload`] behind one lock: each step holds it throughout.
@@ -227,6 +239,9 @@ impl<W: SerialWorkload> Workload for Serial<W> {
     fn progress(&self) -> f64 {
         self.get().progress()
     }
+    fn slab_setup(&self) -> SlabSetup {
+        self.get().slab_setup()
+    }
 }
 
 /// Scheduling state of a virtual CPU.
@@ -261,6 +276,7 @@ pub struct Ctx<'a> {
     wakes: &'a mut Vec<(u32, u64)>,
     counts: &'a mut OpCounts,
     clock: Clock<'a>,
+    slab: &'a SlabSet<'a>,
 }
 
 /// Where a [`Ctx`]'s time comes from, and what its touches write.
@@ -282,6 +298,13 @@ pub struct OpCounts {
     pub alloc_failures: u64,
     /// Free calls.
     pub frees: u64,
+    /// Slab object allocations ([`Ctx::slab_alloc`]); the page allocations they made are
+    /// in `allocs`.
+    pub slab_allocs: u64,
+    /// Of which failed.
+    pub slab_alloc_failures: u64,
+    /// Slab object frees; the slabs they gave back are in `frees`.
+    pub slab_frees: u64,
 }
 
 impl OpCounts {
@@ -289,6 +312,9 @@ impl OpCounts {
         self.allocs += o.allocs;
         self.alloc_failures += o.alloc_failures;
         self.frees += o.frees;
+        self.slab_allocs += o.slab_allocs;
+        self.slab_alloc_failures += o.slab_alloc_failures;
+        self.slab_frees += o.slab_frees;
     }
 }
 
@@ -382,6 +408,52 @@ impl Ctx<'_> {
         self.charge(|c| c.pcp_free);
         self.counts.frees += 1;
         r.map_err(|e| anyhow!("cpu {}: free of {pfn:?} order {}: {e}", self.cpu(), order.0))
+    }
+
+    /// Allocate an object from the workload's slab cache `cache` (kernel
+    /// `kmem_cache_alloc`); `bind`: the task's `numactl -m` node, where new slabs come from
+    /// (`None`: this CPU's node). `Ok(None)` if the slab layer found no memory (counted); an
+    /// error if the workload never asked for `cache`. One accounted call: `slab_alloc_ns`
+    /// plus, when a new slab was needed, the page allocator's call(s) with their fixed work,
+    /// lines and zone locks.
+    pub fn slab_alloc(
+        &mut self,
+        cache: CacheId,
+        gfp: Gfp,
+        bind: Option<u32>,
+    ) -> Result<Option<SlabObject>> {
+        let slab: &SlabSet<'_> = self.slab;
+        let c = slab.cache(cache)?;
+        self.begin();
+        let before = c.stats();
+        let r = c.alloc_mpol(self.cpu, gfp, bind.map(NodeId));
+        let after = c.stats();
+        let d = |s: SlabStat| after.get(s) - before.get(s);
+        // A slab of the preferred order, or a failed try and the fallback order.
+        let pages = d(SlabStat::AllocSlab) + d(SlabStat::OrderFallback);
+        self.charge(|k| k.slab_alloc + pages * k.pcp_alloc);
+        self.counts.allocs += pages;
+        self.counts.slab_allocs += 1;
+        if r.is_err() {
+            self.counts.slab_alloc_failures += 1;
+        }
+        Ok(r.ok())
+    }
+
+    /// Free an object to its cache (kernel `kmem_cache_free`) on this CPU. One accounted
+    /// call: `slab_free_ns` plus the page allocator's free of every slab it gave back. A
+    /// refused free is a bug in the workload: an error.
+    pub fn slab_free(&mut self, cache: CacheId, obj: SlabObject) -> Result<()> {
+        let slab: &SlabSet<'_> = self.slab;
+        let c = slab.cache(cache)?;
+        self.begin();
+        let before = c.stats().get(SlabStat::FreeSlab);
+        let r = c.free(self.cpu, obj);
+        let pages = c.stats().get(SlabStat::FreeSlab) - before;
+        self.charge(|k| k.slab_free + pages * k.pcp_free);
+        self.counts.frees += pages;
+        self.counts.slab_frees += 1;
+        r.map_err(|e| anyhow!("cpu {}: slab free to {}: {e}", self.cpu(), c.name()))
     }
 
     /// A hint that the block at `pfn` will be freed soon (see [`PageAllocator::prefetch`]):
@@ -631,6 +703,7 @@ impl Model {
         let info = self.info();
         let start_events = self.pa.vm_events();
         let running = w.start(&info)?;
+        let slabs = SlabSet::new(&self.pa, &w.slab_setup())?;
         let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
         for &c in &running {
             let v =
@@ -675,6 +748,7 @@ impl Model {
                     cache: &mut self.cache,
                     cost: &self.cost,
                 },
+                slab: &slabs,
             };
             let next = w.step(&mut ctx)?;
             let v = &mut self.cpus[c as usize];
@@ -745,6 +819,8 @@ impl Model {
         let events = self.pa.vm_events().since(&start_events);
         let most_used_frames =
             if self.count_frames { self.pa.events().most_used_frames(5) } else { Vec::new() };
+        slabs.shrink_all(&self.pa, CpuId(running.first().copied().unwrap_or(0)))?;
+        drop(slabs);
         self.give_back(w)?;
         let (lines_found, handoffs) = self.pa.events().traffic();
         let (busy, waited, held) =
@@ -772,7 +848,7 @@ impl Model {
 
     /// Every CPU's vmstat tick at virtual time `at`, then a sample of the pagesets. Lock time
     /// of the ticks' drains goes to the lock clocks, not to any CPU's work.
-    fn tick_all(&mut self, at: u64, sampled: &[u32], rec: &mut Recorder) {
+    fn tick_all(&self, at: u64, sampled: &[u32], rec: &mut Recorder) {
         for c in 0..self.cpus.len() {
             let cpu = self.pa.cpu(CpuId(c as u32)).expect("every CPU exists");
             self.pa.events().begin(at);
@@ -787,7 +863,7 @@ impl Model {
     }
 
     /// Free what the workload still holds and check that every page came back.
-    fn give_back(&mut self, w: &mut dyn Workload) -> Result<()> {
+    fn give_back(&self, w: &mut dyn Workload) -> Result<()> {
         give_back(&self.pa, w.held(), self.validate)
     }
 }
@@ -1133,5 +1209,113 @@ pub(crate) mod tests {
         assert!(pair.zone_lock_pct() > 0.0);
         // Twice the work through one lock takes longer than one CPU's share.
         assert!(pair.elapsed_ps > alone.elapsed_ps);
+    }
+
+    /// One scripted step: allocator calls on the step's `Ctx`, objects kept between steps.
+    type ScriptStep = fn(&mut Ctx<'_>, &mut Vec<SlabObject>) -> Result<()>;
+
+    /// A one-CPU workload of scripted steps over one slab cache of 64-byte objects (order-0
+    /// slabs of 64 on one CPU), recording each step's virtual time.
+    struct SlabScript {
+        steps: Vec<ScriptStep>,
+        next: usize,
+        objs: Vec<SlabObject>,
+        took: Vec<u64>,
+    }
+
+    impl SlabScript {
+        fn new(steps: Vec<ScriptStep>) -> Self {
+            SlabScript { steps, next: 0, objs: Vec::new(), took: Vec::new() }
+        }
+    }
+
+    impl SerialWorkload for SlabScript {
+        fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
+            Ok(vec![0])
+        }
+        fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+            let t0 = ctx.now();
+            (self.steps[self.next])(ctx, &mut self.objs)?;
+            self.took.push(ctx.now() - t0);
+            self.next += 1;
+            Ok(if self.next == self.steps.len() { Next::Done } else { Next::Continue })
+        }
+        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+            Vec::new()
+        }
+        fn metrics(&self) -> Vec<(String, f64)> {
+            Vec::new()
+        }
+        fn progress(&self) -> f64 {
+            0.0
+        }
+        fn slab_setup(&self) -> SlabSetup {
+            SlabSetup {
+                config: pagealloc_slab::SlubConfig::default(),
+                caches: vec![slab::SlabSpec::new("obj64", 64, 0, pagealloc_slab::SlabFlags::NONE)],
+            }
+        }
+    }
+
+    fn run_script(w: SlabScript) -> (Result<RunOutcome>, SlabScript) {
+        let mut m = Model::new(small_setup(1, 64, "modern", 1)).unwrap();
+        let mut w = Serial::new(w);
+        let o = m.run(&mut w, &mut |_| {});
+        (o, w.into_inner())
+    }
+
+    const OBJ: CacheId = CacheId(0);
+
+    /// A slab allocation inside a step is one accounted call: the first, which takes a new
+    /// order-0 slab, costs `slab_alloc_ns` plus the page allocator's call; the next, served by the active slab, `slab_alloc_ns` alone; a free into it
+    /// `slab_free_ns`. At the end the cache is shrunk and every page is back (the run's
+    /// conservation check), and the calls are counted.
+    #[test]
+    fn a_slab_call_is_charged_and_its_slab_comes_back() {
+        let cost = CostProfile::default_profile().to_ps();
+        let (o, w) = run_script(SlabScript::new(vec![
+            |ctx, objs| {
+                objs.push(ctx.slab_alloc(OBJ, Gfp::KERNEL, None)?.expect("memory"));
+                Ok(())
+            },
+            |ctx, objs| {
+                objs.push(ctx.slab_alloc(OBJ, Gfp::KERNEL, None)?.expect("memory"));
+                Ok(())
+            },
+            |ctx, objs| ctx.slab_free(OBJ, objs.pop().unwrap()),
+            |ctx, objs| ctx.slab_free(OBJ, objs.pop().unwrap()),
+        ]));
+        let o = o.unwrap();
+        assert!(cost.slab_alloc > 0 && cost.slab_free > 0);
+        assert!(w.took[0] > cost.slab_alloc + cost.pcp_alloc, "{:?}", w.took);
+        assert_eq!(w.took[1], cost.slab_alloc);
+        assert_eq!(w.took[2], cost.slab_free);
+        assert_eq!(w.took[3], cost.slab_free);
+        assert_eq!((o.ops.slab_allocs, o.ops.slab_frees, o.ops.slab_alloc_failures), (2, 2, 0));
+        // One page allocation (the slab), no page free during the run: the shrink at the end
+        // gave it back.
+        assert_eq!((o.ops.allocs, o.ops.frees), (1, 0));
+    }
+
+    /// The first slab allocation costs the page allocator's call exactly on top of
+    /// `slab_alloc_ns`: the same order-0 allocation made directly, on an identical fresh
+    /// model, takes that much less.
+    #[test]
+    fn a_new_slab_adds_exactly_the_page_allocators_cost() {
+        let cost = CostProfile::default_profile().to_ps();
+        let (o, direct) = run_script(SlabScript::new(vec![|ctx, _| {
+            ctx.alloc(Gfp::KERNEL | Gfp::NOWARN, Order(0)).expect("memory");
+            Ok(())
+        }]));
+        // The page is still held: conservation fails, as it must.
+        assert!(format!("{:#}", o.unwrap_err()).contains("conservation"));
+        let (o, slab) = run_script(SlabScript::new(vec![|ctx, objs| {
+            objs.push(ctx.slab_alloc(OBJ, Gfp::KERNEL, None)?.expect("memory"));
+            Ok(())
+        }]));
+        // The object is never freed: the end of the run names the leak.
+        let e = format!("{:#}", o.unwrap_err());
+        assert!(e.contains("obj64") && e.contains("still allocated"), "{e}");
+        assert_eq!(slab.took[0], direct.took[0] + cost.slab_alloc);
     }
 }

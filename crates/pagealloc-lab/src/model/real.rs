@@ -38,6 +38,7 @@ use pagealloc_testkit::rng::Rng;
 use super::cost::CostPs;
 use super::lines::{CacheMap, Prices};
 use super::sink::ModelSink;
+use super::slab::SlabSet;
 use super::{
     give_back, pcp_pages, sample_pagesets, sampled_cpus, stream_seed, Clock, Ctx, ModelInfo, Next,
     OpCounts, Recorder, RunOutcome, Workload,
@@ -232,6 +233,7 @@ impl RealRunner {
         let pa = self.heap.allocator();
         let start_events = pa.vm_events();
         let running = w.start(&info)?;
+        let slabs = SlabSet::new(pa, &w.slab_setup())?;
         let n = info.nr_cpus as usize;
         let mut state = vec![State::Idle; n];
         for &c in &running {
@@ -255,6 +257,7 @@ impl RealRunner {
         let mut rec = Recorder::default();
         let mut ticks = 0u64;
         let heap = &self.heap;
+        let slabs = &slabs;
         let (sched, cv) = (&sched, &cv);
         let results: Vec<Result<ThreadTotals>> = std::thread::scope(|s| {
             let handles: Vec<_> = running
@@ -275,7 +278,7 @@ impl RealRunner {
                             // A panicking step (a workload bug) must end the run like a
                             // failing one, or the threads it would have woken wait for ever.
                             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                cpu_thread(c, pin, clock, heap, workload, sched, cv)
+                                cpu_thread(c, pin, clock, heap, slabs, workload, (sched, cv))
                             }))
                             .unwrap_or_else(|_| Err(anyhow!("cpu {c}: the workload panicked")));
                             if r.is_err() {
@@ -354,6 +357,7 @@ impl RealRunner {
         let events = pa.vm_events().since(&start_events);
         let workload_metrics = w.metrics();
         let held = w.held();
+        slabs.shrink_all(pa, CpuId(running.first().copied().unwrap_or(0)))?;
         give_back(pa, held, self.setup.validate)?;
         let held_ps = events.get(Counter::ZoneLockHeldNs).saturating_mul(1000);
         // Timed around the lock itself (`with_clock`): the ticker's few holds are in it too.
@@ -402,9 +406,9 @@ fn cpu_thread(
     pin: Option<usize>,
     mut clock: ThreadClock,
     heap: &RealHeap,
+    slabs: &SlabSet<'_>,
     workload: &dyn Workload,
-    sched: &Mutex<Sched>,
-    cv: &Condvar,
+    (sched, cv): (&Mutex<Sched>, &Condvar),
 ) -> Result<ThreadTotals> {
     if let Some(host) = pin {
         pin_current_thread(host).with_context(|| format!("pinning cpu {c} to host CPU {host}"))?;
@@ -425,6 +429,7 @@ fn cpu_thread(
                 wakes: &mut wakes,
                 counts: &mut totals.counts,
                 clock: Clock::Real { t: &mut clock, heap },
+                slab: slabs,
             };
             workload.step(&mut ctx)?
         };

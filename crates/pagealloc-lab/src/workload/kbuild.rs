@@ -33,9 +33,22 @@
 //! pagesets reach their steady state within a few exits per CPU (five exits per job, ≈ 0.65 s of
 //! CPU per job), well inside that.
 //!
+//! Kernel objects (§1.4): each process allocates, when created, the slab objects a process
+//! has — task_struct, pid, cred, files_struct, fs_struct, sighand_struct, signal_struct,
+//! mm_struct, one vm_area_struct per VMA and an anon_vma with its anon_vma_chain per
+//! writable private VMA — through the slab layer (`model::slab`), and frees them at exit:
+//! the anon_vma chains and VMAs with its page tables, the mm_struct after the PGD, the rest
+//! last. On the 224-CPU machine SLUB's `min_objects` is 36, so task_struct, mm_struct,
+//! signal, sighand and files slabs are order 3 and vm_area_struct, cred and pid slabs
+//! order 1: their empty slabs go back through the pagesets, where `free_high` acts. Sizes are
+//! this lab host's `/proc/slabinfo` (Linux 6.18); VMA counts were measured on it (§1.4).
+//!
 //! Known biases: one task per slot CPU, never migrating (≈ 10 K migrations/s machine-wide
 //! in the real run are not modelled); hyperthread siblings are not modelled (the 112 busy CPUs
-//! are one per core); fork/exec costs other than the PGD, kernel stacks and slab are left out;
+//! are one per core); fork/exec costs other than the PGD and the slab objects above (kernel
+//! stacks, the fork's copy of the parent's mm and VMAs that exec drops at once, dentries,
+//! inodes, kmalloc buffers of the syscalls, maple-tree nodes) are left out; RCU-deferred
+//! frees (task_struct, cred, pid) happen at once on the exiting CPU;
 //! helpers run after the compiler rather than around it; cc1's own memory use (gcc frees
 //! little before exit) grows linearly over its life; the real build's serial steps beyond
 //! one link (kallsyms relinks, objtool on vmlinux.o) are folded into that one link.
@@ -44,9 +57,11 @@ use std::collections::VecDeque;
 
 use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
+use pagealloc_slab::{OrderRule, SlabObject, SlubConfig};
 use pagealloc_testkit::rng::Rng;
 
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
+use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 
 /// The registry entry.
@@ -233,6 +248,68 @@ const PARAMS: &[ParamSpec] = &[
         whole: false,
     },
     ParamSpec {
+        name: "slab",
+        default: 1.0,
+        min: 0.0,
+        max: 1.0,
+        unit: "0 = off, 1 = on",
+        doc: "allocate each process's kernel objects (task_struct, mm_struct, VMAs, …) through \
+              the slab layer",
+        source: "issue 18: in the kernel kbuild's high-order frees are mostly SLUB's slabs; \
+                 objects and sizes in docs/workloads.md §1.4",
+        scaled: false,
+        whole: true,
+    },
+    ParamSpec {
+        name: "vmas_compiler",
+        default: 70.0,
+        min: 0.0,
+        max: 1e5,
+        unit: "VMAs",
+        doc: "VMAs of a compiler process (and of the link): one vm_area_struct each",
+        source: "measured on the lab host: lines of /proc/PID/maps of cc1 (gcc 12.2, -O2) \
+                 sampled while it ran, 66–74 (docs/workloads.md §1.4)",
+        scaled: false,
+        whole: true,
+    },
+    ParamSpec {
+        name: "anon_vmas_compiler",
+        default: 23.0,
+        min: 0.0,
+        max: 1e5,
+        unit: "VMAs",
+        doc: "writable private VMAs of a compiler process: one anon_vma and one \
+              anon_vma_chain each",
+        source: "measured on the lab host: `rw-p` lines of cc1's /proc/PID/maps, 22–27; one \
+                 anon_vma and one chain per such VMA is assumed (docs/workloads.md §1.4)",
+        scaled: false,
+        whole: true,
+    },
+    ParamSpec {
+        name: "vmas_helper",
+        default: 32.0,
+        min: 0.0,
+        max: 1e5,
+        unit: "VMAs",
+        doc: "VMAs of a helper process",
+        source: "measured on the lab host: sh 25, the gcc driver 28, as 48–50; fixdep assumed \
+                 as sh; mean ≈ 32 (docs/workloads.md §1.4)",
+        scaled: false,
+        whole: true,
+    },
+    ParamSpec {
+        name: "anon_vmas_helper",
+        default: 10.0,
+        min: 0.0,
+        max: 1e5,
+        unit: "VMAs",
+        doc: "writable private VMAs of a helper process",
+        source: "measured on the lab host: `rw-p` lines of sh 9, gcc 9, as 13–15; fixdep \
+                 assumed as sh; mean ≈ 10 (docs/workloads.md §1.4)",
+        scaled: false,
+        whole: true,
+    },
+    ParamSpec {
         name: "link_mib",
         default: REAL_LINK_MIB * DEFAULT_JOBS / REAL_OBJECTS,
         min: 0.0,
@@ -257,6 +334,38 @@ const PGD_ORDER: Order = Order(1);
 /// Page-table pages: GFP_PGTABLE_USER = GFP_KERNEL_ACCOUNT | __GFP_ZERO (unmovable).
 const GFP_PGTABLE: Gfp = Gfp(Gfp::KERNEL.0 | Gfp::ZERO.0);
 
+/// A process's kernel objects, one slab cache each: (name, object stride in bytes,
+/// alignment). Strides and alignments are `slab_size` and `align` of
+/// `/sys/kernel/slab/<cache>/` on the lab host (Linux 6.18.44, x86-64; `/proc/slabinfo`'s
+/// objsize column), docs/workloads.md §1.4. None is reclaim-accounted. In this order the
+/// caches get their [`CacheId`]s; a process allocates the first [`PER_PROCESS`] once.
+const OBJECTS: [(&str, u32, u32); 11] = [
+    ("task_struct", 4224, 64),
+    ("pid", 192, 64),
+    ("cred_jar", 192, 64),
+    ("files_cache", 704, 64),
+    ("fs_cache", 64, 8),
+    ("sighand_cache", 2112, 64),
+    ("signal_cache", 1152, 64),
+    ("mm_struct", 1600, 64),
+    ("vm_area_struct", 192, 64),
+    ("anon_vma", 104, 8),
+    ("anon_vma_chain", 64, 8),
+];
+/// Objects a process has one of: task_struct … mm_struct.
+const PER_PROCESS: usize = 8;
+/// The mm_struct: freed after the PGD (`__mmdrop`: `mm_free_pgd`, then `free_mm`).
+const MM_STRUCT: CacheId = CacheId(7);
+/// One per VMA.
+const VM_AREA: CacheId = CacheId(8);
+/// One per writable private VMA (with its chain).
+const ANON_VMA: CacheId = CacheId(9);
+/// One per writable private VMA.
+const ANON_VMA_CHAIN: CacheId = CacheId(10);
+/// Slab objects: GFP_KERNEL (the kernel adds __GFP_ACCOUNT for these caches; memcg is not
+/// modelled).
+const GFP_SLAB: Gfp = Gfp::KERNEL;
+
 /// What a process is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -277,6 +386,9 @@ enum Phase {
 struct ProcSpec {
     anon: u64,
     obj: u64,
+    /// VMAs, and of those the writable private ones (kernel objects, §1.4).
+    vmas: u32,
+    anon_vmas: u32,
 }
 
 /// A running process.
@@ -290,7 +402,12 @@ struct Proc {
     /// Pages faulted, then pages written.
     count: u64,
     freed: usize,
+    /// Slab objects held, with their caches, in allocation order.
+    objs: Vec<(CacheId, SlabObject)>,
 }
+
+/// A finished process's anon, page-table and slab-object lists, kept for the next one.
+type Spare = (Vec<Pfn>, Vec<Pfn>, Vec<(CacheId, SlabObject)>);
 
 /// A make job slot: runs one job's processes after another.
 #[derive(Debug)]
@@ -301,7 +418,7 @@ struct Slot {
     /// The running process.
     cur: Option<Proc>,
     /// Vectors kept for reuse across processes (a job's anon list is ≈ 20 K entries).
-    spare: Option<(Vec<Pfn>, Vec<Pfn>)>,
+    spare: Option<Spare>,
     /// This slot is running the final link.
     linking: bool,
     done: bool,
@@ -323,6 +440,9 @@ pub struct Kbuild {
     write_page: u64,
     exit_page: u64,
     link_pages: u64,
+    slab: bool,
+    /// VMAs and writable private VMAs of a compiler (and the link), and of a helper.
+    vmas: [(u32, u32); 2],
     seed: u64,
     slots: Vec<Slot>,
     /// Slots of each CPU (a CPU runs its slots in turn when `parallel` exceeds the CPUs).
@@ -361,6 +481,11 @@ impl Kbuild {
             write_page: ns(p.get("write_page_ns")),
             exit_page: ns(p.get("exit_page_ns")),
             link_pages: (p.get("link_mib") * 256.0).round() as u64,
+            slab: p.get("slab").round() != 0.0,
+            vmas: [
+                (p.get("vmas_compiler").round() as u32, p.get("anon_vmas_compiler").round() as u32),
+                (p.get("vmas_helper").round() as u32, p.get("anon_vmas_helper").round() as u32),
+            ],
             seed: 0,
             slots: Vec::new(),
             cpu_slots: Vec::new(),
@@ -390,8 +515,14 @@ impl Kbuild {
             .collect();
         let main = (total - helpers.iter().sum::<u64>() as f64).max(1.0).round() as u64;
         let mut q = VecDeque::with_capacity(1 + helpers.len());
-        q.push_back(ProcSpec { anon: main, obj: self.obj_pages });
-        q.extend(helpers.into_iter().map(|anon| ProcSpec { anon, obj: 0 }));
+        let [(cv, ca), (hv, ha)] = self.vmas;
+        q.push_back(ProcSpec { anon: main, obj: self.obj_pages, vmas: cv, anon_vmas: ca });
+        q.extend(helpers.into_iter().map(|anon| ProcSpec {
+            anon,
+            obj: 0,
+            vmas: hv,
+            anon_vmas: ha,
+        }));
         q
     }
 
@@ -432,12 +563,21 @@ impl Kbuild {
             }
         };
         let slot = &mut self.slots[s];
-        let (mut anon, mut tables) = slot.spare.take().unwrap_or_default();
+        let (mut anon, mut tables, mut objs) = slot.spare.take().unwrap_or_default();
         anon.clear();
         tables.clear();
+        objs.clear();
         anon.reserve(spec.anon as usize);
-        slot.cur =
-            Some(Proc { spec, phase: Phase::Exec, pgd: None, anon, tables, count: 0, freed: 0 });
+        slot.cur = Some(Proc {
+            spec,
+            phase: Phase::Exec,
+            pgd: None,
+            anon,
+            tables,
+            count: 0,
+            freed: 0,
+            objs,
+        });
         self.processes += 1;
         true
     }
@@ -453,8 +593,30 @@ impl Kbuild {
         if self.jobs_done == self.jobs && self.link_pages > 0 && !self.link_done {
             let slot = &mut self.slots[s];
             slot.linking = true;
-            slot.queue.push_back(ProcSpec { anon: self.link_pages, obj: 0 });
+            let (vmas, anon_vmas) = self.vmas[0];
+            slot.queue.push_back(ProcSpec { anon: self.link_pages, obj: 0, vmas, anon_vmas });
         }
+    }
+
+    /// A new process's kernel objects (fork and exec, §1.4): one of each per-process object,
+    /// then a vm_area_struct per VMA and an anon_vma with its chain per writable private one.
+    fn alloc_objects(&mut self, ctx: &mut Ctx<'_>, p: &mut Proc) -> Result<()> {
+        if !self.slab {
+            return Ok(());
+        }
+        let vmas = p.spec.vmas as usize;
+        let anon = p.spec.anon_vmas.min(p.spec.vmas) as usize;
+        let caches = (0..PER_PROCESS as u16)
+            .map(CacheId)
+            .chain(std::iter::repeat_n(VM_AREA, vmas))
+            .chain((0..anon).flat_map(|_| [ANON_VMA, ANON_VMA_CHAIN]));
+        for c in caches {
+            match ctx.slab_alloc(c, GFP_SLAB, self.mem_node)? {
+                Some(o) => p.objs.push((c, o)),
+                None => self.failed += 1,
+            }
+        }
+        Ok(())
     }
 
     /// One step of slot `s`'s running process.
@@ -462,6 +624,7 @@ impl Kbuild {
         let Some(mut p) = self.slots[s].cur.take() else { return Ok(()) };
         match p.phase {
             Phase::Exec => {
+                self.alloc_objects(ctx, &mut p)?;
                 p.pgd = self.alloc(ctx, Gfp::KERNEL, PGD_ORDER);
                 for _ in 0..self.fixed_pt {
                     if let Some(t) = self.alloc(ctx, GFP_PGTABLE, Order(0)) {
@@ -522,14 +685,24 @@ impl Kbuild {
                 }
             }
             Phase::ExitTables => {
+                // exit_mmap: free_pgtables unlinks the anon_vmas, then the page tables go,
+                // then remove_vma frees each VMA; __mmdrop frees the PGD, then the mm.
+                free_objects(ctx, &mut p.objs, |c| c == ANON_VMA_CHAIN || c == ANON_VMA)?;
                 for t in p.tables.drain(..) {
                     ctx.free(t, Order(0))?;
                 }
+                free_objects(ctx, &mut p.objs, |c| c == VM_AREA)?;
                 if let Some(pgd) = p.pgd.take() {
                     ctx.free(pgd, PGD_ORDER)?;
                 }
-                self.slots[s].spare =
-                    Some((std::mem::take(&mut p.anon), std::mem::take(&mut p.tables)));
+                free_objects(ctx, &mut p.objs, |c| c == MM_STRUCT)?;
+                // Then files, fs, sighand, signal, cred, pid and the task_struct itself.
+                free_objects(ctx, &mut p.objs, |_| true)?;
+                self.slots[s].spare = Some((
+                    std::mem::take(&mut p.anon),
+                    std::mem::take(&mut p.tables),
+                    std::mem::take(&mut p.objs),
+                ));
                 if self.slots[s].queue.is_empty() {
                     self.job_finished(s);
                 }
@@ -539,6 +712,24 @@ impl Kbuild {
         self.slots[s].cur = Some(p);
         Ok(())
     }
+}
+
+/// Free the objects of `objs` whose cache `which` picks, newest first; keep the rest.
+fn free_objects(
+    ctx: &mut Ctx<'_>,
+    objs: &mut Vec<(CacheId, SlabObject)>,
+    which: impl Fn(CacheId) -> bool,
+) -> Result<()> {
+    let mut kept = Vec::with_capacity(objs.len());
+    while let Some((c, o)) = objs.pop() {
+        if which(c) {
+            ctx.slab_free(c, o)?;
+        } else {
+            kept.push((c, o));
+        }
+    }
+    objs.extend(kept.into_iter().rev());
+    Ok(())
 }
 
 impl SerialWorkload for Kbuild {
@@ -611,6 +802,22 @@ impl SerialWorkload for Kbuild {
         Ok(Next::Continue)
     }
 
+    /// The kernel objects' caches with SLUB's 6.6 slab-order rule (seed 001's kernel).
+    fn slab_setup(&self) -> SlabSetup {
+        if !self.slab {
+            return SlabSetup::default();
+        }
+        SlabSetup {
+            config: SlubConfig { order_rule: OrderRule::Pre6_7, ..SlubConfig::default() },
+            caches: OBJECTS
+                .iter()
+                .map(|&(name, size, align)| {
+                    SlabSpec::new(name, size, align, pagealloc_slab::SlabFlags::NONE)
+                })
+                .collect(),
+        }
+    }
+
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         let mut v: Vec<(u32, Pfn, Order)> =
             self.page_cache.drain(..).map(|(c, p)| (c, p, Order(0))).collect();
@@ -679,7 +886,8 @@ mod tests {
 
     #[test]
     fn every_job_runs_and_every_page_comes_back() {
-        let o = run("tune-base", 4, &["parallel=4"], 1);
+        // Without slab objects every page allocation and free is the workload's own.
+        let o = run("tune-base", 4, &["parallel=4", "slab=0"], 1);
         assert_eq!(metric(&o, "jobs"), 12.0);
         assert_eq!(metric(&o, "alloc_failures"), 0.0);
         // Compiler and two helpers per job, and the link.
@@ -700,7 +908,7 @@ mod tests {
 
     #[test]
     fn processes_free_order0_user_pages_then_an_order1_pgd() {
-        let o = run("tune-base", 2, &["parallel=2", "link_mib=0"], 3);
+        let o = run("tune-base", 2, &["parallel=2", "link_mib=0", "slab=0"], 3);
         let procs = metric(&o, "processes") as u64;
         // Order-0 pages and one PGD per process all go through the pagesets (6.6 caches
         // orders 0..3), and the PGDs are the only order-1 blocks.
@@ -710,6 +918,90 @@ mod tests {
             procs,
             "each process's PGD frees 2 pages in one call"
         );
+    }
+
+    /// Every process allocates its kernel objects and frees them at exit: 8 of its own, one
+    /// per VMA, two per writable VMA; the run ends with every object freed and every slab
+    /// back (the caches are shrunk before the conservation check, which passes).
+    #[test]
+    fn every_process_frees_its_kernel_objects() {
+        let o = run("tune-base", 4, &["parallel=4"], 1);
+        let per = |vmas: u64, anon: u64| 8 + vmas + 2 * anon;
+        // 12 jobs of a compiler and 2 helpers, and the link (a compiler's objects).
+        let want = 12 * (per(70, 23) + 2 * per(32, 10)) + per(70, 23);
+        assert_eq!((o.ops.slab_allocs, o.ops.slab_frees), (want, want));
+        assert_eq!(o.ops.slab_alloc_failures, 0);
+        assert_eq!(metric(&o, "alloc_failures"), 0.0);
+    }
+
+    /// The processes' slabs are taken through the pagesets — task_struct's and mm_struct's
+    /// are order 3 here (4 CPUs: `min_objects` 16) — and given back through them: here at the
+    /// end of the run, when the caches are shrunk, since a steady mix of processes on a small
+    /// machine keeps its slabs on SLUB's per-CPU and node partial lists (the run itself frees
+    /// only user pages, page tables and PGDs, as without slab).
+    #[test]
+    fn slabs_above_order0_come_and_go_through_the_pagesets() {
+        let params: Vec<String> = ["jobs=12", "mem_node=0", "job_mib=2", "helpers=2"]
+            .iter()
+            .chain(&["helper_mib=0.25", "obj_kib=16", "link_mib=0", "fault_us=2", "parallel=4"])
+            .map(|s| s.to_string())
+            .collect();
+        let mut w = (INFO.build)(&INFO.params(&params, 1.0).unwrap());
+        let mut m = Model::new(small_setup(4, 256, "tune-base", 1)).unwrap();
+        let before = m.allocator().vm_events();
+        let o = m.run(w.as_mut(), &mut |_| {}).unwrap();
+        let all = m.allocator().vm_events().since(&before);
+        // Allocations: more pages than calls beyond the PGDs' second pages: order-3 slabs.
+        let procs = metric(&o, "processes") as u64;
+        let alloc_pages =
+            o.events.get(Counter::PgallocNormal) + o.events.get(Counter::PgallocDma32);
+        assert!(
+            alloc_pages > o.ops.allocs + procs,
+            "{alloc_pages} pages in {} calls",
+            o.ops.allocs
+        );
+        // After the run: the page cache (order 0) and the shrunk slabs, every free on a pageset,
+        // more pages than calls.
+        let cache = metric(&o, "page_cache_pages") as u64;
+        let (calls, pages) = (
+            all.get(Counter::PcpFree) - o.events.get(Counter::PcpFree) - cache,
+            all.get(Counter::Pgfree) - o.events.get(Counter::Pgfree) - cache,
+        );
+        assert!(calls > 0 && pages > calls, "shrink: {pages} pages in {calls} pageset frees");
+        assert_eq!(o.events.get(Counter::Pgfree) - o.ops.frees, procs, "no slab freed in the run");
+    }
+
+    /// The kernel objects' slab orders on seed 001's 224 CPUs (`min_objects` 36, SLUB's 6.6
+    /// rule), as docs/workloads.md §1.4 tabulates them.
+    #[test]
+    fn slab_orders_on_the_224_cpu_machine() {
+        let cfg = SlubConfig { order_rule: OrderRule::Pre6_7, ..SlubConfig::default() };
+        let orders: Vec<(&str, u8)> = OBJECTS
+            .iter()
+            .map(|&(name, size, _)| {
+                (name, pagealloc_slab::order::calculate_order(size, 224, &cfg).unwrap().0)
+            })
+            .collect();
+        let want = [
+            ("task_struct", 3),
+            ("pid", 1),
+            ("cred_jar", 1),
+            ("files_cache", 3),
+            ("fs_cache", 0),
+            ("sighand_cache", 3),
+            ("signal_cache", 3),
+            ("mm_struct", 3),
+            ("vm_area_struct", 1),
+            ("anon_vma", 0),
+            ("anon_vma_chain", 0),
+        ];
+        assert_eq!(orders, want);
+        assert_eq!(
+            (OBJECTS[MM_STRUCT.0 as usize].0, OBJECTS[VM_AREA.0 as usize].0),
+            ("mm_struct", "vm_area_struct")
+        );
+        assert_eq!(OBJECTS[ANON_VMA.0 as usize].0, "anon_vma");
+        assert_eq!(OBJECTS[ANON_VMA_CHAIN.0 as usize].0, "anon_vma_chain");
     }
 
     #[test]
