@@ -241,6 +241,33 @@ pub fn timer_overhead(clk: &Clock, pairs: usize, out: &mut Vec<f64>) {
 // ---------------------------------------------------------------------------------------------
 // 1. The pageset fast path
 
+/// `windows` timed windows of `alloc` (`WINDOW` calls) then `free` (as many) on `state`, as
+/// (count, clock, one clock read in ns); each window's time less the clock read, per call, is
+/// pushed to `times` (alloc, free). Returns this round's medians.
+fn timed_windows<S>(
+    mut state: S,
+    (windows, clk, overhead): (usize, &Clock, f64),
+    times: (&mut Vec<f64>, &mut Vec<f64>),
+    mut alloc: impl FnMut(&mut S) -> Result<()>,
+    mut free: impl FnMut(&mut S) -> Result<()>,
+) -> Result<(f64, f64)> {
+    let (allocs, frees) = times;
+    let (a0, f0) = (allocs.len(), frees.len());
+    for _ in 0..windows {
+        let t0 = clk.ns();
+        alloc(&mut state)?;
+        let t1 = clk.ns();
+        free(&mut state)?;
+        let t2 = clk.ns();
+        allocs.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
+        frees.push(((t2 - t1) as f64 - overhead) / WINDOW as f64);
+    }
+    Ok((
+        Summary::of(&mut allocs[a0..].to_vec()).median,
+        Summary::of(&mut frees[f0..].to_vec()).median,
+    ))
+}
+
 /// One zone of `mib` MiB on one node with `cpus` CPUs (no DMA zones, so every hold is on
 /// the one zone).
 fn normal_only_map(mib: u64, cpus: u32) -> Result<MemoryMap> {
@@ -301,26 +328,24 @@ impl PcpBench {
 
     /// `windows` timed windows; returns this round's median alloc and free.
     pub fn round(&mut self, windows: usize, clk: &Clock, overhead: f64) -> Result<(f64, f64)> {
-        let (pa, pfns) = (&self.pa, &mut self.pfns);
-        let cpu = pa.cpu(CpuId(0)).context("CPU 0")?;
-        let (a0, f0) = (self.alloc.len(), self.free.len());
-        for _ in 0..windows {
-            let t0 = clk.ns();
-            for p in pfns.iter_mut() {
-                *p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?;
-            }
-            let t1 = clk.ns();
-            for &p in pfns.iter() {
-                pa.free_pages(cpu, p, Order(0))?;
-            }
-            let t2 = clk.ns();
-            self.alloc.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
-            self.free.push(((t2 - t1) as f64 - overhead) / WINDOW as f64);
-        }
-        Ok((
-            Summary::of(&mut self.alloc[a0..].to_vec()).median,
-            Summary::of(&mut self.free[f0..].to_vec()).median,
-        ))
+        let cpu = self.pa.cpu(CpuId(0)).context("CPU 0")?;
+        timed_windows(
+            (&self.pa, &mut self.pfns),
+            (windows, clk, overhead),
+            (&mut self.alloc, &mut self.free),
+            |(pa, pfns)| {
+                for p in pfns.iter_mut() {
+                    *p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?;
+                }
+                Ok(())
+            },
+            |(pa, pfns)| {
+                for &p in pfns.iter() {
+                    pa.free_pages(cpu, p, Order(0))?;
+                }
+                Ok(())
+            },
+        )
     }
 
     /// Check that every timed call stayed on the pageset and summarise.
@@ -437,25 +462,23 @@ impl<'a> SlabBench<'a> {
     /// `windows` timed windows; returns this round's median alloc and free.
     pub fn round(&mut self, windows: usize, clk: &Clock, overhead: f64) -> Result<(f64, f64)> {
         let cpu = self.cache.page_allocator().cpu(CpuId(0)).context("CPU 0")?;
-        let (a0, f0) = (self.alloc.len(), self.free.len());
-        for _ in 0..windows {
-            let t0 = clk.ns();
-            for _ in 0..WINDOW {
-                let o = self.cache.alloc(cpu, Gfp::KERNEL).map_err(|e| anyhow!("{e}"))?;
-                self.objs.push(o);
-            }
-            let t1 = clk.ns();
-            for o in self.objs.drain(..) {
-                self.cache.free(cpu, o).map_err(|e| anyhow!("{e}"))?;
-            }
-            let t2 = clk.ns();
-            self.alloc.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
-            self.free.push(((t2 - t1) as f64 - overhead) / WINDOW as f64);
-        }
-        Ok((
-            Summary::of(&mut self.alloc[a0..].to_vec()).median,
-            Summary::of(&mut self.free[f0..].to_vec()).median,
-        ))
+        timed_windows(
+            (&self.cache, &mut self.objs),
+            (windows, clk, overhead),
+            (&mut self.alloc, &mut self.free),
+            |(cache, objs)| {
+                for _ in 0..WINDOW {
+                    objs.push(cache.alloc(cpu, Gfp::KERNEL).map_err(|e| anyhow!("{e}"))?);
+                }
+                Ok(())
+            },
+            |(cache, objs)| {
+                for o in objs.drain(..) {
+                    cache.free(cpu, o).map_err(|e| anyhow!("{e}"))?;
+                }
+                Ok(())
+            },
+        )
     }
 
     /// Check that every timed call took the fast path and no slab came or went; summarise.
