@@ -23,6 +23,7 @@
 //! [`PageBlock::touch`] can write the block's first bytes without `unsafe` at the call site.
 
 use std::alloc::{GlobalAlloc, Layout};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -35,8 +36,9 @@ use pagealloc::mem_map::Frame;
 use pagealloc::pcp::PcpSlot;
 use pagealloc::types::{MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGE_SHIFT, PAGE_SIZE};
 use pagealloc::{
-    AllocError, BuildError, Cpu, CpuId, EventSink, Frag, FreeError, Gfp, MemoryMap, NoEvents,
-    NodeId, Order, PageAllocator, PageFragCache, Pfn, Policy, Tunables, Zone, ZoneLimits,
+    AllocError, BuildError, Cpu, CpuId, EventSink, Frag, FreeError, Gfp, MemoryMap, Migrate,
+    NoEvents, NodeId, Order, PageAllocator, PageFragCache, Pfn, Policy, Target, Tunables, Zone,
+    ZoneLimits,
 };
 
 /// Bytes of the largest block (order [`MAX_PAGE_ORDER`]); arenas are aligned to it.
@@ -634,6 +636,106 @@ impl<E: EventSink> PageHeap<E> {
     }
 }
 
+/// Movable blocks of one [`PageHeap`], held together so that compaction may move them: the
+/// owner's side of [`Migrate`] on real memory. Pass it to the heap's allocator
+/// (`compact_zone`, `kcompactd`, `alloc_pages_compacting`); a block it moves is copied byte for
+/// byte and its token then names the new place. Blocks not in the set are never moved: the
+/// heap's pointers and `Allocator` blocks, which Rust references may point into, stay put.
+#[derive(Debug)]
+pub struct MovableBlocks<'a, E: EventSink = NoEvents> {
+    heap: &'a PageHeap<E>,
+    /// First frame → the token of the block there.
+    blocks: BTreeMap<u64, PageBlock<'a>>,
+    /// Frames of blocks that must not move.
+    pinned: BTreeSet<u64>,
+}
+
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "only its tests move PageHeap blocks so far; docs/compaction.md")
+)]
+impl<'a, E: EventSink> MovableBlocks<'a, E> {
+    /// An empty set for `heap`'s blocks.
+    pub fn new(heap: &'a PageHeap<E>) -> MovableBlocks<'a, E> {
+        MovableBlocks { heap, blocks: BTreeMap::new(), pinned: BTreeSet::new() }
+    }
+
+    /// Add a block; a block of another source is handed back.
+    pub fn insert(&mut self, block: PageBlock<'a>) -> Result<(), PageBlock<'a>> {
+        if block.source != self.heap.id {
+            return Err(block);
+        }
+        self.blocks.insert(block.pfn().0, block);
+        Ok(())
+    }
+
+    /// Take the block at `pfn` out of the set.
+    pub fn remove(&mut self, pfn: Pfn) -> Option<PageBlock<'a>> {
+        self.pinned.remove(&pfn.0);
+        self.blocks.remove(&pfn.0)
+    }
+
+    /// Pin (or unpin) the block at `pfn`: compaction's requests to move it are refused.
+    pub fn pin(&mut self, pfn: Pfn, pinned: bool) {
+        if pinned && self.blocks.contains_key(&pfn.0) {
+            self.pinned.insert(pfn.0);
+        } else {
+            self.pinned.remove(&pfn.0);
+        }
+    }
+
+    /// The blocks, by first frame.
+    pub fn iter(&self) -> impl Iterator<Item = &PageBlock<'a>> {
+        self.blocks.values()
+    }
+
+    /// Blocks held.
+    pub fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// No blocks held?
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    /// Every token, to give back with [`PageSource::free_block`].
+    pub fn into_blocks(self) -> Vec<PageBlock<'a>> {
+        self.blocks.into_values().collect()
+    }
+}
+
+impl<E: EventSink> Migrate for MovableBlocks<'_, E> {
+    fn migrate(&mut self, from: Pfn, to: Target<'_>, order: Order) -> bool {
+        let bytes = block_bytes(order.0);
+        let dst = (to.pfn().0 as usize) << PAGE_SHIFT;
+        if self.pinned.contains(&from.0)
+            || to.order() != order
+            || !self.heap.arena.contains(dst, bytes)
+            || self.blocks.get(&from.0).is_none_or(|b| b.order != order.0)
+        {
+            return false;
+        }
+        let Some(mut block) = self.blocks.remove(&from.0) else { return false };
+        // Inside the arena, hence non-null.
+        let Some(new) = NonNull::new(dst as *mut u8) else {
+            self.blocks.insert(from.0, block);
+            return false;
+        };
+        // SAFETY: the source is the live block this set's token owns (`&mut self` excludes any
+        // other use of the token; blocks outside the set are never reached), `bytes` long.
+        // The destination is a `Target`, which only the allocator's compaction creates, for a
+        // free block of the same order it took off its free lists for this call alone: no
+        // one else reads or writes it. It lies in this heap's arena (checked above), mapped
+        // while `'a` keeps the heap alive. Two distinct blocks of the allocator do not
+        // overlap.
+        unsafe { std::ptr::copy_nonoverlapping(block.ptr.as_ptr(), new.as_ptr(), bytes) };
+        block.ptr = new;
+        self.blocks.insert(to.pfn().0, block);
+        true
+    }
+}
+
 /// A [`PageHeap`] reached by frame number only: the lab's real runner allocates from it. It
 /// hands out no pointer, no [`PageBlock`] and no `Allocator` block — its allocator
 /// ([`allocator`](Self::allocator)) answers with frame numbers, and
@@ -1029,6 +1131,7 @@ mod tests {
     use super::*;
     use allocator_api2::vec::Vec as ApiVec;
     use pagealloc::debug::validate;
+    use pagealloc::{CompactMode, CompactResult};
 
     fn heap(mib: usize) -> PageHeap {
         let mut o = HeapOptions::new(mib << 20);
@@ -1064,6 +1167,65 @@ mod tests {
         std::thread::spawn(check).join().unwrap();
         let h = heap(16);
         assert!(h.current_cpu().id().0 < h.allocator().nr_cpus());
+    }
+
+    /// Compaction through `MovableBlocks` on real memory: every block moved keeps every
+    /// stamped page, the token follows it, a pinned block stays, and the zone gets its
+    /// pageblock back.
+    #[test]
+    fn compaction_moves_blocks_with_their_contents() {
+        let h = heap(32);
+        let pa = h.allocator();
+        let cpu = pa.cpu(CpuId(0)).unwrap();
+        let gfp = Gfp::HIGHUSER_MOVABLE | Gfp::MEMALLOC;
+        let mut all = Vec::new();
+        while let Ok(b) = h.alloc_block_with(gfp, Order(0)) {
+            all.push(b);
+        }
+        // Keep the odd frames, give back the even ones: half the arena free, none of it in
+        // blocks above order 0.
+        let (keep, give): (Vec<_>, Vec<_>) = all.into_iter().partition(|b| b.pfn().0 % 2 == 1);
+        for b in give {
+            h.free_block(b).unwrap();
+        }
+        pa.drain_all_pages(cpu, None);
+        let stamp = |pfn: u64| move |i: u64| [pfn ^ 0x5a5a_0000, pfn + i];
+        let mut set = MovableBlocks::new(&h);
+        let mut first = None;
+        for mut b in keep {
+            let pfn = b.pfn().0;
+            b.stamp_pages(stamp(pfn));
+            first.get_or_insert(pfn);
+            set.insert(b).unwrap();
+        }
+        let pinned = Pfn(first.unwrap());
+        set.pin(pinned, true);
+        // A block's first word names the frame it was allocated at.
+        let origin = |b: &PageBlock<'_>| b.tag() ^ 0x5a5a_0000;
+        let before = set.len();
+        assert!(set.iter().all(|b| origin(b) == b.pfn().0));
+        let zone = pa.zones()[0].idx();
+        let out = pa.compact_zone(cpu, zone, Some(Order(9)), CompactMode::SyncLight, &mut set);
+        let out = out.unwrap();
+        assert_eq!(out.result, CompactResult::Success, "{out:?}");
+        assert!(out.stats.migrated > 0);
+        assert_eq!(set.len(), before, "no block lost or doubled");
+        let mut moved = 0;
+        for b in set.iter() {
+            let was = origin(b);
+            assert_eq!(b.check_pages(stamp(was)), None, "block from {was} now at {}", b.pfn());
+            moved += u64::from(was != b.pfn().0);
+        }
+        assert_eq!(moved, out.stats.migrated);
+        let stayed = set.remove(pinned).expect("the pinned block stayed");
+        h.free_block(stayed).unwrap();
+        assert!(!set.is_empty());
+        let huge = h.alloc_block_with(Gfp::HIGHUSER_MOVABLE, Order(9)).expect("a pageblock");
+        h.free_block(huge).unwrap();
+        for b in set.into_blocks() {
+            h.free_block(b).unwrap();
+        }
+        drained_and_valid(&h);
     }
 
     #[test]

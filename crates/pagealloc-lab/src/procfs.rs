@@ -1,5 +1,5 @@
-//! `/proc` views of a live [`PageAllocator`]: `buddyinfo`, `pagetypeinfo`, `zoneinfo` and a
-//! `vmstat` subset, laid out with the kernel's format strings (docs/kernel-reference.md §8) so that
+//! `/proc` views of a live [`PageAllocator`]: `buddyinfo`, `pagetypeinfo`, `zoneinfo`, a
+//! `vmstat` subset and debugfs's `extfrag_index` and `unusable_index`, laid out with the kernel's format strings (docs/kernel-reference.md §8) so that
 //! the tools that read a kernel's files (node_exporter, procfs, jc, PCP, `sar`, scripts) read ours.
 //!
 //! What is printed, and what is left out:
@@ -27,10 +27,13 @@
 //!   kernel's order); there are no NUMA statistics. `node_unreclaimable` is always 0 (there
 //!   is no kswapd). The pagesets use the 6.7–6.12 labels by default and the 6.13+ labels with
 //!   `high_min` / `high_max` on request ([`PagesetLayout`]).
-//! - **vmstat**: `nr_free_pages`, `nr_free_cma`, the `pgalloc_*` and `pgfree` event counters
-//!   in the kernel's order, then every counter of ours the kernel does not have
-//!   (`pcp_alloc`, `pcp_refill`, drains by reason, extfrag, zone lock acquisitions, …), all as
-//!   `name value` lines.
+//! - **vmstat**: `nr_free_pages`, `nr_free_cma`, the `pgalloc_*`, `pgfree`, `pgmigrate_*` and
+//!   `compact_*` event counters in the kernel's order, then every counter of ours the kernel
+//!   does not have (`pcp_alloc`, `pcp_refill`, drains by reason, extfrag, zone lock
+//!   acquisitions, …), all as `name value` lines.
+//! - **extfrag_index**, **unusable_index** (debugfs `extfrag/`): every populated zone, one
+//!   value per order in thousandths, as the kernel prints them (`"%2d.%03d "` and
+//!   `"%d.%03d "`; docs/compaction.md gives the formulas).
 
 use std::fmt::Write as _;
 
@@ -38,7 +41,7 @@ use pagealloc::migratetype::MigrateType;
 use pagealloc::sizing::{self, Watermarks};
 use pagealloc::types::{NR_PAGE_ORDERS, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use pagealloc::zone::{WMARK_HIGH, WMARK_LOW, WMARK_MIN, WMARK_PROMO};
-use pagealloc::{Counter, CpuId, EventSink, NodeId, NrPages, PageAllocator, Zone, ZoneType};
+use pagealloc::{Counter, CpuId, EventSink, NodeId, NrPages, Order, PageAllocator, Zone, ZoneType};
 
 /// Where the kernel's pagetypeinfo walk of one free list stops counting.
 const PAGETYPEINFO_WALK_CAP: u64 = 100_000;
@@ -57,8 +60,7 @@ pub enum PagesetLayout {
 pub fn buddyinfo<E: EventSink>(pa: &PageAllocator<E>) -> String {
     let mut out = String::new();
     for z in pa.zones().iter().filter(|z| z.present_pages().0 > 0) {
-        let counts: [u64; NR_PAGE_ORDERS] =
-            core::array::from_fn(|o| z.nr_free(pagealloc::Order(o as u8)));
+        let counts: [u64; NR_PAGE_ORDERS] = core::array::from_fn(|o| z.nr_free(Order(o as u8)));
         buddyinfo_line(&mut out, z.node().0, z.zone_type().name(), &counts);
     }
     out
@@ -300,13 +302,59 @@ fn zoneinfo_absent_zone<E: EventSink>(
 }
 
 /// The event counters `/proc/vmstat` has, in its order.
-const KERNEL_EVENTS: [Counter; 5] = [
+const KERNEL_EVENTS: [Counter; 16] = [
     Counter::PgallocDma,
     Counter::PgallocDma32,
     Counter::PgallocNormal,
     Counter::PgallocMovable,
     Counter::Pgfree,
+    Counter::PgmigrateSuccess,
+    Counter::PgmigrateFail,
+    Counter::CompactMigrateScanned,
+    Counter::CompactFreeScanned,
+    Counter::CompactIsolated,
+    Counter::CompactStall,
+    Counter::CompactFail,
+    Counter::CompactSuccess,
+    Counter::CompactDaemonWake,
+    Counter::CompactDaemonMigrateScanned,
+    Counter::CompactDaemonFreeScanned,
 ];
+
+/// debugfs `extfrag/extfrag_index`: per populated zone, the fragmentation index of every
+/// order in thousandths printed as `%2d.%03d` (-1.000: a block of that order is free).
+pub fn extfrag_index<E: EventSink>(pa: &PageAllocator<E>) -> String {
+    per_zone_and_order(pa, |z, o| {
+        let i = z.fragmentation_index(o);
+        format!("{:2}.{:03} ", i / 1000, (i % 1000).abs())
+    })
+}
+
+/// debugfs `extfrag/unusable_index`: per populated zone, the share of free memory in blocks
+/// too small for each order, in thousandths printed as `%d.%03d`.
+pub fn unusable_index<E: EventSink>(pa: &PageAllocator<E>) -> String {
+    per_zone_and_order(pa, |z, o| {
+        let i = z.unusable_index(o);
+        format!("{}.{:03} ", i / 1000, i % 1000)
+    })
+}
+
+/// One line per populated zone, `Node N, zone NAME ` then `cell(zone, order)` for every order
+/// (the layout of the debugfs `extfrag` files).
+fn per_zone_and_order<E: EventSink>(
+    pa: &PageAllocator<E>,
+    cell: impl Fn(&Zone, Order) -> String,
+) -> String {
+    let mut out = String::new();
+    for z in pa.zones().iter().filter(|z| z.present_pages().0 > 0) {
+        let _ = write!(out, "Node {}, zone {:>8} ", z.node().0, z.zone_type().name());
+        for o in Order::all() {
+            out += &cell(z, o);
+        }
+        out.push('\n');
+    }
+    out
+}
 
 /// A `/proc/vmstat` subset: the kernel's items we have, then ours.
 pub fn vmstat<E: EventSink>(pa: &PageAllocator<E>) -> String {
@@ -358,6 +406,22 @@ mod tests {
 Node 0, zone      DMA      2      2      2      2      2      1      1      0      0      0      0 \n\
 Node 0, zone    DMA32      0      0      0      0      0      0      0      0      0      0      2 \n";
         assert_eq!(buddyinfo(&small()), expected);
+    }
+
+    /// The fresh `small()` (DMA: 12 free blocks, 158 pages, the largest order 6; DMA32: two
+    /// order-10 blocks) by the kernel's formulas, worked by hand: extfrag at order 7 is
+    /// 1000 − (1000 + 158·1000/128) / 12 = 814; unusable at order 1 is (158 − 2·78)·1000/158.
+    #[test]
+    fn extfrag_and_unusable_indices_of_a_fresh_allocator() {
+        let pa = small();
+        let extfrag = "\
+Node 0, zone      DMA -1.000 -1.000 -1.000 -1.000 -1.000 -1.000 -1.000  0.814  0.866  0.891  0.904 \n\
+Node 0, zone    DMA32 -1.000 -1.000 -1.000 -1.000 -1.000 -1.000 -1.000 -1.000 -1.000 -1.000 -1.000 \n";
+        assert_eq!(extfrag_index(&pa), extfrag);
+        let unusable = "\
+Node 0, zone      DMA 0.000 0.012 0.037 0.088 0.189 0.392 0.594 1.000 1.000 1.000 1.000 \n\
+Node 0, zone    DMA32 0.000 0.000 0.000 0.000 0.000 0.000 0.000 0.000 0.000 0.000 0.000 \n";
+        assert_eq!(unusable_index(&pa), unusable);
     }
 
     #[test]

@@ -92,16 +92,34 @@ pub enum ProcView {
     Zoneinfo,
     /// `/proc/vmstat` (the allocator's counters).
     Vmstat,
+    /// debugfs `extfrag/extfrag_index`: the fragmentation index per zone and order.
+    ExtfragIndex,
+    /// debugfs `extfrag/unusable_index`: the unusable free space index per zone and order.
+    UnusableIndex,
 }
 
 impl ProcView {
-    /// The file's name under /proc.
+    /// The file's name (the key of its text in `--json` output).
     pub fn name(self) -> &'static str {
         match self {
             ProcView::Buddyinfo => "buddyinfo",
             ProcView::Pagetypeinfo => "pagetypeinfo",
             ProcView::Zoneinfo => "zoneinfo",
             ProcView::Vmstat => "vmstat",
+            ProcView::ExtfragIndex => "extfrag_index",
+            ProcView::UnusableIndex => "unusable_index",
+        }
+    }
+
+    /// The file's path on a kernel, for text output.
+    pub fn path(self) -> &'static str {
+        match self {
+            ProcView::Buddyinfo => "/proc/buddyinfo",
+            ProcView::Pagetypeinfo => "/proc/pagetypeinfo",
+            ProcView::Zoneinfo => "/proc/zoneinfo",
+            ProcView::Vmstat => "/proc/vmstat",
+            ProcView::ExtfragIndex => "/sys/kernel/debug/extfrag/extfrag_index",
+            ProcView::UnusableIndex => "/sys/kernel/debug/extfrag/unusable_index",
         }
     }
 }
@@ -207,6 +225,14 @@ fn check_usable<E: pagealloc::EventSink>(
     )
 }
 
+/// The path on a kernel of the view named `name` (as [`ProcView::name`] gives it).
+pub fn view_path(name: &str) -> &str {
+    <ProcView as clap::ValueEnum>::value_variants()
+        .iter()
+        .find(|v| v.name() == name)
+        .map_or(name, |v| v.path())
+}
+
 /// The `/proc` views `show` of an allocator's state: (name, text).
 pub fn render_views(
     pa: &pagealloc::PageAllocator<ModelSink>,
@@ -219,6 +245,8 @@ pub fn render_views(
                 ProcView::Pagetypeinfo => procfs::pagetypeinfo(pa),
                 ProcView::Zoneinfo => procfs::zoneinfo(pa, procfs::PagesetLayout::V6_13),
                 ProcView::Vmstat => procfs::vmstat(pa),
+                ProcView::ExtfragIndex => procfs::extfrag_index(pa),
+                ProcView::UnusableIndex => procfs::unusable_index(pa),
             };
             (v.name(), text)
         })

@@ -318,7 +318,9 @@ fn frame_census(z: &Zone) -> Result<Census, Violation> {
             }
             FrameState::Buddy => &mut c.free,
             FrameState::Pcp => &mut c.pcp,
-            FrameState::Allocated | FrameState::Freeing => &mut c.allocated,
+            // Isolated targets exist only inside a compaction; seen from outside it they are
+            // memory the allocator is using, as an allocated block is.
+            FrameState::Allocated | FrameState::Freeing | FrameState::Isolated => &mut c.allocated,
         };
         if i + pages > n {
             return Err(fail(z, format!("block {} runs past the zone", z.pfn_of(i as u32))));

@@ -5,7 +5,7 @@ use core::fmt;
 
 use crate::gfp::Gfp;
 use crate::migratetype::MigrateType;
-use crate::types::{CpuId, NodeId, Order, Pfn};
+use crate::types::{CpuId, NodeId, Order, Pfn, ZoneIdx};
 
 /// Why an allocation failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,6 +184,32 @@ impl fmt::Display for IsolateError {
     }
 }
 
+/// Why a compaction request was refused. Nothing was changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactError {
+    /// The CPU handle is not one of this allocator's.
+    InvalidCpu(CpuId),
+    /// No zone has this index.
+    InvalidZone(ZoneIdx),
+    /// The node is not one of the machine's.
+    InvalidNode(NodeId),
+    /// `order > MAX_PAGE_ORDER`.
+    InvalidOrder(Order),
+}
+
+impl fmt::Display for CompactError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompactError::InvalidCpu(c) => write!(f, "cpu {} is not one of this allocator's", c.0),
+            CompactError::InvalidZone(z) => write!(f, "zone {} does not exist", z.0),
+            CompactError::InvalidNode(n) => write!(f, "node {} does not exist", n.0),
+            CompactError::InvalidOrder(o) => {
+                write!(f, "order {} is above the largest, {}", o.0, crate::types::MAX_PAGE_ORDER)
+            }
+        }
+    }
+}
+
 /// Why a run-time setting was refused. The setting in force stays as it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SettingError {
@@ -211,4 +237,5 @@ impl fmt::Display for SettingError {
 impl core::error::Error for AllocError {}
 impl core::error::Error for FreeError {}
 impl core::error::Error for IsolateError {}
+impl core::error::Error for CompactError {}
 impl core::error::Error for SettingError {}

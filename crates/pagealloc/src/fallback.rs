@@ -9,14 +9,21 @@ use crate::stats::Counter;
 use crate::types::{NrPages, Order, Pfn, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use crate::zone::{flags, ZoneLocked, WMARK_HIGH};
 
+/// May a `start_mt` request that found a free block of order `o` on another type's list
+/// claim that block's pageblock (kernel `can_steal_fallback`)? Large blocks always; small ones
+/// only for unmovable and reclaimable requests, or with grouping by mobility off.
+pub(crate) fn can_steal(o: Order, start_mt: MigrateType, grouping_disabled: bool) -> bool {
+    o.0 >= PAGEBLOCK_ORDER / 2
+        || matches!(start_mt, MigrateType::Reclaimable | MigrateType::Unmovable)
+        || grouping_disabled
+}
+
 impl<E: EventSink> ZoneLocked<'_, E> {
     /// May a `start_mt` request found a free block of order `o` on another type's list claim
     /// that block's pageblock? (kernel `can_steal_fallback`; evaluated with the order of the
     /// block found, not the order requested.)
     fn can_steal(&self, o: Order, start_mt: MigrateType) -> bool {
-        o.0 >= PAGEBLOCK_ORDER / 2
-            || matches!(start_mt, MigrateType::Reclaimable | MigrateType::Unmovable)
-            || self.cfg.grouping_disabled
+        can_steal(o, start_mt, self.cfg.grouping_disabled)
     }
 
     /// The first type in `start_mt`'s fallback row with a free block of order `o`, and whether

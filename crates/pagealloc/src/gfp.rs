@@ -37,6 +37,9 @@ impl Gfp {
     pub const KSWAPD_RECLAIM: Gfp = Gfp(0x800);
     /// Do not warn on failure.
     pub const NOWARN: Gfp = Gfp(0x2000);
+    /// Give up early rather than retry reclaim and compaction (a costly request that fails
+    /// its first direct compaction goes no further).
+    pub const NORETRY: Gfp = Gfp(0x10000);
     /// Access to all reserves (ALLOC_NO_WATERMARKS), for memory-freeing paths.
     pub const MEMALLOC: Gfp = Gfp(0x20000);
     /// A compound page.

@@ -24,8 +24,9 @@
 //! Module map (kernel names kept, see `ARCHITECTURE.md`): [`types`] units; [`memory_map`] the
 //! caller's description of memory; [`mem_map`] per-frame metadata; [`list`] index-linked
 //! lists; [`migratetype`], [`gfp`], [`pageblock`]; `buddy`, `fallback` and [`watermark`] the
-//! zone-locked algorithms; [`zone`]; [`sizing`] pure sizing formulas; [`policy`] switches and
-//! presets; [`page_alloc`] the public allocator; [`stats`], [`events`]; [`debug`] validators.
+//! zone-locked algorithms; [`zone`]; [`compaction`] moving movable blocks to make large free
+//! ones; [`sizing`] pure sizing formulas; [`policy`] switches and presets; [`page_alloc`] the
+//! public allocator; [`stats`], [`events`]; [`debug`] validators.
 
 #![no_std]
 #![warn(missing_docs)]
@@ -35,6 +36,7 @@ extern crate alloc;
 extern crate std;
 
 mod buddy;
+pub mod compaction;
 pub mod debug;
 pub mod error;
 pub mod events;
@@ -56,7 +58,10 @@ pub mod types;
 pub mod watermark;
 pub mod zone;
 
-pub use crate::error::{AllocError, FreeError, IsolateError, SettingError};
+pub use crate::compaction::{
+    CompactMode, CompactOutcome, CompactResult, CompactStats, Migrate, Target,
+};
+pub use crate::error::{AllocError, CompactError, FreeError, IsolateError, SettingError};
 pub use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 pub use crate::gfp::{AllocFlags, Gfp};
 pub use crate::memory_map::{MapError, MemoryMap, ZoneLimits};

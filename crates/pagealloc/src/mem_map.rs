@@ -35,6 +35,9 @@ pub enum FrameState {
     Allocated = 4,
     /// Head of a block whose free is in progress (claimed, not yet on any list).
     Freeing = 5,
+    /// Head of a free block a compaction took off the free lists as a migration target: owned
+    /// by that compaction until it moves a block there or gives it back. Never freeable.
+    Isolated = 6,
 }
 
 impl FrameState {
@@ -45,6 +48,7 @@ impl FrameState {
             3 => FrameState::Pcp,
             4 => FrameState::Allocated,
             5 => FrameState::Freeing,
+            6 => FrameState::Isolated,
             _ => FrameState::Reserved,
         }
     }

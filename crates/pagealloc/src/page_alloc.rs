@@ -3,12 +3,13 @@
 //! 002), runs the slow path's reserve steps, and frees with double-free detection
 //! (docs/kernel-reference.md §3.1–3.2, §4.1).
 
-use crate::sync::{AtomicU64, Ordering::Relaxed};
+use crate::sync::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicU64 as CoreAtomicU64;
 
 use crate::buddy::Fpi;
+use crate::compaction::{CompactMode, CompactResult, Migrate};
 use crate::error::{AllocError, FreeError, IsolateError, SettingError};
 use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 use crate::gfp::{slowpath_alloc_flags, AllocFlags, Gfp};
@@ -107,6 +108,12 @@ pub(crate) struct Node {
     /// The first zonelist entry a request may use, by the highest zone type it allows.
     pub(crate) preferred: [Option<ZoneIdx>; NR_ZONE_TYPES],
     pub(crate) nr_cpus: u32,
+    /// kcompactd's pending work: (order + 1, highest zone type index) of the largest request
+    /// that woke it, 0 for none.
+    pub(crate) kcompactd_wake: AtomicU64,
+    /// kcompactd runs to skip before proactive compaction is tried again (after a run that
+    /// did not lower the node's fragmentation score).
+    pub(crate) proactive_defer: AtomicU32,
 }
 
 /// Source of [`PageAllocator`] identities. A core atomic even under loom (a loom atomic cannot
@@ -496,10 +503,23 @@ impl<E: EventSink> PageAllocator<E> {
     /// Allocate a block of 2^`order` frames with `gfp`'s constraints on `cpu`. Returns its
     /// first frame.
     pub fn alloc_pages(&self, cpu: Cpu, gfp: Gfp, order: Order) -> Result<Pfn, AllocError> {
-        if !self.owns(cpu) {
-            return Err(AllocError::InvalidCpu(cpu.id));
-        }
-        self.alloc_pages_from(cpu, gfp, order)
+        self.alloc_checked(cpu, None, gfp, order, None)
+    }
+
+    /// Allocate as [`alloc_pages`](Self::alloc_pages) does, letting the slow path compact
+    /// (kernel direct compaction) with `m` moving the caller's movable blocks: when `gfp`
+    /// allows direct reclaim and the order is costly (or above 0 for an unmovable or
+    /// reclaimable request), a failed allocation runs an async compaction and tries again,
+    /// then, unless [`Gfp::NORETRY`] with a costly order, a sync-light one. Plain
+    /// `alloc_pages` never moves anything.
+    pub fn alloc_pages_compacting(
+        &self,
+        cpu: Cpu,
+        gfp: Gfp,
+        order: Order,
+        m: &mut dyn Migrate,
+    ) -> Result<Pfn, AllocError> {
+        self.alloc_checked(cpu, None, gfp, order, Some(m))
     }
 
     /// Allocate as [`alloc_pages`](Self::alloc_pages) does, but walking `node`'s zonelist:
@@ -514,17 +534,55 @@ impl<E: EventSink> PageAllocator<E> {
         gfp: Gfp,
         order: Order,
     ) -> Result<Pfn, AllocError> {
+        self.alloc_checked(cpu, Some(node), gfp, order, None)
+    }
+
+    /// [`alloc_pages_node`](Self::alloc_pages_node) with direct compaction, as
+    /// [`alloc_pages_compacting`](Self::alloc_pages_compacting).
+    pub fn alloc_pages_node_compacting(
+        &self,
+        cpu: Cpu,
+        node: NodeId,
+        gfp: Gfp,
+        order: Order,
+        m: &mut dyn Migrate,
+    ) -> Result<Pfn, AllocError> {
+        self.alloc_checked(cpu, Some(node), gfp, order, Some(m))
+    }
+
+    /// The public allocation calls' common part: check the CPU handle and the node (`None`:
+    /// the CPU's own), then allocate walking that node's zonelist.
+    #[inline(always)]
+    fn alloc_checked(
+        &self,
+        cpu: Cpu,
+        node: Option<NodeId>,
+        gfp: Gfp,
+        order: Order,
+        m: Option<&mut dyn Migrate>,
+    ) -> Result<Pfn, AllocError> {
         if !self.owns(cpu) {
             return Err(AllocError::InvalidCpu(cpu.id));
         }
-        if node.index() >= self.nodes.len() {
-            return Err(AllocError::InvalidNode(node));
-        }
-        self.alloc_pages_from(Cpu { node, ..cpu }, gfp, order)
+        let cpu = match node {
+            Some(node) if node.index() >= self.nodes.len() => {
+                return Err(AllocError::InvalidNode(node))
+            }
+            Some(node) => Cpu { node, ..cpu },
+            None => cpu,
+        };
+        self.alloc_pages_from(cpu, gfp, order, m)
     }
 
-    /// The allocation proper; `cpu.node` names the zonelist to walk.
-    fn alloc_pages_from(&self, cpu: Cpu, gfp: Gfp, order: Order) -> Result<Pfn, AllocError> {
+    /// The allocation proper; `cpu.node` names the zonelist to walk; `m`, if any, moves
+    /// blocks for direct compaction.
+    fn alloc_pages_from(
+        &self,
+        cpu: Cpu,
+        gfp: Gfp,
+        order: Order,
+        m: Option<&mut dyn Migrate>,
+    ) -> Result<Pfn, AllocError> {
         if !order.is_valid() {
             return Err(AllocError::InvalidOrder(order));
         }
@@ -536,7 +594,7 @@ impl<E: EventSink> PageAllocator<E> {
             if self.cfg.grouping_disabled { MigrateType::Unmovable } else { gfp.migratetype() };
         let res = match self.alloc_fast(cpu, gfp, order, mt, highest) {
             Some(p) => Ok(p),
-            None => self.alloc_inner(cpu, gfp, order, mt, highest),
+            None => self.alloc_inner(cpu, gfp, order, mt, highest, m),
         };
         if E::ENABLED {
             self.events.record(&TraceEvent::PageAlloc {
@@ -588,6 +646,7 @@ impl<E: EventSink> PageAllocator<E> {
         order: Order,
         mt: MigrateType,
         highest: ZoneType,
+        mut m: Option<&mut dyn Migrate>,
     ) -> Result<Pfn, AllocError> {
         let node = &self.nodes[cpu.node.index()];
         let Some(preferred) =
@@ -609,9 +668,33 @@ impl<E: EventSink> PageAllocator<E> {
             return Ok(p);
         }
         self.counters.add_shared(Counter::Slowpath, 1);
+        if order.0 > 0 && gfp.intersects(Gfp::KSWAPD_RECLAIM) {
+            // The kernel wakes kswapd here, which wakes kcompactd for this order once it has
+            // balanced the node.
+            self.wake_kcompactd(preferred.node, order, highest);
+        }
         let slow = slowpath_alloc_flags(gfp, order.0);
         if let Some(p) = self.get_page_from_freelist(&walk, slow) {
             return Ok(p);
+        }
+        let costly = order.0 > crate::types::PAGE_ALLOC_COSTLY_ORDER;
+        let compact_first = order.0 > 0 && (costly || mt != MigrateType::Movable);
+        if gfp.can_direct_reclaim() && compact_first {
+            if let Some(m) = m.as_deref_mut() {
+                let (page, result) = self.direct_compact(&walk, slow, CompactMode::Async, m);
+                if let Some(p) = page {
+                    return Ok(p);
+                }
+                // A costly NORETRY request (a THP fault) gives up when compaction could not
+                // even run.
+                if costly
+                    && gfp.intersects(Gfp::NORETRY)
+                    && matches!(result, CompactResult::Skipped | CompactResult::Deferred)
+                {
+                    self.counters.add_shared(Counter::AllocFail, 1);
+                    return Err(AllocError::OutOfMemory { order });
+                }
+            }
         }
         if gfp.can_direct_reclaim() {
             // A frame allocator has no page cache to reclaim; what the kernel's slow path does
@@ -625,6 +708,19 @@ impl<E: EventSink> PageAllocator<E> {
             if self.unreserve_highatomic(&walk, true) {
                 if let Some(p) = self.get_page_from_freelist(&walk, slow) {
                     return Ok(p);
+                }
+            }
+            if let Some(m) = m {
+                if order.0 > 0 {
+                    // After reclaim the kernel compacts again, harder unless NORETRY.
+                    let mode = if costly && gfp.intersects(Gfp::NORETRY) {
+                        CompactMode::Async
+                    } else {
+                        CompactMode::SyncLight
+                    };
+                    if let (Some(p), _) = self.direct_compact(&walk, slow, mode, m) {
+                        return Ok(p);
+                    }
                 }
             }
         }
@@ -649,7 +745,11 @@ impl<E: EventSink> PageAllocator<E> {
 
     /// Walk the zonelist and take a block from the first zone whose watermark allows it
     /// (kernel `get_page_from_freelist`).
-    fn get_page_from_freelist(&self, w: &Walk<'_>, mut flags: AllocFlags) -> Option<Pfn> {
+    pub(crate) fn get_page_from_freelist(
+        &self,
+        w: &Walk<'_>,
+        mut flags: AllocFlags,
+    ) -> Option<Pfn> {
         'retry: loop {
             let no_fallback = flags.has(AllocFlags::NOFRAGMENT);
             for zi in w.zonelist.iter() {
@@ -945,14 +1045,14 @@ impl<E: EventSink> PageAllocator<E> {
 }
 
 /// The zonelist walk's fixed inputs.
-struct Walk<'a> {
-    cpu: Cpu,
-    zonelist: &'a [ZoneIdx],
-    gfp: Gfp,
-    order: Order,
-    mt: MigrateType,
-    highest: ZoneType,
-    preferred: &'a Zone,
+pub(crate) struct Walk<'a> {
+    pub(crate) cpu: Cpu,
+    pub(crate) zonelist: &'a [ZoneIdx],
+    pub(crate) gfp: Gfp,
+    pub(crate) order: Order,
+    pub(crate) mt: MigrateType,
+    pub(crate) highest: ZoneType,
+    pub(crate) preferred: &'a Zone,
 }
 
 /// Refuse to free a page_frag page that others still reference: its reference count (the
@@ -978,6 +1078,7 @@ fn diagnose_bad_free(zone: &Zone, pfn: Pfn, order: Order, info: FrameInfo) -> Fr
     match info.state {
         FrameState::Allocated => FreeError::WrongOrder { pfn, given: order, allocated: info.order },
         FrameState::Buddy | FrameState::Pcp | FrameState::Freeing => FreeError::DoubleFree { pfn },
+        FrameState::Isolated => FreeError::NotAllocated { pfn },
         FrameState::Reserved => FreeError::NotAllocated { pfn },
         FrameState::Tail => {
             // Inside some block: find the head that covers it.
@@ -1041,6 +1142,8 @@ fn build_zones(map: &MemoryMap) -> Result<ZonesAndNodes, BuildError> {
             zonelist: Box::new([]),
             preferred: [None; NR_ZONE_TYPES],
             nr_cpus,
+            kcompactd_wake: AtomicU64::new(0),
+            proactive_defer: AtomicU32::new(0),
         });
     }
     // Spans must not interleave: each frame belongs to at most one zone.

@@ -14,6 +14,8 @@ use crate::types::{Pfn, PAGEBLOCK_ORDER};
 
 /// The low three bits hold the migratetype; bit 3 is the compaction skip hint.
 const MT_MASK: u8 = 0x7;
+/// Compaction's skip hint (kernel `PB_migrate_skip`): a scanner found nothing to take here.
+const SKIP: u8 = 0x8;
 
 /// Pageblock flags of one zone.
 #[derive(Debug)]
@@ -56,9 +58,39 @@ impl Pageblocks {
     /// Relabel the pageblock holding `pfn`. Caller holds the zone lock.
     #[inline]
     pub fn set(&self, pfn: Pfn, mt: MigrateType) {
+        // One atomic update: the skip hint is written without the zone lock.
+        let _ =
+            self.slot(pfn).fetch_update(Relaxed, Relaxed, |old| Some((old & !MT_MASK) | mt as u8));
+    }
+
+    /// Is the compaction skip hint set on the pageblock holding `pfn`?
+    #[inline]
+    pub fn skip(&self, pfn: Pfn) -> bool {
+        self.slot(pfn).load(Relaxed) & SKIP != 0
+    }
+
+    /// Set or clear the skip hint of the pageblock holding `pfn`. Written without the zone
+    /// lock, as the kernel does: an atomic read-modify-write, so the migratetype bits a
+    /// relabel writes under the lock are never lost.
+    #[inline]
+    pub fn set_skip(&self, pfn: Pfn, on: bool) {
         let slot = self.slot(pfn);
-        let old = slot.load(Relaxed);
-        slot.store((old & !MT_MASK) | mt as u8, Relaxed);
+        if slot.load(Relaxed) & SKIP != u8::from(on) * SKIP {
+            if on {
+                slot.fetch_or(SKIP, Relaxed);
+            } else {
+                slot.fetch_and(!SKIP, Relaxed);
+            }
+        }
+    }
+
+    /// Clear every skip hint (kernel `__reset_isolation_suitable`).
+    pub fn clear_skip_all(&self) {
+        for b in self.bits.iter() {
+            if b.load(Relaxed) & SKIP != 0 {
+                b.fetch_and(!SKIP, Relaxed);
+            }
+        }
     }
 
     /// Number of pageblocks.
@@ -90,5 +122,19 @@ mod tests {
         assert_eq!(pb.get(Pfn(1023)), MigrateType::Unmovable);
         assert_eq!(pb.get(Pfn(100)), MigrateType::Movable);
         assert_eq!(pb.start_of(2), Pfn(1024));
+    }
+
+    #[test]
+    fn the_skip_hint_is_its_own_bit() {
+        let pb = Pageblocks::new(Pfn(0), Pfn(1024), MigrateType::Movable);
+        pb.set_skip(Pfn(5), true);
+        assert!(pb.skip(Pfn(511)) && !pb.skip(Pfn(512)));
+        pb.set(Pfn(0), MigrateType::Unmovable);
+        assert!(pb.skip(Pfn(0)), "a relabel keeps the hint");
+        assert_eq!(pb.get(Pfn(0)), MigrateType::Unmovable, "the hint leaves the type alone");
+        pb.set_skip(Pfn(600), true);
+        pb.clear_skip_all();
+        assert!(!pb.skip(Pfn(0)) && !pb.skip(Pfn(600)));
+        assert_eq!(pb.get(Pfn(0)), MigrateType::Unmovable);
     }
 }

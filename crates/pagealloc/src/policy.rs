@@ -1142,6 +1142,13 @@ pub struct Tunables {
     /// a zone keeps 1/ratio of the higher zones' managed pages from allocations that could
     /// have used them; 0 = no reserve. Default `[256, 256, 32, 0]`; each ≤ i32::MAX.
     pub lowmem_reserve_ratio: [u64; NR_ZONE_TYPES],
+    /// `vm.compaction_proactiveness`, 0..=100, default 20: kcompactd compacts a node whose
+    /// fragmentation score is above `100 - p + 10` down to `100 - p`; 0 turns proactive
+    /// compaction off.
+    pub compaction_proactiveness: u32,
+    /// `vm.extfrag_threshold`, 0..=1000, default 500: a costly-order compaction is skipped
+    /// when the zone's fragmentation index is at or below it (the failure is lack of memory).
+    pub extfrag_threshold: u32,
 }
 
 /// Largest value of the kernel's `int` sysctls.
@@ -1157,6 +1164,8 @@ impl Tunables {
         "watermark_scale_factor",
         "watermark_boost_factor",
         "lowmem_reserve_ratio",
+        "compaction_proactiveness",
+        "extfrag_threshold",
     ];
 
     /// The kernel's defaults (docs/kernel-reference.md §2).
@@ -1168,6 +1177,8 @@ impl Tunables {
         watermark_scale_factor: 10,
         watermark_boost_factor: 15_000,
         lowmem_reserve_ratio: [256, 256, 32, 0],
+        compaction_proactiveness: 20,
+        extfrag_threshold: 500,
     };
 
     /// What [`Tunables::set`] accepts for `key`, or `None` if there is no such tunable.
@@ -1180,6 +1191,8 @@ impl Tunables {
             "watermark_scale_factor" => Accepted::Int { min: 1, max: 3000 },
             "watermark_boost_factor" => Accepted::Int { min: 0, max: INT_MAX },
             "lowmem_reserve_ratio" => Accepted::IntList { len: NR_ZONE_TYPES, max: INT_MAX },
+            "compaction_proactiveness" => Accepted::Int { min: 0, max: 100 },
+            "extfrag_threshold" => Accepted::Int { min: 0, max: 1000 },
             _ => return None,
         })
     }
@@ -1202,6 +1215,8 @@ impl Tunables {
             "lowmem_reserve_ratio" => SwitchValue::List(
                 self.lowmem_reserve_ratio.iter().map(|&r| saturate_i64(r)).collect(),
             ),
+            "compaction_proactiveness" => SwitchValue::Int(self.compaction_proactiveness.into()),
+            "extfrag_threshold" => SwitchValue::Int(self.extfrag_threshold.into()),
             _ => return None,
         })
     }
@@ -1254,6 +1269,8 @@ impl Tunables {
                     "decay_period_ticks" => self.decay_period_ticks = n as u32,
                     "min_free_kbytes" => self.min_free_kbytes = Some(n as u64),
                     "watermark_scale_factor" => self.watermark_scale_factor = n as u64,
+                    "compaction_proactiveness" => self.compaction_proactiveness = n as u32,
+                    "extfrag_threshold" => self.extfrag_threshold = n as u32,
                     _ => self.watermark_boost_factor = n as u64,
                 }
             }

@@ -125,6 +125,29 @@ counters! {
     DrainExplicit => "pcp_drain_explicit",
     /// Pages so drained.
     DrainExplicitPages => "pcp_drain_explicit_pages",
+    /// Pages compaction moved (the owner's `Migrate` said yes).
+    PgmigrateSuccess => "pgmigrate_success",
+    /// Pages compaction isolated and could not move (the owner refused, or no target).
+    PgmigrateFail => "pgmigrate_fail",
+    /// Frames compaction's migrate scanner looked at (one per block head, one per frame
+    /// that heads nothing).
+    CompactMigrateScanned => "compact_migrate_scanned",
+    /// Frames compaction's free scanner looked at, counted the same way.
+    CompactFreeScanned => "compact_free_scanned",
+    /// Pages isolated by either scanner (to move, or as free targets).
+    CompactIsolated => "compact_isolated",
+    /// Direct compactions run by allocations.
+    CompactStall => "compact_stall",
+    /// Direct compactions after which the allocation still failed.
+    CompactFail => "compact_fail",
+    /// Direct compactions after which the allocation succeeded.
+    CompactSuccess => "compact_success",
+    /// kcompactd runs started by a wakeup or by proactive compaction.
+    CompactDaemonWake => "compact_daemon_wake",
+    /// Of `compact_migrate_scanned`, those scanned by kcompactd.
+    CompactDaemonMigrateScanned => "compact_daemon_migrate_scanned",
+    /// Of `compact_free_scanned`, those scanned by kcompactd.
+    CompactDaemonFreeScanned => "compact_daemon_free_scanned",
 }
 
 /// Why a pageset was drained.

@@ -99,6 +99,8 @@ pub struct Zone {
     pub(crate) counters: Counters,
     /// One pageset per CPU, indexed by CPU number.
     pub(crate) pcp: Box<[PcpSlot]>,
+    /// Where compaction's scanners left off and its deferral state.
+    pub(crate) compact: crate::compaction::CompactState,
 }
 
 impl Zone {
@@ -141,6 +143,7 @@ impl Zone {
             flags: AtomicU32::new(0),
             counters: Counters::default(),
             pcp: pcp.into_boxed_slice(),
+            compact: crate::compaction::CompactState::new(start, end),
         })
     }
 
@@ -258,6 +261,11 @@ impl Zone {
     #[inline]
     pub fn clear_flag(&self, f: u32) -> bool {
         self.test_flag(f) && self.flags.fetch_and(!f, Relaxed) & f != 0
+    }
+
+    /// Is compaction's skip hint set on the pageblock holding `pfn`? `None` outside the zone.
+    pub fn pageblock_skip(&self, pfn: Pfn) -> Option<bool> {
+        self.spans(pfn).then(|| self.pageblocks.skip(pfn))
     }
 
     /// The migratetype of the pageblock holding `pfn` (which the zone spans).

@@ -247,7 +247,7 @@ pub fn run(args: &Args) -> Result<()> {
         wall_s
     );
     for (name, text) in &views {
-        println!("\n/proc/{name}:\n{text}");
+        println!("\n{}:\n{text}", runs::view_path(name));
     }
     Ok(())
 }

@@ -665,7 +665,8 @@ impl TableReport {
         let mut out = String::new();
         for (preset, vs) in &self.views {
             for (name, text) in vs {
-                let _ = writeln!(out, "   {} {preset}, last run: /proc/{name}:\n{text}", self.id);
+                let path = runs::view_path(name);
+                let _ = writeln!(out, "   {} {preset}, last run: {path}:\n{text}", self.id);
             }
         }
         out

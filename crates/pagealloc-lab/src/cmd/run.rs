@@ -278,7 +278,7 @@ pub fn run(args: &Args) -> Result<()> {
         ),
     }
     for (name, text) in &r.views {
-        println!("\n/proc/{name}:\n{text}");
+        println!("\n{}:\n{text}", runs::view_path(name));
     }
     if let Some(p) = &args.trace {
         println!("trace: {} events written to {}", r.trace_events, p.display());

@@ -18,7 +18,6 @@ use pagealloc::Gfp;
 const WRITE: u32 = 0x1000;
 const RETRY_MAYFAIL: u32 = 0x4000;
 const NOFAIL: u32 = 0x8000;
-const NORETRY: u32 = 0x10000;
 const ACCOUNT: u32 = 0x40_0000;
 const ZEROTAGS: u32 = 0x80_0000;
 
@@ -46,7 +45,7 @@ const TABLE: [(&str, u32); 35] = [
     ("__GFP_NOWARN", Gfp::NOWARN.0),
     ("__GFP_RETRY_MAYFAIL", RETRY_MAYFAIL),
     ("__GFP_NOFAIL", NOFAIL),
-    ("__GFP_NORETRY", NORETRY),
+    ("__GFP_NORETRY", Gfp::NORETRY.0),
     ("__GFP_COMP", Gfp::COMP.0),
     ("__GFP_ZERO", Gfp::ZERO.0),
     ("__GFP_NOMEMALLOC", Gfp::NOMEMALLOC.0),
@@ -187,7 +186,7 @@ mod tests {
     fn names_of_every_era_read_as_6x_bits() {
         // 6.x, as the kernel prints page-cache readahead.
         let p = parse("GFP_HIGHUSER_MOVABLE|__GFP_NOWARN|__GFP_NORETRY|__GFP_COMP");
-        assert_eq!(p.gfp.0, Gfp::HIGHUSER_MOVABLE.0 | Gfp::NOWARN.0 | NORETRY | Gfp::COMP.0);
+        assert_eq!(p.gfp.0, Gfp::HIGHUSER_MOVABLE.0 | Gfp::NOWARN.0 | Gfp::NORETRY.0 | Gfp::COMP.0);
         assert!(p.unknown.is_empty() && !p.numeric);
         // A number, as trace-cmd prints flags on a 6.x kernel it cannot name them for: read
         // as 6.x bits (readahead's movable user page without __GFP_FS).
