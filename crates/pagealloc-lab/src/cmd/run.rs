@@ -227,6 +227,14 @@ pub fn run(args: &Args) -> Result<()> {
             },
             "saved": saved,
         });
+        if o.ops.slab_allocs > 0 {
+            doc["slab"] = json!({
+                "objects_allocated": o.ops.slab_allocs,
+                "objects_freed": o.ops.slab_frees,
+                "slabs_new": o.ops.slabs_new,
+                "slabs_freed_in_run": o.ops.slabs_freed,
+            });
+        }
         if let Some(p) = &args.trace {
             doc["trace"] = json!({"file": p, "events": r.trace_events});
         }
@@ -254,6 +262,13 @@ pub fn run(args: &Args) -> Result<()> {
         println!("  {:<24} {:>16.3} {:<7} {}", m.name, m.value, m.unit, m.doc);
     }
     println!();
+    if o.ops.slab_allocs > 0 {
+        println!(
+            "slab: {} objects allocated, {} freed; {} slabs taken from the page allocator, {} \
+             given back during the run (the rest when the caches are shrunk at the end)",
+            o.ops.slab_allocs, o.ops.slab_frees, o.ops.slabs_new, o.ops.slabs_freed
+        );
+    }
     match spec.runner {
         Runner::Model => println!(
             "model: {} allocator calls in {:.2} s wall ({:.2} M calls/s), {} steps; the run \

@@ -305,6 +305,12 @@ pub struct OpCounts {
     pub slab_alloc_failures: u64,
     /// Slab object frees; the slabs they gave back are in `frees`.
     pub slab_frees: u64,
+    /// Slabs the slab allocations took from the page allocator (SLUB's `alloc_slab` and
+    /// `order_fallback`: page allocation calls, in `allocs` too).
+    pub slabs_new: u64,
+    /// Slabs the slab frees gave back during the run (SLUB's `free_slab`: page free calls, in
+    /// `frees` too); the shrink at the end is not counted.
+    pub slabs_freed: u64,
 }
 
 impl OpCounts {
@@ -315,6 +321,8 @@ impl OpCounts {
         self.slab_allocs += o.slab_allocs;
         self.slab_alloc_failures += o.slab_alloc_failures;
         self.slab_frees += o.slab_frees;
+        self.slabs_new += o.slabs_new;
+        self.slabs_freed += o.slabs_freed;
     }
 }
 
@@ -433,6 +441,7 @@ impl Ctx<'_> {
         let pages = d(SlabStat::AllocSlab) + d(SlabStat::OrderFallback);
         self.charge(|k| k.slab_alloc + pages * k.pcp_alloc);
         self.counts.allocs += pages;
+        self.counts.slabs_new += pages;
         self.counts.slab_allocs += 1;
         if r.is_err() {
             self.counts.slab_alloc_failures += 1;
@@ -452,6 +461,7 @@ impl Ctx<'_> {
         let pages = c.stats().get(SlabStat::FreeSlab) - before;
         self.charge(|k| k.slab_free + pages * k.pcp_free);
         self.counts.frees += pages;
+        self.counts.slabs_freed += pages;
         self.counts.slab_frees += 1;
         r.map_err(|e| anyhow!("cpu {}: slab free to {}: {e}", self.cpu(), c.name()))
     }
