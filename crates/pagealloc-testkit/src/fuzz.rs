@@ -11,8 +11,10 @@
 //! Kinds 12, 13, 24 and 25 are the page_frag ops (a fragment request; a fragment free; a
 //! drain, a second free, a `free_pages` of a page_frag page or a fragment free, by the
 //! argument's low 2 bits). They were allocations (12, 13) and frees (24, 25) before the
-//! page_frag ops came, so inputs using them decode to something else now; every other tag
-//! decodes as it did.
+//! page_frag ops came, so inputs using them decode to something else now. Kind 23 is a
+//! compaction (argument: zone in the low 2 bits, mode in the next 2, order in the high 4,
+//! above 10 the whole zone); it was a free before compaction came. Every other tag decodes
+//! as it did.
 
 use pagealloc::policy::PRESET_NAMES;
 use pagealloc::{PageAllocator, Policy, Tunables};
@@ -84,7 +86,11 @@ fn decode_op(tag: u8, arg: u8) -> (Op, usize) {
             let size = FRAG_SIZES[usize::from(arg & 0xf)];
             (Op::FragAlloc { cpu, size, align: FRAG_ALIGNS[usize::from(arg >> 4)] }, 1)
         }
-        14..=23 => (Op::Free { cpu, slot: u32::from(arg) }, 1),
+        14..=22 => (Op::Free { cpu, slot: u32::from(arg) }, 1),
+        23 => {
+            let (zone, mode, order) = (u16::from(arg & 0x3), (arg >> 2) & 0x3, arg >> 4);
+            (Op::Compact { cpu, zone, order, mode }, 1)
+        }
         24 => (Op::FragFree { cpu, slot: u32::from(arg) }, 1),
         25 => {
             let slot = u32::from(arg >> 2);

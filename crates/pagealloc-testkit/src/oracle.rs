@@ -171,6 +171,35 @@ impl Oracle {
         }
     }
 
+    /// Record a block compaction moved from `from` to `to`; `Err` names the rule the move
+    /// broke: the source must be a live block of `order` allocated as movable, and the target
+    /// as fresh as a new allocation (aligned, free, wholly in a zone) and in the source's zone.
+    pub fn on_migrate<E: EventSink>(
+        &mut self,
+        pa: &PageAllocator<E>,
+        from: Pfn,
+        to: Pfn,
+        order: Order,
+    ) -> Result<(), String> {
+        let Some(l) = self.live.get(&from.0).copied() else {
+            return Err(format!("asked to move {from}, which is not live"));
+        };
+        if l.order != order || l.gfp.migratetype() != pagealloc::MigrateType::Movable {
+            return Err(format!(
+                "asked to move {from} as order {}; it is live as order {} with {:?}",
+                order.0, l.order.0, l.gfp
+            ));
+        }
+        self.check_fresh(pa, to, order, l.gfp)?;
+        let zone = |p: Pfn| pa.zone_of(p).map(|z| z.idx());
+        if zone(to) != zone(from) {
+            return Err(format!("{from} would move to {to}, in another zone"));
+        }
+        self.live.remove(&from.0);
+        self.live.insert(to.0, l);
+        Ok(())
+    }
+
     /// Should a free of (`pfn`, `order`) succeed?
     pub fn free_is_valid(&self, pfn: Pfn, order: Order) -> bool {
         self.live.get(&pfn.0).is_some_and(|l| l.order == order)

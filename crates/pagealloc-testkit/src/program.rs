@@ -117,6 +117,19 @@ pub enum Op {
         /// CPU whose pagesets are emptied.
         target: u32,
     },
+    /// Compact a zone with the run's own owner moving its movable blocks (the oracle checks
+    /// every move: a live movable block of that order to a target no live block overlaps, in
+    /// the same zone); the owner refuses every seventh frame as pinned.
+    Compact {
+        /// CPU doing it.
+        cpu: u32,
+        /// Zone index (modulo the zone count).
+        zone: u16,
+        /// Order wanted; above 10: the whole zone, as the `compact_memory` sysctl.
+        order: u8,
+        /// 0 async, 1 sync-light, else sync.
+        mode: u8,
+    },
     /// Mark background reclaim as running (or finished) on a zone.
     ReclaimActive {
         /// Zone index (modulo the zone count).
@@ -207,10 +220,16 @@ pub fn random_program(seed: u64, len: usize, nr_cpus: u32, mix: Mix) -> Vec<Op> 
             let slot = rng.next_u64() as u32;
             let r = rng.next_u64() as f64 / u64::MAX as f64;
             if r < mix.housekeeping {
-                match rng.below(4) {
+                match rng.below(5) {
                     0 => Op::Tick { cpu },
                     1 => Op::DrainAll { cpu },
                     2 => Op::DrainCpu { cpu, target: slot },
+                    3 => Op::Compact {
+                        cpu,
+                        zone: slot as u16,
+                        order: rng.below(12) as u8,
+                        mode: rng.below(3) as u8,
+                    },
                     _ => Op::ReclaimActive { zone: slot as u16, on: rng.chance(0.5) },
                 }
             } else if r < mix.housekeeping + mix.bad_free {

@@ -4,7 +4,8 @@
 use pagealloc::debug::{census, validate};
 use pagealloc::page_frag::{MAX_FRAG_ALIGN, PAGE_FRAG_CACHE_MAX_SIZE};
 use pagealloc::{
-    AllocError, Cpu, CpuId, EventSink, FreeError, Gfp, Order, PageAllocator, PageFragCache, Pfn,
+    AllocError, CompactMode, Cpu, CpuId, EventSink, FreeError, Gfp, Migrate, Order, PageAllocator,
+    PageFragCache, Pfn, Target, ZoneIdx,
 };
 
 use crate::oracle::Oracle;
@@ -60,6 +61,10 @@ pub struct RunStats {
     pub frag_still_referenced: u64,
     /// `free_pages` of a page_frag page with one fragment left, which frees it.
     pub frag_pages_freed: u64,
+    /// Compactions run.
+    pub compactions: u64,
+    /// Pages they moved.
+    pub migrated: u64,
 }
 
 /// The first thing that went wrong.
@@ -124,9 +129,27 @@ pub fn run<E: EventSink>(
             }
             Op::DrainAll { cpu } => pa.drain_all_pages(cpu_of(cpu), None),
             Op::DrainCpu { cpu, target } => pa.drain_pages(cpu_of(cpu), CpuId(target % nr_cpus)),
+            Op::Compact { cpu, zone, order, mode } => {
+                let zone = ZoneIdx(zone % pa.zones().len() as u16);
+                let order = (order <= 10).then_some(Order(order));
+                let mode = match mode {
+                    0 => CompactMode::Async,
+                    1 => CompactMode::SyncLight,
+                    _ => CompactMode::Sync,
+                };
+                let mut mover = Mover { pa, oracle: &mut oracle, error: None };
+                let out = pa
+                    .compact_zone(cpu_of(cpu), zone, order, mode, &mut mover)
+                    .map_err(|e| fail(format!("compaction refused: {e}")))?;
+                if let Some(e) = mover.error {
+                    return Err(fail(e));
+                }
+                stats.compactions += 1;
+                stats.migrated += out.stats.migrated;
+            }
             Op::ReclaimActive { zone, on } => {
                 let nr_zones = pa.zones().len() as u16;
-                pa.set_reclaim_active(pagealloc::ZoneIdx(zone % nr_zones), on);
+                pa.set_reclaim_active(ZoneIdx(zone % nr_zones), on);
             }
             Op::BadFree { cpu, slot, kind } => {
                 let Some((pfn, order)) = bad_free_target(&oracle, &freed, slot, kind) else {
@@ -201,6 +224,30 @@ pub fn run<E: EventSink>(
         }
     }
     Ok((stats, oracle))
+}
+
+/// The run's owner of every block, for compaction: each move is checked by the oracle; every
+/// seventh frame is pinned.
+struct Mover<'a, E: EventSink> {
+    pa: &'a PageAllocator<E>,
+    oracle: &'a mut Oracle,
+    /// The first rule a move broke.
+    error: Option<String>,
+}
+
+impl<E: EventSink> Migrate for Mover<'_, E> {
+    fn migrate(&mut self, from: Pfn, to: Target<'_>, order: Order) -> bool {
+        if self.error.is_some() || from.0 % 7 == 0 {
+            return false;
+        }
+        match self.oracle.on_migrate(self.pa, from, to.pfn(), order) {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        }
+    }
 }
 
 /// The validator, plus the census agreeing with the oracle on how much is allocated.

@@ -30,6 +30,8 @@ fn add(a: RunStats, b: RunStats) -> RunStats {
         frag_double_frees: a.frag_double_frees + b.frag_double_frees,
         frag_still_referenced: a.frag_still_referenced + b.frag_still_referenced,
         frag_pages_freed: a.frag_pages_freed + b.frag_pages_freed,
+        compactions: a.compactions + b.compactions,
+        migrated: a.migrated + b.migrated,
     }
 }
 
@@ -58,6 +60,9 @@ fn random_inputs_run_clean() {
     assert!(shapes.iter().all(|&s| s), "shapes reached: {shapes:?}");
     assert!(ops > INPUTS * 20 && all.allocs > 0 && all.bad_frees > 0, "{ops} ops, {all:?}");
     assert!(all.alloc_failures > 0, "no allocation ever failed: exhaustion is not reached");
+    // Compactions run (short random programs rarely leave anything to move: `programs.rs`
+    // checks moves).
+    assert!(all.compactions > 0, "no compaction ran: {all:?}");
     // And every page_frag case: fragments carved (zero-byte ones too), freed and drained;
     // bad alignments and sizes, second frees and `free_pages` under live fragments refused;
     // a page freed by `free_pages` with its last fragment.

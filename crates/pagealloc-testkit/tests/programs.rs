@@ -1,6 +1,7 @@
 //! Property tests: random programs of allocations and frees (every order, every migratetype,
-//! every zone, bad frees included, page_frag fragments and their misuse) against the oracle
-//! and the validator, on every machine shape and every preset.
+//! every zone, bad frees included, page_frag fragments and their misuse, compactions with
+//! every move checked) against the oracle and the validator, on every machine shape and every
+//! preset.
 
 use pagealloc::{PageAllocator, Policy, Tunables};
 use pagealloc_testkit::machines::Shape;
@@ -19,6 +20,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u32..4).prop_map(|cpu| Op::Tick { cpu }),
         1 => (0u32..4, 0u32..4).prop_map(|(cpu, target)| Op::DrainCpu { cpu, target }),
         1 => (0u16..8, any::<bool>()).prop_map(|(zone, on)| Op::ReclaimActive { zone, on }),
+        1 => (0u32..4, 0u16..8, 0u8..12, 0u8..3)
+            .prop_map(|(cpu, zone, order, mode)| Op::Compact { cpu, zone, order, mode }),
         2 => (0u32..4, frag_size(), frag_align())
             .prop_map(|(cpu, size, align)| Op::FragAlloc { cpu, size, align }),
         1 => (0u32..4, any::<u32>()).prop_map(|(cpu, slot)| Op::FragFree { cpu, slot }),
@@ -97,4 +100,29 @@ fn exhaustion_and_recovery_on_the_tiny_machine() {
     assert_eq!(pa.nr_free_pages().0 + on_pcp, pa.managed_pages().0);
     pa.drain_all_pages(pa.cpu(pagealloc::CpuId(0)).unwrap(), None);
     assert_eq!(pa.nr_free_pages(), pa.managed_pages());
+}
+
+/// Compactions mixed into long programs on every shape: the oracle checks every move (a live
+/// movable block to a free target in its zone), the validator the state after it, and blocks
+/// do move. Each program starts by fragmenting memory — 600 movable pages allocated from the
+/// bottom of a zone, every other one freed — so that compaction has work from the start.
+#[test]
+fn compactions_in_long_programs_move_blocks_and_keep_every_invariant() {
+    let mix = Mix { alloc: 0.5, bad_free: 0.02, housekeeping: 0.1, high_order: 0.1 };
+    let mut migrated = 0;
+    for shape in Shape::ALL {
+        let pa = PageAllocator::new(shape.map(), Tunables::default(), Policy::modern()).unwrap();
+        let movable = Op::Alloc { cpu: 0, gfp: GfpKind::Movable, order: 0 };
+        // Freeing the i-th live block for i = 0, 1, … frees every other one of them.
+        let mut ops: Vec<Op> = std::iter::repeat_n(movable, 600)
+            .chain((0..300).map(|slot| Op::Free { cpu: 0, slot }))
+            .chain([Op::DrainAll { cpu: 0 }])
+            .collect();
+        ops.extend(random_program(7 + shape as u64, 3000, pa.nr_cpus(), mix));
+        let (stats, _) = run(&pa, &ops, RunOptions { validate_every: 1, free_all_at_end: true })
+            .unwrap_or_else(|f| panic!("{shape:?}: {f}"));
+        assert!(stats.compactions > 0, "{shape:?}: {stats:?}");
+        migrated += stats.migrated;
+    }
+    assert!(migrated > 0, "no compaction moved anything");
 }
