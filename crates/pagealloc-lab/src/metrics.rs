@@ -167,6 +167,14 @@ pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
             "time holding zone locks / CPU time",
         ),
         (
+            "zone_lock_busy_pct",
+            pct(o.lock_held_ps, o.elapsed_ps),
+            "%",
+            Better::Lower,
+            "time zone locks are held / elapsed time: one busy lock's utilisation (the sum \
+             over locks when several are busy)",
+        ),
+        (
             "extfrag_lt9",
             [MigrateType::Unmovable, MigrateType::Movable, MigrateType::Reclaimable]
                 .into_iter()
