@@ -8,6 +8,7 @@ use pagealloc::{Counter, MigrateType};
 
 use crate::mmtests::Better;
 use crate::model::lines::Found;
+use crate::model::sink::HeldPart;
 use crate::model::RunOutcome;
 
 /// One named value of a run.
@@ -76,7 +77,12 @@ pub fn of_real_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
     v.retain(|m| {
         !matches!(
             m.name.as_str(),
-            "cache_miss_pct" | "lines_l2_pct" | "lines_remote_pct" | "handoffs_remote_pct"
+            "cache_miss_pct"
+                | "lines_l2_pct"
+                | "lines_remote_pct"
+                | "handoffs_remote_pct"
+                | "hold_frame_lines_pct"
+                | "hold_fixed_pct"
         )
     });
     for m in &mut v {
@@ -225,6 +231,21 @@ pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
             "%",
             Better::Lower,
             "zone-lock hand-offs between CPUs of different nodes (model)",
+        ),
+        (
+            "hold_frame_lines_pct",
+            pct(o.held_parts[HeldPart::FrameLines as usize], o.lock_held_ps),
+            "%",
+            Better::Lower,
+            "zone-lock hold time spent on frame metadata lines (struct pages) (model)",
+        ),
+        (
+            "hold_fixed_pct",
+            pct(o.held_parts[HeldPart::Fixed as usize], o.lock_held_ps),
+            "%",
+            Better::Lower,
+            "zone-lock hold time spent on the cost profile's fixed work (model); the rest is \
+             hand-offs and free-area and pageset lines",
         ),
         (
             "alloc_failures",

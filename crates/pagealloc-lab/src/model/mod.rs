@@ -580,6 +580,8 @@ pub struct RunOutcome {
     pub lines_found: [u64; 7],
     /// Zone-lock hand-offs by distance: same core, same LLC, other LLC, other node.
     pub handoffs: [u64; 4],
+    /// Zone-lock hold time by what it went to ([`sink::HeldPart`] order, ps).
+    pub held_parts: [u64; 4],
     /// Most allocated frames (frame, allocations), when counted.
     pub most_used_frames: Vec<(u64, u32)>,
     /// The workload's own metrics.
@@ -833,6 +835,7 @@ impl Model {
         drop(slabs);
         self.give_back(w)?;
         let (lines_found, handoffs) = self.pa.events().traffic();
+        let held_parts = self.pa.events().held_parts();
         let (busy, waited, held) =
             self.cpus.iter().fold((0, 0, 0), |(b, w, h), v| (b + v.busy, w + v.waited, h + v.held));
         Ok(RunOutcome {
@@ -850,6 +853,7 @@ impl Model {
             touches: self.cache.totals(),
             lines_found,
             handoffs,
+            held_parts,
             most_used_frames,
             workload: w.metrics(),
             steps,

@@ -78,10 +78,25 @@ pub struct ModelSink {
     prefetch_filter: [AtomicU64; 4],
     /// Lock hand-offs by distance: same core, same LLC, other LLC, other node.
     handoffs: [AtomicU64; 4],
+    /// Zone-lock hold time by what it was spent on, [`HeldPart`] order (ps).
+    held_parts: [AtomicU64; 4],
     /// Allocations per frame number, when asked for (unset otherwise).
     pfn_allocs: OnceLock<Vec<AtomicU32>>,
     /// Who hears the records, if anyone.
     observer: OnceLock<ObserverSlot>,
+}
+
+/// What a zone-lock hold's time goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeldPart {
+    /// Bringing the lock over from its last holder.
+    Handoff,
+    /// The cost profile's fixed work: the lock's base and the list operations.
+    Fixed,
+    /// Frame metadata lines (`struct page`s) touched under the lock.
+    FrameLines,
+    /// The other lines touched under the lock: free areas, pagesets.
+    OtherLines,
 }
 
 /// Bump a counter the model's one thread owns.
@@ -109,6 +124,7 @@ impl ModelSink {
             prefetch_last_ready: AtomicU64::new(0),
             prefetch_filter: Default::default(),
             handoffs: Default::default(),
+            held_parts: Default::default(),
             pfn_allocs: OnceLock::new(),
             observer: OnceLock::new(),
         }
@@ -222,6 +238,11 @@ impl ModelSink {
         (found, std::array::from_fn(|i| self.handoffs[i].load(Relaxed)))
     }
 
+    /// Zone-lock hold time so far by what it was spent on ([`HeldPart`] order, ps).
+    pub fn held_parts(&self) -> [u64; 4] {
+        std::array::from_fn(|i| self.held_parts[i].load(Relaxed))
+    }
+
     /// How often each frame was allocated, most used first (at most `n`).
     pub fn most_used_frames(&self, n: usize) -> Vec<(u64, u32)> {
         let Some(counts) = self.pfn_allocs.get() else { return Vec::new() };
@@ -279,6 +300,7 @@ impl EventSink for ModelSink {
         };
         self.now.store(start + handoff, Relaxed);
         bump(&self.held, handoff);
+        bump(&self.held_parts[HeldPart::Handoff as usize], handoff);
         self.holding.store(1, Relaxed);
     }
 
@@ -287,7 +309,9 @@ impl EventSink for ModelSink {
     #[inline]
     fn zone_lock_released(&self, _cpu: CpuId, zone: ZoneIdx, list_ops: u32) {
         let Some(lock) = self.lock(zone) else { return };
-        self.charge(self.cost.lock_base + u64::from(list_ops) * self.cost.list_op);
+        let fixed = self.cost.lock_base + u64::from(list_ops) * self.cost.list_op;
+        self.charge(fixed);
+        bump(&self.held_parts[HeldPart::Fixed as usize], fixed);
         lock.free_at.store(self.now.load(Relaxed), Relaxed);
         self.holding.store(0, Relaxed);
     }
@@ -309,6 +333,13 @@ impl EventSink for ModelSink {
         let mut ps = self.prices.of_access(found);
         if self.nr_prefetched.load(Relaxed) != 0 && found == Found::L2 {
             ps += self.prefetch_wait(line);
+        }
+        if self.holding.load(Relaxed) != 0 {
+            let part = match line {
+                MetaLine::Frame(_) => HeldPart::FrameLines,
+                _ => HeldPart::OtherLines,
+            };
+            bump(&self.held_parts[part as usize], ps);
         }
         self.charge(ps);
     }
