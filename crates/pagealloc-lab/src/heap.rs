@@ -1026,6 +1026,15 @@ pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
     }
 }
 
+/// Let a write to a closed pipe end the process quietly, as it ends `cat` or `grep`
+/// (`pagealloc workloads | head -1`): Rust's runtime ignores SIGPIPE, so every `println!`
+/// after the reader has gone would panic instead. Called once, first thing in `main`.
+pub fn default_sigpipe() {
+    // SAFETY: `signal` with `SIG_DFL` changes only this process's disposition of SIGPIPE; no
+    // handler runs Rust code, and no other thread exists yet to race the change.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Peers
 

@@ -8,7 +8,8 @@ mod cacheinfo;
 // The measurements of `pagealloc calibrate`.
 mod calibrate;
 mod cmd;
-// The one module allowed unsafe code: real memory (mmap, raw blocks).
+// The one module allowed unsafe code: real memory (mmap, raw blocks) and the few OS calls
+// around it (CPU affinity, SIGPIPE).
 #[allow(unsafe_code)]
 mod heap;
 mod input;
@@ -152,6 +153,7 @@ struct HelpArgs {
 /// prints as one line with its causes and exits 1, without a backtrace whatever
 /// `RUST_BACKTRACE` says: backtraces are for bugs, which panic.
 fn main() {
+    heap::default_sigpipe();
     if let Err(e) = run(Cli::parse()) {
         eprintln!("Error: {e:#}");
         std::process::exit(1);

@@ -40,3 +40,32 @@ fn unknown_preset_is_a_clear_error() {
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("unknown preset `no-such`"), "{err}");
 }
+
+/// A reader that goes away (`pagealloc workloads | head -1`) ends the command quietly by
+/// SIGPIPE, as it ends `cat`: no panic message, no exit status 101. The reader here is gone
+/// before the command writes its first line.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    /// SIGPIPE's number on Linux.
+    const SIGPIPE: i32 = 13;
+    for args in [&["workloads"][..], &["presets"], &["machines"]] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pagealloc"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_ne!(out.status.code(), Some(101), "{args:?}: {stderr}");
+        assert!(
+            out.status.signal() == Some(SIGPIPE) || out.status.success(),
+            "{args:?}: {:?} {stderr}",
+            out.status
+        );
+    }
+}
