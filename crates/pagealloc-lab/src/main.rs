@@ -36,7 +36,13 @@ mod fuzz_smoke;
 
 /// The pagealloc lab: drive the page allocator, inspect it, compare policies.
 #[derive(Debug, Parser)]
-#[command(name = "pagealloc", version, about, long_about = None, disable_help_subcommand = true)]
+#[command(
+    name = "pagealloc",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("PAGEALLOC_REVISION"), ")"),
+    about,
+    long_about = None,
+    disable_help_subcommand = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

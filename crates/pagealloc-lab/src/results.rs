@@ -46,22 +46,20 @@ pub struct Row {
     /// For a per-CPU series: the CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<u32>,
-    /// Code revision (`git describe`), or "unknown".
+    /// Code revision the lab was built from (`git describe`), or "unknown".
     pub revision: String,
     /// Wall-clock seconds the run took (not part of any deterministic output).
     pub wall_s: f64,
 }
 
-/// The revision of the working tree, as `git describe --always --dirty` says, or "unknown".
+/// The revision the lab was built from (`git describe --always --dirty` of its tree at build
+/// time, `build.rs`), or "unknown" — never that of the directory it runs in.
 pub fn revision() -> String {
-    std::process::Command::new("git")
-        .args(["describe", "--always", "--dirty"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map_or_else(|| "unknown".to_string(), |s| s.trim().to_string())
+    REVISION.to_owned()
 }
+
+/// See [`revision`].
+pub const REVISION: &str = env!("PAGEALLOC_REVISION");
 
 /// Append `rows` to a new file `dir/<stem>-<UTC timestamp>.jsonl`; returns its path.
 pub fn save(dir: &Path, stem: &str, rows: &[Row]) -> Result<PathBuf> {

@@ -69,3 +69,27 @@ fn a_closed_stdout_ends_the_command_quietly() {
         );
     }
 }
+
+/// `--version` names the revision the binary was built from, and so do result rows, wherever
+/// the command runs (here from a directory that is no git checkout).
+#[test]
+fn the_version_and_the_rows_carry_the_built_revision() {
+    let dir = std::env::temp_dir();
+    let out = pagealloc().current_dir(&dir).arg("--version").assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let want = format!("pagealloc {} (", env!("CARGO_PKG_VERSION"));
+    assert!(text.starts_with(&want) && text.trim_end().ends_with(')'), "{text}");
+    let revision = text.trim_end().trim_start_matches(&want).trim_end_matches(')').to_owned();
+    assert!(!revision.is_empty());
+    let rows_dir = dir.join(format!("pagealloc-revision-{}", std::process::id()));
+    pagealloc()
+        .current_dir(&dir)
+        .args(["run", "trunc", "--quick", "--results"])
+        .arg(&rows_dir)
+        .assert()
+        .success();
+    let file = std::fs::read_dir(&rows_dir).unwrap().next().unwrap().unwrap().path();
+    let rows = std::fs::read_to_string(&file).unwrap();
+    std::fs::remove_dir_all(&rows_dir).unwrap();
+    assert!(rows.contains(&format!("\"revision\":\"{revision}\"")), "{revision} not in {rows}");
+}
