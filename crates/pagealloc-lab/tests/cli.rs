@@ -93,3 +93,31 @@ fn the_version_and_the_rows_carry_the_built_revision() {
     std::fs::remove_dir_all(&rows_dir).unwrap();
     assert!(rows.contains(&format!("\"revision\":\"{revision}\"")), "{revision} not in {rows}");
 }
+
+/// Help is wrapped: no line of any command's `--help` is wider than 100 columns (the width
+/// clap uses when the output is not a terminal).
+#[test]
+fn help_is_wrapped() {
+    let commands = [
+        "exercise",
+        "bench",
+        "calibrate",
+        "presets",
+        "sizing",
+        "run",
+        "replay",
+        "compare",
+        "reproduce",
+        "workloads",
+        "plot",
+        "machines",
+        "stress",
+        "validate",
+    ];
+    for c in commands {
+        let out = pagealloc().args([c, "--help"]).assert().success();
+        let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 100, "`pagealloc {c} --help` has a line of {widest} columns");
+    }
+}

@@ -96,8 +96,9 @@ pub struct Args {
     pub online_cpus: Option<u32>,
     /// Print one JSON document instead of the tables.
     ///
-    /// {"zones":[{"node":0,"zone":"Normal","fields":{"batch":{"kernel":63,"ours":63,"match":true},
-    /// …}}],"mismatches":N} plus the inputs, the kernel generation assumed and notes. A
+    /// {"zones":[{"node":0,"zone":"Normal",
+    ///   "fields":{"batch":{"kernel":63,"ours":63,"match":true}, …}}],
+    ///  "mismatches":N} plus the inputs, the kernel generation assumed and notes. A
     /// per-CPU field's "kernel" is a number when every CPU printed the same, else an array;
     /// "kernel" is null for a field the kernel does not print.
     #[arg(long)]
