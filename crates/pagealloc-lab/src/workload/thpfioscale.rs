@@ -75,9 +75,9 @@
 
 use std::collections::VecDeque;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use pagealloc::zone::{WMARK_HIGH, WMARK_LOW, WMARK_MIN};
-use pagealloc::{AllocFlags, Gfp, Order, Pfn, ZoneType};
+use pagealloc::{AllocFlags, Gfp, Migrate, NodeId, Order, Pfn, Target, ZoneType};
 use pagealloc_testkit::rng::Rng;
 
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
@@ -187,6 +187,23 @@ const PARAMS: &[ParamSpec] = &[
         doc: "1 = madvise(MADV_HUGEPAGE): order-9 requests with direct reclaim (GFP_TRANSHUGE)",
         source: "config variant -madvhugepage (THPFIOSCALE_MADV_HUGEPAGE=yes); 4.20 \
                  alloc_hugepage_direct_gfpmask with defrag=madvise (docs/workloads.md §7.2)",
+        scaled: false,
+        whole: true,
+    },
+    ParamSpec {
+        name: "compaction",
+        default: 1.0,
+        min: 0.0,
+        max: 1.0,
+        unit: "bool",
+        doc: "1 = compaction as the kernel does it: a madvised THP fault (GFP_TRANSHUGE) \
+              compacts in its slow path, moving page-cache pages and the THP program's base \
+              pages, and kcompactd runs after kswapd when an allocation asked for it; 0 = none \
+              (only free order-9 blocks make huge pages)",
+        source: "Linux 4.20 mm/page_alloc.c __alloc_pages_slowpath (direct compaction of a \
+                 costly order that may reclaim), mm/vmscan.c kswapd_try_to_sleep → \
+                 wakeup_kcompactd; CONFIG_COMPACTION, which THP selects (docs/workloads.md \
+                 §7.2)",
         scaled: false,
         whole: true,
     },
@@ -347,6 +364,14 @@ const INODES_PER_CLUSTER_PAGE: u16 = 8;
 const DIR_ENTRIES_PER_BLOCK: u32 = 100;
 /// A 2 MiB step in base pages.
 const HPAGE_PAGES: u16 = 512;
+/// The huge page order (x86-64 `HPAGE_PMD_ORDER`).
+const HPAGE_ORDER: Order = Order(9);
+/// An `owner` entry with this bit names a THP thread's `held` slot (`index <<
+/// THP_THREAD_BITS | thread`); without it, a page-cache slot (`file × MAX_FILE_PAGES +
+/// block`).
+const THP_LOC: u32 = 1 << 31;
+/// Bits of a THP location that name the thread (`thp_threads` is at most 1024).
+const THP_THREAD_BITS: u32 = 10;
 
 /// A SLUB cache the writers and readers fill.
 #[derive(Clone, Copy, Debug)]
@@ -548,6 +573,7 @@ pub struct ThpFioScale {
     reclaim_page: u64,
     fault: u64,
     thp_fault: u64,
+    compaction: bool,
 
     // Machine.
     nr_nodes: usize,
@@ -582,6 +608,12 @@ pub struct ThpFioScale {
     partial: Vec<Vec<u32>>,
     slab_pages: u64,
     slab_pages_peak: u64,
+
+    /// Frame → where the workload holds it as a movable page (page-cache or THP location,
+    /// see [`THP_LOC`]), or NONE; kept only with compaction. An entry may be stale (the
+    /// frame was freed and reused by a non-movable holder): [`Migrate::migrate`] checks that
+    /// the location still holds the frame, and a holder that takes a frame writes its entry.
+    owner: Vec<u32>,
 
     // Threads.
     jobs: Vec<Job>,
@@ -638,6 +670,7 @@ impl ThpFioScale {
             reclaim_page: ns(p.get("reclaim_page_ns")),
             fault: ns(p.get("fault_ns")),
             thp_fault: ns(p.get("thp_fault_ns")),
+            compaction: p.get("compaction") >= 0.5,
             nr_nodes: 0,
             nr_cpus: 0,
             cpu_node: Vec::new(),
@@ -660,6 +693,7 @@ impl ThpFioScale {
             partial: Vec::new(),
             slab_pages: 0,
             slab_pages_peak: 0,
+            owner: Vec::new(),
             jobs: Vec::new(),
             thp: Vec::new(),
             kswapd_cpu: Vec::new(),
@@ -715,7 +749,33 @@ impl ThpFioScale {
             })
             .collect();
         self.node_zones = by_node;
+        if self.compaction {
+            let end = zones.iter().map(|z| z.start_pfn().0 + z.spanned_pages().0).max();
+            self.owner = vec![NONE; end.unwrap_or(0) as usize];
+        }
         self.zones_ready = true;
+    }
+
+    /// Note that the movable page `pfn` is held at `loc` (kept only with compaction).
+    fn own(&mut self, pfn: Pfn, loc: u32) {
+        if let Some(slot) = self.owner.get_mut(pfn.0 as usize) {
+            *slot = loc;
+        }
+    }
+
+    /// THP thread `t` holds the block `p` (its next `held` slot).
+    fn hold(&mut self, t: usize, p: Pfn, o: Order) -> Result<()> {
+        let i = self.thp[t].held.len();
+        if !self.owner.is_empty() {
+            let loc = u32::try_from(i)
+                .ok()
+                .and_then(|i| i.checked_shl(THP_THREAD_BITS))
+                .filter(|l| l & THP_LOC == 0)
+                .with_context(|| format!("thpfioscale: THP thread {t} holds too many blocks"))?;
+            self.own(p, THP_LOC | loc | t as u32);
+        }
+        self.thp[t].held.push((p, o));
+        Ok(())
     }
 
     /// Is some zone of `list` above watermark `w` (+ the lowmem reserve of a request that may
@@ -1028,6 +1088,7 @@ impl ThpFioScale {
             self.files[f].objs[RADIX] = id;
         }
         let node = self.pfn_node(ctx, pfn);
+        self.own(pfn, (f * MAX_FILE_PAGES + b) as u32);
         let file = &mut self.files[f];
         file.pages[b] = pfn_u32(pfn)?;
         file.cached += 1;
@@ -1178,20 +1239,11 @@ impl ThpFioScale {
                     return Ok(Next::Continue);
                 }
                 self.thp[t].step_start = ctx.now();
-                let gfp = if self.madv { Gfp::TRANSHUGE } else { Gfp::TRANSHUGE_LIGHT };
-                let mut p = ctx.alloc(gfp, Order(9));
-                if p.is_none() && self.madv {
-                    // Direct reclaim for a costly order: reclaim compact_gap pages, then retry
-                    // (compaction itself is not modelled).
-                    let node = self.cpu_node[ctx.cpu() as usize] as usize;
-                    self.direct_reclaim(ctx, node, COMPACT_GAP_ORDER9)?;
-                    p = ctx.alloc(gfp, Order(9));
-                }
-                let Some(p) = p else {
+                let Some(p) = self.thp_alloc(ctx)? else {
                     self.thp[t].state = ThpState::Base(0);
                     return Ok(Next::Continue);
                 };
-                self.thp[t].held.push((p, Order(9)));
+                self.hold(t, p, HPAGE_ORDER)?;
                 self.page_table_page(ctx, t)?;
                 // clear_huge_page, then the program's memset.
                 ctx.touch(p, 2 << 20);
@@ -1209,7 +1261,7 @@ impl ThpFioScale {
                 }
                 match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
                     Some(p) => {
-                        self.thp[t].held.push((p, Order(0)));
+                        self.hold(t, p, Order(0))?;
                         ctx.touch(p, 4096);
                         ctx.touch(p, 4096);
                     }
@@ -1250,7 +1302,46 @@ impl ThpFioScale {
     /// page: order-0 unmovable (GFP_KERNEL).
     fn page_table_page(&mut self, ctx: &mut Ctx<'_>, t: usize) -> Result<()> {
         if let Some(p) = self.alloc_reclaiming(ctx, Gfp::KERNEL, Order(0))? {
-            self.thp[t].held.push((p, Order(0)));
+            self.hold(t, p, Order(0))?;
+        }
+        Ok(())
+    }
+
+    /// A THP fault's huge page (4.20 `alloc_hugepage_direct_gfpmask` with the default
+    /// `defrag=madvise`): not madvised, `GFP_TRANSHUGE_LIGHT`, one try without reclaim or
+    /// compaction. Madvised, `GFP_TRANSHUGE`: after the first try fails, direct reclaim of
+    /// `compact_gap` pages, then a retry that (with compaction) compacts directly in the slow
+    /// path. 4.20's `__alloc_pages_slowpath` runs an async compaction before that reclaim; the
+    /// library's compacting call runs its async and its sync-light compaction together, so
+    /// here both follow the reclaim (see docs/workloads.md §7.2). Neither GFP wakes kswapd.
+    fn thp_alloc(&mut self, ctx: &mut Ctx<'_>) -> Result<Option<Pfn>> {
+        let gfp = if self.madv { Gfp::TRANSHUGE } else { Gfp::TRANSHUGE_LIGHT };
+        let p = ctx.alloc(gfp, HPAGE_ORDER);
+        if p.is_some() || !self.madv {
+            return Ok(p);
+        }
+        let node = self.cpu_node[ctx.cpu() as usize] as usize;
+        self.direct_reclaim(ctx, node, COMPACT_GAP_ORDER9)?;
+        if !self.compaction {
+            return Ok(ctx.alloc(gfp, HPAGE_ORDER));
+        }
+        self.reclaim_for_compaction(ctx, node, gfp)?;
+        Ok(ctx.alloc_compacting(gfp, HPAGE_ORDER, self))
+    }
+
+    /// 4.20 `should_continue_reclaim` for a costly order with compaction: reclaim goes on
+    /// past `compact_gap` until compaction could run in some zone of the node's zonelist
+    /// (`compaction_suitable`), or reclaim finds nothing more to evict.
+    fn reclaim_for_compaction(&mut self, ctx: &mut Ctx<'_>, node: usize, gfp: Gfp) -> Result<()> {
+        let threshold = ctx.allocator().tunables().extfrag_threshold;
+        let suitable = |ctx: &Ctx<'_>, list: &[usize]| {
+            let zones = ctx.allocator().zones();
+            list.iter().any(|&i| zones[i].compaction_suitable(HPAGE_ORDER, gfp.zone(), threshold))
+        };
+        while !suitable(ctx, &self.zonelist[node]) {
+            if self.direct_reclaim(ctx, node, SWAP_CLUSTER_MAX)? == 0 {
+                break;
+            }
         }
         Ok(())
     }
@@ -1298,7 +1389,20 @@ impl ThpFioScale {
             pa.set_reclaim_active(pa.zones()[z].idx(), false);
         }
         self.kswapd_running[node] = false;
+        self.wake_kcompactd(ctx, node)?;
         Ok(Next::Block)
+    }
+
+    /// As kswapd goes to sleep it wakes kcompactd for the order it was woken with (4.20
+    /// `kswapd_try_to_sleep` → `wakeup_kcompactd`, which ignores order 0); here kcompactd
+    /// runs on kswapd's CPU when the library says an allocation asked for it. Never without
+    /// a request: proactive compaction came with 5.9.
+    fn wake_kcompactd(&mut self, ctx: &mut Ctx<'_>, node: usize) -> Result<()> {
+        if !self.compaction || ctx.allocator().kcompactd_pending(NodeId(node as u32)).is_none() {
+            return Ok(());
+        }
+        ctx.kcompactd(node as u32, self)?;
+        Ok(())
     }
 }
 
@@ -1308,6 +1412,52 @@ fn sleep_until(ctx: &mut Ctx<'_>, t: u64) -> Next {
         Next::Continue
     } else {
         Next::SleepUntil(t)
+    }
+}
+
+/// The workload's movable pages move where compaction asks: a page-cache page in its file's
+/// slot, a THP thread's block in its `held` slot. The page keeps its file, block, LRU
+/// position (the queue names file and block, not frames) and node (compaction stays in
+/// its zone).
+impl Migrate for ThpFioScale {
+    fn migrate(&mut self, from: Pfn, to: Target<'_>, order: Order) -> bool {
+        self.move_page(from, to.pfn(), order)
+    }
+}
+
+impl ThpFioScale {
+    /// Point the slot that holds the block `from` at `to`; false if no slot holds it.
+    fn move_page(&mut self, from: Pfn, to: Pfn, order: Order) -> bool {
+        let (Some(&loc), Ok(to_u32)) = (self.owner.get(from.0 as usize), pfn_u32(to)) else {
+            return false;
+        };
+        let moved = if loc == NONE {
+            false
+        } else if loc & THP_LOC == 0 {
+            let (f, b) = (loc as usize / MAX_FILE_PAGES, loc as usize % MAX_FILE_PAGES);
+            match self.files.get_mut(f).map(|file| &mut file.pages[b]) {
+                Some(p) if u64::from(*p) == from.0 && order.0 == 0 => {
+                    *p = to_u32;
+                    true
+                }
+                _ => false,
+            }
+        } else {
+            let t = (loc & ((1 << THP_THREAD_BITS) - 1)) as usize;
+            let i = ((loc & !THP_LOC) >> THP_THREAD_BITS) as usize;
+            match self.thp.get_mut(t).and_then(|th| th.held.get_mut(i)) {
+                Some(h) if *h == (from, order) => {
+                    h.0 = to;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if moved {
+            self.own(from, NONE);
+            self.own(to, loc);
+        }
+        moved
     }
 }
 
@@ -1382,6 +1532,12 @@ impl SerialWorkload for ThpFioScale {
         let nr_files = self.total_files();
         if nr_files >= 1 << 40 || self.total_files() >= u64::from(NONE) {
             bail!("thpfioscale: {nr_files} files are more than the model can number");
+        }
+        if self.compaction && nr_files * MAX_FILE_PAGES as u64 >= u64::from(THP_LOC) {
+            bail!(
+                "thpfioscale: {nr_files} files have more page-cache slots than compaction's \
+                 owner index can name (compaction=0 runs without it)"
+            );
         }
         self.files = vec![File::EMPTY; nr_files as usize];
         self.jobs = fio_cpus
@@ -1645,5 +1801,68 @@ mod tests {
         let mut m = Model::new(small_setup(4, 64, "frag-vanilla", 1)).unwrap();
         let e = m.run(w.as_mut(), &mut |_| {}).unwrap_err().to_string();
         assert!(e.contains("needs 6 CPUs"), "{e}");
+    }
+
+    /// A madvised THP fault compacts: page-cache pages and the program's base pages move,
+    /// and steps that got base pages without compaction get huge pages. Every page comes
+    /// back exactly once at the end (the run would fail its conservation check otherwise),
+    /// wherever compaction moved it. Nothing here wakes kcompactd: under 4.20's rules only an
+    /// order > 0 request that may wake kswapd does, and the THP GFPs do not.
+    #[test]
+    fn madvised_thp_faults_compact_into_huge_pages() {
+        let with = run("frag-vanilla", 2, &["madv_hugepage=1"]);
+        let without = run("frag-vanilla", 2, &["madv_hugepage=1", "compaction=0"]);
+        for c in [Counter::CompactStall, Counter::CompactSuccess, Counter::PgmigrateSuccess] {
+            assert!(with.events.get(c) > 0, "{c:?}");
+            assert_eq!(without.events.get(c), 0, "{c:?}");
+        }
+        assert!(
+            metric(&with, "huge_pct") > metric(&without, "huge_pct"),
+            "{} vs {}",
+            metric(&with, "huge_pct"),
+            metric(&without, "huge_pct")
+        );
+        assert_eq!(with.events.get(Counter::CompactDaemonWake), 0);
+        // Not madvised: GFP_TRANSHUGE_LIGHT never compacts.
+        let light = run("frag-vanilla", 2, &["madv_hugepage=0"]);
+        assert_eq!(light.events.get(Counter::CompactStall), 0);
+    }
+
+    #[test]
+    fn same_seed_same_run_with_compaction() {
+        let a = run("frag-lowzone", 6, &["madv_hugepage=1"]);
+        let b = run("frag-lowzone", 6, &["madv_hugepage=1"]);
+        assert!(a.events.get(Counter::PgmigrateSuccess) > 0);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+
+    /// Where the workload holds a page, a migration moves it; a frame it does not hold (or
+    /// no longer holds) is refused.
+    #[test]
+    fn migrate_follows_the_page_and_refuses_strangers() {
+        let info = workload::find("thpfioscale").unwrap();
+        let mut w = ThpFioScale::new(&info.params(&[], 1.0).unwrap());
+        w.files = vec![File::EMPTY; 2];
+        w.thp = vec![ThpThread {
+            cpu: 0,
+            steps_left: 0,
+            state: ThpState::Wait,
+            step_start: 0,
+            held: Vec::new(),
+        }];
+        w.owner = vec![NONE; 64];
+        w.files[1].pages[3] = 10;
+        w.own(Pfn(10), (MAX_FILE_PAGES + 3) as u32);
+        w.hold(0, Pfn(20), Order(0)).unwrap();
+        let mv =
+            |w: &mut ThpFioScale, from: u64, to: u64| w.move_page(Pfn(from), Pfn(to), Order(0));
+        assert!(mv(&mut w, 10, 11));
+        assert_eq!(w.files[1].pages[3], 11);
+        assert!(mv(&mut w, 20, 21));
+        assert_eq!(w.thp[0].held, vec![(Pfn(21), Order(0))]);
+        // The old frames are nobody's now; a stale entry whose slot moved on is refused.
+        assert!(!mv(&mut w, 10, 12) && !mv(&mut w, 20, 22) && !mv(&mut w, 5, 6));
+        w.files[1].pages[3] = NONE;
+        assert!(!mv(&mut w, 11, 12));
     }
 }
