@@ -52,22 +52,36 @@
 //!   referenced since the last scan, and has at most one cached page (4.19/4.20's "mm: don't
 //!   reclaim inodes with many attached pages" rotated the others; reverted for 5.0).
 //! - THP threads: per 2 MiB step, one order-9 request (`TRANSHUGE_LIGHT`: the default
-//!   `defrag=madvise` without madvise; `TRANSHUGE` with `madv_hugepage=1`, which first reclaims
-//!   `compact_gap` = 1024 pages if the request fails, then retries once) plus a page-table page;
-//!   on failure 512 order-0 movable faults, one per step of the runner. Each step is zeroed and
+//!   `defrag=madvise` without madvise, no reclaim, no compaction; `TRANSHUGE` with
+//!   `madv_hugepage=1`, which, if the request fails, reclaims `compact_gap` = 1024 pages
+//!   directly and retries once: with `compaction=1` reclaim goes on until compaction could run
+//!   in some zone (4.20 `should_continue_reclaim`) and the retry compacts in the slow path,
+//!   async then sync-light) plus a page-table page; on failure 512 order-0 movable faults, one
+//!   per step of the runner. Each step is zeroed and
 //!   then written by `memset`. Latency = virtual time from the step's start to its end. All of
 //!   it is freed at munmap when the thread ends; when the last thread ends fio is killed.
+//! - Compaction (`compaction=1`): the workload is the owner of its movable pages (the page
+//!   cache and the THP program's blocks): a frame → slot index, checked against the slot on
+//!   every migration, points the file's block or the thread's held entry at the new frame;
+//!   the LRU queue names (file, block), so a moved page keeps its place. The copy is charged
+//!   to the compacting CPU (`Ctx::alloc_compacting`). kcompactd runs on kswapd's CPU when
+//!   kswapd goes back to sleep and an allocation asked for it (4.20 `kswapd_try_to_sleep` →
+//!   `wakeup_kcompactd`); nothing here asks (no request above order 0 may wake kswapd), so it
+//!   never runs, as in 4.20, which had no proactive compaction.
 //!
 //! Volume: as the benchmark, 150% of memory is written, so the page cache passes memory size
 //! and reclaim runs all along. `--scale` shortens the two later phases: the readers' warm-up
 //! before the THP program starts is `warmup` × the write phase's virtual duration, and the
 //! THP program faults `thp_fraction` of its regions.
 //!
-//! Known biases: no compaction (the kernel's madvised THP faults compact; here only
-//! free order-9 blocks can succeed, so `huge_pct` under `madv_hugepage=1` is a lower bound); one
-//! queue instead of active/inactive lists (no inactive-ratio balancing, no refault
-//! activation), no dirty/writeback state (all evicted pages are clean), no readahead (one page
-//! per miss), no shadow-entry shrinker (radix nodes live as long as their inode); dentry and
+//! Known biases: 4.20's slow path compacts (async) once before direct reclaim and again
+//! (sync-light) after it; here both passes follow the reclaim (the library's compacting call
+//! runs them together), so a madvised fault reclaims even where the async pass alone would
+//! have made the block; compaction's copy of a page is priced as two page writes (assumed,
+//! docs/hardware.md); one queue instead of active/inactive lists (no inactive-ratio
+//! balancing, no refault activation), no dirty/writeback state (all evicted pages are clean,
+//! so every page-cache page can move), no readahead (one page per miss), no shadow-entry
+//! shrinker (radix nodes live as long as their inode); dentry and
 //! inode are reclaimed together; XFS's short-lived allocations (transactions, log items and
 //! the CIL's kmalloc'd log vectors, bios) are left out, so the unmovable churn is only the
 //! long-lived metadata above; the device is a fixed latency and bandwidth; the kernel's
@@ -367,11 +381,9 @@ const HPAGE_PAGES: u16 = 512;
 /// The huge page order (x86-64 `HPAGE_PMD_ORDER`).
 const HPAGE_ORDER: Order = Order(9);
 /// An `owner` entry with this bit names a THP thread's `held` slot (`index <<
-/// THP_THREAD_BITS | thread`); without it, a page-cache slot (`file × MAX_FILE_PAGES +
-/// block`).
+/// thread_bits | thread`, `thread_bits` as few as the run's threads need); without it, a
+/// page-cache slot (`file × MAX_FILE_PAGES + block`).
 const THP_LOC: u32 = 1 << 31;
-/// Bits of a THP location that name the thread (`thp_threads` is at most 1024).
-const THP_THREAD_BITS: u32 = 10;
 
 /// A SLUB cache the writers and readers fill.
 #[derive(Clone, Copy, Debug)]
@@ -614,6 +626,8 @@ pub struct ThpFioScale {
     /// frame was freed and reused by a non-movable holder): [`Migrate::migrate`] checks that
     /// the location still holds the frame, and a holder that takes a frame writes its entry.
     owner: Vec<u32>,
+    /// Low bits of a THP `owner` entry that name the thread.
+    thread_bits: u32,
 
     // Threads.
     jobs: Vec<Job>,
@@ -694,6 +708,7 @@ impl ThpFioScale {
             slab_pages: 0,
             slab_pages_peak: 0,
             owner: Vec::new(),
+            thread_bits: 0,
             jobs: Vec::new(),
             thp: Vec::new(),
             kswapd_cpu: Vec::new(),
@@ -769,10 +784,9 @@ impl ThpFioScale {
         if !self.owner.is_empty() {
             let loc = u32::try_from(i)
                 .ok()
-                .and_then(|i| i.checked_shl(THP_THREAD_BITS))
-                .filter(|l| l & THP_LOC == 0)
+                .filter(|&i| i < THP_LOC >> self.thread_bits)
                 .with_context(|| format!("thpfioscale: THP thread {t} holds too many blocks"))?;
-            self.own(p, THP_LOC | loc | t as u32);
+            self.own(p, THP_LOC | loc << self.thread_bits | t as u32);
         }
         self.thp[t].held.push((p, o));
         Ok(())
@@ -1443,8 +1457,8 @@ impl ThpFioScale {
                 _ => false,
             }
         } else {
-            let t = (loc & ((1 << THP_THREAD_BITS) - 1)) as usize;
-            let i = ((loc & !THP_LOC) >> THP_THREAD_BITS) as usize;
+            let t = (loc & ((1 << self.thread_bits) - 1)) as usize;
+            let i = ((loc & !THP_LOC) >> self.thread_bits) as usize;
             match self.thp.get_mut(t).and_then(|th| th.held.get_mut(i)) {
                 Some(h) if *h == (from, order) => {
                     h.0 = to;
@@ -1569,6 +1583,8 @@ impl SerialWorkload for ThpFioScale {
                 held: Vec::new(),
             })
             .collect();
+        // Enough bits to name every thread (0 for one).
+        self.thread_bits = u64::BITS - (self.thp.len() as u64).saturating_sub(1).leading_zeros();
 
         for (c, cache) in CACHES.iter().enumerate() {
             self.slab_spec[c] = if cache.size == 0 {
@@ -1864,5 +1880,17 @@ mod tests {
         assert!(!mv(&mut w, 10, 12) && !mv(&mut w, 20, 22) && !mv(&mut w, 5, 6));
         w.files[1].pages[3] = NONE;
         assert!(!mv(&mut w, 11, 12));
+        // A second thread: entries name it in the low bits, its slots above them.
+        w.thp.push(w.thp[0].clone());
+        w.thread_bits = 1;
+        w.hold(1, Pfn(30), Order(0)).unwrap();
+        assert!(mv(&mut w, 30, 31) && mv(&mut w, 31, 32));
+        assert_eq!(w.thp[1].held.last(), Some(&(Pfn(32), Order(0))));
+        assert_eq!(w.thp[0].held, vec![(Pfn(21), Order(0))]);
+        // More slots than the entry can name is an error, not a wrong entry.
+        // (thread 1 holds slots 0 and 1; with 29 thread bits slots up to 3 can be named.)
+        w.thread_bits = 29;
+        assert!(w.hold(1, Pfn(40), Order(0)).is_ok() && w.hold(1, Pfn(41), Order(0)).is_ok());
+        assert!(w.hold(1, Pfn(42), Order(0)).is_err());
     }
 }
