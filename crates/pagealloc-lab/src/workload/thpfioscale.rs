@@ -1893,4 +1893,26 @@ mod tests {
         assert!(w.hold(1, Pfn(40), Order(0)).is_ok() && w.hold(1, Pfn(41), Order(0)).is_ok());
         assert!(w.hold(1, Pfn(42), Order(0)).is_err());
     }
+
+    /// `compaction=0` is the run before compaction came: these figures are the same test
+    /// setup's output at the branch point (dfa2e97), madvised (its direct-reclaim path is
+    /// the one the change touched) and not.
+    #[test]
+    fn compaction_off_is_the_run_before_compaction() {
+        let o = run("frag-vanilla", 2, &["madv_hugepage=1", "compaction=0"]);
+        assert_eq!(metric(&o, "fault_base_us"), 1847.0448062222224);
+        assert_eq!(metric(&o, "fault_huge_us"), 294.5408706666667);
+        assert_eq!(metric(&o, "huge_pct"), 6.25);
+        assert_eq!(metric(&o, "reads"), 19264.0);
+        assert_eq!(metric(&o, "kswapd_pages"), 48530.0);
+        assert_eq!(metric(&o, "direct_reclaim_pages"), 46080.0);
+        assert_eq!(metric(&o, "inode_evictions"), 5624.0);
+        assert_eq!((o.ops.allocs, o.ops.alloc_failures, o.ops.frees), (131976, 90, 118401));
+        assert_eq!(o.elapsed_ps, 1_094_910_970_355);
+        let o = run("frag-vanilla", 2, &["madv_hugepage=0", "compaction=0"]);
+        assert_eq!(metric(&o, "fault_base_us"), 1205.5284301333334);
+        assert_eq!(metric(&o, "kswapd_pages"), 77648.0);
+        assert_eq!((o.ops.allocs, o.ops.frees), (132761, 101349));
+        assert_eq!(o.elapsed_ps, 1_066_987_011_350);
+    }
 }
