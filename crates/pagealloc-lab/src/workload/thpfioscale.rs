@@ -1844,6 +1844,8 @@ mod tests {
         assert_eq!(light.events.get(Counter::CompactStall), 0);
     }
 
+    /// Compaction keeps the run deterministic: the owner's index and the moves it records
+    /// depend on the run's events only.
     #[test]
     fn same_seed_same_run_with_compaction() {
         let a = run("frag-lowzone", 6, &["madv_hugepage=1"]);
