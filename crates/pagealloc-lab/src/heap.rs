@@ -787,6 +787,31 @@ impl<E: EventSink> FrameHeap<E> {
         }
         Some(bytes.div_ceil(PAGE_SIZE))
     }
+
+    /// Copy `bytes` bytes of the arena from the start of frame `from` to the start of frame
+    /// `to`, as [`touch`](Self::touch) writes them: per 64-byte cache line, one relaxed
+    /// 8-byte atomic load from the source and one store of it to the target, so both lines
+    /// are brought into the cache and the target's dirtied (a migration's copy). Returns the
+    /// pages copied, or `None` (and copies nothing) when either range is not inside the
+    /// arena.
+    pub fn copy(&self, from: Pfn, to: Pfn, bytes: u64) -> Option<u64> {
+        let page = PAGE_SIZE as usize;
+        let src = usize::try_from(from.0).ok()?.checked_mul(page)?;
+        let dst = usize::try_from(to.0).ok()?.checked_mul(page)?;
+        let len = usize::try_from(bytes).ok()?;
+        if !self.heap.arena.contains(src, len) || !self.heap.arena.contains(dst, len) {
+            return None;
+        }
+        for off in (0..len).step_by(64) {
+            // SAFETY: both addresses are 64-aligned (frames are page-aligned) and inside the
+            // arena, which stays mapped while `&self` is borrowed; every access to these
+            // words is atomic, as `touch` explains.
+            let word = unsafe { stamp_word(src + off) }.load(Relaxed);
+            // SAFETY: as above.
+            unsafe { stamp_word(dst + off).store(word, Relaxed) };
+        }
+        Some(bytes.div_ceil(PAGE_SIZE))
+    }
 }
 
 impl PageSource for PageHeap {

@@ -24,7 +24,8 @@ use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
 use anyhow::{anyhow, bail, Context, Result};
 use pagealloc::{
-    Cpu, CpuId, Gfp, MemoryMap, NodeId, Order, PageAllocator, Pfn, Policy, Tunables, VmEvents,
+    CompactOutcome, Cpu, CpuId, Gfp, MemoryMap, Migrate, NodeId, Order, PageAllocator, Pfn, Policy,
+    Target, Tunables, VmEvents,
 };
 
 use pagealloc_slab::{SlabObject, SlabStat};
@@ -400,6 +401,77 @@ impl Ctx<'_> {
         self.finish_alloc(r.ok())
     }
 
+    /// Allocate as [`alloc`](Self::alloc), letting the slow path compact with `m` moving the
+    /// workload's movable blocks (kernel direct compaction; see
+    /// [`PageAllocator::alloc_pages_compacting`]). Charged as `alloc` (the scanners' frames
+    /// are priced as the allocator touches them) plus the copy of every page moved
+    /// ([`copy`](Self::copy)).
+    pub fn alloc_compacting(&mut self, gfp: Gfp, order: Order, m: &mut dyn Migrate) -> Option<Pfn> {
+        self.begin();
+        let mut moves = Moves::new(m);
+        let r = self.pa.alloc_pages_compacting(self.cpu, gfp, order, &mut moves);
+        let r = self.finish_alloc(r.ok());
+        self.copy_moved(&moves.moved);
+        r
+    }
+
+    /// [`alloc_node`](Self::alloc_node) with direct compaction, as
+    /// [`alloc_compacting`](Self::alloc_compacting). No workload binds its compacting
+    /// requests to a node yet (the tests use it).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn alloc_node_compacting(
+        &mut self,
+        node: u32,
+        gfp: Gfp,
+        order: Order,
+        m: &mut dyn Migrate,
+    ) -> Option<Pfn> {
+        self.begin();
+        let mut moves = Moves::new(m);
+        let r = self.pa.alloc_pages_node_compacting(self.cpu, NodeId(node), gfp, order, &mut moves);
+        let r = self.finish_alloc(r.ok());
+        self.copy_moved(&moves.moved);
+        r
+    }
+
+    /// One wakeup of `node`'s kcompactd on this CPU ([`PageAllocator::kcompactd`]): the
+    /// scanners' frames as the allocator touches them plus the copy of every page moved; no
+    /// fixed cost (the cost profile has no figure for it, and the scanning is what costs).
+    /// The caller runs it only when [`PageAllocator::kcompactd_pending`] says so unless it
+    /// wants proactive compaction (Linux 5.9 and later).
+    pub fn kcompactd(&mut self, node: u32, m: &mut dyn Migrate) -> Result<Option<CompactOutcome>> {
+        self.begin();
+        let mut moves = Moves::new(m);
+        let r = self.pa.kcompactd(self.cpu, NodeId(node), &mut moves);
+        self.charge(|_| 0);
+        self.copy_moved(&moves.moved);
+        r.map_err(|e| anyhow!("cpu {}: kcompactd of node {node}: {e}", self.cpu()))
+    }
+
+    /// Charge the copies of the blocks a compaction moved.
+    fn copy_moved(&mut self, moved: &[(Pfn, Pfn, Order)]) {
+        for &(from, to, order) in moved {
+            self.copy(from, to, 4096 << order.0);
+        }
+    }
+
+    /// Copy `bytes` from the block at `from` to the block at `to` (a migration's
+    /// `copy_page`s). The model charges a read of each source page and a write of each
+    /// target page, each at the machine's page write rate for where the page is (the LLC's
+    /// for a page this CPU's LLC model holds, DRAM's, local or remote by the page's node, for
+    /// a cold one), as [`touch`](Self::touch) prices a write; both pages end up in the LLC
+    /// model. The hierarchy has no read rate: pricing the read as a write of the same page
+    /// is assumed (docs/hardware.md). Returns the cold pages, source and target. The real
+    /// runner copies the memory, one 8-byte word per cache line as its touches write them,
+    /// and returns 0.
+    pub fn copy(&mut self, from: Pfn, to: Pfn, bytes: u64) -> u64 {
+        if let Clock::Real { t, heap } = &mut self.clock {
+            t.copy(heap, from, to, bytes);
+            return 0;
+        }
+        self.touch(from, bytes) + self.touch(to, bytes)
+    }
+
     fn finish_alloc(&mut self, pfn: Option<Pfn>) -> Option<Pfn> {
         self.charge(|c| c.pcp_alloc);
         self.counts.allocs += 1;
@@ -532,6 +604,29 @@ impl Ctx<'_> {
     /// once.
     pub fn wake(&mut self, cpu: u32, at: u64) {
         self.wakes.push((cpu, at));
+    }
+}
+
+/// A workload's [`Migrate`] with a record of the blocks it agreed to move: (from, to, order).
+struct Moves<'m> {
+    inner: &'m mut dyn Migrate,
+    moved: Vec<(Pfn, Pfn, Order)>,
+}
+
+impl<'m> Moves<'m> {
+    fn new(inner: &'m mut dyn Migrate) -> Moves<'m> {
+        Moves { inner, moved: Vec::new() }
+    }
+}
+
+impl Migrate for Moves<'_> {
+    fn migrate(&mut self, from: Pfn, to: Target<'_>, order: Order) -> bool {
+        let target = to.pfn();
+        let moved = self.inner.migrate(from, to, order);
+        if moved {
+            self.moved.push((from, target, order));
+        }
+        moved
     }
 }
 
@@ -1005,6 +1100,7 @@ fn sampled_cpus(_nr_cpus: usize, running: &[u32]) -> Vec<u32> {
 pub(crate) mod tests {
     use super::*;
     use crate::workload;
+    use pagealloc::Counter;
 
     /// A small machine: `cpus` CPUs on one node of `mib` MiB, one LLC of 8 MiB.
     pub(crate) fn small_setup(cpus: u32, mib: u64, preset: &str, seed: u64) -> ModelSetup {
@@ -1331,5 +1427,111 @@ pub(crate) mod tests {
         let e = format!("{:#}", o.unwrap_err());
         assert!(e.contains("obj64") && e.contains("still allocated"), "{e}");
         assert_eq!(slab.took[0], direct.took[0] + cost.slab_alloc);
+    }
+
+    /// Movable pages a test holds, moved where compaction asks.
+    #[derive(Default)]
+    struct Held {
+        pages: Vec<Pfn>,
+        at: std::collections::HashMap<Pfn, usize>,
+    }
+
+    impl Migrate for Held {
+        fn migrate(&mut self, from: Pfn, to: Target<'_>, _order: Order) -> bool {
+            let Some(i) = self.at.remove(&from) else { return false };
+            self.pages[i] = to.pfn();
+            self.at.insert(to.pfn(), i);
+            true
+        }
+    }
+
+    /// Fills memory with movable pages, frees every other one, then asks for order-9
+    /// blocks: a compacting request moves pages, then a plain one fails and wakes kcompactd.
+    #[derive(Default)]
+    struct Fragmenter {
+        held: Held,
+        stage: u32,
+        /// Clock taken by the compacting call, and the pages it moved.
+        compacting: (u64, u64),
+        kcompactd_ran: bool,
+        huge: Option<Pfn>,
+        big: Vec<Pfn>,
+    }
+
+    impl SerialWorkload for Fragmenter {
+        fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
+            Ok(vec![0])
+        }
+        fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+            let moved = |ctx: &Ctx<'_>| ctx.allocator().vm_events().get(Counter::PgmigrateSuccess);
+            match self.stage {
+                0 => {
+                    let mut all = Vec::new();
+                    while let Some(p) = ctx.alloc(Gfp::HIGHUSER_MOVABLE, Order(0)) {
+                        all.push(p);
+                    }
+                    for (k, p) in all.into_iter().enumerate() {
+                        if k % 2 == 0 {
+                            ctx.free(p, Order(0))?;
+                        } else {
+                            self.held.at.insert(p, self.held.pages.len());
+                            self.held.pages.push(p);
+                        }
+                    }
+                    // The whole blocks left below the watermark go too.
+                    while let Some(p) = ctx.alloc(Gfp::TRANSHUGE_LIGHT, Order(9)) {
+                        self.big.push(p);
+                    }
+                }
+                1 => {
+                    let (t0, m0) = (ctx.now(), moved(ctx));
+                    self.huge =
+                        ctx.alloc_node_compacting(0, Gfp::TRANSHUGE, Order(9), &mut self.held);
+                    self.compacting = (ctx.now() - t0, moved(ctx) - m0);
+                }
+                2 => {
+                    // Order 9 with kswapd reclaim but no compaction: kcompactd is asked.
+                    let gfp = Gfp::HIGHUSER_MOVABLE | Gfp::COMP;
+                    assert!(ctx.alloc(gfp, Order(9)).is_none());
+                    assert_eq!(ctx.allocator().kcompactd_pending(NodeId(0)), Some(Order(9)));
+                    self.kcompactd_ran = ctx.kcompactd(0, &mut self.held)?.is_some();
+                    assert_eq!(ctx.allocator().kcompactd_pending(NodeId(0)), None);
+                }
+                _ => return Ok(Next::Done),
+            }
+            self.stage += 1;
+            Ok(Next::Continue)
+        }
+        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+            let mut v: Vec<_> = self.held.pages.drain(..).map(|p| (0, p, Order(0))).collect();
+            v.extend(
+                self.huge.take().into_iter().chain(self.big.drain(..)).map(|p| (0, p, Order(9))),
+            );
+            v
+        }
+        fn metrics(&self) -> Vec<(String, f64)> {
+            Vec::new()
+        }
+        fn progress(&self) -> f64 {
+            0.0
+        }
+    }
+
+    /// A compacting allocation through `Ctx` moves the workload's pages and is charged a
+    /// read and a write of each moved page at least at the LLC write rate; kcompactd runs
+    /// through `Ctx` when an allocation asked for it; every page, moved or not, comes back
+    /// (the run's conservation check).
+    #[test]
+    fn compaction_through_ctx_moves_pages_and_charges_their_copies() {
+        let mut m = Model::new(small_setup(1, 64, "modern", 1)).unwrap();
+        let page_llc = m.allocator().events().prices().page_llc;
+        let mut w = Serial::new(Fragmenter::default());
+        let o = m.run(&mut w, &mut |_| {}).unwrap();
+        let w = w.into_inner();
+        assert!(w.kcompactd_ran);
+        assert!(o.events.get(Counter::CompactDaemonWake) > 0);
+        let (took, moved) = w.compacting;
+        assert!(o.events.get(Counter::CompactStall) > 0 && moved > 0, "{moved}");
+        assert!(page_llc > 0 && took >= moved * 2 * page_llc, "{took} ps for {moved} pages");
     }
 }

@@ -99,6 +99,14 @@ impl ThreadClock {
         }
     }
 
+    /// Copy a moved block's memory (a migration), counted as touched pages.
+    pub(super) fn copy(&mut self, heap: &RealHeap, from: Pfn, to: Pfn, bytes: u64) {
+        match heap.copy(from, to, bytes) {
+            Some(pages) => self.touched += 2 * pages,
+            None => self.bad_touches += 1,
+        }
+    }
+
     /// Spin for the work owed.
     fn spend(&mut self) {
         if self.debt_ps == 0 {

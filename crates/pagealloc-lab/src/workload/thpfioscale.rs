@@ -52,22 +52,36 @@
 //!   referenced since the last scan, and has at most one cached page (4.19/4.20's "mm: don't
 //!   reclaim inodes with many attached pages" rotated the others; reverted for 5.0).
 //! - THP threads: per 2 MiB step, one order-9 request (`TRANSHUGE_LIGHT`: the default
-//!   `defrag=madvise` without madvise; `TRANSHUGE` with `madv_hugepage=1`, which first reclaims
-//!   `compact_gap` = 1024 pages if the request fails, then retries once) plus a page-table page;
-//!   on failure 512 order-0 movable faults, one per step of the runner. Each step is zeroed and
+//!   `defrag=madvise` without madvise, no reclaim, no compaction; `TRANSHUGE` with
+//!   `madv_hugepage=1`, which, if the request fails, reclaims `compact_gap` = 1024 pages
+//!   directly and retries once: with `compaction=1` reclaim goes on until compaction could run
+//!   in some zone (4.20 `should_continue_reclaim`) and the retry compacts in the slow path,
+//!   async then sync-light) plus a page-table page; on failure 512 order-0 movable faults, one
+//!   per step of the runner. Each step is zeroed and
 //!   then written by `memset`. Latency = virtual time from the step's start to its end. All of
 //!   it is freed at munmap when the thread ends; when the last thread ends fio is killed.
+//! - Compaction (`compaction=1`): the workload is the owner of its movable pages (the page
+//!   cache and the THP program's blocks): a frame → slot index, checked against the slot on
+//!   every migration, points the file's block or the thread's held entry at the new frame;
+//!   the LRU queue names (file, block), so a moved page keeps its place. The copy is charged
+//!   to the compacting CPU (`Ctx::alloc_compacting`). kcompactd runs on kswapd's CPU when
+//!   kswapd goes back to sleep and an allocation asked for it (4.20 `kswapd_try_to_sleep` →
+//!   `wakeup_kcompactd`); nothing here asks (no request above order 0 may wake kswapd), so it
+//!   never runs, as in 4.20, which had no proactive compaction.
 //!
 //! Volume: as the benchmark, 150% of memory is written, so the page cache passes memory size
 //! and reclaim runs all along. `--scale` shortens the two later phases: the readers' warm-up
 //! before the THP program starts is `warmup` × the write phase's virtual duration, and the
 //! THP program faults `thp_fraction` of its regions.
 //!
-//! Known biases: no compaction (the kernel's madvised THP faults compact; here only
-//! free order-9 blocks can succeed, so `huge_pct` under `madv_hugepage=1` is a lower bound); one
-//! queue instead of active/inactive lists (no inactive-ratio balancing, no refault
-//! activation), no dirty/writeback state (all evicted pages are clean), no readahead (one page
-//! per miss), no shadow-entry shrinker (radix nodes live as long as their inode); dentry and
+//! Known biases: 4.20's slow path compacts (async) once before direct reclaim and again
+//! (sync-light) after it; here both passes follow the reclaim (the library's compacting call
+//! runs them together), so a madvised fault reclaims even where the async pass alone would
+//! have made the block; compaction's copy of a page is priced as two page writes (assumed,
+//! docs/hardware.md); one queue instead of active/inactive lists (no inactive-ratio
+//! balancing, no refault activation), no dirty/writeback state (all evicted pages are clean,
+//! so every page-cache page can move), no readahead (one page per miss), no shadow-entry
+//! shrinker (radix nodes live as long as their inode); dentry and
 //! inode are reclaimed together; XFS's short-lived allocations (transactions, log items and
 //! the CIL's kmalloc'd log vectors, bios) are left out, so the unmovable churn is only the
 //! long-lived metadata above; the device is a fixed latency and bandwidth; the kernel's
@@ -75,9 +89,9 @@
 
 use std::collections::VecDeque;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use pagealloc::zone::{WMARK_HIGH, WMARK_LOW, WMARK_MIN};
-use pagealloc::{AllocFlags, Gfp, Order, Pfn, ZoneType};
+use pagealloc::{AllocFlags, Gfp, Migrate, NodeId, Order, Pfn, Target, ZoneType};
 use pagealloc_testkit::rng::Rng;
 
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
@@ -187,6 +201,23 @@ const PARAMS: &[ParamSpec] = &[
         doc: "1 = madvise(MADV_HUGEPAGE): order-9 requests with direct reclaim (GFP_TRANSHUGE)",
         source: "config variant -madvhugepage (THPFIOSCALE_MADV_HUGEPAGE=yes); 4.20 \
                  alloc_hugepage_direct_gfpmask with defrag=madvise (docs/workloads.md §7.2)",
+        scaled: false,
+        whole: true,
+    },
+    ParamSpec {
+        name: "compaction",
+        default: 1.0,
+        min: 0.0,
+        max: 1.0,
+        unit: "bool",
+        doc: "1 = compaction as the kernel does it: a madvised THP fault (GFP_TRANSHUGE) \
+              compacts in its slow path, moving page-cache pages and the THP program's base \
+              pages, and kcompactd runs after kswapd when an allocation asked for it; 0 = none \
+              (only free order-9 blocks make huge pages)",
+        source: "Linux 4.20 mm/page_alloc.c __alloc_pages_slowpath (direct compaction of a \
+                 costly order that may reclaim), mm/vmscan.c kswapd_try_to_sleep → \
+                 wakeup_kcompactd; CONFIG_COMPACTION, which THP selects (docs/workloads.md \
+                 §7.2)",
         scaled: false,
         whole: true,
     },
@@ -347,6 +378,12 @@ const INODES_PER_CLUSTER_PAGE: u16 = 8;
 const DIR_ENTRIES_PER_BLOCK: u32 = 100;
 /// A 2 MiB step in base pages.
 const HPAGE_PAGES: u16 = 512;
+/// The huge page order (x86-64 `HPAGE_PMD_ORDER`).
+const HPAGE_ORDER: Order = Order(9);
+/// An `owner` entry with this bit names a THP thread's `held` slot (`index <<
+/// thread_bits | thread`, `thread_bits` as few as the run's threads need); without it, a
+/// page-cache slot (`file × MAX_FILE_PAGES + block`).
+const THP_LOC: u32 = 1 << 31;
 
 /// A SLUB cache the writers and readers fill.
 #[derive(Clone, Copy, Debug)]
@@ -548,6 +585,7 @@ pub struct ThpFioScale {
     reclaim_page: u64,
     fault: u64,
     thp_fault: u64,
+    compaction: bool,
 
     // Machine.
     nr_nodes: usize,
@@ -582,6 +620,14 @@ pub struct ThpFioScale {
     partial: Vec<Vec<u32>>,
     slab_pages: u64,
     slab_pages_peak: u64,
+
+    /// Frame → where the workload holds it as a movable page (page-cache or THP location,
+    /// see [`THP_LOC`]), or NONE; kept only with compaction. An entry may be stale (the
+    /// frame was freed and reused by a non-movable holder): [`Migrate::migrate`] checks that
+    /// the location still holds the frame, and a holder that takes a frame writes its entry.
+    owner: Vec<u32>,
+    /// Low bits of a THP `owner` entry that name the thread.
+    thread_bits: u32,
 
     // Threads.
     jobs: Vec<Job>,
@@ -638,6 +684,7 @@ impl ThpFioScale {
             reclaim_page: ns(p.get("reclaim_page_ns")),
             fault: ns(p.get("fault_ns")),
             thp_fault: ns(p.get("thp_fault_ns")),
+            compaction: p.get("compaction") >= 0.5,
             nr_nodes: 0,
             nr_cpus: 0,
             cpu_node: Vec::new(),
@@ -660,6 +707,8 @@ impl ThpFioScale {
             partial: Vec::new(),
             slab_pages: 0,
             slab_pages_peak: 0,
+            owner: Vec::new(),
+            thread_bits: 0,
             jobs: Vec::new(),
             thp: Vec::new(),
             kswapd_cpu: Vec::new(),
@@ -715,7 +764,32 @@ impl ThpFioScale {
             })
             .collect();
         self.node_zones = by_node;
+        if self.compaction {
+            let end = zones.iter().map(|z| z.start_pfn().0 + z.spanned_pages().0).max();
+            self.owner = vec![NONE; end.unwrap_or(0) as usize];
+        }
         self.zones_ready = true;
+    }
+
+    /// Note that the movable page `pfn` is held at `loc` (kept only with compaction).
+    fn own(&mut self, pfn: Pfn, loc: u32) {
+        if let Some(slot) = self.owner.get_mut(pfn.0 as usize) {
+            *slot = loc;
+        }
+    }
+
+    /// THP thread `t` holds the block `p` (its next `held` slot).
+    fn hold(&mut self, t: usize, p: Pfn, o: Order) -> Result<()> {
+        let i = self.thp[t].held.len();
+        if !self.owner.is_empty() {
+            let loc = u32::try_from(i)
+                .ok()
+                .filter(|&i| i < THP_LOC >> self.thread_bits)
+                .with_context(|| format!("thpfioscale: THP thread {t} holds too many blocks"))?;
+            self.own(p, THP_LOC | loc << self.thread_bits | t as u32);
+        }
+        self.thp[t].held.push((p, o));
+        Ok(())
     }
 
     /// Is some zone of `list` above watermark `w` (+ the lowmem reserve of a request that may
@@ -1028,6 +1102,7 @@ impl ThpFioScale {
             self.files[f].objs[RADIX] = id;
         }
         let node = self.pfn_node(ctx, pfn);
+        self.own(pfn, (f * MAX_FILE_PAGES + b) as u32);
         let file = &mut self.files[f];
         file.pages[b] = pfn_u32(pfn)?;
         file.cached += 1;
@@ -1178,20 +1253,11 @@ impl ThpFioScale {
                     return Ok(Next::Continue);
                 }
                 self.thp[t].step_start = ctx.now();
-                let gfp = if self.madv { Gfp::TRANSHUGE } else { Gfp::TRANSHUGE_LIGHT };
-                let mut p = ctx.alloc(gfp, Order(9));
-                if p.is_none() && self.madv {
-                    // Direct reclaim for a costly order: reclaim compact_gap pages, then retry
-                    // (compaction itself is not modelled).
-                    let node = self.cpu_node[ctx.cpu() as usize] as usize;
-                    self.direct_reclaim(ctx, node, COMPACT_GAP_ORDER9)?;
-                    p = ctx.alloc(gfp, Order(9));
-                }
-                let Some(p) = p else {
+                let Some(p) = self.thp_alloc(ctx)? else {
                     self.thp[t].state = ThpState::Base(0);
                     return Ok(Next::Continue);
                 };
-                self.thp[t].held.push((p, Order(9)));
+                self.hold(t, p, HPAGE_ORDER)?;
                 self.page_table_page(ctx, t)?;
                 // clear_huge_page, then the program's memset.
                 ctx.touch(p, 2 << 20);
@@ -1209,7 +1275,7 @@ impl ThpFioScale {
                 }
                 match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
                     Some(p) => {
-                        self.thp[t].held.push((p, Order(0)));
+                        self.hold(t, p, Order(0))?;
                         ctx.touch(p, 4096);
                         ctx.touch(p, 4096);
                     }
@@ -1250,7 +1316,46 @@ impl ThpFioScale {
     /// page: order-0 unmovable (GFP_KERNEL).
     fn page_table_page(&mut self, ctx: &mut Ctx<'_>, t: usize) -> Result<()> {
         if let Some(p) = self.alloc_reclaiming(ctx, Gfp::KERNEL, Order(0))? {
-            self.thp[t].held.push((p, Order(0)));
+            self.hold(t, p, Order(0))?;
+        }
+        Ok(())
+    }
+
+    /// A THP fault's huge page (4.20 `alloc_hugepage_direct_gfpmask` with the default
+    /// `defrag=madvise`): not madvised, `GFP_TRANSHUGE_LIGHT`, one try without reclaim or
+    /// compaction. Madvised, `GFP_TRANSHUGE`: after the first try fails, direct reclaim of
+    /// `compact_gap` pages, then a retry that (with compaction) compacts directly in the slow
+    /// path. 4.20's `__alloc_pages_slowpath` runs an async compaction before that reclaim; the
+    /// library's compacting call runs its async and its sync-light compaction together, so
+    /// here both follow the reclaim (see docs/workloads.md §7.2). Neither GFP wakes kswapd.
+    fn thp_alloc(&mut self, ctx: &mut Ctx<'_>) -> Result<Option<Pfn>> {
+        let gfp = if self.madv { Gfp::TRANSHUGE } else { Gfp::TRANSHUGE_LIGHT };
+        let p = ctx.alloc(gfp, HPAGE_ORDER);
+        if p.is_some() || !self.madv {
+            return Ok(p);
+        }
+        let node = self.cpu_node[ctx.cpu() as usize] as usize;
+        self.direct_reclaim(ctx, node, COMPACT_GAP_ORDER9)?;
+        if !self.compaction {
+            return Ok(ctx.alloc(gfp, HPAGE_ORDER));
+        }
+        self.reclaim_for_compaction(ctx, node, gfp)?;
+        Ok(ctx.alloc_compacting(gfp, HPAGE_ORDER, self))
+    }
+
+    /// 4.20 `should_continue_reclaim` for a costly order with compaction: reclaim goes on
+    /// past `compact_gap` until compaction could run in some zone of the node's zonelist
+    /// (`compaction_suitable`), or reclaim finds nothing more to evict.
+    fn reclaim_for_compaction(&mut self, ctx: &mut Ctx<'_>, node: usize, gfp: Gfp) -> Result<()> {
+        let threshold = ctx.allocator().tunables().extfrag_threshold;
+        let suitable = |ctx: &Ctx<'_>, list: &[usize]| {
+            let zones = ctx.allocator().zones();
+            list.iter().any(|&i| zones[i].compaction_suitable(HPAGE_ORDER, gfp.zone(), threshold))
+        };
+        while !suitable(ctx, &self.zonelist[node]) {
+            if self.direct_reclaim(ctx, node, SWAP_CLUSTER_MAX)? == 0 {
+                break;
+            }
         }
         Ok(())
     }
@@ -1298,7 +1403,20 @@ impl ThpFioScale {
             pa.set_reclaim_active(pa.zones()[z].idx(), false);
         }
         self.kswapd_running[node] = false;
+        self.wake_kcompactd(ctx, node)?;
         Ok(Next::Block)
+    }
+
+    /// As kswapd goes to sleep it wakes kcompactd for the order it was woken with (4.20
+    /// `kswapd_try_to_sleep` → `wakeup_kcompactd`, which ignores order 0); here kcompactd
+    /// runs on kswapd's CPU when the library says an allocation asked for it. Never without
+    /// a request: proactive compaction came with 5.9.
+    fn wake_kcompactd(&mut self, ctx: &mut Ctx<'_>, node: usize) -> Result<()> {
+        if !self.compaction || ctx.allocator().kcompactd_pending(NodeId(node as u32)).is_none() {
+            return Ok(());
+        }
+        ctx.kcompactd(node as u32, self)?;
+        Ok(())
     }
 }
 
@@ -1308,6 +1426,52 @@ fn sleep_until(ctx: &mut Ctx<'_>, t: u64) -> Next {
         Next::Continue
     } else {
         Next::SleepUntil(t)
+    }
+}
+
+/// The workload's movable pages move where compaction asks: a page-cache page in its file's
+/// slot, a THP thread's block in its `held` slot. The page keeps its file, block, LRU
+/// position (the queue names file and block, not frames) and node (compaction stays in
+/// its zone).
+impl Migrate for ThpFioScale {
+    fn migrate(&mut self, from: Pfn, to: Target<'_>, order: Order) -> bool {
+        self.move_page(from, to.pfn(), order)
+    }
+}
+
+impl ThpFioScale {
+    /// Point the slot that holds the block `from` at `to`; false if no slot holds it.
+    fn move_page(&mut self, from: Pfn, to: Pfn, order: Order) -> bool {
+        let (Some(&loc), Ok(to_u32)) = (self.owner.get(from.0 as usize), pfn_u32(to)) else {
+            return false;
+        };
+        let moved = if loc == NONE {
+            false
+        } else if loc & THP_LOC == 0 {
+            let (f, b) = (loc as usize / MAX_FILE_PAGES, loc as usize % MAX_FILE_PAGES);
+            match self.files.get_mut(f).map(|file| &mut file.pages[b]) {
+                Some(p) if u64::from(*p) == from.0 && order.0 == 0 => {
+                    *p = to_u32;
+                    true
+                }
+                _ => false,
+            }
+        } else {
+            let t = (loc & ((1 << self.thread_bits) - 1)) as usize;
+            let i = ((loc & !THP_LOC) >> self.thread_bits) as usize;
+            match self.thp.get_mut(t).and_then(|th| th.held.get_mut(i)) {
+                Some(h) if *h == (from, order) => {
+                    h.0 = to;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if moved {
+            self.own(from, NONE);
+            self.own(to, loc);
+        }
+        moved
     }
 }
 
@@ -1383,6 +1547,12 @@ impl SerialWorkload for ThpFioScale {
         if nr_files >= 1 << 40 || self.total_files() >= u64::from(NONE) {
             bail!("thpfioscale: {nr_files} files are more than the model can number");
         }
+        if self.compaction && nr_files * MAX_FILE_PAGES as u64 >= u64::from(THP_LOC) {
+            bail!(
+                "thpfioscale: {nr_files} files have more page-cache slots than compaction's \
+                 owner index can name (compaction=0 runs without it)"
+            );
+        }
         self.files = vec![File::EMPTY; nr_files as usize];
         self.jobs = fio_cpus
             .iter()
@@ -1413,6 +1583,8 @@ impl SerialWorkload for ThpFioScale {
                 held: Vec::new(),
             })
             .collect();
+        // Enough bits to name every thread (0 for one).
+        self.thread_bits = u64::BITS - (self.thp.len() as u64).saturating_sub(1).leading_zeros();
 
         for (c, cache) in CACHES.iter().enumerate() {
             self.slab_spec[c] = if cache.size == 0 {
@@ -1645,5 +1817,104 @@ mod tests {
         let mut m = Model::new(small_setup(4, 64, "frag-vanilla", 1)).unwrap();
         let e = m.run(w.as_mut(), &mut |_| {}).unwrap_err().to_string();
         assert!(e.contains("needs 6 CPUs"), "{e}");
+    }
+
+    /// A madvised THP fault compacts: page-cache pages and the program's base pages move,
+    /// and steps that got base pages without compaction get huge pages. Every page comes
+    /// back exactly once at the end (the run would fail its conservation check otherwise),
+    /// wherever compaction moved it. Nothing here wakes kcompactd: under 4.20's rules only an
+    /// order > 0 request that may wake kswapd does, and the THP GFPs do not.
+    #[test]
+    fn madvised_thp_faults_compact_into_huge_pages() {
+        let with = run("frag-vanilla", 2, &["madv_hugepage=1"]);
+        let without = run("frag-vanilla", 2, &["madv_hugepage=1", "compaction=0"]);
+        for c in [Counter::CompactStall, Counter::CompactSuccess, Counter::PgmigrateSuccess] {
+            assert!(with.events.get(c) > 0, "{c:?}");
+            assert_eq!(without.events.get(c), 0, "{c:?}");
+        }
+        assert!(
+            metric(&with, "huge_pct") > metric(&without, "huge_pct"),
+            "{} vs {}",
+            metric(&with, "huge_pct"),
+            metric(&without, "huge_pct")
+        );
+        assert_eq!(with.events.get(Counter::CompactDaemonWake), 0);
+        // Not madvised: GFP_TRANSHUGE_LIGHT never compacts.
+        let light = run("frag-vanilla", 2, &["madv_hugepage=0"]);
+        assert_eq!(light.events.get(Counter::CompactStall), 0);
+    }
+
+    /// Compaction keeps the run deterministic: the owner's index and the moves it records
+    /// depend on the run's events only.
+    #[test]
+    fn same_seed_same_run_with_compaction() {
+        let a = run("frag-lowzone", 6, &["madv_hugepage=1"]);
+        let b = run("frag-lowzone", 6, &["madv_hugepage=1"]);
+        assert!(a.events.get(Counter::PgmigrateSuccess) > 0);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+
+    /// Where the workload holds a page, a migration moves it; a frame it does not hold (or
+    /// no longer holds) is refused.
+    #[test]
+    fn migrate_follows_the_page_and_refuses_strangers() {
+        let info = workload::find("thpfioscale").unwrap();
+        let mut w = ThpFioScale::new(&info.params(&[], 1.0).unwrap());
+        w.files = vec![File::EMPTY; 2];
+        w.thp = vec![ThpThread {
+            cpu: 0,
+            steps_left: 0,
+            state: ThpState::Wait,
+            step_start: 0,
+            held: Vec::new(),
+        }];
+        w.owner = vec![NONE; 64];
+        w.files[1].pages[3] = 10;
+        w.own(Pfn(10), (MAX_FILE_PAGES + 3) as u32);
+        w.hold(0, Pfn(20), Order(0)).unwrap();
+        let mv =
+            |w: &mut ThpFioScale, from: u64, to: u64| w.move_page(Pfn(from), Pfn(to), Order(0));
+        assert!(mv(&mut w, 10, 11));
+        assert_eq!(w.files[1].pages[3], 11);
+        assert!(mv(&mut w, 20, 21));
+        assert_eq!(w.thp[0].held, vec![(Pfn(21), Order(0))]);
+        // The old frames are nobody's now; a stale entry whose slot moved on is refused.
+        assert!(!mv(&mut w, 10, 12) && !mv(&mut w, 20, 22) && !mv(&mut w, 5, 6));
+        w.files[1].pages[3] = NONE;
+        assert!(!mv(&mut w, 11, 12));
+        // A second thread: entries name it in the low bits, its slots above them.
+        w.thp.push(w.thp[0].clone());
+        w.thread_bits = 1;
+        w.hold(1, Pfn(30), Order(0)).unwrap();
+        assert!(mv(&mut w, 30, 31) && mv(&mut w, 31, 32));
+        assert_eq!(w.thp[1].held.last(), Some(&(Pfn(32), Order(0))));
+        assert_eq!(w.thp[0].held, vec![(Pfn(21), Order(0))]);
+        // More slots than the entry can name is an error, not a wrong entry.
+        // (thread 1 holds slots 0 and 1; with 29 thread bits slots up to 3 can be named.)
+        w.thread_bits = 29;
+        assert!(w.hold(1, Pfn(40), Order(0)).is_ok() && w.hold(1, Pfn(41), Order(0)).is_ok());
+        assert!(w.hold(1, Pfn(42), Order(0)).is_err());
+    }
+
+    /// `compaction=0` is the run before compaction came: these figures are the same test
+    /// setup's output at the branch point (dfa2e97), madvised (its direct-reclaim path is
+    /// the one the change touched) and not.
+    #[test]
+    fn compaction_off_is_the_run_before_compaction() {
+        let o = run("frag-vanilla", 2, &["madv_hugepage=1", "compaction=0"]);
+        assert_eq!(metric(&o, "fault_base_us"), 1847.0448062222224);
+        assert_eq!(metric(&o, "fault_huge_us"), 294.5408706666667);
+        assert_eq!(metric(&o, "huge_pct"), 6.25);
+        assert_eq!(metric(&o, "reads"), 19264.0);
+        assert_eq!(metric(&o, "kswapd_pages"), 48530.0);
+        assert_eq!(metric(&o, "direct_reclaim_pages"), 46080.0);
+        assert_eq!(metric(&o, "inode_evictions"), 5624.0);
+        assert_eq!((o.ops.allocs, o.ops.alloc_failures, o.ops.frees), (131976, 90, 118401));
+        assert_eq!(o.elapsed_ps, 1_094_910_970_355);
+        let o = run("frag-vanilla", 2, &["madv_hugepage=0", "compaction=0"]);
+        assert_eq!(metric(&o, "fault_base_us"), 1205.5284301333334);
+        assert_eq!(metric(&o, "kswapd_pages"), 77648.0);
+        assert_eq!((o.ops.allocs, o.ops.frees), (132761, 101349));
+        assert_eq!(o.elapsed_ps, 1_066_987_011_350);
     }
 }
