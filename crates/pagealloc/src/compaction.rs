@@ -1168,17 +1168,36 @@ impl<E: EventSink> PageAllocator<E> {
                 }
             }
         }
-        for z in &zones {
-            if z.take_blockskip_flush() {
-                z.reset_isolation_suitable();
-            }
-        }
+        self.flush_skip_hints(&zones);
         let out = result.map(|r| merged(r, &runs));
         if let Some(o) = &out {
             self.counters.add_shared(Counter::CompactDaemonMigrateScanned, o.stats.migrate_scanned);
             self.counters.add_shared(Counter::CompactDaemonFreeScanned, o.stats.free_scanned);
         }
         Ok(out)
+    }
+
+    /// kswapd goes to sleep on `node` (kernel `reset_isolation_suitable` in
+    /// `kswapd_try_to_sleep`): clear the skip hints and cached positions of every zone of the
+    /// node where a direct compaction's scanners met since the last time. A caller that models
+    /// kswapd calls it there; `kcompactd` does the same before it sleeps.
+    ///
+    /// # Errors
+    /// [`CompactError::InvalidNode`] for a node that does not exist.
+    pub fn reset_isolation_suitable(&self, node: NodeId) -> Result<(), CompactError> {
+        let n = self.nodes.get(node.index()).ok_or(CompactError::InvalidNode(node))?;
+        let zones: Vec<&Zone> = n.zones.iter().flatten().map(|z| &self.zones[z.index()]).collect();
+        self.flush_skip_hints(&zones);
+        Ok(())
+    }
+
+    /// Clear the skip hints of those of `zones` a direct compaction asked to flush.
+    fn flush_skip_hints(&self, zones: &[&Zone]) {
+        for z in zones {
+            if z.take_blockskip_flush() {
+                z.reset_isolation_suitable();
+            }
+        }
     }
 
     /// Compact every zone of `node` whole, skip hints ignored (the kernel's

@@ -509,8 +509,10 @@ impl<E: EventSink> PageAllocator<E> {
     /// Allocate as [`alloc_pages`](Self::alloc_pages) does, letting the slow path compact
     /// (kernel direct compaction) with `m` moving the caller's movable blocks: when `gfp`
     /// allows direct reclaim and the order is costly (or above 0 for an unmovable or
-    /// reclaimable request), a failed allocation runs an async compaction and tries again,
-    /// then, unless [`Gfp::NORETRY`] with a costly order, a sync-light one. Plain
+    /// reclaimable request), a failed allocation runs an async compaction and tries again
+    /// (a costly [`Gfp::NORETRY`] request gives up if that compaction was skipped or
+    /// deferred); after the slow path's drain, a second compaction at the kernel's default
+    /// priority, sync-light (async again for a costly `NORETRY` request). Plain
     /// `alloc_pages` never moves anything.
     pub fn alloc_pages_compacting(
         &self,
@@ -639,6 +641,60 @@ impl<E: EventSink> PageAllocator<E> {
         Some(p)
     }
 
+    /// One direct compaction for a request and the allocation try after it (kernel
+    /// `__alloc_pages_direct_compact`): for a caller that runs its own slow path — reclaim
+    /// between the passes, as the kernel's does — where
+    /// [`alloc_pages_compacting`](Self::alloc_pages_compacting) runs both passes in one call.
+    /// Returns the block if the try found one, and the best zone result (`Skipped` if no zone
+    /// could compact, `Deferred` if every one that could was deferred). Counts
+    /// `compact_stall` and `compact_success` or `compact_fail` when some zone compacted.
+    ///
+    /// # Errors
+    /// As [`alloc_pages`](Self::alloc_pages) for a request that cannot be made at all; a
+    /// block compaction could not make is `Ok((None, result))`, not an error.
+    pub fn compact_and_alloc(
+        &self,
+        cpu: Cpu,
+        gfp: Gfp,
+        order: Order,
+        mode: CompactMode,
+        m: &mut dyn Migrate,
+    ) -> Result<(Option<Pfn>, CompactResult), AllocError> {
+        if !self.owns(cpu) {
+            return Err(AllocError::InvalidCpu(cpu.id));
+        }
+        if !order.is_valid() {
+            return Err(AllocError::InvalidOrder(order));
+        }
+        if gfp.impossible_zones() {
+            return Err(AllocError::ImpossibleZones(gfp));
+        }
+        let highest = gfp.zone();
+        let mt =
+            if self.cfg.grouping_disabled { MigrateType::Unmovable } else { gfp.migratetype() };
+        let node = &self.nodes[cpu.node.index()];
+        let Some(preferred) =
+            node.zonelist.iter().map(|i| &self.zones[i.index()]).find(|z| z.ztype <= highest)
+        else {
+            return Ok((None, CompactResult::Skipped));
+        };
+        let walk = Walk { cpu, zonelist: &node.zonelist, gfp, order, mt, highest, preferred };
+        let (page, result) =
+            self.direct_compact(&walk, slowpath_alloc_flags(gfp, order.0), mode, m);
+        if E::ENABLED {
+            if let Some(pfn) = page {
+                self.events.record(&TraceEvent::PageAlloc {
+                    cpu: cpu.id,
+                    pfn: Some(pfn),
+                    order,
+                    gfp,
+                    migratetype: mt,
+                });
+            }
+        }
+        Ok((page, result))
+    }
+
     fn alloc_inner(
         &self,
         cpu: Cpu,
@@ -712,7 +768,10 @@ impl<E: EventSink> PageAllocator<E> {
             }
             if let Some(m) = m {
                 if order.0 > 0 {
-                    // After reclaim the kernel compacts again, harder unless NORETRY.
+                    // After reclaim the kernel compacts again at its default priority,
+                    // sync-light, or async again for a costly NORETRY request; a costly
+                    // request gives up after this pass, a smaller one retries with the
+                    // priority raised (one sync-light pass stands for those retries here).
                     let mode = if costly && gfp.intersects(Gfp::NORETRY) {
                         CompactMode::Async
                     } else {

@@ -271,18 +271,56 @@ fn direct_compaction_serves_a_huge_page_the_plain_call_cannot() {
 }
 
 #[test]
-fn a_failed_direct_compaction_counts_a_failure_and_defers_the_zone() {
+fn a_failed_direct_compaction_counts_a_failure_and_only_sync_passes_defer() {
+    // A THP: an async pass, then a sync-light one, which fails over the whole zone and
+    // defers later attempts.
     let (pa, cpu) = machine(Tunables::default());
     let mut owner = fragment(&pa, cpu, Gfp::KERNEL);
     let r = pa.alloc_pages_compacting(cpu, Gfp::TRANSHUGE, Order(9), &mut owner);
     assert!(r.is_err());
     let ev = pa.vm_events();
-    assert!(ev.get(Counter::CompactStall) >= 1);
-    assert_eq!(ev.get(Counter::CompactFail), ev.get(Counter::CompactStall));
+    assert_eq!(ev.get(Counter::CompactStall), 2, "one stall per pass");
+    assert_eq!(ev.get(Counter::CompactFail), 2);
     assert_eq!(ev.get(Counter::CompactSuccess), 0);
-    // The sync-light retry failed over the whole zone: later attempts are deferred.
     let (_, shift, failed) = dma32(&pa).compact_defer_state();
     assert!(shift >= 1 && failed == 9, "defer shift {shift}, order failed {failed}");
+    give_everything_back(&pa, cpu, &owner);
+
+    // A costly NORETRY request: both passes async, and async compaction never defers.
+    let (pa, cpu) = machine(Tunables::default());
+    let mut owner = fragment(&pa, cpu, Gfp::KERNEL);
+    let gfp = Gfp::TRANSHUGE | Gfp::NORETRY;
+    assert!(pa.alloc_pages_compacting(cpu, gfp, Order(9), &mut owner).is_err());
+    assert_eq!(pa.vm_events().get(Counter::CompactStall), 2);
+    assert_eq!(dma32(&pa).compact_defer_state().1, 0, "async passes do not defer");
+    give_everything_back(&pa, cpu, &owner);
+}
+
+#[test]
+fn one_compaction_pass_on_request_serves_the_block_or_says_why_not() {
+    let (pa, cpu) = machine(Tunables::default());
+    let mut owner = fragment(&pa, cpu, Gfp::HIGHUSER_MOVABLE);
+    let (page, result) = pa
+        .compact_and_alloc(cpu, Gfp::TRANSHUGE, Order(9), CompactMode::Async, &mut owner)
+        .unwrap();
+    let huge = page.expect("the pass made an order-9 block");
+    assert_eq!(result, CompactResult::Success);
+    let ev = pa.vm_events();
+    assert_eq!((ev.get(Counter::CompactStall), ev.get(Counter::CompactSuccess)), (1, 1));
+    pa.free_pages(cpu, huge, Order(9)).unwrap();
+    give_everything_back(&pa, cpu, &owner);
+
+    // Nothing movable: no block, and the reason.
+    let (pa, cpu) = machine(Tunables::default());
+    let mut owner = fragment(&pa, cpu, Gfp::KERNEL);
+    let (page, result) = pa
+        .compact_and_alloc(cpu, Gfp::TRANSHUGE, Order(9), CompactMode::Async, &mut owner)
+        .unwrap();
+    assert_eq!((page, result), (None, CompactResult::Complete));
+    assert_eq!(
+        pa.compact_and_alloc(cpu, Gfp::TRANSHUGE, Order(11), CompactMode::Async, &mut owner),
+        Err(pagealloc::AllocError::InvalidOrder(Order(11)))
+    );
     give_everything_back(&pa, cpu, &owner);
 }
 

@@ -24,8 +24,8 @@ use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
 use anyhow::{anyhow, bail, Context, Result};
 use pagealloc::{
-    CompactOutcome, Cpu, CpuId, Gfp, MemoryMap, Migrate, NodeId, Order, PageAllocator, Pfn, Policy,
-    Target, Tunables, VmEvents,
+    CompactMode, CompactOutcome, Cpu, CpuId, Gfp, MemoryMap, Migrate, NodeId, Order, PageAllocator,
+    Pfn, Policy, Target, Tunables, VmEvents,
 };
 
 use pagealloc_slab::{SlabObject, SlabStat};
@@ -401,22 +401,29 @@ impl Ctx<'_> {
         self.finish_alloc(r.ok())
     }
 
-    /// Allocate as [`alloc`](Self::alloc), letting the slow path compact with `m` moving the
-    /// workload's movable blocks (kernel direct compaction; see
-    /// [`PageAllocator::alloc_pages_compacting`]). Charged as `alloc` (the scanners' frames
-    /// are priced as the allocator touches them) plus the copy of every page moved
-    /// ([`copy`](Self::copy)).
-    pub fn alloc_compacting(&mut self, gfp: Gfp, order: Order, m: &mut dyn Migrate) -> Option<Pfn> {
+    /// One direct compaction and the allocation try after it, for a workload that runs its own
+    /// slow path (see [`PageAllocator::compact_and_alloc`]): charged as `alloc` (the
+    /// scanners' frames are priced as the allocator touches them) plus the copy of every page
+    /// moved ([`copy`](Self::copy)). `None` when compaction did not make the block (counted as
+    /// a failed allocation call).
+    pub fn compact_and_alloc(
+        &mut self,
+        gfp: Gfp,
+        order: Order,
+        mode: CompactMode,
+        m: &mut dyn Migrate,
+    ) -> Option<Pfn> {
         self.begin();
         let mut moves = Moves::new(m);
-        let r = self.pa.alloc_pages_compacting(self.cpu, gfp, order, &mut moves);
-        let r = self.finish_alloc(r.ok());
+        let r = self.pa.compact_and_alloc(self.cpu, gfp, order, mode, &mut moves);
+        let r = self.finish_alloc(r.ok().and_then(|(p, _)| p));
         self.copy_moved(&moves.moved);
         r
     }
 
-    /// [`alloc_node`](Self::alloc_node) with direct compaction, as
-    /// [`alloc_compacting`](Self::alloc_compacting). No workload binds its compacting
+    /// [`alloc_node`](Self::alloc_node) with the library's whole compacting slow path
+    /// ([`PageAllocator::alloc_pages_node_compacting`]), charged as
+    /// [`compact_and_alloc`](Self::compact_and_alloc). No workload binds its compacting
     /// requests to a node yet (the tests use it).
     #[cfg_attr(not(test), allow(dead_code))]
     pub fn alloc_node_compacting(

@@ -53,10 +53,12 @@
 //!   reclaim inodes with many attached pages" rotated the others; reverted for 5.0).
 //! - THP threads: per 2 MiB step, one order-9 request (`TRANSHUGE_LIGHT`: the default
 //!   `defrag=madvise` without madvise, no reclaim, no compaction; `TRANSHUGE` with
-//!   `madv_hugepage=1`, which, if the request fails, reclaims `compact_gap` = 1024 pages
-//!   directly and retries once: with `compaction=1` reclaim goes on until compaction could run
-//!   in some zone (4.20 `should_continue_reclaim`) and the retry compacts in the slow path,
-//!   async then sync-light) plus a page-table page; on failure 512 order-0 movable faults, one
+//!   `madv_hugepage=1`, which, if the request fails, follows 4.20's slow path for a costly
+//!   request: an async direct compaction and a try, then direct reclaim of `compact_gap` =
+//!   1024 pages, going on until compaction could run in some zone (4.20
+//!   `should_continue_reclaim`), a try, and a sync-light compaction (the default priority)
+//!   and try, after which a costly request gives up (with `compaction=0`: the reclaim and one try)) plus a
+//!   page-table page; on failure 512 order-0 movable faults, one
 //!   per step of the runner. Each step is zeroed and
 //!   then written by `memset`. Latency = virtual time from the step's start to its end. All of
 //!   it is freed at munmap when the thread ends; when the last thread ends fio is killed.
@@ -64,7 +66,7 @@
 //!   cache and the THP program's blocks): a frame → slot index, checked against the slot on
 //!   every migration, points the file's block or the thread's held entry at the new frame;
 //!   the LRU queue names (file, block), so a moved page keeps its place. The copy is charged
-//!   to the compacting CPU (`Ctx::alloc_compacting`). kcompactd runs on kswapd's CPU when
+//!   to the compacting CPU (`Ctx::compact_and_alloc`). kcompactd runs on kswapd's CPU when
 //!   kswapd goes back to sleep and an allocation asked for it (4.20 `kswapd_try_to_sleep` →
 //!   `wakeup_kcompactd`); nothing here asks (no request above order 0 may wake kswapd), so it
 //!   never runs, as in 4.20, which had no proactive compaction.
@@ -74,10 +76,9 @@
 //! before the THP program starts is `warmup` × the write phase's virtual duration, and the
 //! THP program faults `thp_fraction` of its regions.
 //!
-//! Known biases: 4.20's slow path compacts (async) once before direct reclaim and again
-//! (sync-light) after it; here both passes follow the reclaim (the library's compacting call
-//! runs them together), so a madvised fault reclaims even where the async pass alone would
-//! have made the block; compaction's copy of a page is priced as two page writes (assumed,
+//! Known biases: the slow path's own steps between the passes (the library's drain of every
+//! pageset and highatomic unreserve) run inside the first try, before the first compaction
+//! rather than after it; compaction's copy of a page is priced as two page writes (assumed,
 //! docs/hardware.md); one queue instead of active/inactive lists (no inactive-ratio
 //! balancing, no refault activation), no dirty/writeback state (all evicted pages are clean,
 //! so every page-cache page can move), no readahead (one page per miss), no shadow-entry
@@ -91,7 +92,7 @@ use std::collections::VecDeque;
 
 use anyhow::{bail, Context, Result};
 use pagealloc::zone::{WMARK_HIGH, WMARK_LOW, WMARK_MIN};
-use pagealloc::{AllocFlags, Gfp, Migrate, NodeId, Order, Pfn, Target, ZoneType};
+use pagealloc::{AllocFlags, CompactMode, Gfp, Migrate, NodeId, Order, Pfn, Target, ZoneType};
 use pagealloc_testkit::rng::Rng;
 
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
@@ -1335,12 +1336,22 @@ impl ThpFioScale {
             return Ok(p);
         }
         let node = self.cpu_node[ctx.cpu() as usize] as usize;
-        self.direct_reclaim(ctx, node, COMPACT_GAP_ORDER9)?;
         if !self.compaction {
+            self.direct_reclaim(ctx, node, COMPACT_GAP_ORDER9)?;
             return Ok(ctx.alloc(gfp, HPAGE_ORDER));
         }
+        // 4.20's slow path for a costly request: an async compaction first, then direct
+        // reclaim and a try, then a compaction at the default priority (sync-light); a costly
+        // request without __GFP_RETRY_MAYFAIL gives up there.
+        if let Some(p) = ctx.compact_and_alloc(gfp, HPAGE_ORDER, CompactMode::Async, self) {
+            return Ok(Some(p));
+        }
+        self.direct_reclaim(ctx, node, COMPACT_GAP_ORDER9)?;
         self.reclaim_for_compaction(ctx, node, gfp)?;
-        Ok(ctx.alloc_compacting(gfp, HPAGE_ORDER, self))
+        if let Some(p) = ctx.alloc(gfp, HPAGE_ORDER) {
+            return Ok(Some(p));
+        }
+        Ok(ctx.compact_and_alloc(gfp, HPAGE_ORDER, CompactMode::SyncLight, self))
     }
 
     /// 4.20 `should_continue_reclaim` for a costly order with compaction: reclaim goes on
@@ -1407,12 +1418,18 @@ impl ThpFioScale {
         Ok(Next::Block)
     }
 
-    /// As kswapd goes to sleep it wakes kcompactd for the order it was woken with (4.20
-    /// `kswapd_try_to_sleep` → `wakeup_kcompactd`, which ignores order 0); here kcompactd
-    /// runs on kswapd's CPU when the library says an allocation asked for it. Never without
-    /// a request: proactive compaction came with 5.9.
+    /// As kswapd goes to sleep it clears the skip hints of zones where a direct compaction's
+    /// scanners met (4.20 `kswapd_try_to_sleep` → `reset_isolation_suitable`: the memory it
+    /// freed may make compaction succeed again), then wakes kcompactd for the order it was
+    /// woken with (`wakeup_kcompactd`, which ignores order 0); here kcompactd runs on
+    /// kswapd's CPU when the library says an allocation asked for it. Never without a
+    /// request: proactive compaction came with 5.9.
     fn wake_kcompactd(&mut self, ctx: &mut Ctx<'_>, node: usize) -> Result<()> {
-        if !self.compaction || ctx.allocator().kcompactd_pending(NodeId(node as u32)).is_none() {
+        if !self.compaction {
+            return Ok(());
+        }
+        ctx.allocator().reset_isolation_suitable(NodeId(node as u32))?;
+        if ctx.allocator().kcompactd_pending(NodeId(node as u32)).is_none() {
             return Ok(());
         }
         ctx.kcompactd(node as u32, self)?;
