@@ -576,6 +576,20 @@ impl<E: EventSink> PageAllocator<E> {
         self.alloc_pages_from(cpu, gfp, order, m)
     }
 
+    /// A request's highest zone type and migratetype, or why it cannot be made at all.
+    #[inline(always)]
+    fn request_shape(&self, gfp: Gfp, order: Order) -> Result<(ZoneType, MigrateType), AllocError> {
+        if !order.is_valid() {
+            return Err(AllocError::InvalidOrder(order));
+        }
+        if gfp.impossible_zones() {
+            return Err(AllocError::ImpossibleZones(gfp));
+        }
+        let mt =
+            if self.cfg.grouping_disabled { MigrateType::Unmovable } else { gfp.migratetype() };
+        Ok((gfp.zone(), mt))
+    }
+
     /// The allocation proper; `cpu.node` names the zonelist to walk; `m`, if any, moves
     /// blocks for direct compaction.
     fn alloc_pages_from(
@@ -585,15 +599,7 @@ impl<E: EventSink> PageAllocator<E> {
         order: Order,
         m: Option<&mut dyn Migrate>,
     ) -> Result<Pfn, AllocError> {
-        if !order.is_valid() {
-            return Err(AllocError::InvalidOrder(order));
-        }
-        if gfp.impossible_zones() {
-            return Err(AllocError::ImpossibleZones(gfp));
-        }
-        let highest = gfp.zone();
-        let mt =
-            if self.cfg.grouping_disabled { MigrateType::Unmovable } else { gfp.migratetype() };
+        let (highest, mt) = self.request_shape(gfp, order)?;
         let res = match self.alloc_fast(cpu, gfp, order, mt, highest) {
             Some(p) => Ok(p),
             None => self.alloc_inner(cpu, gfp, order, mt, highest, m),
@@ -663,15 +669,7 @@ impl<E: EventSink> PageAllocator<E> {
         if !self.owns(cpu) {
             return Err(AllocError::InvalidCpu(cpu.id));
         }
-        if !order.is_valid() {
-            return Err(AllocError::InvalidOrder(order));
-        }
-        if gfp.impossible_zones() {
-            return Err(AllocError::ImpossibleZones(gfp));
-        }
-        let highest = gfp.zone();
-        let mt =
-            if self.cfg.grouping_disabled { MigrateType::Unmovable } else { gfp.migratetype() };
+        let (highest, mt) = self.request_shape(gfp, order)?;
         let node = &self.nodes[cpu.node.index()];
         let Some(preferred) =
             node.zonelist.iter().map(|i| &self.zones[i.index()]).find(|z| z.ztype <= highest)
