@@ -415,6 +415,9 @@ struct Run<'a, E: EventSink> {
     migrate_pfn: u64,
     /// The first frame of the next pageblock the free scanner looks at.
     free_pfn: u64,
+    /// Where in that pageblock it stopped last time, if it stopped inside it (kernel: the
+    /// free scanner's `isolate_start_pfn`): the frames before were looked at already.
+    free_resume: Option<u64>,
     /// Isolated blocks to move.
     migratepages: Vec<(Pfn, Order)>,
     /// Pages in `migratepages`.
@@ -470,6 +473,7 @@ impl<'a, E: EventSink> Run<'a, E> {
             whole_zone: whole || migrate == start,
             migrate_pfn: migrate,
             free_pfn: free,
+            free_resume: None,
             migratepages: Vec::new(),
             nr_migratepages: 0,
             freepages: core::array::from_fn(|_| Vec::new()),
@@ -655,24 +659,33 @@ impl<'a, E: EventSink> Run<'a, E> {
         let low = block_end(self.migrate_pfn);
         let mut start = self.free_pfn;
         while start >= low {
-            let lo = start.max(zone.start_pfn.0);
+            let block_lo = start.max(zone.start_pfn.0);
             let hi = (start + PAGEBLOCK_NR_PAGES).min(zone.end_pfn.0);
+            // Inside the block it stopped in last time, go on from there.
+            let lo =
+                self.free_resume.take().filter(|&r| r > block_lo && r < hi).unwrap_or(block_lo);
             let scan = lo < hi
-                && (self.req.ignore_skip_hint || !zone.pageblocks.skip(Pfn(lo)))
-                && self.suitable_target(lo);
+                && (self.req.ignore_skip_hint || !zone.pageblocks.skip(Pfn(block_lo)))
+                && self.suitable_target(block_lo);
             if scan {
                 let (stop, got) = self.isolate_freepages_block(lo, hi);
                 if stop >= hi && got == 0 {
-                    zone.pageblocks.set_skip(Pfn(lo), true);
+                    zone.pageblocks.set_skip(Pfn(block_lo), true);
                 }
                 if self.contended {
                     self.free_pfn = start;
+                    self.free_resume = Some(stop);
                     return;
                 }
                 if self.nr_freepages >= self.nr_migratepages {
-                    // Resume in this pageblock if it may hold more, else below it.
-                    self.free_pfn =
-                        if stop < hi { start } else { start.saturating_sub(PAGEBLOCK_NR_PAGES) };
+                    // Resume in this pageblock where the scan stopped if it may hold more,
+                    // else below it.
+                    if stop < hi {
+                        self.free_pfn = start;
+                        self.free_resume = Some(stop);
+                    } else {
+                        self.free_pfn = start.saturating_sub(PAGEBLOCK_NR_PAGES);
+                    }
                     return;
                 }
             }
