@@ -956,6 +956,11 @@ const fn pack_wake(order: Order, highest: ZoneType) -> u64 {
 }
 
 impl<E: EventSink> PageAllocator<E> {
+    /// The zones of node `n`, by type.
+    fn zones_of<'a>(&'a self, n: &'a crate::page_alloc::Node) -> impl Iterator<Item = &'a Zone> {
+        n.zones.iter().flatten().map(|z| &self.zones[z.index()])
+    }
+
     /// The compaction request of this allocator's tunables.
     fn request(&self, order: Option<Order>, mt: MigrateType, highest: ZoneType) -> Request {
         Request {
@@ -1052,7 +1057,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// (`score × present / (node present + 1)`), so that a small zone barely counts.
     pub fn fragmentation_score_node(&self, node: NodeId) -> u32 {
         let Some(n) = self.nodes.get(node.index()) else { return 0 };
-        let zones = || n.zones.iter().flatten().map(|z| &self.zones[z.index()]);
+        let zones = || self.zones_of(n);
         let node_present: u64 = zones().map(|z| z.present_pages).sum();
         zones()
             .filter(|z| z.is_populated())
@@ -1109,13 +1114,7 @@ impl<E: EventSink> PageAllocator<E> {
             return Err(CompactError::InvalidCpu(cpu.id()));
         }
         let n = self.nodes.get(node.index()).ok_or(CompactError::InvalidNode(node))?;
-        let zones: Vec<&Zone> = n
-            .zones
-            .iter()
-            .flatten()
-            .map(|z| &self.zones[z.index()])
-            .filter(|z| z.is_populated())
-            .collect();
+        let zones: Vec<&Zone> = self.zones_of(n).filter(|z| z.is_populated()).collect();
         let wake = n.kcompactd_wake.swap(0, Relaxed);
         let mut runs = Vec::new();
         let mut result = None;
@@ -1199,7 +1198,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// [`CompactError::InvalidNode`] for a node that does not exist.
     pub fn reset_isolation_suitable(&self, node: NodeId) -> Result<(), CompactError> {
         let n = self.nodes.get(node.index()).ok_or(CompactError::InvalidNode(node))?;
-        let zones: Vec<&Zone> = n.zones.iter().flatten().map(|z| &self.zones[z.index()]).collect();
+        let zones: Vec<&Zone> = self.zones_of(n).collect();
         self.flush_skip_hints(&zones);
         Ok(())
     }
@@ -1230,7 +1229,7 @@ impl<E: EventSink> PageAllocator<E> {
         let n = self.nodes.get(node.index()).ok_or(CompactError::InvalidNode(node))?;
         let mut runs = Vec::new();
         let mut result = CompactResult::Skipped;
-        for z in n.zones.iter().flatten().map(|z| &self.zones[z.index()]) {
+        for z in self.zones_of(n) {
             if !z.is_populated() {
                 continue;
             }

@@ -421,26 +421,6 @@ impl Ctx<'_> {
         r
     }
 
-    /// [`alloc_node`](Self::alloc_node) with the library's whole compacting slow path
-    /// ([`PageAllocator::alloc_pages_node_compacting`]), charged as
-    /// [`compact_and_alloc`](Self::compact_and_alloc). No workload binds its compacting
-    /// requests to a node yet (the tests use it).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn alloc_node_compacting(
-        &mut self,
-        node: u32,
-        gfp: Gfp,
-        order: Order,
-        m: &mut dyn Migrate,
-    ) -> Option<Pfn> {
-        self.begin();
-        let mut moves = Moves::new(m);
-        let r = self.pa.alloc_pages_node_compacting(self.cpu, NodeId(node), gfp, order, &mut moves);
-        let r = self.finish_alloc(r.ok());
-        self.copy_moved(&moves.moved);
-        r
-    }
-
     /// One wakeup of `node`'s kcompactd on this CPU ([`PageAllocator::kcompactd`]): the
     /// scanners' frames as the allocator touches them plus the copy of every page moved; no
     /// fixed cost (the cost profile has no figure for it, and the scanning is what costs).
@@ -1492,8 +1472,9 @@ pub(crate) mod tests {
                 }
                 1 => {
                     let (t0, m0) = (ctx.now(), moved(ctx));
+                    let mode = CompactMode::SyncLight;
                     self.huge =
-                        ctx.alloc_node_compacting(0, Gfp::TRANSHUGE, Order(9), &mut self.held);
+                        ctx.compact_and_alloc(Gfp::TRANSHUGE, Order(9), mode, &mut self.held);
                     self.compacting = (ctx.now() - t0, moved(ctx) - m0);
                 }
                 2 => {
