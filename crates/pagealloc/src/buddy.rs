@@ -90,6 +90,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
     /// one level further soon? True when the enclosing order+1 block's buddy is already free:
     /// then the block goes to the list tail, where it is less likely to be allocated before its
     /// own buddy comes back (kernel `buddy_merge_likely`).
+    #[allow(unsafe_code)]
     fn buddy_merge_likely(&self, pfn: Pfn, buddy: Pfn, order: Order) -> bool {
         if order.0 >= MAX_PAGE_ORDER - 1 {
             return false;
@@ -100,11 +101,13 @@ impl<E: EventSink> ZoneLocked<'_, E> {
             return false;
         }
         self.touch_frame(higher_buddy);
-        self.zone.frame(higher_buddy).is_buddy_of_order(Order(order.0 + 1))
+        // SAFETY: the zone spans `higher_buddy` (tested above; hot.rs, F).
+        unsafe { self.zone.frame_of(higher_buddy) }.is_buddy_of_order(Order(order.0 + 1))
     }
 
     /// Return the block at `pfn` to the free lists as type `mt`, merging with free buddies
     /// (kernel `__free_one_page`). The head must not be on any list.
+    #[allow(unsafe_code)]
     pub(crate) fn free_one_page_locked(
         &mut self,
         pfn: Pfn,
@@ -125,7 +128,8 @@ impl<E: EventSink> ZoneLocked<'_, E> {
                 break;
             }
             self.touch_frame(buddy);
-            let info = zone.frame(buddy).info();
+            // SAFETY: the zone spans `buddy` (tested above; hot.rs, F).
+            let info = unsafe { zone.frame_of(buddy) }.info();
             if info.state != FrameState::Buddy || info.order != order {
                 break;
             }

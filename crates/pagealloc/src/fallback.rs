@@ -210,7 +210,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
 
     /// Raise the zone's watermark boost after a fragmenting fallback so background reclaim
     /// frees a little more (kernel `boost_watermark`). Returns whether it boosted.
-    fn boost_watermark(&self) -> bool {
+    pub(crate) fn boost_watermark(&self) -> bool {
         let zone = self.zone;
         let cur = zone.watermark_boost.load(crate::sync::Ordering::Relaxed);
         let high = zone.watermark[WMARK_HIGH].load(crate::sync::Ordering::Relaxed);
@@ -222,6 +222,7 @@ impl<E: EventSink> ZoneLocked<'_, E> {
         ) {
             Some(b) => {
                 zone.watermark_boost.store(b, crate::sync::Ordering::Relaxed);
+                zone.update_fast_floor();
                 self.count(Counter::WatermarkBoost, 1);
                 true
             }

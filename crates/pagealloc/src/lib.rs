@@ -42,6 +42,7 @@ pub mod error;
 pub mod events;
 mod fallback;
 pub mod gfp;
+mod hot;
 pub mod list;
 pub mod mem_map;
 pub mod memory_map;

@@ -55,14 +55,21 @@ impl ListHead {
     /// changed (the old head), or [`NIL`].
     #[inline]
     pub fn push_head(&mut self, map: &[Frame], idx: u32) -> u32 {
-        let f = &map[idx as usize];
+        self.push_head_with(|i| &map[i as usize], idx)
+    }
+
+    /// [`push_head`](Self::push_head) with the frames looked up by `at` (a checked index
+    /// here, an unchecked one on the hit paths: `hot.rs`).
+    #[inline(always)]
+    pub(crate) fn push_head_with<'m>(&mut self, at: impl Fn(u32) -> &'m Frame, idx: u32) -> u32 {
+        let f = at(idx);
         let old = self.head;
         f.set_prev(NIL);
         f.set_next(old);
         if old == NIL {
             self.tail = idx;
         } else {
-            map[old as usize].set_prev(idx);
+            at(old).set_prev(idx);
         }
         self.head = idx;
         self.len += 1;
@@ -73,14 +80,20 @@ impl ListHead {
     /// changed (the old tail), or [`NIL`].
     #[inline]
     pub fn push_tail(&mut self, map: &[Frame], idx: u32) -> u32 {
-        let f = &map[idx as usize];
+        self.push_tail_with(|i| &map[i as usize], idx)
+    }
+
+    /// [`push_tail`](Self::push_tail) with the frames looked up by `at`.
+    #[inline(always)]
+    pub(crate) fn push_tail_with<'m>(&mut self, at: impl Fn(u32) -> &'m Frame, idx: u32) -> u32 {
+        let f = at(idx);
         let old = self.tail;
         f.set_next(NIL);
         f.set_prev(old);
         if old == NIL {
             self.head = idx;
         } else {
-            map[old as usize].set_next(idx);
+            at(old).set_next(idx);
         }
         self.tail = idx;
         self.len += 1;
@@ -92,14 +105,23 @@ impl ListHead {
     /// has meaningless links (every insertion writes both).
     #[inline]
     pub fn pop_head(&mut self, map: &[Frame]) -> Option<(u32, u32)> {
+        self.pop_head_with(|i| &map[i as usize])
+    }
+
+    /// [`pop_head`](Self::pop_head) with the frames looked up by `at`.
+    #[inline(always)]
+    pub(crate) fn pop_head_with<'m>(
+        &mut self,
+        at: impl Fn(u32) -> &'m Frame,
+    ) -> Option<(u32, u32)> {
         let idx = self.head()?;
         // The head's prev is NIL, so only the new head (or the tail) changes.
-        let next = map[idx as usize].next();
+        let next = at(idx).next();
         self.head = next;
         if next == NIL {
             self.tail = NIL;
         } else {
-            map[next as usize].set_prev(NIL);
+            at(next).set_prev(NIL);
         }
         self.len -= 1;
         Some((idx, next))
@@ -109,8 +131,17 @@ impl ListHead {
     /// or [`NIL`].
     #[inline]
     pub fn pop_tail(&mut self, map: &[Frame]) -> Option<(u32, u32)> {
+        self.pop_tail_with(|i| &map[i as usize])
+    }
+
+    /// [`pop_tail`](Self::pop_tail) with the frames looked up by `at`.
+    #[inline(always)]
+    pub(crate) fn pop_tail_with<'m>(
+        &mut self,
+        at: impl Fn(u32) -> &'m Frame,
+    ) -> Option<(u32, u32)> {
         let idx = self.tail()?;
-        let [prev, _] = self.unlink(map, idx);
+        let [prev, _] = self.unlink_with(at, idx);
         Some((idx, prev))
     }
 
@@ -118,17 +149,23 @@ impl ListHead {
     /// changed, `[prev, next]`, each [`NIL`] if there is none.
     #[inline]
     pub fn unlink(&mut self, map: &[Frame], idx: u32) -> [u32; 2] {
-        let f = &map[idx as usize];
+        self.unlink_with(|i| &map[i as usize], idx)
+    }
+
+    /// [`unlink`](Self::unlink) with the frames looked up by `at`.
+    #[inline(always)]
+    pub(crate) fn unlink_with<'m>(&mut self, at: impl Fn(u32) -> &'m Frame, idx: u32) -> [u32; 2] {
+        let f = at(idx);
         let (prev, next) = (f.prev(), f.next());
         if prev == NIL {
             self.head = next;
         } else {
-            map[prev as usize].set_next(next);
+            at(prev).set_next(next);
         }
         if next == NIL {
             self.tail = prev;
         } else {
-            map[next as usize].set_prev(prev);
+            at(next).set_prev(prev);
         }
         f.set_next(NIL);
         f.set_prev(NIL);

@@ -88,6 +88,15 @@ impl FrameInfo {
     }
 }
 
+/// Why [`Frame::claim_unreferenced`] did not claim a block.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Unclaimed {
+    /// The frame was not the head of an allocated block of that order: what it was.
+    Was(FrameInfo),
+    /// Allocated as asked, but others still hold references: the count.
+    Referenced(u32),
+}
+
 /// Metadata of one page frame (at most 16 bytes: see the size assertion below).
 #[derive(Debug)]
 #[repr(C)]
@@ -178,18 +187,35 @@ impl Frame {
     /// On failure returns what the frame was.
     #[inline]
     pub fn claim_for_free(&self, order: Order) -> Result<FrameInfo, FrameInfo> {
+        self.claim_unreferenced(order).map_err(|e| match e {
+            Unclaimed::Was(info) => info,
+            Unclaimed::Referenced(_) => FrameInfo::unpack(self.info.load(Relaxed)),
+        })
+    }
+
+    /// [`claim_for_free`](Self::claim_for_free) for a block no one else still references:
+    /// an allocated block whose reference count (the `aux` word) is 2 or more — a page_frag
+    /// page a cache still carves, or with more than one fragment out — is refused and left
+    /// as it was. The count is a snapshot: a free racing the page's other holders is a race
+    /// among them, as in the kernel; whichever claim comes first wins.
+    #[inline]
+    pub fn claim_unreferenced(&self, order: Order) -> Result<FrameInfo, Unclaimed> {
         // State and order are the packed word's low byte: one compare checks both.
         const LOW: u32 = 0xff;
         let want = FrameInfo { state: FrameState::Allocated, order, list: 0 }.pack();
         let cur = self.info.load(Relaxed);
         if cur & LOW != want {
-            return Err(FrameInfo::unpack(cur));
+            return Err(Unclaimed::Was(FrameInfo::unpack(cur)));
+        }
+        let refs = self.aux.load(Relaxed);
+        if refs >= 2 {
+            return Err(Unclaimed::Referenced(refs));
         }
         let claimed =
             (cur & !LOW) | FrameInfo { state: FrameState::Freeing, order, list: 0 }.pack();
         match self.info.compare_exchange(cur, claimed, Relaxed, Relaxed) {
             Ok(_) => Ok(FrameInfo::unpack(cur)),
-            Err(now) => Err(FrameInfo::unpack(now)),
+            Err(now) => Err(Unclaimed::Was(FrameInfo::unpack(now))),
         }
     }
 

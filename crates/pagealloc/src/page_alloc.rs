@@ -13,7 +13,7 @@ use crate::compaction::{CompactMode, CompactResult, Migrate};
 use crate::error::{AllocError, FreeError, IsolateError, SettingError};
 use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 use crate::gfp::{slowpath_alloc_flags, AllocFlags, Gfp};
-use crate::mem_map::{FrameInfo, FrameState};
+use crate::mem_map::{FrameInfo, FrameState, Unclaimed};
 use crate::memory_map::{MapError, MemoryMap, MAX_CPUS, MAX_NODES};
 use crate::migratetype::MigrateType;
 use crate::pcp::PcpFast;
@@ -321,10 +321,12 @@ impl<E: EventSink> PageAllocator<E> {
 
     /// The zone whose span holds `pfn`.
     #[inline]
+    #[allow(unsafe_code)]
     pub fn zone_of(&self, pfn: Pfn) -> Option<&Zone> {
         if let [(start, end, idx)] = *self.by_pfn {
             // One zone (every PageHeap): a range test instead of the search.
-            return (start <= pfn && pfn < end).then(|| &self.zones[idx.index()]);
+            // SAFETY: the table holds the allocator's own zones (hot.rs, Z).
+            return (start <= pfn && pfn < end).then(|| unsafe { self.zone_at(idx) });
         }
         let i = self.by_pfn.partition_point(|e| e.0 <= pfn);
         let (_, end, idx) = *self.by_pfn.get(i.checked_sub(1)?)?;
@@ -445,6 +447,7 @@ impl<E: EventSink> PageAllocator<E> {
             z.watermark[WMARK_HIGH].store(w.high, Relaxed);
             z.watermark[WMARK_PROMO].store(w.promo, Relaxed);
             z.watermark_boost.store(0, Relaxed);
+            z.update_fast_floor();
         }
         self.zone_pcp_update();
         for node in self.nodes.iter() {
@@ -622,6 +625,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// The state changes are exactly those of that walk's PCP hit; anything else returns
     /// `None` untouched and the walk runs.
     #[inline]
+    #[allow(unsafe_code)]
     fn alloc_fast(
         &self,
         cpu: Cpu,
@@ -631,12 +635,13 @@ impl<E: EventSink> PageAllocator<E> {
         highest: ZoneType,
     ) -> Option<Pfn> {
         let pindex = self.pcp_fast.pindex(order, mt)?;
-        let zi = self.nodes[cpu.node.index()].preferred[highest.index()]?;
-        let z = &self.zones[zi.index()];
+        // SAFETY: the public calls checked `cpu` and any node they were given (hot.rs, N).
+        let z = unsafe { self.preferred_zone(cpu, highest) }?;
         let flags =
             if mt == MigrateType::Movable { AllocFlags::CMA } else { AllocFlags::default() };
         if z.test_flag(flags::BELOW_HIGH)
-            || !z.watermark_fast(order, z.wmark_pages(WMARK_HIGH), highest, flags)
+            || !((order.0 == 0 && z.clears_high_fast(highest))
+                || z.watermark_fast(order, z.wmark_pages(WMARK_HIGH), highest, flags))
         {
             return None;
         }
@@ -853,7 +858,9 @@ impl<E: EventSink> PageAllocator<E> {
     /// The watermark part of the zonelist walk, including ZONE_BELOW_HIGH detection (6.7+).
     fn zone_allows(&self, z: &Zone, w: &Walk<'_>, flags: AllocFlags) -> bool {
         if !z.test_flag(flags::BELOW_HIGH) {
-            if z.watermark_fast(w.order, z.wmark_pages(WMARK_HIGH), w.highest, flags) {
+            if (w.order.0 == 0 && z.clears_high_fast(w.highest))
+                || z.watermark_fast(w.order, z.wmark_pages(WMARK_HIGH), w.highest, flags)
+            {
                 return true;
             }
             z.set_flag(flags::BELOW_HIGH);
@@ -982,7 +989,10 @@ impl<E: EventSink> PageAllocator<E> {
     }
 
     /// Check a free request and claim the block (Allocated → Freeing). On success the caller
-    /// owns the block's head frame until it puts the block on a list.
+    /// owns the block's head frame until it puts the block on a list. A page_frag page that
+    /// others still reference (count 2 or more: a cache carves it, or more than one fragment
+    /// is out) is refused; plain blocks hold 1, a page whose last fragment is being freed 0.
+    #[allow(unsafe_code)]
     pub(crate) fn claim_for_free(
         &self,
         cpu: Cpu,
@@ -1002,10 +1012,11 @@ impl<E: EventSink> PageAllocator<E> {
         if E::ENABLED {
             self.events.touch(cpu.id, MetaLine::Frame(pfn));
         }
-        refuse_shared_block(zone, pfn, order)?;
-        match zone.frame(pfn).claim_for_free(order) {
+        // SAFETY: `zone_of` found `pfn` in this zone's span (hot.rs, F).
+        match unsafe { zone.frame_of(pfn) }.claim_unreferenced(order) {
             Ok(_) => Ok(zone),
-            Err(info) => Err(diagnose_bad_free(zone, pfn, order, info)),
+            Err(Unclaimed::Referenced(refs)) => Err(FreeError::StillReferenced { pfn, refs }),
+            Err(Unclaimed::Was(info)) => Err(diagnose_bad_free(zone, pfn, order, info)),
         }
     }
 
@@ -1027,6 +1038,7 @@ impl<E: EventSink> PageAllocator<E> {
     pub fn reset_watermark_boost(&self, zone: ZoneIdx) {
         if let Some(z) = self.zones.get(zone.index()) {
             z.watermark_boost.store(0, Relaxed);
+            z.update_fast_floor();
         }
         self.zone_pcp_update();
     }
@@ -1110,24 +1122,6 @@ pub(crate) struct Walk<'a> {
     pub(crate) mt: MigrateType,
     pub(crate) highest: ZoneType,
     pub(crate) preferred: &'a Zone,
-}
-
-/// Refuse to free a page_frag page that others still reference: its reference count (the
-/// head frame's owner word while allocated) is above 1 while a cache carves it or more than
-/// one fragment is out. Plain blocks hold 1; a page whose last fragment is being freed, 0.
-fn refuse_shared_block(zone: &Zone, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-    let frame = zone.frame(pfn);
-    let info = frame.info();
-    if info.state != FrameState::Allocated || info.order != order {
-        // Not a block of this order: the claim names what is wrong.
-        return Ok(());
-    }
-    // A snapshot: a free racing the page's other holders is a race among them, as in the
-    // kernel; whichever claim comes first wins and the other gets a typed error.
-    match frame.aux().load(Relaxed) {
-        refs @ 2.. => Err(FreeError::StillReferenced { pfn, refs }),
-        _ => Ok(()),
-    }
 }
 
 /// Name what is wrong with freeing `pfn` as `order`, given the head frame's state.

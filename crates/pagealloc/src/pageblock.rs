@@ -13,7 +13,7 @@ use crate::migratetype::MigrateType;
 use crate::types::{Pfn, PAGEBLOCK_ORDER};
 
 /// The low three bits hold the migratetype; bit 3 is the compaction skip hint.
-const MT_MASK: u8 = 0x7;
+pub(crate) const MT_MASK: u8 = 0x7;
 /// Compaction's skip hint (kernel `PB_migrate_skip`): a scanner found nothing to take here.
 const SKIP: u8 = 0x8;
 
@@ -21,8 +21,8 @@ const SKIP: u8 = 0x8;
 #[derive(Debug)]
 pub struct Pageblocks {
     /// Pageblock number of `bits[0]`.
-    first: u64,
-    bits: Box<[AtomicU8]>,
+    pub(crate) first: u64,
+    pub(crate) bits: Box<[AtomicU8]>,
 }
 
 impl Pageblocks {

@@ -139,3 +139,91 @@ impl Zone {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::gfp::AllocFlags;
+    use crate::sync::Ordering::Relaxed;
+    use crate::types::{NodeId, Order, Pfn, ZoneType};
+    use crate::zone::WMARK_HIGH;
+    use crate::{MemoryMap, PageAllocator, Policy, Tunables};
+
+    /// The allocation fast path's one-sum test never passes a request the full order-0 check
+    /// would refuse: for every zone, free count around the floor, boost, CMA and HIGHATOMIC
+    /// free pages, highest zone and request flags.
+    #[test]
+    fn the_fast_floor_is_sufficient_for_watermark_fast() {
+        let mut map = MemoryMap::new();
+        map.add_range(NodeId(0), 0..(256 << 20)).unwrap().set_cpus(NodeId(0), 2).unwrap();
+        // 8 MiB of CMA inside Normal (above 4 GiB is not needed: the Normal-only layout).
+        map.add_cma_range(Pfn(16384)..Pfn(18432)).unwrap();
+        let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
+        let flag_sets = [
+            AllocFlags::default(),
+            AllocFlags::CMA,
+            AllocFlags::RESERVES,
+            AllocFlags(AllocFlags::CMA.0 | AllocFlags::RESERVES.0),
+        ];
+        let mut checked = 0;
+        for z in pa.zones() {
+            let free = z.nr_free_pages.load(Relaxed);
+            for (boost, cma, hatomic) in [(0, 0, 0), (300, 0, 0), (0, 700, 0), (100, 50, 512)] {
+                z.watermark_boost.store(boost, Relaxed);
+                z.nr_free_cma.store(cma, Relaxed);
+                z.nr_free_highatomic.store(hatomic, Relaxed);
+                z.update_fast_floor();
+                let floor = z.fast_floor.load(Relaxed);
+                // Every count near the floor (a sample under miri, which checks each access).
+                let step = if cfg!(miri) { 97 } else { 1 };
+                for probe in (floor.saturating_sub(3000)..floor.saturating_add(3000)).step_by(step)
+                {
+                    z.nr_free_pages.store(probe, Relaxed);
+                    for highest in ZoneType::ALL {
+                        if !z.clears_high_fast(highest) {
+                            continue;
+                        }
+                        for flags in flag_sets {
+                            let mark = z.wmark_pages(WMARK_HIGH);
+                            assert!(
+                                z.watermark_fast(Order(0), mark, highest, flags),
+                                "zone {:?} free {probe} boost {boost} cma {cma} highatomic \
+                                 {hatomic} highest {highest:?} flags {flags:?}",
+                                z.ztype
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+                // It is not vacuous: just above the floor passes, at the floor does not.
+                z.nr_free_pages.store(floor + 1 + z.lowmem_reserve(z.ztype), Relaxed);
+                assert!(z.clears_high_fast(z.ztype));
+                z.nr_free_pages.store(floor, Relaxed);
+                assert!(!z.clears_high_fast(z.ztype));
+            }
+            z.nr_free_pages.store(free, Relaxed);
+        }
+        assert!(checked > if cfg!(miri) { 100 } else { 10_000 }, "{checked}");
+    }
+
+    /// The floor follows the boost that a fallback raises and kswapd resets.
+    #[test]
+    fn the_fast_floor_follows_the_boost() {
+        let pa = PageAllocator::new(
+            MemoryMap::single_node(1, 64 << 20).unwrap(),
+            Tunables::default(),
+            Policy::modern(),
+        )
+        .unwrap();
+        let z = pa.zones().last().unwrap();
+        let base = z.fast_floor.load(Relaxed);
+        assert_eq!(base, z.wmark_pages(WMARK_HIGH));
+        {
+            let zl = z.lock(crate::CpuId(0), &pa.events, &pa.cfg);
+            assert!(zl.boost_watermark());
+        }
+        assert!(z.fast_floor.load(Relaxed) > base);
+        assert_eq!(z.fast_floor.load(Relaxed), z.wmark_pages(WMARK_HIGH));
+        pa.reset_watermark_boost(z.idx);
+        assert_eq!(z.fast_floor.load(Relaxed), base);
+    }
+}

@@ -11,6 +11,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use crate::events::{EventSink, MetaLine};
+use crate::hot::frames_unchecked;
 use crate::list::ListHead;
 use crate::mem_map::{Frame, FrameInfo, FrameState, NIL};
 use crate::migratetype::{MigrateType, MIGRATE_TYPES};
@@ -91,6 +92,11 @@ pub struct Zone {
     /// Unboosted watermarks, indexed by `WMARK_*`.
     pub(crate) watermark: [AtomicU64; 4],
     pub(crate) watermark_boost: AtomicU64,
+    /// HIGH + boost + the free pages an order-0 request may not count (HIGHATOMIC and CMA),
+    /// kept current wherever one of them changes (`update_fast_floor`): free pages above it
+    /// and the request's `lowmem_reserve` pass `watermark_fast` at HIGH whatever the request's
+    /// flags, so the allocation fast path tests one sum instead of recomputing it.
+    pub(crate) fast_floor: AtomicU64,
     /// `lowmem_reserve[highest_zoneidx]`: pages kept back from requests that could have used a
     /// higher zone.
     pub(crate) lowmem_reserve: [AtomicU64; NR_ZONE_TYPES],
@@ -139,6 +145,7 @@ impl Zone {
             area_mask: core::array::from_fn(|_| AtomicU8::new(0)),
             watermark: core::array::from_fn(|_| AtomicU64::new(0)),
             watermark_boost: AtomicU64::new(0),
+            fast_floor: AtomicU64::new(u64::MAX),
             lowmem_reserve: core::array::from_fn(|_| AtomicU64::new(0)),
             flags: AtomicU32::new(0),
             counters: Counters::default(),
@@ -221,6 +228,26 @@ impl Zone {
     /// Protection against requests whose highest allowed zone is `highest`.
     pub fn lowmem_reserve(&self, highest: ZoneType) -> u64 {
         self.lowmem_reserve[highest.index()].load(Relaxed)
+    }
+
+    /// Recompute [`fast_floor`](Self::fast_floor) after a change of the HIGH watermark, the
+    /// boost, or the free HIGHATOMIC or CMA pages.
+    pub(crate) fn update_fast_floor(&self) {
+        let floor = self
+            .wmark_pages(WMARK_HIGH)
+            .saturating_add(self.nr_free_highatomic.load(Relaxed))
+            .saturating_add(self.nr_free_cma.load(Relaxed));
+        self.fast_floor.store(floor, Relaxed);
+    }
+
+    /// Does an order-0 request whose highest zone is `highest` surely pass `watermark_fast`
+    /// at HIGH (with or without ALLOC_CMA and reserves)? A sufficient test: `false` only
+    /// means the full check must decide. Free pages above HIGH + boost + reserve + every free
+    /// page the request might not count leave more usable pages than the full check asks.
+    #[inline]
+    pub(crate) fn clears_high_fast(&self, highest: ZoneType) -> bool {
+        let floor = self.fast_floor.load(Relaxed).saturating_add(self.lowmem_reserve(highest));
+        self.nr_free_pages.load(Relaxed) > floor
     }
 
     /// Number of free blocks of `order` (all lists), racy; 0 for an order above
@@ -430,10 +457,12 @@ impl<E: EventSink> ZoneLocked<'_, E> {
             MigrateType::Cma => {
                 bump(&z.nr_free_pages, pages);
                 bump(&z.nr_free_cma, pages);
+                z.update_fast_floor();
             }
             MigrateType::HighAtomic => {
                 bump(&z.nr_free_pages, pages);
                 bump(&z.nr_free_highatomic, pages);
+                z.update_fast_floor();
             }
             _ => bump(&z.nr_free_pages, pages),
         }
@@ -458,19 +487,23 @@ impl<E: EventSink> ZoneLocked<'_, E> {
     /// Does not touch the free-page counters. Always inlined: the buddy loops call it once
     /// or twice per page moved, and `tail` is usually a constant there.
     #[inline(always)]
+    #[allow(unsafe_code)]
     pub(crate) fn add_to_free_list(&mut self, pfn: Pfn, order: Order, mt: MigrateType, tail: bool) {
         let zone = self.zone;
         let idx = zone.index_of(pfn);
+        // Checked: this index is what puts the frame on a list (hot.rs, F).
         zone.mem_map[idx as usize].set_info(FrameInfo {
             state: FrameState::Buddy,
             order,
             list: mt as u8,
         });
+        // SAFETY: `idx` was just checked and the list's members are the zone's frames (F).
+        let at = unsafe { frames_unchecked(&zone.mem_map) };
         let area = &mut self.free.area[order.index()];
         let neighbour = if tail {
-            area.lists[mt.index()].push_tail(&zone.mem_map, idx)
+            area.lists[mt.index()].push_tail_with(at, idx)
         } else {
-            area.lists[mt.index()].push_head(&zone.mem_map, idx)
+            area.lists[mt.index()].push_head_with(at, idx)
         };
         area.nr_free += 1;
         self.publish_area(order, mt);
@@ -505,13 +538,18 @@ impl<E: EventSink> ZoneLocked<'_, E> {
     /// Take the free block at `pfn` off its list; its head becomes `Tail` until the caller
     /// gives it a new state. Does not touch the free-page counters.
     #[inline(always)]
+    #[allow(unsafe_code)]
     pub(crate) fn del_from_free_list(&mut self, pfn: Pfn, order: Order, mt: MigrateType) {
         let zone = self.zone;
         let idx = zone.index_of(pfn);
+        // Checked: the caller names the block by pfn (hot.rs, F); its neighbours are members.
+        let frame = &zone.mem_map[idx as usize];
+        // SAFETY: `idx` was just checked and the list's members are the zone's frames (F).
+        let at = unsafe { frames_unchecked(&zone.mem_map) };
         let area = &mut self.free.area[order.index()];
-        let neighbours = area.lists[mt.index()].unlink(&zone.mem_map, idx);
+        let neighbours = area.lists[mt.index()].unlink_with(at, idx);
         area.nr_free -= 1;
-        zone.mem_map[idx as usize].set_info(FrameInfo::TAIL);
+        frame.set_info(FrameInfo::TAIL);
         self.publish_area(order, mt);
         if E::ENABLED {
             self.list_ops += 1;

@@ -4,6 +4,7 @@
 
 use crate::events::{EventSink, MetaLine};
 use crate::gfp::AllocFlags;
+use crate::hot::frames_unchecked;
 use crate::mem_map::{FrameInfo, FrameState, NIL};
 use crate::migratetype::MigrateType;
 use crate::pcp::{AllocDecay, PerCpuPages};
@@ -134,6 +135,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// Take the head block of a non-empty list without refilling; `None` (and no state
     /// change) if the pageset is busy or the list is empty. The fast lane of `alloc_pages`.
     #[inline]
+    #[allow(unsafe_code)]
     pub(crate) fn pcp_take(
         &self,
         cpu: Cpu,
@@ -142,9 +144,11 @@ impl<E: EventSink> PageAllocator<E> {
         pindex: usize,
         mt: MigrateType,
     ) -> Option<Pfn> {
-        let slot = &zone.pcp[cpu.id.index()];
+        // SAFETY: `cpu` passed `owns` (hot.rs, C).
+        let slot = unsafe { zone.pcp_at(cpu.id) };
         let mut pcp = slot.pcp.try_lock()?;
-        if pcp.lists[pindex].is_empty() {
+        // SAFETY: `pindex` is from `PcpFast::pindex` (hot.rs, L).
+        if unsafe { pcp.list_at(pindex) }.is_empty() {
             return None;
         }
         pcp.note_alloc(self.pcp_fast.alloc_decay);
@@ -154,7 +158,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// Pop the head block of list `pindex` and hand it out (`None` only if it is empty) (the hit
     /// half of `__rmqueue_pcplist`).
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, unsafe_code)]
     fn pcp_pop(
         &self,
         cpu: Cpu,
@@ -165,7 +169,10 @@ impl<E: EventSink> PageAllocator<E> {
         pindex: usize,
         mt: MigrateType,
     ) -> Option<Pfn> {
-        let (idx, next) = pcp.lists[pindex].pop_head(&zone.mem_map)?;
+        // SAFETY: `pindex` is from `PcpFast::pindex` (hot.rs, L) and the list holds this
+        // zone's frames (F).
+        let (idx, next) =
+            unsafe { pcp.list_at(pindex).pop_head_with(frames_unchecked(&zone.mem_map)) }?;
         if E::ENABLED {
             self.touch_pcp_op(cpu, zone, idx, next);
         }
@@ -173,7 +180,8 @@ impl<E: EventSink> PageAllocator<E> {
         if self.policy.high_decay == HighDecay::CountMinLimited {
             pcp.count_min = pcp.count_min.min(pcp.count);
         }
-        let frame = &zone.mem_map[idx as usize];
+        // SAFETY: `idx` was a member of the zone's list (hot.rs, F).
+        let frame = unsafe { zone.frame_at(idx) };
         frame.set_info(FrameInfo { state: FrameState::Allocated, order, list: mt as u8 });
         // The page's reference count (kernel set_page_refcounted): page_frag_free drops it.
         frame.aux().store(1, crate::sync::Ordering::Relaxed);
@@ -209,7 +217,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// Move up to `n` blocks of `order` from the buddy lists to the tail of list `pindex`,
     /// under one zone-lock hold (kernel `rmqueue_bulk`). Returns how many it got; stops at the
     /// first failure.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, unsafe_code)]
     #[inline(never)]
     fn rmqueue_bulk(
         &self,
@@ -227,7 +235,8 @@ impl<E: EventSink> PageAllocator<E> {
         while got < n {
             let Some(pfn) = zl.rmqueue(order, mt, alloc_flags) else { break };
             let idx = zone.index_of(pfn);
-            let frame = &zone.mem_map[idx as usize];
+            // SAFETY: the buddy lists hold this zone's frames (hot.rs, F).
+            let frame = unsafe { zone.frame_at(idx) };
             if !self.cfg.hygiene {
                 // ≤ 6.9 remembers which list the block came from (CMA, or the type asked).
                 let from = match zone.pageblocks.get(pfn) {
@@ -237,7 +246,9 @@ impl<E: EventSink> PageAllocator<E> {
                 frame.aux().store(from as u32, crate::sync::Ordering::Relaxed);
             }
             frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
-            let old_tail = pcp.lists[pindex].push_tail(&zone.mem_map, idx);
+            // SAFETY: `idx` is a frame of this zone, as are the list's members (hot.rs, F).
+            let old_tail =
+                unsafe { pcp.lists[pindex].push_tail_with(frames_unchecked(&zone.mem_map), idx) };
             if E::ENABLED {
                 self.touch_pcp_op(cpu, zone, idx, old_tail);
             }

@@ -2,12 +2,12 @@
 //! the drain size `nr_pcp_free` and the bulk drain `free_pcppages_bulk` (docs/kernel-reference.md
 //! §4, docs/preset-history.md §1.2, §2, §3).
 
-use alloc::vec::Vec;
-
 use crate::buddy::Fpi;
 use crate::events::{EventSink, MetaLine, TraceEvent};
 use crate::gfp::AllocFlags;
-use crate::mem_map::{FrameInfo, FrameState};
+use crate::hot::frames_unchecked;
+use crate::list::ListHead;
+use crate::mem_map::{FrameInfo, FrameState, NIL};
 use crate::migratetype::MigrateType;
 use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
 use crate::policy::{
@@ -178,12 +178,15 @@ impl<E: EventSink> PageAllocator<E> {
     /// pageset is available (kernel `free_unref_page`). Returns false when the caller must free
     /// it to the buddy lists instead.
     #[inline]
+    #[allow(unsafe_code)]
     pub(crate) fn free_unref_page(&self, cpu: Cpu, zone: &Zone, pfn: Pfn, order: Order) -> bool {
         // HIGHATOMIC and CMA blocks ride on the MOVABLE list (draining returns them home);
         // ISOLATE blocks go straight to the buddy lists.
-        let bits = zone.pageblocks.get_bits(pfn);
+        // SAFETY: the caller found `pfn` in `zone` (hot.rs, P).
+        let bits = unsafe { zone.pageblock_bits(pfn) };
         let Some(pindex) = self.pcp_fast.free_pindex(order, bits) else { return false };
-        let slot = &zone.pcp[cpu.id.index()];
+        // SAFETY: the caller checked `cpu` with `owns` (hot.rs, C).
+        let slot = unsafe { zone.pcp_at(cpu.id) };
         let Some(mut pcp) = self.lock_local_pcp(slot) else { return false };
         self.free_unref_page_commit(cpu, zone, slot, &mut pcp, pfn, order, pindex, bits);
         true
@@ -192,7 +195,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// Put the block on its list and drain if the pageset is over its threshold (kernel
     /// `free_unref_page_commit`). `bits` are the migratetype bits of the block's pageblock,
     /// read by the caller.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, unsafe_code)]
     #[inline]
     fn free_unref_page_commit(
         &self,
@@ -216,14 +219,18 @@ impl<E: EventSink> PageAllocator<E> {
         slot.stats.add_locked(Counter::Pgfree, pgfree);
         slot.stats.add_locked(Counter::PcpFree, 1);
         let idx = zone.index_of(pfn);
-        let frame = &zone.mem_map[idx as usize];
+        // SAFETY: `pfn` is in `zone` (hot.rs, F).
+        let frame = unsafe { zone.frame_at(idx) };
         if !self.cfg.hygiene {
             // ≤ 6.9 caches the block's type at free time and drains it back as that type.
             let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
             frame.aux().store(mt as u32, crate::sync::Ordering::Relaxed);
         }
         frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
-        let old_head = pcp.lists[pindex].push_head(&zone.mem_map, idx);
+        // SAFETY: `pindex` is from `PcpFast::free_pindex` (hot.rs, L); `idx` and the list's
+        // members are this zone's frames (F).
+        let old_head =
+            unsafe { pcp.list_at(pindex).push_head_with(frames_unchecked(&zone.mem_map), idx) };
         if E::ENABLED {
             self.touch_pcp_op(cpu, zone, idx, old_head);
         }
@@ -283,7 +290,7 @@ impl<E: EventSink> PageAllocator<E> {
 
     /// Return up to `n` pages from the pageset to the buddy lists, oldest blocks first
     /// (kernel `free_pcppages_bulk`). `start` is the list that overflowed (0 for drains).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, unsafe_code)]
     #[inline(never)]
     pub(crate) fn free_pcppages_bulk(
         &self,
@@ -307,8 +314,10 @@ impl<E: EventSink> PageAllocator<E> {
         let prefetch_budget = pcp.batch;
         if self.policy.bulk_free == BulkFree::TwoPassRoundRobin {
             // Pass 1, without the zone lock: pick blocks round-robin with the batch_free
-            // allowance; pass 2 frees them in that order under one zone-lock hold.
-            let mut picked: Vec<(u32, Order)> = Vec::new();
+            // allowance; pass 2 frees them in that order under one zone-lock hold. The picked
+            // blocks wait on a local list threaded through their frames, as the kernel's do
+            // (no allocation on the free path); each frame keeps its state and order.
+            let mut picked = ListHead::new();
             let (mut pindex, mut batch_free) = (0usize, 0i32);
             // List probes and moves of pass 1, reported to the event sink (a model charges them).
             let mut probes = 0u32;
@@ -335,7 +344,7 @@ impl<E: EventSink> PageAllocator<E> {
                     if (picked.len() as i32) < prefetch_budget {
                         self.prefetch_buddy(cpu, zone, zone.pfn_of(idx), order);
                     }
-                    picked.push((idx, order));
+                    picked.push_tail(&zone.mem_map, idx);
                     batch_free -= 1;
                     if n <= 0 || batch_free == 0 || pcp.lists[pindex].is_empty() {
                         break;
@@ -344,13 +353,16 @@ impl<E: EventSink> PageAllocator<E> {
             }
             if E::ENABLED {
                 // Each picked block left a pageset list and joined the local one.
-                self.events.pcp_list_work(cpu.id, probes + 2 * picked.len() as u32);
+                self.events.pcp_list_work(cpu.id, probes + 2 * picked.len());
             }
             // Pass 2 walks the local list without unlinking (the free overwrites the links),
             // so it adds no list operations of its own under the lock.
             let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
-            for (idx, order) in picked {
-                free_to_buddy(&mut zl, cpu, zone, idx, order, self.cfg.hygiene);
+            let mut next = picked.head();
+            while let Some(idx) = next {
+                let frame = &zone.mem_map[idx as usize];
+                next = Some(frame.next()).filter(|&i| i != NIL);
+                free_to_buddy(&mut zl, cpu, zone, idx, frame.info().order, self.cfg.hygiene);
             }
             return;
         }
@@ -367,7 +379,9 @@ impl<E: EventSink> PageAllocator<E> {
                 zl.add_list_ops(1);
             }
             let order = layout.pindex_order(pindex).unwrap_or(Order(0));
-            while let Some((idx, prev)) = pcp.lists[pindex].pop_tail(&zone.mem_map) {
+            // SAFETY: a pageset list holds its zone's frames (hot.rs, F).
+            let at = unsafe { frames_unchecked(&zone.mem_map) };
+            while let Some((idx, prev)) = pcp.lists[pindex].pop_tail_with(&at) {
                 zl.add_list_ops(1);
                 if E::ENABLED {
                     self.touch_pcp_op(cpu, zone, idx, prev);
