@@ -13,6 +13,7 @@ mod cmd;
 #[allow(unsafe_code)]
 mod heap;
 mod input;
+mod kversion;
 mod machine;
 mod metrics;
 mod mmtests;

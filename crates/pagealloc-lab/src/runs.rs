@@ -13,6 +13,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::kversion::KernelVersion;
 use crate::machine::Machine;
 use crate::metrics::{self, Metric};
 use crate::mmtests::Better;
@@ -77,6 +78,8 @@ pub struct RunSpec {
     pub table: Option<String>,
     /// `/proc` views of the final state to render.
     pub show: Vec<ProcView>,
+    /// The kernel layout they are rendered in (`--kernel`, `--kernel-config`).
+    pub layout: procfs::ProcLayout,
     /// Write the run's trace events here, in the ftrace format (`run --trace`).
     pub trace: Option<PathBuf>,
 }
@@ -88,7 +91,7 @@ pub enum ProcView {
     Buddyinfo,
     /// `/proc/pagetypeinfo`.
     Pagetypeinfo,
-    /// `/proc/zoneinfo` (6.13 layout, with high_min and high_max).
+    /// `/proc/zoneinfo`.
     Zoneinfo,
     /// `/proc/vmstat` (the allocator's counters).
     Vmstat,
@@ -225,6 +228,42 @@ fn check_usable<E: pagealloc::EventSink>(
     )
 }
 
+/// `--kernel` and `--kernel-config`, shared by the commands that print `--show` views.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ViewArgs {
+    /// With --show: print the views as this kernel printed them: MAJOR.MINOR[.PATCH] (4.3,
+    /// 5.15, v6.1, or `uname -r` output), 3.2 or later. The version → layout table is in
+    /// docs/real-data.md.
+    #[arg(long, value_name = "VERSION", default_value_t = procfs::ProcLayout::DEFAULT_KERNEL)]
+    pub kernel: KernelVersion,
+    /// With --show: build options of that kernel that change the views (comma-separated):
+    /// no-cma (CONFIG_CMA off: no CMA column in pagetypeinfo), no-zone-device
+    /// (CONFIG_ZONE_DEVICE off: four protection entries in zoneinfo).
+    #[arg(long, value_delimiter = ',', value_name = "OPTIONS")]
+    pub kernel_config: Vec<KernelConfig>,
+}
+
+/// A kernel build option `--kernel-config` turns off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelConfig {
+    /// CONFIG_CMA off.
+    NoCma,
+    /// CONFIG_ZONE_DEVICE off.
+    NoZoneDevice,
+}
+
+impl ViewArgs {
+    /// The layout these options choose.
+    pub fn layout(&self) -> procfs::ProcLayout {
+        let off = |c| self.kernel_config.contains(&c);
+        procfs::ProcLayout::new(
+            self.kernel,
+            !off(KernelConfig::NoCma),
+            !off(KernelConfig::NoZoneDevice),
+        )
+    }
+}
+
 /// The path on a kernel of the view named `name` (as [`ProcView::name`] gives it).
 pub fn view_path(name: &str) -> &str {
     <ProcView as clap::ValueEnum>::value_variants()
@@ -237,13 +276,14 @@ pub fn view_path(name: &str) -> &str {
 pub fn render_views(
     pa: &pagealloc::PageAllocator<ModelSink>,
     show: &[ProcView],
+    layout: procfs::ProcLayout,
 ) -> Vec<(&'static str, String)> {
     show.iter()
         .map(|v| {
             let text = match v {
                 ProcView::Buddyinfo => procfs::buddyinfo(pa),
-                ProcView::Pagetypeinfo => procfs::pagetypeinfo(pa),
-                ProcView::Zoneinfo => procfs::zoneinfo(pa, procfs::PagesetLayout::V6_13),
+                ProcView::Pagetypeinfo => procfs::pagetypeinfo(pa, layout),
+                ProcView::Zoneinfo => procfs::zoneinfo(pa, layout),
                 ProcView::Vmstat => procfs::vmstat(pa),
                 ProcView::ExtfragIndex => procfs::extfrag_index(pa),
                 ProcView::UnusableIndex => procfs::unusable_index(pa),
@@ -293,7 +333,7 @@ fn execute_real(spec: &RunSpec, pin: bool, progress: &mut dyn FnMut(f64)) -> Res
         )
     })?;
     let run_s = run_started.elapsed().as_secs_f64();
-    let views = render_views(runner.allocator(), &spec.show);
+    let views = render_views(runner.allocator(), &spec.show, spec.layout);
     Ok(RunResult {
         metrics: metrics::of_real_outcome(spec.workload.name, &outcome),
         outcome,
@@ -330,7 +370,7 @@ fn execute_model(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunRes
         )
     })?;
     let run_s = run_started.elapsed().as_secs_f64();
-    let views = render_views(model.allocator(), &spec.show);
+    let views = render_views(model.allocator(), &spec.show, spec.layout);
     let trace_events = match writer {
         Some((path, w)) => {
             // The model (and the observer's clone) go first, so the writer is ours alone.

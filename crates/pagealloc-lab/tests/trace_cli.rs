@@ -367,3 +367,44 @@ fn events_the_trace_never_recorded_are_marked_not_traced() {
     // ftrace-6x recorded every kind.
     assert_eq!(replay(&fixture("ftrace-6x.txt"), &[])["not_traced"], serde_json::json!([]));
 }
+
+/// `--kernel` picks the layout the views are printed in; junk and too-old versions are
+/// refused by the argument parser, naming the value.
+#[test]
+fn views_follow_the_kernel_version() {
+    let f = fixture("ftrace-6x.txt");
+    let views = |extra: &[&str]| {
+        let mut args = vec!["--show", "zoneinfo,pagetypeinfo"];
+        args.extend_from_slice(extra);
+        let doc = replay(&f, &args);
+        let v = &doc["views"];
+        (v["zoneinfo"].as_str().unwrap().to_owned(), v["pagetypeinfo"].as_str().unwrap().to_owned())
+    };
+    let (zoneinfo, pagetypeinfo) = views(&[]);
+    assert!(zoneinfo.contains("\n              high_min: "), "{zoneinfo}");
+    assert!(pagetypeinfo.contains("   HighAtomic          CMA      Isolate \n"));
+    let (zoneinfo, pagetypeinfo) = views(&["--kernel", "4.3", "--kernel-config", "no-cma"]);
+    assert!(zoneinfo.contains("\n        scanned  0\n"), "{zoneinfo}");
+    assert!(zoneinfo.contains("\n  all_unreclaimable: 0\n"), "{zoneinfo}");
+    assert!(!zoneinfo.contains("zone  Movable"), "before 4.12 only populated zones");
+    assert!(
+        pagetypeinfo.contains(
+            "Number of blocks type     Unmovable  Reclaimable      Movable      Reserve      Isolate \n"
+        ),
+        "{pagetypeinfo}"
+    );
+    let (zoneinfo, _) = views(&["--kernel", "v6.7", "--kernel-config", "no-zone-device"]);
+    assert!(!zoneinfo.contains("high_min") && !zoneinfo.contains("promo"), "{zoneinfo}");
+    assert!(zoneinfo.contains("\n        boost    "));
+    for (bad, says) in [("six", "is not a kernel version"), ("2.6", "older than 3.2")] {
+        let out = pagealloc()
+            .arg("replay")
+            .arg(&f)
+            .args(["--show", "zoneinfo", "--kernel", bad])
+            .assert()
+            .failure()
+            .code(2);
+        let err = stderr(&out);
+        assert!(err.contains(says) && err.contains(bad), "{err}");
+    }
+}

@@ -98,6 +98,7 @@ pub fn run(args: &Args) -> Result<()> {
                 count_frames: false,
                 table: None,
                 show: Vec::new(),
+                layout: crate::procfs::ProcLayout::default(),
                 trace: None,
             });
         }

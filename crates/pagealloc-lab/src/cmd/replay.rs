@@ -48,6 +48,9 @@ pub struct Args {
     /// Render /proc views of the final state (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "VIEWS")]
     pub show: Vec<ProcView>,
+    /// The kernel layout of the views.
+    #[command(flatten)]
+    pub views: runs::ViewArgs,
 }
 
 /// Bytes in a GiB: the fitted machine's memory is a whole number of them.
@@ -159,7 +162,7 @@ pub fn run(args: &Args) -> Result<()> {
     }));
     let mut w = Serial::new(Replay::new(&plan));
     let outcome = model.run(&mut w, &mut |_| {})?;
-    let views = runs::render_views(model.allocator(), &args.show);
+    let views = runs::render_views(model.allocator(), &args.show, args.views.layout());
     let ours = *ours.lock().expect("no panics while held");
     let mut tally = tr.tally.clone();
     tally.merge(&plan.tally);

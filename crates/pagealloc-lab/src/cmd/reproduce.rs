@@ -42,6 +42,9 @@ pub struct Args {
     /// sample of the table's last parameter value.
     #[arg(long, value_delimiter = ',', value_name = "VIEWS")]
     pub show: Vec<ProcView>,
+    /// The kernel layout of the views.
+    #[command(flatten)]
+    pub views: runs::ViewArgs,
     /// Options shared with run and compare.
     #[command(flatten)]
     pub common: Common,
@@ -341,6 +344,7 @@ pub fn run(args: &Args) -> Result<()> {
                         count_frames: p.count_frames,
                         table: Some(t.id.clone()),
                         show: Vec::new(),
+                        layout: args.views.layout(),
                         trace: None,
                     });
                 }

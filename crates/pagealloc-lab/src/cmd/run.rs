@@ -98,6 +98,9 @@ pub struct Args {
     /// Render /proc views of the final state (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "VIEWS")]
     pub show: Vec<ProcView>,
+    /// The kernel layout of the views.
+    #[command(flatten)]
+    pub views: runs::ViewArgs,
     /// Write the run's kmem page events to FILE in the ftrace `trace` format (for
     /// `pagealloc replay` and the kernel's trace tools).
     #[arg(long, value_name = "FILE")]
@@ -177,6 +180,7 @@ pub fn run(args: &Args) -> Result<()> {
         count_frames: false,
         table: None,
         show: args.show.clone(),
+        layout: args.views.layout(),
         trace: args.trace.clone(),
     };
     let label = format!("{} on {}", w.name, spec.machine.name);

@@ -781,7 +781,7 @@ fn layout_markers(info: &ZoneInfo) -> Vec<String> {
             .to_owned(),
     );
     if info.prints(Field::Promo) {
-        m.push("promo (6.0+)".to_owned());
+        m.push("promo (6.12+)".to_owned());
     }
     if info.prints(Field::Cma) {
         m.push("cma".to_owned());
@@ -1104,7 +1104,7 @@ fn detect_era(
             format!(
                 "{split} of {n} zones have per-CPU high = LOW ÷ CPUs of the node, {legacy} have 6 \
                  × batch{}",
-                if promo { "; the promo line rules out kernels before 6.0" } else { "" }
+                if promo { "; the promo line rules out kernels before 6.12" } else { "" }
             )
         };
         return (Era::LowSplit, why);
@@ -1829,7 +1829,7 @@ mod tests {
     /// Our own zoneinfo, parsed and sized: no mismatch, and the inferences find our inputs.
     #[test]
     fn our_own_zoneinfo_sizes_cleanly() {
-        use crate::procfs::{zoneinfo, PagesetLayout};
+        use crate::procfs::{zoneinfo, ProcLayout};
         use pagealloc::{MemoryMap, NodeId, PageAllocator, Policy, Tunables};
         let mut map = MemoryMap::new();
         map.add_range(NodeId(0), 0x1000..0x9f000)
@@ -1843,7 +1843,7 @@ mod tests {
             .set_cpus(NodeId(1), 2)
             .unwrap();
         let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
-        let info = ZoneInfo::parse(&zoneinfo(&pa, PagesetLayout::V6_13)).unwrap();
+        let info = ZoneInfo::parse(&zoneinfo(&pa, ProcLayout::of(6, 13))).unwrap();
         let report = analyse(&info, "ours", given());
         assert_eq!(report.era, Era::AutoTunedPrinted);
         assert_eq!(report.mismatches(), 0, "{}", report.to_text());
@@ -1852,7 +1852,7 @@ mod tests {
         assert_eq!(mfk.1, format!("{} KiB", pa.min_free_kbytes()), "{}", report.to_text());
         // 6.7 layout: high_min and high_max are not printed; unused pagesets (high 0) mark the
         // auto-tuned generation.
-        let info = ZoneInfo::parse(&zoneinfo(&pa, PagesetLayout::V6_7)).unwrap();
+        let info = ZoneInfo::parse(&zoneinfo(&pa, ProcLayout::of(6, 7))).unwrap();
         let report = analyse(&info, "ours", given());
         assert_eq!(report.era, Era::AutoTuned, "{}", report.era_why);
         assert_eq!(report.mismatches(), 0, "{}", report.to_text());

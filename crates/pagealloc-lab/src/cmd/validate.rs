@@ -254,6 +254,7 @@ pub fn run(args: &Args) -> Result<()> {
             count_frames: false,
             table: Some("validate".into()),
             show: Vec::new(),
+            layout: crate::procfs::ProcLayout::default(),
             trace: None,
         };
         let model_spec = spec(Runner::Model, model_machine, args.seed, 0);
