@@ -9,7 +9,7 @@ mod cacheinfo;
 mod calibrate;
 mod cmd;
 // The one module allowed unsafe code: real memory (mmap, raw blocks) and the few OS calls
-// around it (CPU affinity, SIGPIPE).
+// around it (CPU affinity, SIGPIPE, the model's cache prefetch hint).
 #[allow(unsafe_code)]
 mod heap;
 mod input;

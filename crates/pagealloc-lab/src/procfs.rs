@@ -40,8 +40,8 @@ use std::fmt::Write as _;
 use pagealloc::migratetype::MigrateType;
 use pagealloc::sizing::{self, Watermarks};
 use pagealloc::types::{NR_PAGE_ORDERS, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
-use pagealloc::zone::{WMARK_HIGH, WMARK_LOW, WMARK_MIN, WMARK_PROMO};
 use pagealloc::{Counter, CpuId, EventSink, NodeId, NrPages, Order, PageAllocator, Zone, ZoneType};
+use pagealloc::{WMARK_HIGH, WMARK_LOW, WMARK_MIN, WMARK_PROMO};
 
 /// Where the kernel's pagetypeinfo walk of one free list stops counting.
 const PAGETYPEINFO_WALK_CAP: u64 = 100_000;

@@ -5,7 +5,7 @@
 use alloc::string::String;
 use core::fmt::Write;
 
-use pagealloc::sync::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 macro_rules! slab_stats {
     ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {

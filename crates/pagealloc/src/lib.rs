@@ -22,11 +22,15 @@
 //! ```
 //!
 //! Module map (kernel names kept, see `ARCHITECTURE.md`): [`types`] units; [`memory_map`] the
-//! caller's description of memory; [`mem_map`] per-frame metadata; [`list`] index-linked
-//! lists; [`migratetype`], [`gfp`], [`pageblock`]; `buddy`, `fallback` and [`watermark`] the
-//! zone-locked algorithms; [`zone`]; [`compaction`] moving movable blocks to make large free
-//! ones; [`sizing`] pure sizing formulas; [`policy`] switches and presets; [`page_alloc`] the
-//! public allocator; [`stats`], [`events`]; [`debug`] validators.
+//! caller's description of memory; [`migratetype`], [`gfp`], [`pageblock`]; [`watermark`]
+//! the watermark checks; [`compaction`] moving movable blocks to make large free ones;
+//! [`sizing`] pure sizing formulas; [`policy`] switches and presets; [`page_alloc`] the
+//! public allocator, with [`Zone`] its read-only view of one zone; [`page_frag`]; [`stats`],
+//! [`events`]; [`debug`] validators. The per-frame array, the index-linked lists, the zone
+//! internals, the per-CPU pagesets and the lock wrappers are private; what a user reads of
+//! them is re-exported here ([`PcpSnapshot`], [`CacheInfo`], [`WMARK_MIN`] and the other
+//! watermark indices, [`zone_flags`], the `PCPF_*` bits, and [`SpinMutex`], the spin lock
+//! the allocator and `pagealloc-slab` use).
 
 #![no_std]
 #![warn(missing_docs)]
@@ -42,21 +46,21 @@ pub mod error;
 pub mod events;
 mod fallback;
 pub mod gfp;
-pub mod list;
-pub mod mem_map;
+mod list;
+mod mem_map;
 pub mod memory_map;
 pub mod migratetype;
 pub mod page_alloc;
 pub mod page_frag;
 pub mod pageblock;
-pub mod pcp;
+mod pcp;
 pub mod policy;
 pub mod sizing;
 pub mod stats;
-pub mod sync;
+mod sync;
 pub mod types;
 pub mod watermark;
-pub mod zone;
+mod zone;
 
 pub use crate::compaction::{
     CompactMode, CompactOutcome, CompactResult, CompactStats, Migrate, Target,
@@ -70,10 +74,17 @@ pub use crate::page_alloc::{BuildError, Cpu, PageAllocator};
 pub use crate::page_frag::{Frag, PageFragCache};
 pub use crate::pcp::drain::CacheInfo;
 pub use crate::pcp::PcpSnapshot;
+pub use crate::pcp::{PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
 pub use crate::policy::{Policy, Tunables};
 pub use crate::stats::{Counter, VmEvents};
+pub use crate::sync::{Mutex as SpinMutex, MutexGuard as SpinMutexGuard, RawSpinLock};
 pub use crate::types::{CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType};
-pub use crate::zone::Zone;
+pub use crate::zone::{Zone, WMARK_HIGH, WMARK_LOW, WMARK_MIN, WMARK_PROMO};
+
+/// Zone flag bits (kernel `zone_flags`), for [`Zone::test_flag`].
+pub mod zone_flags {
+    pub use crate::zone::flags::{BELOW_HIGH, BOOSTED_WATERMARK, RECLAIM_ACTIVE};
+}
 
 /// May blocks of this order sit on the per-CPU lists of a modern kernel? Orders 0..=3 and the
 /// THP order (kernel `pcp_allowed_order`; the policy's `pcp_lists` decides what is cached).

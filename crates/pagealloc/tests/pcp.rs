@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Barrier, Mutex};
 
 use pagealloc::debug::validate;
-use pagealloc::pcp::PCPF_FREE_HIGH_BATCH;
 use pagealloc::policy::{
     BuddyPrefetch, BulkFree, FreeBatchSizing, FreeHigh, FreeHighBatch, FreeHighDrain, HighDecay,
     NoFragment, PageFragFree, PcpHigh, PcpLists, PcpLocking, PgfreeUnit, ReclaimActiveLimit,
     RefillSizing,
 };
-use pagealloc::zone::flags::BELOW_HIGH;
+use pagealloc::zone_flags::BELOW_HIGH;
+use pagealloc::PCPF_FREE_HIGH_BATCH;
 use pagealloc::{
     CacheInfo, Counter, Cpu, CpuId, EventSink, Gfp, MemoryMap, MigrateType, NodeId, Order,
     PageAllocator, PageFragCache, PcpSnapshot, Pfn, Policy, TraceEvent, Tunables, VmEvents, Zone,

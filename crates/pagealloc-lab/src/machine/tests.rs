@@ -2,7 +2,7 @@
 //! way a machine file can be wrong.
 
 use super::*;
-use pagealloc::pcp::PCPF_FREE_HIGH_BATCH;
+use pagealloc::PCPF_FREE_HIGH_BATCH;
 use pagealloc::{CpuId, Policy};
 
 /// A user machine file's text, parsed as `dir/box.toml`.
