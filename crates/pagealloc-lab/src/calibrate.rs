@@ -703,11 +703,10 @@ impl HoldBench {
     pub fn new(clk: &Clock) -> Result<HoldBench> {
         let mut allocators = Vec::new();
         for c in HOLD_CONFIGS {
-            let t = Tunables {
-                percpu_pagelist_high_fraction: c.high_fraction,
-                pcp_batch_scale_max: c.scale_max,
-                ..Tunables::default()
-            };
+            let t = Tunables::default().with(|t| {
+                t.percpu_pagelist_high_fraction = c.high_fraction;
+                t.pcp_batch_scale_max = c.scale_max;
+            });
             let sink = HoldTimer {
                 clk: *clk,
                 since: AtomicU64::new(0),

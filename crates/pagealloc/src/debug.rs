@@ -36,6 +36,7 @@ impl core::error::Error for Violation {}
 
 /// Where a zone's managed pages are, counted by walking every frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Census {
     /// Managed frames (not reserved, not holes).
     pub managed: u64,

@@ -9,6 +9,7 @@ use crate::types::{CpuId, NodeId, Order, Pfn, ZoneIdx};
 
 /// Why an allocation failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AllocError {
     /// `order > MAX_PAGE_ORDER`.
     InvalidOrder(Order),
@@ -68,6 +69,7 @@ impl fmt::Display for AllocError {
 
 /// Why a free was refused. The block, if any, stays as it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FreeError {
     /// `order > MAX_PAGE_ORDER`.
     InvalidOrder(Order),
@@ -148,6 +150,7 @@ impl fmt::Display for FreeError {
 
 /// Why a pageblock could not be isolated or given back. Nothing was changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IsolateError {
     /// The CPU handle is not one of this allocator's.
     InvalidCpu(CpuId),
@@ -186,6 +189,7 @@ impl fmt::Display for IsolateError {
 
 /// Why a compaction request was refused. Nothing was changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CompactError {
     /// The CPU handle is not one of this allocator's.
     InvalidCpu(CpuId),
@@ -212,6 +216,7 @@ impl fmt::Display for CompactError {
 
 /// Why a run-time setting was refused. The setting in force stays as it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SettingError {
     /// The value is outside the range the setting (its sysctl) accepts.
     OutOfRange {

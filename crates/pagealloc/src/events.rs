@@ -10,6 +10,7 @@ use crate::types::{CpuId, Order, Pfn, ZoneIdx};
 
 /// One trace record. Field names follow the tracepoints' printed fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TraceEvent {
     /// `mm_page_alloc`: an allocation finished (`pfn == None` when it failed).
     PageAlloc {
@@ -93,6 +94,18 @@ impl TraceEvent {
             TraceEvent::PagePcpuDrain { .. } => "mm_page_pcpu_drain",
             TraceEvent::PageAllocZoneLocked { .. } => "mm_page_alloc_zone_locked",
             TraceEvent::PageAllocExtfrag { .. } => "mm_page_alloc_extfrag",
+        }
+    }
+
+    /// The CPU the event happened on (every tracepoint records one).
+    pub const fn cpu(&self) -> CpuId {
+        match *self {
+            TraceEvent::PageAlloc { cpu, .. }
+            | TraceEvent::PageFree { cpu, .. }
+            | TraceEvent::PageFreeBatched { cpu, .. }
+            | TraceEvent::PagePcpuDrain { cpu, .. }
+            | TraceEvent::PageAllocZoneLocked { cpu, .. }
+            | TraceEvent::PageAllocExtfrag { cpu, .. } => cpu,
         }
     }
 

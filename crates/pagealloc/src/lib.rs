@@ -32,6 +32,27 @@
 //! watermark indices, [`zone_flags`], the `PCPF_*` bits, and [`SpinMutex`], the spin lock
 //! the allocator and `pagealloc-slab` use).
 
+//! # What may grow
+//!
+//! Types that a later kernel or a later version of this crate will extend are
+//! `#[non_exhaustive]`, so adding to them is not a breaking change: every error enum
+//! ([`AllocError`], [`FreeError`], [`IsolateError`], [`CompactError`], [`SettingError`],
+//! [`BuildError`], [`MapError`], [`policy::PolicyError`], [`sizing::SizingError`]), the
+//! counters ([`Counter`]), the trace records ([`TraceEvent`]), the drain reasons
+//! ([`stats::DrainReason`]), compaction's results ([`CompactResult`], [`CompactStats`],
+//! [`CompactOutcome`]), the snapshot and census structs ([`PcpSnapshot`],
+//! [`debug::Census`]) and the two configuration structs ([`Policy`], [`Tunables`]). Match
+//! them with a `_` arm; derive a policy or tunables from a preset with
+//! [`Policy::with`] / [`Tunables::with`] (or set the public fields of a copy) instead of a
+//! struct literal.
+//!
+//! Left exhaustive on purpose: the unit newtypes ([`Pfn`], [`Order`], …), [`MigrateType`] and
+//! [`ZoneType`] (the kernel's fixed sets, which index arrays), [`MetaLine`] (a model must
+//! price every kind of line, so a new kind should break it), [`CacheInfo`] and [`ZoneLimits`]
+//! (inputs a caller writes as literals), and the per-mechanism switch enums in [`policy`]:
+//! each lists the forms a mechanism has had, and a program matching one should be told when a
+//! new form appears.
+
 #![no_std]
 #![warn(missing_docs)]
 

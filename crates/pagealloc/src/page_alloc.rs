@@ -33,6 +33,7 @@ pub const MAX_MIN_FREE_KBYTES: u64 = i32::MAX as u64;
 
 /// Why an allocator could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BuildError {
     /// The memory map is unusable.
     Map(MapError),

@@ -87,6 +87,7 @@ const PCP_HIGH_CAP: u64 = i32::MAX as u64;
 
 /// Why a sizing input was refused.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum SizingError {
     /// `vm.percpu_pagelist_high_fraction` must be 0 (auto-tuning) or at least
     /// [`MIN_PERCPU_PAGELIST_HIGH_FRACTION`]; the kernel answers EINVAL and keeps the old value.

@@ -282,6 +282,7 @@ impl PcpSlot {
 
 /// A pageset's fields at one moment (what `/proc/zoneinfo` prints, and more).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct PcpSnapshot {
     /// Pages on all lists.
     pub count: i32,
