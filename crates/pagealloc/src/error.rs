@@ -111,6 +111,16 @@ pub enum FreeError {
         /// The frame.
         pfn: Pfn,
     },
+    /// Frame `bad` inside the allocated block at `pfn` is not one of its tail frames: the
+    /// allocator's metadata for the block is corrupt (the kernel's `bad_page`). Only the
+    /// `debug-vm` feature checks every frame of a freed block; the block is left allocated,
+    /// as the kernel leaks a bad page rather than put it on a free list.
+    BadPage {
+        /// The block's first frame.
+        pfn: Pfn,
+        /// The first frame found in the wrong state.
+        bad: Pfn,
+    },
     /// The block is a page_frag page others still hold: the cache carving it, or more than
     /// one fragment not given back. Its last reference frees it (`page_frag_free`,
     /// `PageFragCache::drain`).
@@ -139,6 +149,9 @@ impl fmt::Display for FreeError {
                 write!(f, "pfn {pfn} is a tail page of the block at {head}")
             }
             FreeError::NotAllocated { pfn } => write!(f, "pfn {pfn} is not an allocated block"),
+            FreeError::BadPage { pfn, bad } => {
+                write!(f, "bad page: pfn {bad} in the block at {pfn} is not a tail frame")
+            }
             FreeError::StillReferenced { pfn, refs } => write!(
                 f,
                 "pfn {pfn} is a page_frag page with {refs} references held (its cache or its \

@@ -32,6 +32,20 @@
 //! watermark indices, [`zone_flags`], the `PCPF_*` bits, and [`SpinMutex`], the spin lock
 //! the allocator and `pagealloc-slab` use).
 
+//! # Cargo features
+//!
+//! - `debug-vm` (off by default): the kernel's `CONFIG_DEBUG_VM` checks on free. Every frame
+//!   of a freed block after its head must be one of its tail frames; if one is not, the
+//!   allocator's metadata is corrupt and the free is refused with [`FreeError::BadPage`],
+//!   leaving the block allocated (the kernel's `bad_page` leaks such a page too). It costs
+//!   O(2^order) per free, so it is for tests and debugging; every other check on a free
+//!   (double free, wrong order, tail page, foreign frame) runs with or without it. The deeper
+//!   checks of every invariant are [`debug::validate`], on demand.
+//!
+//! There is no `std` feature: the error types implement [`core::error::Error`], which is
+//! `std::error::Error` (stable in `core` since Rust 1.81, below this crate's MSRV), so they
+//! work with `?`, `Box<dyn Error>` and error-reporting crates as they are.
+//!
 //! # What may grow
 //!
 //! Types that a later kernel or a later version of this crate will extend are

@@ -1004,6 +1004,8 @@ impl<E: EventSink> PageAllocator<E> {
             self.events.touch(cpu.id, MetaLine::Frame(pfn));
         }
         refuse_shared_block(zone, pfn, order)?;
+        #[cfg(feature = "debug-vm")]
+        crate::debug::check_free_block(zone, pfn, order)?;
         match zone.frame(pfn).claim_for_free(order) {
             Ok(_) => Ok(zone),
             Err(info) => Err(diagnose_bad_free(zone, pfn, order, info)),
