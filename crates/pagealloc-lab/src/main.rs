@@ -61,6 +61,10 @@ enum Command {
     Exercise(cmd::exercise::Args),
     /// Time alloc+free patterns on real memory against PageHeap, mimalloc, jemalloc, the
     /// system allocator and buddy_system_allocator; print ns per pair (table or JSON).
+    ///
+    /// mimalloc and jemalloc are C libraries and are in the binary only when the lab is built
+    /// with `--features peers`; without it `bench` runs the Rust peers and names the ones it
+    /// left out.
     Bench(cmd::bench::Args),
     /// Measure the model's cost profile on this machine and write it as TOML.
     ///
