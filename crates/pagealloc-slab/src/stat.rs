@@ -12,6 +12,7 @@ macro_rules! slab_stats {
         /// One SLUB event counter (kernel `enum stat_item`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(u8)]
+        #[non_exhaustive]
         pub enum SlabStat {
             $($(#[$doc])* $variant,)*
         }
