@@ -21,6 +21,97 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Allocating and freeing
+//!
+//! Every call names the CPU it runs on ([`PageAllocator::cpu`] hands out a [`Cpu`] handle;
+//! a handle of another allocator is refused). [`Gfp`] flags pick the zones and the
+//! migratetype, as in the kernel; an order is a power of two of frames.
+//!
+//! ```
+//! use pagealloc::{CpuId, Gfp, MemoryMap, Order, PageAllocator, Policy, Tunables, ZoneType};
+//!
+//! let pa = PageAllocator::new(MemoryMap::single_node(2, 64 << 20)?, Tunables::default(),
+//!     Policy::modern())?;
+//! let cpu = pa.cpu(CpuId(0)).expect("cpu 0");
+//!
+//! // A DMA page comes from below 16 MiB; a movable one from wherever it fits best.
+//! let dma = pa.alloc_pages(cpu, Gfp::KERNEL | Gfp::DMA, Order(0))?;
+//! assert_eq!(pa.zone_of(dma).map(|z| z.zone_type()), Some(ZoneType::Dma));
+//! let movable = pa.alloc_pages(cpu, Gfp::HIGHUSER_MOVABLE, Order(2))?;
+//!
+//! // Order-0 to order-3 frees go to the CPU's pageset first, so the buddy lists see them
+//! // only after a drain: the pages are not "free" until then.
+//! pa.free_pages(cpu, dma, Order(0))?;
+//! pa.free_pages(cpu, movable, Order(2))?;
+//! assert!(pa.nr_free_pages() < pa.managed_pages());
+//! pa.drain_all_pages(cpu, None);
+//! assert_eq!(pa.nr_free_pages(), pa.managed_pages());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Errors
+//!
+//! No request can break the allocator: a bad one comes back as a typed error and changes
+//! nothing ([`AllocError`], [`FreeError`], and [`BuildError`] / [`MapError`] for a machine
+//! that cannot be built).
+//!
+//! ```
+//! use pagealloc::{AllocError, CpuId, FreeError, Gfp, MemoryMap, Order, PageAllocator, Pfn,
+//!     Policy, Tunables};
+//!
+//! let pa = PageAllocator::new(MemoryMap::single_node(1, 16 << 20)?, Tunables::default(),
+//!     Policy::modern())?;
+//! let cpu = pa.cpu(CpuId(0)).expect("cpu 0");
+//! assert_eq!(pa.alloc_pages(cpu, Gfp::KERNEL, Order(11)), Err(AllocError::InvalidOrder(Order(11))));
+//!
+//! let block = pa.alloc_pages(cpu, Gfp::KERNEL, Order(1))?;
+//! let tail = Pfn(block.0 + 1);
+//! assert_eq!(pa.free_pages(cpu, tail, Order(0)), Err(FreeError::TailPage { pfn: tail, head: block }));
+//! match pa.free_pages(cpu, block, Order(0)) {
+//!     Err(FreeError::WrongOrder { allocated, .. }) => assert_eq!(allocated, Order(1)),
+//!     other => panic!("{other:?}"),
+//! }
+//! pa.free_pages(cpu, block, Order(1))?;
+//!
+//! // Asking for more than there is fails cleanly too.
+//! let mut held = Vec::new();
+//! let err = loop {
+//!     match pa.alloc_pages(cpu, Gfp::KERNEL, Order(10)) {
+//!         Ok(pfn) => held.push(pfn),
+//!         Err(e) => break e,
+//!     }
+//! };
+//! assert!(matches!(err, AllocError::OutOfMemory { order: Order(10) }));
+//! println!("{err}"); // errors implement Display and core::error::Error
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Policies and counters
+//!
+//! A [`Policy`] says which form of each mechanism runs, [`Tunables`] the sysctls; both are
+//! fixed when the allocator is built. The counters ([`PageAllocator::vm_events`], indexed by
+//! [`Counter`]) show what the mechanisms did, as `/proc/vmstat` does.
+//!
+//! ```
+//! use pagealloc::{Counter, CpuId, Gfp, MemoryMap, Order, PageAllocator, Policy, Tunables};
+//! use pagealloc::policy::PcpLists;
+//!
+//! // 4.20's pagesets cache order-0 pages only; the modern ones orders 0-3 and THPs.
+//! let old = Policy::preset("frag-vanilla").expect("a built-in preset");
+//! assert_eq!(old.pcp_lists, PcpLists::Order0Only);
+//! for (policy, via_pcp) in [(old, false), (Policy::modern(), true)] {
+//!     let pa = PageAllocator::new(MemoryMap::single_node(1, 64 << 20)?,
+//!         Tunables::default(), policy)?;
+//!     let cpu = pa.cpu(CpuId(0)).expect("cpu 0");
+//!     let before = pa.vm_events();
+//!     let pfn = pa.alloc_pages(cpu, Gfp::KERNEL, Order(1))?;
+//!     pa.free_pages(cpu, pfn, Order(1))?;
+//!     let d = pa.vm_events().since(&before);
+//!     assert_eq!(d.get(Counter::PcpFree) > 0, via_pcp);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Module map (kernel names kept, see `ARCHITECTURE.md`): [`types`] units; [`memory_map`] the
 //! caller's description of memory; [`migratetype`], [`gfp`], [`pageblock`]; [`watermark`]
 //! the watermark checks; [`compaction`] moving movable blocks to make large free ones;
@@ -128,7 +219,7 @@ pub const fn pcp_allowed_order(order: Order) -> bool {
     order.0 <= types::PAGE_ALLOC_COSTLY_ORDER || order.0 == types::PAGEBLOCK_ORDER
 }
 
-/// The README's example, compiled and run as a doc test.
+/// The crate README's example, compiled and run as a doc test.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
