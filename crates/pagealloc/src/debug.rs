@@ -372,12 +372,17 @@ mod debug_vm_tests {
     use crate::mem_map::FrameInfo;
     use crate::{CpuId, Gfp, MemoryMap, Policy, Tunables};
 
+    /// One node, one CPU, 16 MiB.
+    fn machine() -> PageAllocator {
+        let map = MemoryMap::single_node(1, 16 << 20).unwrap();
+        PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap()
+    }
+
     /// A tail frame turned into something else is caught on free, the block stays allocated,
     /// and once the frame is repaired the same free goes through.
     #[test]
     fn a_corrupt_tail_frame_is_a_bad_page_and_the_block_stays_allocated() {
-        let map = MemoryMap::single_node(1, 16 << 20).unwrap();
-        let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
+        let pa = machine();
         let cpu = pa.cpu(CpuId(0)).unwrap();
         let pfn = pa.alloc_pages(cpu, Gfp::KERNEL, Order(3)).unwrap();
         let zone = pa.zone_of(pfn).unwrap();
@@ -395,8 +400,7 @@ mod debug_vm_tests {
     /// Only a block of the order given is checked: a wrong order is still named by the claim.
     #[test]
     fn other_bad_frees_keep_their_own_errors() {
-        let map = MemoryMap::single_node(1, 16 << 20).unwrap();
-        let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
+        let pa = machine();
         let cpu = pa.cpu(CpuId(0)).unwrap();
         let pfn = pa.alloc_pages(cpu, Gfp::KERNEL, Order(2)).unwrap();
         let wrong = pa.free_pages(cpu, pfn, Order(1));
