@@ -18,7 +18,7 @@ use std::sync::{Barrier, Mutex as StdMutex};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
-use pagealloc::sync::Mutex as SpinMutex;
+use pagealloc::SpinMutex;
 use pagealloc::{
     Counter, CpuId, EventSink, Gfp, MemoryMap, NodeId, Order, PageAllocator, Pfn, Policy,
     TraceEvent, Tunables, ZoneIdx, ZoneLimits,
@@ -509,7 +509,7 @@ impl<'a> SlabBench<'a> {
 // ---------------------------------------------------------------------------------------------
 // 2. The zone lock
 
-/// One uncontended lock+unlock of the project's spin lock (`pagealloc::sync::Mutex`), ns:
+/// One uncontended lock+unlock of the project's spin lock (`pagealloc::SpinMutex`), ns:
 /// the part of a zone-lock hold the event hooks cannot see (they run after the lock is
 /// taken and before it is released).
 pub fn spin_lock_uncontended(windows: usize, clk: &Clock, overhead: f64, out: &mut Vec<f64>) {
@@ -703,11 +703,10 @@ impl HoldBench {
     pub fn new(clk: &Clock) -> Result<HoldBench> {
         let mut allocators = Vec::new();
         for c in HOLD_CONFIGS {
-            let t = Tunables {
-                percpu_pagelist_high_fraction: c.high_fraction,
-                pcp_batch_scale_max: c.scale_max,
-                ..Tunables::default()
-            };
+            let t = Tunables::default().with(|t| {
+                t.percpu_pagelist_high_fraction = c.high_fraction;
+                t.pcp_batch_scale_max = c.scale_max;
+            });
             let sink = HoldTimer {
                 clk: *clk,
                 since: AtomicU64::new(0),

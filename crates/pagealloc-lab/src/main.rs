@@ -9,7 +9,7 @@ mod cacheinfo;
 mod calibrate;
 mod cmd;
 // The one module allowed unsafe code: real memory (mmap, raw blocks) and the few OS calls
-// around it (CPU affinity, SIGPIPE).
+// around it (CPU affinity, SIGPIPE, the model's cache prefetch hint).
 #[allow(unsafe_code)]
 mod heap;
 mod input;
@@ -62,6 +62,10 @@ enum Command {
     Exercise(cmd::exercise::Args),
     /// Time alloc+free patterns on real memory against PageHeap, mimalloc, jemalloc, the
     /// system allocator and buddy_system_allocator; print ns per pair (table or JSON).
+    ///
+    /// mimalloc and jemalloc are C libraries and are in the binary only when the lab is built
+    /// with `--features peers`; without it `bench` runs the Rust peers and names the ones it
+    /// left out.
     Bench(cmd::bench::Args),
     /// Measure the model's cost profile on this machine and write it as TOML.
     ///

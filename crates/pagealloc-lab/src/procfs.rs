@@ -44,8 +44,8 @@ use std::fmt::Write as _;
 use pagealloc::migratetype::MigrateType;
 use pagealloc::sizing;
 use pagealloc::types::{NR_PAGE_ORDERS, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
-use pagealloc::zone::{WMARK_HIGH, WMARK_LOW, WMARK_MIN, WMARK_PROMO};
 use pagealloc::{Counter, CpuId, EventSink, NodeId, NrPages, Order, PageAllocator, Zone, ZoneType};
+use pagealloc::{WMARK_HIGH, WMARK_LOW, WMARK_MIN, WMARK_PROMO};
 
 use crate::kversion::KernelVersion;
 

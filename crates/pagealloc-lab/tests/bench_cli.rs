@@ -10,8 +10,12 @@ fn pagealloc() -> Command {
 
 const PATTERNS: [&str; 7] =
     ["pair-1", "pair-64", "pair-1024", "pair-64-2t", "order3-64", "mix-0-10", "cross-thread"];
-const ALLOCATORS: [&str; 5] =
-    ["pagealloc", "mimalloc", "jemalloc", "system", "buddy_system_allocator"];
+/// The allocators a default run has: the C ones only with the `peers` feature.
+const ALLOCATORS: &[&str] = if cfg!(feature = "peers") {
+    &["pagealloc", "mimalloc", "jemalloc", "system", "buddy_system_allocator"]
+} else {
+    &["pagealloc", "system", "buddy_system_allocator"]
+};
 
 #[test]
 fn quick_json_has_a_row_for_every_allocator_and_pattern() {
@@ -20,7 +24,7 @@ fn quick_json_has_a_row_for_every_allocator_and_pattern() {
     let rows = doc["rows"].as_array().unwrap();
     assert_eq!(rows.len(), PATTERNS.len() * ALLOCATORS.len());
     for p in PATTERNS {
-        for a in ALLOCATORS {
+        for &a in ALLOCATORS {
             let row = rows
                 .iter()
                 .find(|r| r["pattern"] == p && r["allocator"] == a)
@@ -36,6 +40,36 @@ fn quick_json_has_a_row_for_every_allocator_and_pattern() {
     assert!((16.0..17.0).contains(&meta), "{meta}");
     assert!(doc["pagealloc"]["init_ms"].as_f64().unwrap() > 0.0);
     assert!(!doc["machine"]["cpu_model"].as_str().unwrap().is_empty());
+    let left_out: Vec<&str> =
+        doc["left_out"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let expected: &[&str] = if cfg!(feature = "peers") { &[] } else { &["mimalloc", "jemalloc"] };
+    assert_eq!(left_out, expected);
+}
+
+/// Without the `peers` feature a default run names the C allocators it left out and how to
+/// build them in, and asking for one is an error that says the same; with it, neither.
+#[test]
+fn the_c_peers_are_named_when_left_out() {
+    let out = pagealloc()
+        .args(["bench", "--quick", "--patterns", "pair-1", "--arena-mib", "128"])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let note = text.lines().find(|l| l.starts_with("left out:"));
+    let asked = pagealloc()
+        .args(["bench", "--quick", "--patterns", "pair-1", "--allocators", "mimalloc"])
+        .args(["--arena-mib", "128"])
+        .assert();
+    if cfg!(feature = "peers") {
+        assert_eq!(note, None, "{text}");
+        asked.success();
+    } else {
+        let note = note.unwrap_or_else(|| panic!("no left-out line in {text}"));
+        assert!(note.contains("mimalloc, jemalloc") && note.contains("--features peers"), "{note}");
+        let err = String::from_utf8(asked.failure().get_output().stderr.clone()).unwrap();
+        assert!(err.contains("allocator `mimalloc` is not in this build"), "{err}");
+        assert!(err.contains("--features peers"), "{err}");
+    }
 }
 
 #[test]

@@ -56,10 +56,10 @@ use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::AtomicU64 as CoreAtomicU64;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use pagealloc::sync::{AtomicU64, Mutex, Ordering::Relaxed};
 use pagealloc::types::PAGE_SHIFT;
+use pagealloc::SpinMutex as Mutex;
 use pagealloc::{Cpu, CpuId, EventSink, Gfp, NoEvents, NodeId, PageAllocator, Pfn};
 
 use crate::error::SlabError;
@@ -72,8 +72,8 @@ use crate::stat::{SlabInfo, SlabStat, SlabStats, StatSnapshot};
 const SHRINK_PROMOTE_MAX: usize = 32;
 
 /// Source of cache identities (what an object handle carries to be told from another
-/// cache's). A core atomic: it numbers caches and orders nothing.
-static NEXT_CACHE_ID: CoreAtomicU64 = CoreAtomicU64::new(1);
+/// cache's); it numbers caches and orders nothing.
+static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Cache creation flags (kernel `SLAB_*`, same bit values).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -12,8 +12,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicU64 as CoreAtomicU64;
 
-use pagealloc::sync::{AtomicU64, Mutex, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use pagealloc::types::PAGE_SIZE;
+use pagealloc::SpinMutex as Mutex;
 use pagealloc::{Cpu, EventSink, Gfp, NoEvents, Order, PageAllocator, Pfn};
 
 use crate::cache::{KmemCache, SlabFlags, SlabObject};

@@ -65,3 +65,8 @@ pub use crate::error::SlabError;
 pub use crate::kmalloc::{Kmalloc, KmallocObject, KMALLOC_MAX_CACHE_SIZE, KMALLOC_SIZES};
 pub use crate::order::{OrderObjects, OrderRule, SlubConfig};
 pub use crate::stat::{render_slabinfo, SlabInfo, SlabStat, StatSnapshot};
+
+/// The crate README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -51,7 +51,11 @@ pub enum OrderRule {
 /// SLUB's boot parameters (`slub_min_objects=`, `slub_min_order=`, `slub_max_order=`,
 /// spelled `slab_*` since 6.8; both spellings are accepted by the kernel) and the order
 /// rule.
+///
+/// `#[non_exhaustive]` (the kernel adds boot parameters): start from
+/// [`SlubConfig::default`] and change fields, or use [`SlubConfig::with`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SlubConfig {
     /// Objects a slab should hold at least; 0 (the default) derives it from the CPU count:
     /// `4 * (fls(nr_cpus) + 1)`.
@@ -81,6 +85,20 @@ impl Default for SlubConfig {
 }
 
 impl SlubConfig {
+    /// This configuration with `change` applied.
+    ///
+    /// ```
+    /// use pagealloc_slab::{OrderRule, SlubConfig};
+    ///
+    /// let old = SlubConfig::default().with(|c| c.order_rule = OrderRule::Pre6_7);
+    /// assert_eq!(old.max_order, SlubConfig::default().max_order);
+    /// ```
+    #[must_use]
+    pub fn with(mut self, change: impl FnOnce(&mut SlubConfig)) -> SlubConfig {
+        change(&mut self);
+        self
+    }
+
     /// Check the parameters and apply the kernel's fix-up: a `slub_min_order` above
     /// `slub_max_order` raises the maximum to it, as the kernel's `slub_min_order=` handler
     /// does. Orders above the largest and counts above [`MAX_OBJS_PER_PAGE`] are refused

@@ -9,7 +9,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use pagealloc::sync::Mutex;
+use pagealloc::SpinMutex as Mutex;
 use pagealloc::{CpuId, NodeId, Order, Pfn};
 
 /// Where a slab is. The lock of the list it is on is needed to change this, besides the

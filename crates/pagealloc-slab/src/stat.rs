@@ -5,13 +5,14 @@
 use alloc::string::String;
 use core::fmt::Write;
 
-use pagealloc::sync::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 macro_rules! slab_stats {
     ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
         /// One SLUB event counter (kernel `enum stat_item`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(u8)]
+        #[non_exhaustive]
         pub enum SlabStat {
             $($(#[$doc])* $variant,)*
         }

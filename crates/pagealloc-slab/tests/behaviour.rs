@@ -317,7 +317,7 @@ fn shutdown_reports_objects_still_allocated() {
 fn per_cpu_partial_lists_can_be_off() {
     let pa = machine(2, 64);
     let [c0, c1] = cpus(&pa)[..] else { unreachable!() };
-    let cfg = SlubConfig { cpu_partial: false, ..SlubConfig::default() };
+    let cfg = SlubConfig::default().with(|c| c.cpu_partial = false);
     let cache = KmemCache::new(&pa, "t", 4096, 0, SlabFlags::NONE, &cfg).unwrap();
     assert_eq!(cache.cpu_partial_slabs(), 0);
     let objs: Vec<SlabObject> = (0..16).map(|_| cache.alloc(c0, Gfp::KERNEL).unwrap()).collect();

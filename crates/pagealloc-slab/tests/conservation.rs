@@ -171,11 +171,10 @@ fn random_programs_conserve_pages_on_two_nodes_old_rules_no_cpu_partial() {
     let pa =
         PageAllocator::new(Shape::TwoNodes.map(), Tunables::default(), Policy::modern()).unwrap();
     run_program(&pa, &SlubConfig::default(), 7, 6000);
-    let old = SlubConfig {
-        order_rule: pagealloc_slab::OrderRule::Pre6_7,
-        cpu_partial: false,
-        ..SlubConfig::default()
-    };
+    let old = SlubConfig::default().with(|c| {
+        c.order_rule = pagealloc_slab::OrderRule::Pre6_7;
+        c.cpu_partial = false;
+    });
     run_program(&pa, &old, 8, 6000);
 }
 

@@ -96,7 +96,7 @@ fn slub_orders_match_the_table() {
 /// `min_objects` that succeeds does so at the same order.
 #[test]
 fn the_old_rule_agrees_on_the_table() {
-    let cfg = SlubConfig { order_rule: OrderRule::Pre6_7, ..SlubConfig::default() };
+    let cfg = SlubConfig::default().with(|c| c.order_rule = OrderRule::Pre6_7);
     for &(size, cpus, objects, order) in TABLE {
         check(&cfg, size, cpus, objects, order);
     }
@@ -110,7 +110,7 @@ fn the_old_rule_agrees_on_the_table() {
 #[test]
 fn the_rules_differ_where_the_series_says() {
     let new = SlubConfig::default();
-    let old = SlubConfig { order_rule: OrderRule::Pre6_7, ..new };
+    let old = new.with(|c| c.order_rule = OrderRule::Pre6_7);
     check(&new, 11000, 64, 2, 3);
     check(&old, 11000, 64, 1, 2);
 }
@@ -119,17 +119,17 @@ fn the_rules_differ_where_the_series_says() {
 #[test]
 fn boot_parameters() {
     // slub_min_order=2: 64-byte objects start at order 2 → 16384 / 64 = 256 objects.
-    let c = SlubConfig { min_order: 2, ..SlubConfig::default() }.checked().unwrap();
+    let c = SlubConfig::default().with(|c| c.min_order = 2).checked().unwrap();
     check(&c, 64, 64, 256, 2);
     // slub_max_order=1: 1 KiB objects are capped at 8192 / 1024 = 8 → order 1.
-    let c = SlubConfig { max_order: 1, ..SlubConfig::default() };
+    let c = SlubConfig::default().with(|c| c.max_order = 1);
     check(&c, 1024, 64, 8, 1);
     // slub_min_objects=4: 4 * 1 KiB = 4 KiB → order 0, 4 objects.
-    let c = SlubConfig { min_objects: 4, ..SlubConfig::default() };
+    let c = SlubConfig::default().with(|c| c.min_objects = 4);
     check(&c, 1024, 64, 4, 0);
     // slub_min_order=10 with 8-byte objects: 4 MiB / 8 would exceed 32767 objects, so the
     // largest order below get_order(8 * 32767) = 6 is taken: order 5, 16384 objects.
-    let c = SlubConfig { min_order: 10, ..SlubConfig::default() }.checked().unwrap();
+    let c = SlubConfig::default().with(|c| c.min_order = 10).checked().unwrap();
     check(&c, 8, 64, 16384, 5);
 }
 

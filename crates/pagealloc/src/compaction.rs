@@ -102,6 +102,7 @@ impl CompactMode {
 /// How a compaction ended (kernel `enum compact_result`), ordered as the kernel orders them:
 /// of several zones' results, the greatest is the outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum CompactResult {
     /// Not run: the zone has too little free memory for compaction to help (or, for a costly
     /// order, its fragmentation index says the failure is lack of memory, not fragmentation).
@@ -121,6 +122,7 @@ pub enum CompactResult {
 
 /// What one compaction did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CompactStats {
     /// Frames the migrate scanner looked at.
     pub migrate_scanned: u64,
@@ -149,6 +151,7 @@ impl CompactStats {
 
 /// A compaction's result with what it did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CompactOutcome {
     /// How it ended.
     pub result: CompactResult,

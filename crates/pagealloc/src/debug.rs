@@ -9,6 +9,8 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+#[cfg(feature = "debug-vm")]
+use crate::error::FreeError;
 use crate::events::EventSink;
 use crate::mem_map::FrameState;
 use crate::migratetype::{MigrateType, MIGRATE_TYPES};
@@ -36,6 +38,7 @@ impl core::error::Error for Violation {}
 
 /// Where a zone's managed pages are, counted by walking every frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Census {
     /// Managed frames (not reserved, not holes).
     pub managed: u64,
@@ -67,6 +70,24 @@ pub fn census<E: EventSink>(pa: &PageAllocator<E>) -> Census {
         total.allocated += c.allocated;
     }
     total
+}
+
+/// The `debug-vm` check on every free (the kernel's `free_tail_page_prepare` and
+/// `free_page_is_bad`, which `CONFIG_DEBUG_VM` turns on for every freed page): each frame of
+/// an allocated block after its head must be a tail frame inside the zone. A block whose head
+/// is not `Allocated` with this order is left to the claim, which names what is wrong; a
+/// corrupt block is refused with [`FreeError::BadPage`] and stays allocated. O(2^order).
+#[cfg(feature = "debug-vm")]
+pub(crate) fn check_free_block(z: &Zone, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+    let head = z.frame(pfn).info();
+    if head.state != FrameState::Allocated || head.order != order {
+        return Ok(());
+    }
+    let tails = (1..order.nr_pages().0).map(|i| Pfn(pfn.0 + i));
+    match tails.into_iter().find(|&p| !z.spans(p) || z.frame(p).info().state != FrameState::Tail) {
+        Some(bad) => Err(FreeError::BadPage { pfn, bad }),
+        None => Ok(()),
+    }
 }
 
 fn fail(z: &Zone, what: String) -> Violation {
@@ -343,4 +364,48 @@ fn frame_census(z: &Zone) -> Result<Census, Violation> {
         i += pages;
     }
     Ok(c)
+}
+
+#[cfg(all(test, feature = "debug-vm"))]
+mod debug_vm_tests {
+    use super::*;
+    use crate::mem_map::FrameInfo;
+    use crate::{CpuId, Gfp, MemoryMap, Policy, Tunables};
+
+    /// One node, one CPU, 16 MiB.
+    fn machine() -> PageAllocator {
+        let map = MemoryMap::single_node(1, 16 << 20).unwrap();
+        PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap()
+    }
+
+    /// A tail frame turned into something else is caught on free, the block stays allocated,
+    /// and once the frame is repaired the same free goes through.
+    #[test]
+    fn a_corrupt_tail_frame_is_a_bad_page_and_the_block_stays_allocated() {
+        let pa = machine();
+        let cpu = pa.cpu(CpuId(0)).unwrap();
+        let pfn = pa.alloc_pages(cpu, Gfp::KERNEL, Order(3)).unwrap();
+        let zone = pa.zone_of(pfn).unwrap();
+        let bad = Pfn(pfn.0 + 5);
+        zone.frame(bad).set_info(FrameInfo { state: FrameState::Buddy, order: Order(0), list: 0 });
+
+        assert_eq!(pa.free_pages(cpu, pfn, Order(3)), Err(FreeError::BadPage { pfn, bad }));
+        assert_eq!(zone.frame(pfn).info().state, FrameState::Allocated, "left allocated");
+
+        zone.frame(bad).set_info(FrameInfo::TAIL);
+        pa.free_pages(cpu, pfn, Order(3)).unwrap();
+        validate(&pa).unwrap();
+    }
+
+    /// Only a block of the order given is checked: a wrong order is still named by the claim.
+    #[test]
+    fn other_bad_frees_keep_their_own_errors() {
+        let pa = machine();
+        let cpu = pa.cpu(CpuId(0)).unwrap();
+        let pfn = pa.alloc_pages(cpu, Gfp::KERNEL, Order(2)).unwrap();
+        let wrong = pa.free_pages(cpu, pfn, Order(1));
+        assert_eq!(wrong, Err(FreeError::WrongOrder { pfn, given: Order(1), allocated: Order(2) }));
+        pa.free_pages(cpu, pfn, Order(2)).unwrap();
+        assert_eq!(pa.free_pages(cpu, pfn, Order(2)), Err(FreeError::DoubleFree { pfn }));
+    }
 }

@@ -9,6 +9,7 @@ use crate::types::{CpuId, NodeId, Order, Pfn, ZoneIdx};
 
 /// Why an allocation failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AllocError {
     /// `order > MAX_PAGE_ORDER`.
     InvalidOrder(Order),
@@ -68,6 +69,7 @@ impl fmt::Display for AllocError {
 
 /// Why a free was refused. The block, if any, stays as it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FreeError {
     /// `order > MAX_PAGE_ORDER`.
     InvalidOrder(Order),
@@ -109,6 +111,16 @@ pub enum FreeError {
         /// The frame.
         pfn: Pfn,
     },
+    /// Frame `bad` inside the allocated block at `pfn` is not one of its tail frames: the
+    /// allocator's metadata for the block is corrupt (the kernel's `bad_page`). Only the
+    /// `debug-vm` feature checks every frame of a freed block; the block is left allocated,
+    /// as the kernel leaks a bad page rather than put it on a free list.
+    BadPage {
+        /// The block's first frame.
+        pfn: Pfn,
+        /// The first frame found in the wrong state.
+        bad: Pfn,
+    },
     /// The block is a page_frag page others still hold: the cache carving it, or more than
     /// one fragment not given back. Its last reference frees it (`page_frag_free`,
     /// `PageFragCache::drain`).
@@ -137,6 +149,9 @@ impl fmt::Display for FreeError {
                 write!(f, "pfn {pfn} is a tail page of the block at {head}")
             }
             FreeError::NotAllocated { pfn } => write!(f, "pfn {pfn} is not an allocated block"),
+            FreeError::BadPage { pfn, bad } => {
+                write!(f, "bad page: pfn {bad} in the block at {pfn} is not a tail frame")
+            }
             FreeError::StillReferenced { pfn, refs } => write!(
                 f,
                 "pfn {pfn} is a page_frag page with {refs} references held (its cache or its \
@@ -148,6 +163,7 @@ impl fmt::Display for FreeError {
 
 /// Why a pageblock could not be isolated or given back. Nothing was changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IsolateError {
     /// The CPU handle is not one of this allocator's.
     InvalidCpu(CpuId),
@@ -186,6 +202,7 @@ impl fmt::Display for IsolateError {
 
 /// Why a compaction request was refused. Nothing was changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CompactError {
     /// The CPU handle is not one of this allocator's.
     InvalidCpu(CpuId),
@@ -212,6 +229,7 @@ impl fmt::Display for CompactError {
 
 /// Why a run-time setting was refused. The setting in force stays as it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SettingError {
     /// The value is outside the range the setting (its sysctl) accepts.
     OutOfRange {

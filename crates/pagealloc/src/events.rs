@@ -10,6 +10,7 @@ use crate::types::{CpuId, Order, Pfn, ZoneIdx};
 
 /// One trace record. Field names follow the tracepoints' printed fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TraceEvent {
     /// `mm_page_alloc`: an allocation finished (`pfn == None` when it failed).
     PageAlloc {
@@ -96,6 +97,18 @@ impl TraceEvent {
         }
     }
 
+    /// The CPU the event happened on (every tracepoint records one).
+    pub const fn cpu(&self) -> CpuId {
+        match *self {
+            TraceEvent::PageAlloc { cpu, .. }
+            | TraceEvent::PageFree { cpu, .. }
+            | TraceEvent::PageFreeBatched { cpu, .. }
+            | TraceEvent::PagePcpuDrain { cpu, .. }
+            | TraceEvent::PageAllocZoneLocked { cpu, .. }
+            | TraceEvent::PageAllocExtfrag { cpu, .. } => cpu,
+        }
+    }
+
     /// `mm_page_alloc_extfrag`'s derived field: did the fallback split a pageblock?
     pub const fn is_fragmenting(&self) -> bool {
         match self {
@@ -124,6 +137,33 @@ pub enum MetaLine {
 
 /// Receives trace records. `record` may be called with the zone lock or a pcp lock held:
 /// it must not call back into the allocator.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+/// use pagealloc::{CpuId, EventSink, Gfp, MemoryMap, Order, PageAllocator, Policy, TraceEvent,
+///     Tunables};
+///
+/// /// Counts `mm_page_alloc` records (a sink only needs `record`).
+/// #[derive(Debug, Default)]
+/// struct Allocs(AtomicU64);
+///
+/// impl EventSink for Allocs {
+///     fn record(&self, event: &TraceEvent) {
+///         if matches!(event, TraceEvent::PageAlloc { .. }) {
+///             self.0.fetch_add(1, Relaxed);
+///         }
+///     }
+/// }
+///
+/// let map = MemoryMap::single_node(1, 16 << 20)?;
+/// let pa = PageAllocator::with_events(map, Tunables::default(), Policy::modern(),
+///     Allocs::default())?;
+/// let cpu = pa.cpu(CpuId(0)).expect("cpu 0");
+/// let pfn = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?;
+/// pa.free_pages(cpu, pfn, Order(0))?;
+/// assert_eq!(pa.events().0.load(Relaxed), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait EventSink: Sync {
     /// False makes every emission site dead code.
     const ENABLED: bool = true;

@@ -1,8 +1,9 @@
 //! Intrusive doubly-linked lists threaded through the mem_map by frame index: O(1) push and
 //! pop at both ends and O(1) unlink of any member, with no pointers and no allocation.
 //!
-//! A list does not know which lock protects it; the struct that embeds it says so, and every
-//! operation takes the frame array the indices refer to.
+//! A list does not know which lock protects it; the struct that embeds it says so. Every
+//! operation takes the frame array the indices refer to, or a lookup into it (the `*_with`
+//! forms: a checked index, or on the hit paths an unchecked one, `hot.rs`).
 
 use crate::mem_map::{Frame, NIL};
 
@@ -52,14 +53,8 @@ impl ListHead {
     }
 
     /// Insert `idx` (not on any list) at the head. Returns the other member whose links
-    /// changed (the old head), or [`NIL`].
-    #[inline]
-    pub fn push_head(&mut self, map: &[Frame], idx: u32) -> u32 {
-        self.push_head_with(|i| &map[i as usize], idx)
-    }
-
-    /// [`push_head`](Self::push_head) with the frames looked up by `at` (a checked index
-    /// here, an unchecked one on the hit paths: `hot.rs`).
+    /// changed (the old head), or [`NIL`]. The frames are looked up by `at`: a checked index
+    /// (`|i| &map[i as usize]`) or, on the hit paths, an unchecked one (`hot.rs`).
     #[inline(always)]
     pub(crate) fn push_head_with<'m>(&mut self, at: impl Fn(u32) -> &'m Frame, idx: u32) -> u32 {
         let f = at(idx);
@@ -102,13 +97,7 @@ impl ListHead {
 
     /// Remove and return the head, and the other member whose links changed (the new head),
     /// or [`NIL`]. The removed frame's own links are left as they were: a frame on no list
-    /// has meaningless links (every insertion writes both).
-    #[inline]
-    pub fn pop_head(&mut self, map: &[Frame]) -> Option<(u32, u32)> {
-        self.pop_head_with(|i| &map[i as usize])
-    }
-
-    /// [`pop_head`](Self::pop_head) with the frames looked up by `at`.
+    /// has meaningless links (every insertion writes both). Frames looked up by `at`.
     #[inline(always)]
     pub(crate) fn pop_head_with<'m>(
         &mut self,
@@ -146,13 +135,7 @@ impl ListHead {
     }
 
     /// Remove `idx`, which must be a member of this list. Returns the members whose links
-    /// changed, `[prev, next]`, each [`NIL`] if there is none.
-    #[inline]
-    pub fn unlink(&mut self, map: &[Frame], idx: u32) -> [u32; 2] {
-        self.unlink_with(|i| &map[i as usize], idx)
-    }
-
-    /// [`unlink`](Self::unlink) with the frames looked up by `at`.
+    /// changed, `[prev, next]`, each [`NIL`] if there is none. Frames looked up by `at`.
     #[inline(always)]
     pub(crate) fn unlink_with<'m>(&mut self, at: impl Fn(u32) -> &'m Frame, idx: u32) -> [u32; 2] {
         let f = at(idx);
@@ -215,18 +198,19 @@ mod tests {
     #[test]
     fn push_pop_unlink() {
         let map: Vec<Frame> = (0..8).map(|_| Frame::new()).collect();
+        let at = |i: u32| &map[i as usize];
         let mut l = ListHead::new();
         // Each operation names the neighbours whose links it rewrote.
-        assert_eq!(l.push_head(&map, 1), NIL);
-        assert_eq!(l.push_head(&map, 2), 1);
+        assert_eq!(l.push_head_with(at, 1), NIL);
+        assert_eq!(l.push_head_with(at, 2), 1);
         assert_eq!(l.push_tail(&map, 3), 1);
         assert_eq!(collect(&l, &map), [2, 1, 3]);
-        assert_eq!(l.unlink(&map, 1), [2, 3]);
+        assert_eq!(l.unlink_with(at, 1), [2, 3]);
         assert_eq!(collect(&l, &map), [2, 3]);
         assert_eq!(l.pop_tail(&map), Some((3, 2)));
-        assert_eq!(l.pop_head(&map), Some((2, NIL)));
+        assert_eq!(l.pop_head_with(at), Some((2, NIL)));
         assert!(l.is_empty());
-        assert_eq!(l.pop_head(&map), None);
+        assert_eq!(l.pop_head_with(at), None);
         assert_eq!(l, ListHead::new());
     }
 }

@@ -45,6 +45,7 @@ impl Default for ZoneLimits {
 
 /// Why a memory map was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MapError {
     /// A byte range held no whole page after rounding its start up and its end down.
     EmptyRange {

@@ -33,6 +33,7 @@ pub const MAX_MIN_FREE_KBYTES: u64 = i32::MAX as u64;
 
 /// Why an allocator could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BuildError {
     /// The memory map is unusable.
     Map(MapError),
@@ -1012,6 +1013,8 @@ impl<E: EventSink> PageAllocator<E> {
         if E::ENABLED {
             self.events.touch(cpu.id, MetaLine::Frame(pfn));
         }
+        #[cfg(feature = "debug-vm")]
+        crate::debug::check_free_block(zone, pfn, order)?;
         // SAFETY: `zone_of` found `pfn` in this zone's span (hot.rs, F).
         match unsafe { zone.frame_of(pfn) }.claim_unreferenced(order) {
             Ok(_) => Ok(zone),

@@ -641,6 +641,7 @@ define_policy! {
     /// Combinations no kernel shipped are allowed and do what the fields say; a switch whose
     /// mechanism is absent (e.g. `free_high_drain` with `free_high = off`) is simply not
     /// consulted. `Default` is [`Policy::modern`].
+    #[non_exhaustive]
     pub struct Policy {
         /// Orders cached per CPU and the list layout: order 0 only (≤ 5.13), 0–3 + THP with
         /// 3, 1 or 2 THP lists (5.14, 6.0, 6.10).
@@ -724,6 +725,22 @@ impl Policy {
     /// The modern kernel (docs/kernel-reference.md baseline, 6.10+ forms): everything on.
     pub const fn modern() -> Policy {
         MODERN
+    }
+
+    /// This policy with `change` applied: the way to derive a policy from a preset, since
+    /// `Policy` is `#[non_exhaustive]` (new switches come with new kernels) and so cannot be
+    /// written as a struct literal outside this crate.
+    ///
+    /// ```
+    /// use pagealloc::policy::{PcpHigh, Policy};
+    ///
+    /// let fixed_high = Policy::modern().with(|p| p.pcp_high = PcpHigh::SixTimesBatch);
+    /// assert_eq!(fixed_high.differing_keys(&Policy::modern()), ["pcp_high"]);
+    /// ```
+    #[must_use]
+    pub fn with(mut self, change: impl FnOnce(&mut Policy)) -> Policy {
+        change(&mut self);
+        self
     }
 
     /// The named preset's policy, or `None` for an unknown name.
@@ -1115,6 +1132,7 @@ pub const PRESETS: &[Preset] = &[
 /// Settings a user or administrator chooses: the kernel's sysctls and Kconfig value that the
 /// seeds' mechanisms read. Independent of [`Policy`] (see the module docs for why).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Tunables {
     /// `vm.percpu_pagelist_high_fraction`: 0 (default) sizes high from the LOW watermark (and
     /// lets auto-tuning run up to managed / 8); f ≥ 8 sizes high from managed / f split over
@@ -1155,6 +1173,22 @@ pub struct Tunables {
 const INT_MAX: i64 = i32::MAX as i64;
 
 impl Tunables {
+    /// These tunables with `change` applied (`Tunables` is `#[non_exhaustive]`: start from
+    /// [`Tunables::default`] and set what differs).
+    ///
+    /// ```
+    /// use pagealloc::Tunables;
+    ///
+    /// let t = Tunables::default().with(|t| t.min_free_kbytes = Some(65_536));
+    /// assert_eq!(t.min_free_kbytes, Some(65_536));
+    /// assert_eq!(t.watermark_scale_factor, Tunables::default().watermark_scale_factor);
+    /// ```
+    #[must_use]
+    pub fn with(mut self, change: impl FnOnce(&mut Tunables)) -> Tunables {
+        change(&mut self);
+        self
+    }
+
     /// Every tunable key, in field order.
     pub const KEYS: &'static [&'static str] = &[
         "percpu_pagelist_high_fraction",
@@ -1528,6 +1562,7 @@ impl KeySet {
 
 /// A refused key or value.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PolicyError {
     /// No switch or tunable has this name.
     UnknownKey {

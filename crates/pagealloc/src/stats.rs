@@ -18,6 +18,7 @@ macro_rules! counters {
         /// One event counter.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(u16)]
+        #[non_exhaustive]
         pub enum Counter {
             $($(#[$doc])* $variant,)*
         }
@@ -152,6 +153,7 @@ counters! {
 
 /// Why a pageset was drained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DrainReason {
     /// A free took count to high.
     High,

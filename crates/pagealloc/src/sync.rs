@@ -3,8 +3,8 @@
 //! different lock — or a model checker's atomics — can be swapped in at one place.
 //!
 //! The lock is a test-and-test-and-set spin lock implementing `lock_api::RawMutex`: the kernel's
-//! zone and pcp locks are spin locks too, and a `no_std` user has nothing else. With the `std`
-//! feature absent there is no way to yield; hold times are bounded by the allocator's own work
+//! zone and pcp locks are spin locks too, and a `no_std` user has nothing else. The crate has no
+//! way to yield; hold times are bounded by the allocator's own work
 //! (one bulk refill or drain), never by a caller.
 //!
 //! Under `--cfg loom` (the models in `tests/loom.rs`) the atomics and the spin hint are loom's,

@@ -210,7 +210,7 @@ impl Zone {
     }
 
     /// Watermark `w` (`WMARK_*`) including the current boost, as the kernel's accessors add it
-    /// (saturating). An index above [`WMARK_PROMO`] names no watermark and reads as
+    /// (saturating). An index above [`WMARK_PROMO`](crate::WMARK_PROMO) names no watermark and reads as
     /// `u64::MAX`, a mark no zone's free pages reach.
     #[inline]
     pub fn wmark_pages(&self, w: usize) -> u64 {
@@ -270,7 +270,7 @@ impl Zone {
         self.area_mask[order.index()].load(Relaxed)
     }
 
-    /// Is flag bit `f` (see [`flags`]) set?
+    /// Is flag bit `f` (see [`zone_flags`](crate::zone_flags)) set?
     #[inline]
     pub fn test_flag(&self, f: u32) -> bool {
         self.flags.load(Relaxed) & f != 0
@@ -278,7 +278,7 @@ impl Zone {
 
     /// Set flag bit `f`.
     #[inline]
-    pub fn set_flag(&self, f: u32) {
+    pub(crate) fn set_flag(&self, f: u32) {
         if !self.test_flag(f) {
             self.flags.fetch_or(f, Relaxed);
         }
@@ -286,7 +286,7 @@ impl Zone {
 
     /// Clear flag bit `f`; returns whether it was set.
     #[inline]
-    pub fn clear_flag(&self, f: u32) -> bool {
+    pub(crate) fn clear_flag(&self, f: u32) -> bool {
         self.test_flag(f) && self.flags.fetch_and(!f, Relaxed) & f != 0
     }
 

@@ -5,11 +5,11 @@
 use pagealloc::debug::{census, validate, validate_zone};
 use pagealloc::page_alloc::MAX_MIN_FREE_KBYTES;
 use pagealloc::page_frag::{MIN_BIAS, PAGE_FRAG_CACHE_MAX_SIZE};
-use pagealloc::zone::{WMARK_HIGH, WMARK_MIN};
 use pagealloc::{
     AllocError, AllocFlags, CpuId, FreeError, Gfp, IsolateError, MemoryMap, MigrateType, NodeId,
     Order, PageAllocator, PageFragCache, Pfn, Policy, SettingError, Tunables, ZoneType,
 };
+use pagealloc::{WMARK_HIGH, WMARK_MIN};
 
 const MIB: u64 = 1 << 20;
 

@@ -353,7 +353,7 @@ fn kcompactd_runs_for_a_woken_order_and_proactively() {
     give_everything_back(&pa, cpu, &owner);
 
     // Proactiveness 0 turns it off.
-    let off = Tunables { compaction_proactiveness: 0, ..Tunables::default() };
+    let off = Tunables::default().with(|t| t.compaction_proactiveness = 0);
     let (pa, cpu) = machine(off);
     let mut owner = fragment(&pa, cpu, Gfp::HIGHUSER_MOVABLE);
     assert_eq!(pa.kcompactd(cpu, node, &mut owner).unwrap(), None);

@@ -70,7 +70,7 @@ fn machine(locking: PcpLocking) -> Arc<PageAllocator> {
         .expect("a valid range")
         .set_cpus(NodeId(0), 2)
         .unwrap();
-    let policy = Policy { pcp_locking: locking, ..Policy::modern() };
+    let policy = Policy::modern().with(|p| p.pcp_locking = locking);
     let pa = PageAllocator::new(map, Tunables::default(), policy).expect("the model machine");
     assert_eq!(pa.managed_pages().0, FRAMES);
     Arc::new(pa)

@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Barrier, Mutex};
 
 use pagealloc::debug::validate;
-use pagealloc::pcp::PCPF_FREE_HIGH_BATCH;
 use pagealloc::policy::{
     BuddyPrefetch, BulkFree, FreeBatchSizing, FreeHigh, FreeHighBatch, FreeHighDrain, HighDecay,
     NoFragment, PageFragFree, PcpHigh, PcpLists, PcpLocking, PgfreeUnit, ReclaimActiveLimit,
     RefillSizing,
 };
-use pagealloc::zone::flags::BELOW_HIGH;
+use pagealloc::zone_flags::BELOW_HIGH;
+use pagealloc::PCPF_FREE_HIGH_BATCH;
 use pagealloc::{
     CacheInfo, Counter, Cpu, CpuId, EventSink, Gfp, MemoryMap, MigrateType, NodeId, Order,
     PageAllocator, PageFragCache, PcpSnapshot, Pfn, Policy, TraceEvent, Tunables, VmEvents, Zone,
@@ -41,7 +41,7 @@ fn spec_machine() -> PageAllocator {
         .unwrap()
         .set_cpus(NodeId(0), 2)
         .unwrap();
-    let tunables = Tunables { min_free_kbytes: Some(67_584), ..Tunables::default() };
+    let tunables = Tunables::default().with(|t| t.min_free_kbytes = Some(67_584));
     PageAllocator::new(map, tunables, Policy::modern()).expect("valid allocator")
 }
 
@@ -312,7 +312,7 @@ fn every_policy_switch_has_a_behavioural_test() {
 #[test]
 fn pcp_lists_order0_only_sends_order1_blocks_to_the_zone() {
     let modern = Policy::modern();
-    let order0 = Policy { pcp_lists: PcpLists::Order0Only, ..modern };
+    let order0 = modern.with(|p| p.pcp_lists = PcpLists::Order0Only);
     for (policy, cached) in [(modern, true), (order0, false)] {
         let pa = normal_machine(policy, 64);
         let c0 = cpu(&pa, 0);
@@ -340,7 +340,7 @@ fn pcp_lists_order0_only_sends_order1_blocks_to_the_zone() {
 #[test]
 fn pcp_lists_thp_split_keeps_movable_and_unmovable_thps_apart() {
     let split = Policy::modern();
-    let shared = Policy { pcp_lists: PcpLists::ThpShared, ..split };
+    let shared = split.with(|p| p.pcp_lists = PcpLists::ThpShared);
     for (policy, is_shared) in [(split, false), (shared, true)] {
         let pa = normal_machine(policy, 64);
         let c0 = cpu(&pa, 0);
@@ -382,7 +382,7 @@ impl EventSink for Gate {
 /// Free a page on CPU 0 while another thread drains CPU 0's pageset; returns the
 /// (PcpTrylockFail, PcpFree) counts of that free.
 fn free_while_pageset_busy(locking: PcpLocking) -> (u64, u64) {
-    let policy = Policy { pcp_locking: locking, ..Policy::modern() };
+    let policy = Policy::modern().with(|p| p.pcp_locking = locking);
     let gate =
         Gate { armed: AtomicBool::new(true), entered: Barrier::new(2), release: Barrier::new(2) };
     let pa = normal_machine_with(policy, 64, Tunables::default(), gate);
@@ -427,7 +427,7 @@ fn pcp_locking_trylock_sends_a_free_on_a_busy_pageset_to_the_zone() {
 #[test]
 fn pcp_high_is_six_batches_or_static_low_wmark_or_grows_on_refill() {
     for variant in [PcpHigh::SixTimesBatch, PcpHigh::StaticLowWmark, PcpHigh::AutoTune] {
-        let pa = normal_machine(Policy { pcp_high: variant, ..Policy::modern() }, 512);
+        let pa = normal_machine(Policy::modern().with(|p| p.pcp_high = variant), 512);
         let c0 = cpu(&pa, 0);
         assert_eq!(normal(&pa).wmark_pages(1), 7040);
         let first = pa.alloc_pages(c0, Gfp::KERNEL, Order(0)).unwrap();
@@ -473,7 +473,7 @@ fn reclaim_active_limit_caps_the_pageset_and_shrinks_high() {
     for variant in
         [ReclaimActiveLimit::Off, ReclaimActiveLimit::Cap, ReclaimActiveLimit::CapAndShrink]
     {
-        let pa = normal_machine(Policy { reclaim_active_limit: variant, ..Policy::modern() }, 512);
+        let pa = normal_machine(Policy::modern().with(|p| p.reclaim_active_limit = variant), 512);
         let pages = grow_high_on_cpu0(&pa);
         pa.set_reclaim_active(normal(&pa).idx(), true);
         let before = pa.vm_events();
@@ -507,7 +507,7 @@ fn reclaim_active_limit_caps_the_pageset_and_shrinks_high() {
 #[test]
 fn zone_below_high_stops_refill_growth_and_drains_frees() {
     for on in [true, false] {
-        let pa = normal_machine(Policy { zone_below_high: on, ..Policy::modern() }, 64);
+        let pa = normal_machine(Policy::modern().with(|p| p.zone_below_high = on), 64);
         let z = normal(&pa);
         let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
         let mut taken = Vec::new();
@@ -541,7 +541,7 @@ fn high_decay_lowers_high_on_tick_by_its_rule() {
     for variant in
         [HighDecay::Off, HighDecay::FourFifths, HighDecay::CountMinLimited, HighDecay::SevenEighths]
     {
-        let pa = normal_machine(Policy { high_decay: variant, ..Policy::modern() }, 512);
+        let pa = normal_machine(Policy::modern().with(|p| p.high_decay = variant), 512);
         let c0 = cpu(&pa, 0);
         let pages = grow_high_on_cpu0(&pa);
         free_all(&pa, c0, &pages, Order(0));
@@ -577,7 +577,7 @@ fn overflow_drains(
     n: usize,
 ) -> (Vec<u64>, PcpSnapshot) {
     let base = Policy::preset("tune-base").unwrap();
-    let policy = Policy { free_batch_sizing: sizing, ..base };
+    let policy = base.with(|p| p.free_batch_sizing = sizing);
     let pa = normal_machine_with(policy, 512, tunables, pagealloc::NoEvents);
     let pages = alloc_n(&pa, cpu(&pa, 1), Gfp::KERNEL, Order(0), n);
     let drains = per_free(&pa, cpu(&pa, 0), &pages, Order(0), Counter::DrainHighPages);
@@ -608,7 +608,7 @@ fn free_batch_sizing_sets_the_size_of_successive_overflow_drains() {
 
     // high = 527 = 17·batch, so batch << 4 == high − batch exactly: the strict test stops
     // free_factor at 4, the v1 patch 7 inclusive test takes it to 5 (same drain sizes).
-    let t = Tunables { min_free_kbytes: Some(3376), ..Tunables::default() };
+    let t = Tunables::default().with(|t| t.min_free_kbytes = Some(3376));
     let n = 527 + 31 + 62 + 124 + 248 + 496;
     let (strict, s) = overflow_drains(FreeBatchSizing::FreeFactorCapped, t, n);
     assert_eq!(s.high, 527);
@@ -621,7 +621,7 @@ fn free_batch_sizing_sets_the_size_of_successive_overflow_drains() {
 #[test]
 fn free_count_v1_lowers_high_by_free_count_and_merged_by_at_least_a_batch() {
     for (sizing, step) in [(FreeBatchSizing::FreeCountV1, 1), (FreeBatchSizing::FreeCount, 31)] {
-        let pa = normal_machine(Policy { free_batch_sizing: sizing, ..Policy::modern() }, 512);
+        let pa = normal_machine(Policy::modern().with(|p| p.free_batch_sizing = sizing), 512);
         let pages = grow_high_on_cpu0(&pa);
         assert_eq!(pcp(&pa, 0).free_count, 0, "allocations halved it away");
         pa.set_reclaim_active(normal(&pa).idx(), true);
@@ -637,7 +637,7 @@ fn free_count_v1_lowers_high_by_free_count_and_merged_by_at_least_a_batch() {
 #[test]
 fn free_high_drains_on_high_order_frees_any_or_consecutive() {
     for variant in [FreeHigh::Off, FreeHigh::AnyHighOrder, FreeHigh::Consecutive] {
-        let pa = normal_machine(Policy { free_high: variant, ..Policy::modern() }, 512);
+        let pa = normal_machine(Policy::modern().with(|p| p.free_high = variant), 512);
         let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
         let small = alloc_n(&pa, c1, Gfp::KERNEL, Order(0), 41);
         let big = alloc_n(&pa, c1, Gfp::KERNEL, Order(1), 3);
@@ -677,7 +677,7 @@ fn free_high_batch_flag_follows_its_cache_rule_and_keeps_a_batch() {
         (FreeHighBatch::DataSlicesOver4Batch, data, true),
     ];
     for (variant, cache, flagged) in cases {
-        let pa = normal_machine(Policy { free_high_batch: variant, ..Policy::modern() }, 512);
+        let pa = normal_machine(Policy::modern().with(|p| p.free_high_batch = variant), 512);
         pa.set_cpu_cache(CpuId(0), cache);
         assert_eq!(pcp(&pa, 0).flags & PCPF_FREE_HIGH_BATCH != 0, flagged, "{variant} {cache:?}");
         let pages = alloc_n(&pa, cpu(&pa, 1), Gfp::KERNEL, Order(3), 13);
@@ -697,7 +697,7 @@ fn free_high_batch_flag_follows_its_cache_rule_and_keeps_a_batch() {
 #[test]
 fn free_high_drain_takes_everything_or_batch_shl_s_and_shrinks_high() {
     for variant in [FreeHighDrain::All, FreeHighDrain::CappedShrinkHigh] {
-        let pa = normal_machine(Policy { free_high_drain: variant, ..Policy::modern() }, 512);
+        let pa = normal_machine(Policy::modern().with(|p| p.free_high_drain = variant), 512);
         let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
         let grown = grow_high_on_cpu0(&pa);
         let big = alloc_n(&pa, c1, Gfp::KERNEL, Order(1), 2);
@@ -728,7 +728,7 @@ fn free_high_drain_takes_everything_or_batch_shl_s_and_shrinks_high() {
 #[test]
 fn refill_sizing_batch_or_doubling_alloc_factor() {
     for variant in [RefillSizing::Batch, RefillSizing::AllocFactor] {
-        let pa = normal_machine(Policy { refill_sizing: variant, ..Policy::modern() }, 512);
+        let pa = normal_machine(Policy::modern().with(|p| p.refill_sizing = variant), 512);
         let c0 = cpu(&pa, 0);
         let mut sizes = Vec::new();
         let mut pages = Vec::new();
@@ -774,7 +774,7 @@ fn drain_three_lists(policy: Policy) -> (Vec<MigrateType>, PageAllocator<DrainLo
 #[test]
 fn bulk_free_chooses_the_list_order_of_a_drain() {
     use MigrateType::{Movable as M, Reclaimable as R, Unmovable as U};
-    let run = |bulk_free| drain_three_lists(Policy { bulk_free, ..Policy::modern() }).0;
+    let run = |bulk_free| drain_three_lists(Policy::modern().with(|p| p.bulk_free = bulk_free)).0;
     let seq = |parts: &[(MigrateType, usize)]| -> Vec<MigrateType> {
         parts.iter().flat_map(|&(mt, n)| std::iter::repeat_n(mt, n)).collect()
     };
@@ -791,7 +791,8 @@ fn bulk_free_chooses_the_list_order_of_a_drain() {
 fn bulk_free_prefetch_changes_no_visible_state() {
     let base = Policy::preset("hpc-vanilla").unwrap();
     let observe = |bulk_free_prefetch| {
-        let (types, pa) = drain_three_lists(Policy { bulk_free_prefetch, ..base });
+        let (types, pa) =
+            drain_three_lists(base.with(|p| p.bulk_free_prefetch = bulk_free_prefetch));
         let z = normal(&pa);
         (types, pa.vm_events(), z.free_list_counts(), z.pcp(CpuId(0)), z.pcp(CpuId(1)))
     };
@@ -804,7 +805,7 @@ fn bulk_free_prefetch_changes_no_visible_state() {
 #[test]
 fn drain_pages_chunked_drains_in_batch_shl_s_chunks() {
     for chunked in [true, false] {
-        let pa = normal_machine(Policy { drain_pages_chunked: chunked, ..Policy::modern() }, 512);
+        let pa = normal_machine(Policy::modern().with(|p| p.drain_pages_chunked = chunked), 512);
         let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
         let pages = alloc_n(&pa, c1, Gfp::KERNEL, Order(0), 2500);
         free_all(&pa, c0, &pages, Order(0));
@@ -823,7 +824,7 @@ fn drain_pages_chunked_drains_in_batch_shl_s_chunks() {
 #[test]
 fn pgfree_unit_counts_pcp_frees_in_blocks_or_pages() {
     for (unit, pcp_order2) in [(PgfreeUnit::Pages, 4), (PgfreeUnit::Blocks, 1)] {
-        let pa = normal_machine(Policy { pgfree_unit: unit, ..Policy::modern() }, 64);
+        let pa = normal_machine(Policy::modern().with(|p| p.pgfree_unit = unit), 64);
         let c0 = cpu(&pa, 0);
         let order2 = pa.alloc_pages(c0, Gfp::KERNEL, Order(2)).unwrap();
         let order4 = pa.alloc_pages(c0, Gfp::KERNEL, Order(4)).unwrap();
@@ -859,7 +860,7 @@ fn page_frag_free_routes_order0_and_order3_pages_by_policy() {
         (PageFragFree::PcpOrder0, true, false),
         (PageFragFree::Pcp, true, true),
     ] {
-        let policy = Policy { page_frag_free: variant, ..Policy::modern() };
+        let policy = Policy::modern().with(|p| p.page_frag_free = variant);
         // A fresh machine has order-3 blocks: the cache gets a 32 KiB page.
         let pa = normal_machine(policy, 64);
         assert_eq!(frag_page_free(&pa, Gfp::ATOMIC), (Order(3), order3_pcp), "{variant}");
@@ -912,7 +913,7 @@ fn alloc_nofragment_spreads_to_dma32_before_fragmenting_normal() {
     let lowzone = Policy::preset("frag-lowzone").unwrap();
     assert_eq!(vanilla.differing_keys(&lowzone), ["alloc_nofragment"]);
     let modern = Policy::modern();
-    let modern_off = Policy { alloc_nofragment: NoFragment::Off, ..modern };
+    let modern_off = modern.with(|p| p.alloc_nofragment = NoFragment::Off);
     for (policy, spreads) in
         [(vanilla, false), (lowzone, true), (modern_off, false), (modern, true)]
     {
@@ -940,7 +941,7 @@ fn alloc_nofragment_spreads_to_dma32_before_fragmenting_normal() {
 #[test]
 fn watermark_boost_follows_a_fragmenting_fallback() {
     for on in [true, false] {
-        let pa = normal_machine(Policy { watermark_boost: on, ..Policy::modern() }, 64);
+        let pa = normal_machine(Policy::modern().with(|p| p.watermark_boost = on), 64);
         let c1 = cpu(&pa, 1);
         let mut all = Vec::new();
         while let Ok(p) = pa.alloc_pages(c1, Gfp::HIGHUSER_MOVABLE | Gfp::MEMALLOC, Order(0)) {
@@ -970,7 +971,7 @@ fn watermark_boost_follows_a_fragmenting_fallback() {
 #[test]
 fn migratetype_hygiene_relabels_the_buddy_block_on_merge() {
     for hygiene in [true, false] {
-        let pa = normal_machine(Policy { migratetype_hygiene: hygiene, ..Policy::modern() }, 64);
+        let pa = normal_machine(Policy::modern().with(|p| p.migratetype_hygiene = hygiene), 64);
         let c0 = cpu(&pa, 0);
         let z = normal(&pa);
         let a = z.start_pfn();
@@ -989,7 +990,7 @@ fn migratetype_hygiene_relabels_the_buddy_block_on_merge() {
 /// before the free (`before_free`) or while the page sits on the pageset; then a drain.
 /// Returns the type the drain freed it as.
 fn drained_type_after_relabel(hygiene: bool, before_free: bool) -> MigrateType {
-    let policy = Policy { migratetype_hygiene: hygiene, ..Policy::modern() };
+    let policy = Policy::modern().with(|p| p.migratetype_hygiene = hygiene);
     let pa = normal_machine_with(policy, 64, Tunables::default(), DrainLog::default());
     let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
     let p = pa.alloc_pages(c1, Gfp::KERNEL, Order(0)).unwrap();
@@ -1038,7 +1039,7 @@ fn migratetype_hygiene_off_caches_the_type_at_free_time() {
 #[test]
 fn lowmem_reserve_against_an_empty_zone_is_zero_or_cumulative() {
     for zero in [true, false] {
-        let policy = Policy { lowmem_reserve_empty_zone_zero: zero, ..Policy::modern() };
+        let policy = Policy::modern().with(|p| p.lowmem_reserve_empty_zone_zero = zero);
         let pa = dma32_normal_machine(policy, 256);
         let dma32 = pa.zone_by_type(NodeId(0), ZoneType::Dma32).unwrap();
         assert!(pa.zone_by_type(NodeId(0), ZoneType::Movable).is_none_or(|z| !z.is_populated()));

@@ -1,6 +1,8 @@
 //! `pagealloc bench`: the same patterns against [`PageHeap`] and the allocators a user would
 //! otherwise pick — mimalloc, jemalloc, the system allocator, `buddy_system_allocator` — in one
-//! run, as a table of ns per alloc+free pair (or JSON rows).
+//! run, as a table of ns per alloc+free pair (or JSON rows). mimalloc and jemalloc are C
+//! libraries, built only with the lab's `peers` feature; without it the run says it left them
+//! out.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -14,6 +16,23 @@ use crate::heap::{BuddyFrames, GlobalPages, HeapOptions, HugePages, PageHeap};
 /// Allocator names, in column order.
 pub const ALLOCATORS: &[&str] =
     &["pagealloc", "mimalloc", "jemalloc", "system", "buddy_system_allocator"];
+
+/// The C allocators of [`ALLOCATORS`], in this binary only with the `peers` feature.
+pub const C_PEERS: &[&str] = &["mimalloc", "jemalloc"];
+
+/// How to get the C allocators into the binary, for the messages that name them.
+const PEERS_HINT: &str = "C allocators, built with `--features peers`: \
+                          cargo run --release -p pagealloc-lab --features peers -- bench";
+
+/// Is allocator `name` built into this binary?
+fn built_in(name: &str) -> bool {
+    cfg!(feature = "peers") || !C_PEERS.contains(&name)
+}
+
+/// The allocators this binary leaves out (none with the `peers` feature).
+fn left_out() -> Vec<&'static str> {
+    ALLOCATORS.iter().copied().filter(|a| !built_in(a)).collect()
+}
 
 /// About how long one timed run may take (slow allocators get fewer pairs), ns.
 const REP_BUDGET_NS: f64 = 200e6;
@@ -42,7 +61,9 @@ pub struct Args {
     /// Only these patterns (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub patterns: Vec<String>,
-    /// Only these allocators (comma-separated).
+    /// Only these allocators (comma-separated): pagealloc, system, buddy_system_allocator,
+    /// and mimalloc and jemalloc when the lab is built with `--features peers` (they are C
+    /// libraries; without the feature a default run leaves them out and says so).
     #[arg(long, value_delimiter = ',')]
     pub allocators: Vec<String>,
     /// Arena size of the PageHeap (and the frame range of buddy_system_allocator), MiB.
@@ -62,7 +83,9 @@ pub struct Args {
 /// Every allocator under test, built once.
 struct Peers {
     heap: PageHeap,
+    #[cfg(feature = "peers")]
     mimalloc: GlobalPages<mimalloc::MiMalloc>,
+    #[cfg(feature = "peers")]
     jemalloc: GlobalPages<tikv_jemallocator::Jemalloc>,
     system: GlobalPages<std::alloc::System>,
     buddy: BuddyFrames,
@@ -72,7 +95,9 @@ impl Peers {
     fn run(&self, name: &str, p: &Pattern, pairs: u64, checked: bool) -> Result<f64> {
         let r = match name {
             "pagealloc" => run_pattern(&self.heap, p, pairs, checked),
+            #[cfg(feature = "peers")]
             "mimalloc" => run_pattern(&self.mimalloc, p, pairs, checked),
+            #[cfg(feature = "peers")]
             "jemalloc" => run_pattern(&self.jemalloc, p, pairs, checked),
             "system" => run_pattern(&self.system, p, pairs, checked),
             "buddy_system_allocator" => run_pattern(&self.buddy, p, pairs, checked),
@@ -153,17 +178,23 @@ pub fn run(args: &Args) -> Result<()> {
             .collect::<Result<_>>()?
     };
     let allocators: Vec<&str> = if args.allocators.is_empty() {
-        ALLOCATORS.to_vec()
+        ALLOCATORS.iter().copied().filter(|a| built_in(a)).collect()
     } else {
         args.allocators
             .iter()
             .map(|n| {
-                ALLOCATORS.iter().copied().find(|a| a == n).with_context(|| {
+                let a = ALLOCATORS.iter().copied().find(|a| a == n).with_context(|| {
                     format!("unknown allocator `{n}` (allocators: {})", ALLOCATORS.join(", "))
-                })
+                })?;
+                if !built_in(a) {
+                    bail!("allocator `{a}` is not in this build ({PEERS_HINT})");
+                }
+                Ok(a)
             })
             .collect::<Result<_>>()?
     };
+    // Only a default run reports what it left out: a chosen list is what was asked for.
+    let left_out = if args.allocators.is_empty() { left_out() } else { Vec::new() };
     let reps = args.reps.unwrap_or(if args.quick { 1 } else { 5 }).max(1);
     if args.arena_mib < 128 {
         bail!("--arena-mib must be at least 128 (the random mix may keep up to 64 MiB live)");
@@ -177,7 +208,9 @@ pub fn run(args: &Args) -> Result<()> {
     opts.prefault = args.prefault;
     let peers = Peers {
         heap: PageHeap::new(&opts).context("building the PageHeap")?,
+        #[cfg(feature = "peers")]
         mimalloc: GlobalPages::new(mimalloc::MiMalloc),
+        #[cfg(feature = "peers")]
         jemalloc: GlobalPages::new(tikv_jemallocator::Jemalloc),
         system: GlobalPages::new(std::alloc::System),
         buddy: BuddyFrames::new(bytes).context("mapping the buddy_system_allocator arena")?,
@@ -239,6 +272,7 @@ pub fn run(args: &Args) -> Result<()> {
             "init_ms": peers.heap.init_time().as_secs_f64() * 1e3,
         },
         "rows": rows,
+        "left_out": left_out,
     });
     if let Some(path) = &args.json_out {
         std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")
@@ -250,6 +284,9 @@ pub fn run(args: &Args) -> Result<()> {
     }
     print!("{}", table(args, &machine, &peers.heap, &patterns, &allocators, &rows, reps));
     println!("({} patterns x {} allocators in {:.1?})", patterns.len(), allocators.len(), elapsed);
+    if !left_out.is_empty() {
+        println!("left out: {} ({PEERS_HINT})", left_out.join(", "));
+    }
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! way a machine file can be wrong.
 
 use super::*;
-use pagealloc::pcp::PCPF_FREE_HIGH_BATCH;
+use pagealloc::PCPF_FREE_HIGH_BATCH;
 use pagealloc::{CpuId, Policy};
 
 /// A user machine file's text, parsed as `dir/box.toml`.
@@ -302,7 +302,7 @@ fn tunables_apply_what_the_machine_sets() {
     let m = parse(TWO_NODES).unwrap();
     let t = m.tunables(Tunables::default());
     assert_eq!((t.min_free_kbytes, t.watermark_scale_factor), (Some(8192), 20));
-    let base = Tunables { pcp_batch_scale_max: 3, ..Tunables::default() };
+    let base = Tunables::default().with(|t| t.pcp_batch_scale_max = 3);
     let spr = Machine::builtin("spr-2s-224").unwrap();
     assert_eq!(spr.tunables(base), base, "a machine that sets nothing changes nothing");
     // min_free_kbytes = 0 is "the kernel's value", as leaving it out.

@@ -293,7 +293,7 @@ impl LineCache {
     #[inline]
     pub fn prefetch_frame(&self, pfn: u64) {
         if let Some(s) = self.frames.get(2 * (pfn >> self.frame_shift) as usize) {
-            pagealloc::sync::prefetch(s);
+            crate::heap::prefetch(s);
         }
     }
 

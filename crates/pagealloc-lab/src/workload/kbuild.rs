@@ -1134,7 +1134,7 @@ impl SerialWorkload for Kbuild {
             return SlabSetup::default();
         }
         SlabSetup {
-            config: SlubConfig { order_rule: OrderRule::Pre6_7, ..SlubConfig::default() },
+            config: SlubConfig::default().with(|c| c.order_rule = OrderRule::Pre6_7),
             caches: OBJECTS
                 .iter()
                 .map(|&(name, size, align)| {
@@ -1397,7 +1397,7 @@ mod tests {
     /// rule), as docs/workloads.md §1.4 tabulates them.
     #[test]
     fn slab_orders_on_the_224_cpu_machine() {
-        let cfg = SlubConfig { order_rule: OrderRule::Pre6_7, ..SlubConfig::default() };
+        let cfg = SlubConfig::default().with(|c| c.order_rule = OrderRule::Pre6_7);
         let orders: Vec<(&str, u8)> = OBJECTS
             .iter()
             .map(|&(name, size, _)| {

@@ -91,8 +91,8 @@
 use std::collections::VecDeque;
 
 use anyhow::{bail, Context, Result};
-use pagealloc::zone::{WMARK_HIGH, WMARK_LOW, WMARK_MIN};
 use pagealloc::{AllocFlags, CompactMode, Gfp, Migrate, NodeId, Order, Pfn, Target, ZoneType};
+use pagealloc::{WMARK_HIGH, WMARK_LOW, WMARK_MIN};
 use pagealloc_testkit::rng::Rng;
 
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};

@@ -74,6 +74,8 @@ pub struct PerCpuPages {
     pub(crate) lists: [ListHead; MAX_NR_PCP_LISTS],
 }
 
+// The accessors below are unused now that `pcp` is private (users read a `PcpSnapshot`);
+// they stay until the hot-path work on this file has merged.
 impl PerCpuPages {
     /// The boot pageset: every free goes straight back, every refill takes one block.
     pub(crate) const fn new() -> PerCpuPages {
@@ -93,56 +95,6 @@ impl PerCpuPages {
             active: false,
             lists: [ListHead::new(); MAX_NR_PCP_LISTS],
         }
-    }
-
-    /// Pages on all lists.
-    pub fn count(&self) -> i32 {
-        self.count
-    }
-
-    /// The flush threshold in force (0 before first use).
-    pub fn high(&self) -> i32 {
-        self.high
-    }
-
-    /// Lower bound of `high`.
-    pub fn high_min(&self) -> i32 {
-        self.high_min
-    }
-
-    /// Upper bound of `high`.
-    pub fn high_max(&self) -> i32 {
-        self.high_max
-    }
-
-    /// Refill and drain chunk.
-    pub fn batch(&self) -> i32 {
-        self.batch
-    }
-
-    /// `PCPF_*` flag bits.
-    pub fn flags(&self) -> u8 {
-        self.flags
-    }
-
-    /// The refill scale exponent.
-    pub fn alloc_factor(&self) -> u8 {
-        self.alloc_factor
-    }
-
-    /// The recent-free counter (free_count, or free_factor for the older forms).
-    pub fn free_count(&self) -> i32 {
-        self.free_count
-    }
-
-    /// The 5.14–6.6 drain scale exponent.
-    pub fn free_factor(&self) -> u8 {
-        self.free_factor
-    }
-
-    /// Blocks on list `pindex`.
-    pub fn list_len(&self, pindex: usize) -> u32 {
-        self.lists.get(pindex).map_or(0, ListHead::len)
     }
 
     /// Push new sizes (kernel `pageset_update`): `high` itself is left alone and re-clamped
@@ -279,6 +231,7 @@ impl PcpSlot {
 
 /// A pageset's fields at one moment (what `/proc/zoneinfo` prints, and more).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct PcpSnapshot {
     /// Pages on all lists.
     pub count: i32,
