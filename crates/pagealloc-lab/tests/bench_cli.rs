@@ -97,3 +97,28 @@ fn unknown_pattern_or_allocator_is_a_clear_error() {
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("unknown allocator `tcmalloc`"), "{err}");
 }
+
+/// `--preset` takes a preset file as `run` does: here `remote_free` on (beyond the kernel),
+/// whose cross-thread frees go back to the allocating CPU's pageset.
+#[test]
+fn a_preset_file_sets_the_heaps_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("remote.toml");
+    std::fs::write(&file, "base = \"modern\"\n[switches]\nremote_free = true\n").unwrap();
+    let out = pagealloc()
+        .args(["bench", "--quick", "--json", "--patterns", "cross-thread"])
+        .args(["--allocators", "pagealloc", "--preset"])
+        .arg(&file)
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert!(doc["pagealloc"]["preset"].as_str().unwrap().ends_with("remote.toml"), "{doc}");
+    std::fs::write(&file, "base = \"modern\"\n[switches]\nremote_frees = true\n").unwrap();
+    let out = pagealloc()
+        .args(["bench", "--quick", "--patterns", "pair-1", "--preset"])
+        .arg(&file)
+        .assert()
+        .failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("remote_frees"), "{err}");
+}

@@ -17,7 +17,8 @@
 //! `pair-1`, `pair-64`, `pair-1024` (order 0 with that many live blocks, freed in allocation
 //! order), `order3-64`, `mix-0-10` (16 live, orders 0..=10 from the bench's xorshift
 //! sequence) and `cross-thread` (CPU 0 allocates batches of 64, CPU 1 frees them; one
-//! thread plays both CPUs, so this counts the work, not the cache-line traffic).
+//! thread plays both CPUs, so this counts the work, not the cache-line traffic). A third
+//! argument `--remote-free` turns `Policy::remote_free` on (beyond the kernel).
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -72,19 +73,28 @@ fn measured(pa: &PageAllocator, s: &Shape, a: Cpu, f: Cpu, n: u64, mix: &[u8]) -
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let (Some(s), Some(pairs)) =
-        (args.get(1).and_then(|n| shape(n)), args.get(2).and_then(|n| n.parse::<u64>().ok()))
-    else {
+    let remote_free = match args.get(3).map(String::as_str) {
+        None => Some(false),
+        Some("--remote-free") => Some(true),
+        Some(_) => None,
+    };
+    let (Some(s), Some(pairs), Some(remote_free)) = (
+        args.get(1).and_then(|n| shape(n)),
+        args.get(2).and_then(|n| n.parse::<u64>().ok()),
+        remote_free,
+    ) else {
         eprintln!(
-            "usage: pairs PATTERN PAIRS (PATTERN: pair-1, pair-64, pair-1024, order3-64, \
-             mix-0-10, cross-thread)"
+            "usage: pairs PATTERN PAIRS [--remote-free] (PATTERN: pair-1, pair-64, pair-1024, \
+             order3-64, mix-0-10, cross-thread; --remote-free: the modern preset with \
+             Policy::remote_free on)"
         );
         return ExitCode::from(2);
     };
     let mut map = MemoryMap::new();
     map.with_zone_limits(ZoneLimits::NORMAL_ONLY);
     map.add_range(NodeId(0), 0..1 << 30).expect("range").set_cpus(NodeId(0), 2).expect("cpus");
-    let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).expect("allocator");
+    let policy = Policy::modern().with(|p| p.remote_free = remote_free);
+    let pa = PageAllocator::new(map, Tunables::default(), policy).expect("allocator");
     // The lab machine's caches as PageHeap reads them from sysfs (a 32 MiB LLC shared by two
     // CPUs, 32 KiB L1d and 512 KiB L2 each): FREE_HIGH_BATCH is on, as it is there.
     let cache =
@@ -104,11 +114,12 @@ fn main() -> ExitCode {
     let d = pa.vm_events().since(&before);
     println!(
         "{} pairs; {ns:.1} ns per pair (wall clock, a rough guide); pcp_alloc {} pcp_free {} \
-         zone_lock_acquire {}",
+         zone_lock_acquire {} pcp_remote_free {}",
         done,
         d.get(Counter::PcpAlloc),
         d.get(Counter::PcpFree),
-        d.get(Counter::ZoneLockAcquire)
+        d.get(Counter::ZoneLockAcquire),
+        d.get(Counter::PcpRemoteFree)
     );
     pa.drain_all_pages(c0, None);
     if pa.nr_free_pages() != pa.managed_pages() {

@@ -46,6 +46,8 @@ pub struct Census {
     pub free: u64,
     /// Pages in blocks on per-CPU lists.
     pub pcp: u64,
+    /// Pages in blocks waiting on remote-free lists (`Policy::remote_free`).
+    pub remote: u64,
     /// Pages in blocks handed out (or being freed right now).
     pub allocated: u64,
 }
@@ -67,6 +69,7 @@ pub fn census<E: EventSink>(pa: &PageAllocator<E>) -> Census {
         total.managed += c.managed;
         total.free += c.free;
         total.pcp += c.pcp;
+        total.remote += c.remote;
         total.allocated += c.allocated;
     }
     total
@@ -223,13 +226,20 @@ pub fn validate_zone<E: EventSink>(pa: &PageAllocator<E>, z: &Zone) -> Result<()
                 format!("{} managed frames, zone says {}", c.managed, z.managed_pages().0),
             ));
         }
-        if c.managed != c.free + c.pcp + c.allocated {
+        if c.managed != c.free + c.pcp + c.remote + c.allocated {
             return Err(fail(
                 z,
                 format!(
-                    "conservation: managed {} != free {} + pcp {} + allocated {}",
-                    c.managed, c.free, c.pcp, c.allocated
+                    "conservation: managed {} != free {} + pcp {} + remote {} + allocated {}",
+                    c.managed, c.free, c.pcp, c.remote, c.allocated
                 ),
+            ));
+        }
+        let listed_remote: u64 = z.pcp.iter().map(|s| remote_pages(z, s)).sum();
+        if listed_remote != c.remote {
+            return Err(fail(
+                z,
+                format!("{} pages in Remote heads but remote lists hold {listed_remote}", c.remote),
             ));
         }
         Ok(())
@@ -316,6 +326,21 @@ fn check_unmerged_buddy(
     }
 }
 
+/// Pages on a pageset's remote-free list, walked from its word (read under the pageset lock
+/// the caller holds, so the owner cannot take it meanwhile; a producer's push during the walk
+/// only adds in front of the head read). At most the zone's frame count of steps, so a
+/// corrupted link cannot loop forever.
+fn remote_pages(z: &Zone, slot: &crate::pcp::PcpSlot) -> u64 {
+    let mut idx = slot.remote.load(crate::sync::Ordering::Acquire) as u32;
+    let mut pages = 0;
+    for _ in 0..z.mem_map.len() {
+        let Some(f) = z.mem_map.get(idx as usize) else { break };
+        pages += 1u64 << f.info().order.0;
+        idx = f.next();
+    }
+    pages
+}
+
 fn count_buddy_heads(z: &Zone) -> u64 {
     z.mem_map.iter().filter(|f| f.info().state == FrameState::Buddy).count() as u64
 }
@@ -339,6 +364,7 @@ fn frame_census(z: &Zone) -> Result<Census, Violation> {
             }
             FrameState::Buddy => &mut c.free,
             FrameState::Pcp => &mut c.pcp,
+            FrameState::Remote => &mut c.remote,
             // Isolated targets exist only inside a compaction; seen from outside it they are
             // memory the allocator is using, as an allocated block is.
             FrameState::Allocated | FrameState::Freeing | FrameState::Isolated => &mut c.allocated,

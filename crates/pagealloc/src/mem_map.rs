@@ -38,6 +38,9 @@ pub enum FrameState {
     /// Head of a free block a compaction took off the free lists as a migration target: owned
     /// by that compaction until it moves a block there or gives it back. Never freeable.
     Isolated = 6,
+    /// Head of a freed block waiting on a pageset's remote-free list (`Policy::remote_free`)
+    /// for the CPU that owns the pageset to take it back.
+    Remote = 7,
 }
 
 impl FrameState {
@@ -49,6 +52,7 @@ impl FrameState {
             4 => FrameState::Allocated,
             5 => FrameState::Freeing,
             6 => FrameState::Isolated,
+            7 => FrameState::Remote,
             _ => FrameState::Reserved,
         }
     }
@@ -90,7 +94,7 @@ impl FrameInfo {
 
 /// Why [`Frame::claim_unreferenced`] did not claim a block.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Unclaimed {
+pub(crate) enum Unclaimed {
     /// The frame was not the head of an allocated block of that order: what it was.
     Was(FrameInfo),
     /// Allocated as asked, but others still hold references: the count.
@@ -175,6 +179,23 @@ impl Frame {
         self.info.store(info.pack(), Relaxed);
     }
 
+    /// [`set_info`](Self::set_info) for a block handed out by CPU `owner`'s pageset: the
+    /// word's upper half keeps `owner + 1` (0 = no owner) until the next `set_info`; a
+    /// claim keeps it, so the free reads it back with [`owner`](Self::owner). Only
+    /// `Policy::remote_free` uses it. Above 65 534 CPUs the tag wraps and names another CPU
+    /// (or none): the block then goes to that pageset, still a valid home.
+    #[inline]
+    pub(crate) fn set_info_owned(&self, info: FrameInfo, owner: u32) {
+        self.info.store(info.pack() | owner.wrapping_add(1) << 16, Relaxed);
+    }
+
+    /// The CPU whose pageset handed out this block, if recorded
+    /// ([`set_info_owned`](Self::set_info_owned)).
+    #[inline]
+    pub(crate) fn owner(&self) -> Option<u32> {
+        (self.info.load(Relaxed) >> 16).checked_sub(1)
+    }
+
     /// Is this the head of a free buddy block of exactly `order`? (PageBuddy && buddy_order)
     #[inline]
     pub fn is_buddy_of_order(&self, order: Order) -> bool {
@@ -187,19 +208,21 @@ impl Frame {
     /// On failure returns what the frame was.
     #[inline]
     pub fn claim_for_free(&self, order: Order) -> Result<FrameInfo, FrameInfo> {
-        self.claim_unreferenced(order).map_err(|e| match e {
-            Unclaimed::Was(info) => info,
-            Unclaimed::Referenced(_) => FrameInfo::unpack(self.info.load(Relaxed)),
-        })
+        match self.claim_unreferenced(order) {
+            Ok(word) => Ok(FrameInfo::unpack(word)),
+            Err(Unclaimed::Was(info)) => Err(info),
+            Err(Unclaimed::Referenced(_)) => Err(FrameInfo::unpack(self.info.load(Relaxed))),
+        }
     }
 
     /// [`claim_for_free`](Self::claim_for_free) for a block no one else still references:
     /// an allocated block whose reference count (the `aux` word) is 2 or more — a page_frag
     /// page a cache still carves, or with more than one fragment out — is refused and left
     /// as it was. The count is a snapshot: a free racing the page's other holders is a race
-    /// among them, as in the kernel; whichever claim comes first wins.
+    /// among them, as in the kernel; whichever claim comes first wins. Returns the packed
+    /// word the block had; the claimed word keeps its upper half (the owner).
     #[inline]
-    pub fn claim_unreferenced(&self, order: Order) -> Result<FrameInfo, Unclaimed> {
+    pub(crate) fn claim_unreferenced(&self, order: Order) -> Result<u32, Unclaimed> {
         // State and order are the packed word's low byte: one compare checks both.
         const LOW: u32 = 0xff;
         let want = FrameInfo { state: FrameState::Allocated, order, list: 0 }.pack();
@@ -214,7 +237,7 @@ impl Frame {
         let claimed =
             (cur & !LOW) | FrameInfo { state: FrameState::Freeing, order, list: 0 }.pack();
         match self.info.compare_exchange(cur, claimed, Relaxed, Relaxed) {
-            Ok(_) => Ok(FrameInfo::unpack(cur)),
+            Ok(_) => Ok(cur),
             Err(now) => Err(Unclaimed::Was(FrameInfo::unpack(now))),
         }
     }

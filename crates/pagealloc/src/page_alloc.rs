@@ -980,6 +980,14 @@ impl<E: EventSink> PageAllocator<E> {
         if E::ENABLED {
             self.events.record(&TraceEvent::PageFree { cpu: cpu.id, pfn, order });
         }
+        if allow_pcp && self.policy.remote_free {
+            // The claim kept the owner the allocation recorded in the head frame.
+            if let Some(owner) = zone.frame(pfn).owner().filter(|&o| o != cpu.id.0) {
+                if self.remote_free_push(cpu, zone, CpuId(owner), pfn, order) {
+                    return Ok(());
+                }
+            }
+        }
         if allow_pcp && self.free_unref_page(cpu, zone, pfn, order) {
             return Ok(());
         }
@@ -1131,7 +1139,9 @@ pub(crate) struct Walk<'a> {
 fn diagnose_bad_free(zone: &Zone, pfn: Pfn, order: Order, info: FrameInfo) -> FreeError {
     match info.state {
         FrameState::Allocated => FreeError::WrongOrder { pfn, given: order, allocated: info.order },
-        FrameState::Buddy | FrameState::Pcp | FrameState::Freeing => FreeError::DoubleFree { pfn },
+        FrameState::Buddy | FrameState::Pcp | FrameState::Freeing | FrameState::Remote => {
+            FreeError::DoubleFree { pfn }
+        }
         FrameState::Isolated => FreeError::NotAllocated { pfn },
         FrameState::Reserved => FreeError::NotAllocated { pfn },
         FrameState::Tail => {

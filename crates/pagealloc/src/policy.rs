@@ -718,6 +718,14 @@ define_policy! {
         /// reverted March 2025 (6.14, also in stable) because it removed the lower zones'
         /// protection against e.g. Movable-capable allocations. Only mainline 6.10–6.13 are on.
         pub lowmem_reserve_empty_zone_zero: bool,
+        /// Beyond the kernel (no kernel has it; every preset has it off): a block freed by
+        /// a CPU other than the one whose pageset handed it out goes on that pageset's
+        /// remote-free list (one lock-free push, up to [`REMOTE_FREE_MAX`] pages) instead
+        /// of the freeing CPU's pageset; the owner takes the whole list back in one swap when
+        /// its own list runs dry, at each tick and before a drain, and frees each block
+        /// there as if it had freed it itself. Pages a producer-consumer pair passes between
+        /// two CPUs then stay in the owner's pageset instead of crossing the zone lock twice.
+        pub remote_free: bool,
     }
 }
 
@@ -828,6 +836,7 @@ const MODERN: Policy = Policy {
     watermark_boost: true,
     migratetype_hygiene: true,
     lowmem_reserve_empty_zone_zero: false,
+    remote_free: false,
 };
 
 /// 5.17-rc3 (docs/preset-history.md §1.2): the 5.14 PCP work, no free_high.
@@ -852,6 +861,7 @@ const HPC_VANILLA: Policy = Policy {
     watermark_boost: true,
     migratetype_hygiene: false,
     lowmem_reserve_empty_zone_zero: false,
+    remote_free: false,
 };
 
 /// 5.17-rc3 with 44042b449872 reverted (§1.3): only the layout goes back.
@@ -895,6 +905,7 @@ const TUNE_BASE: Policy = Policy {
     watermark_boost: true,
     migratetype_hygiene: false,
     lowmem_reserve_empty_zone_zero: false,
+    remote_free: false,
 };
 
 /// + v1 patch 1 (§3.1).
@@ -944,6 +955,7 @@ const FRAG_VANILLA: Policy = Policy {
     watermark_boost: false,
     migratetype_hygiene: false,
     lowmem_reserve_empty_zone_zero: false,
+    remote_free: false,
 };
 
 /// + v5 patch 1 only (§4.1).
@@ -952,6 +964,13 @@ const FRAG_LOWZONE: Policy = Policy { alloc_nofragment: NoFragment::AllOrders, .
 const PFRAG_BUDDY: Policy = FRAG_VANILLA;
 /// 4.19 with 65895b67ad27 backported (§5).
 const PFRAG_PCP: Policy = Policy { page_frag_free: PageFragFree::PcpOrder0, ..PFRAG_BUDDY };
+
+/// The most pages a pageset's remote-free list holds ([`Policy::remote_free`]): 2 MiB, one
+/// THP or eight batches of a typical pageset. A free that would take the owner's list past it
+/// frees to its own pageset, as without the switch, so an owner that stops allocating keeps
+/// at most this much waiting until its next tick. A choice of this project, not a kernel
+/// value (the kernel has no remote-free lists).
+pub const REMOTE_FREE_MAX: u32 = 512;
 
 /// Every preset name, in [`PRESETS`] order: `modern`, then the seed rows series by series
 /// (bulk free, auto-tuning, fragmentation avoidance, page_frag), each `-v1` variant after the

@@ -98,6 +98,10 @@ counters! {
     PcpRefillPages => "pcp_refill_pages",
     /// Local allocations or frees that found their pageset locked and went to the zone.
     PcpTrylockFail => "pcp_trylock_fail",
+    /// Blocks a CPU freed onto another CPU's remote-free list (`Policy::remote_free`).
+    PcpRemoteFree => "pcp_remote_free",
+    /// Blocks an owner took back from its remote-free list and freed into its pageset.
+    PcpRemoteCollect => "pcp_remote_collect",
     /// Drains because a free took count to high.
     DrainHigh => "pcp_drain_high",
     /// Pages so drained.

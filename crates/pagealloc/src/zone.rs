@@ -335,9 +335,11 @@ impl Zone {
         self.pcp.get(cpu.index()).map(PcpSlot::snapshot)
     }
 
-    /// Pages on every CPU's pageset of this zone.
+    /// Pages on every CPU's pageset of this zone (with `Policy::remote_free`, the pages
+    /// waiting on their remote-free lists too).
     pub fn pcp_pages(&self) -> u64 {
-        self.pcp.iter().map(|s| s.snapshot().count.max(0) as u64).sum()
+        let remote = |s: &PcpSlot| s.remote.load(Relaxed) >> 32;
+        self.pcp.iter().map(|s| s.snapshot().count.max(0) as u64 + remote(s)).sum()
     }
 
     /// Does `pfn` lie in this zone's span?

@@ -64,13 +64,17 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 
 /// The model machine (see the file comment), with `locking` as the pagesets' local lock.
 fn machine(locking: PcpLocking) -> Arc<PageAllocator> {
+    machine_with(Policy::modern().with(|p| p.pcp_locking = locking))
+}
+
+/// The model machine under `policy`.
+fn machine_with(policy: Policy) -> Arc<PageAllocator> {
     let base = Pfn(4 << 18); // 4 GiB: above DMA32, so the only zone is Normal.
     let mut map = MemoryMap::new();
     map.add_pfn_range(NodeId(0), base..Pfn(base.0 + FRAMES))
         .expect("a valid range")
         .set_cpus(NodeId(0), 2)
         .unwrap();
-    let policy = Policy::modern().with(|p| p.pcp_locking = locking);
     let pa = PageAllocator::new(map, Tunables::default(), policy).expect("the model machine");
     assert_eq!(pa.managed_pages().0, FRAMES);
     Arc::new(pa)
@@ -141,7 +145,7 @@ fn check_and_release(pa: &PageAllocator, live: &[Pfn]) {
     validate(pa).unwrap_or_else(|v| panic!("{v}"));
     let c = census(pa);
     assert_eq!(c.allocated, live.len() as u64, "allocated pages vs. what the threads hold");
-    assert_eq!(pa.nr_free_pages().0 + pcp_pages(pa) + c.allocated, FRAMES, "pages lost");
+    assert_eq!(pa.nr_free_pages().0 + pcp_pages(pa) + c.remote + c.allocated, FRAMES, "pages lost");
     for &p in live {
         free(pa, 0, p).expect("a live page frees");
     }
@@ -278,4 +282,33 @@ fn racing_double_free_succeeds_once() {
         }
         check_and_release(&pa, &[]);
     });
+}
+
+/// (d) Remote frees (`Policy::remote_free`): CPU 1 frees two pages CPU 0's pageset handed out
+/// — two lock-free pushes onto CPU 0's remote-free list — while CPU 0 allocates, taking the
+/// list back when its own list is empty. Some executions must collect a pushed page, others
+/// refill from the zone before any push; in every one each page is allocated, on a list or
+/// free exactly once.
+#[test]
+fn remote_frees_race_the_owners_collect() {
+    static COLLECTED: Outcomes = Outcomes::new();
+    model(|| {
+        let pa = machine_with(Policy::modern().with(|p| p.remote_free = true));
+        let (x, y) = (alloc(&pa, 0), alloc(&pa, 0));
+        // CPU 0's own list is empty now (batch 1: each allocation refilled one page).
+        let before = pa.vm_events();
+        let ((), p) = race(
+            &pa,
+            move |pa| {
+                free(pa, 1, x).unwrap();
+                free(pa, 1, y).unwrap();
+            },
+            |pa| alloc(pa, 0),
+        );
+        assert_eq!(since(&pa, &before, Counter::PcpRemoteFree), 2, "both frees went home");
+        COLLECTED.record(since(&pa, &before, Counter::PcpRemoteCollect) > 0);
+        check_and_release(&pa, &[p]);
+    });
+    let (c, n) = COLLECTED.counts();
+    assert!(c > 0 && n > 0, "the allocation collected in {c} executions, not in {n}");
 }

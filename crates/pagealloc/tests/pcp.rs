@@ -16,9 +16,9 @@ use pagealloc::policy::{
 use pagealloc::zone_flags::BELOW_HIGH;
 use pagealloc::PCPF_FREE_HIGH_BATCH;
 use pagealloc::{
-    CacheInfo, Counter, Cpu, CpuId, EventSink, Gfp, MemoryMap, MigrateType, NodeId, Order,
-    PageAllocator, PageFragCache, PcpSnapshot, Pfn, Policy, TraceEvent, Tunables, VmEvents, Zone,
-    ZoneType,
+    CacheInfo, Counter, Cpu, CpuId, EventSink, FreeError, Gfp, MemoryMap, MigrateType, NodeId,
+    Order, PageAllocator, PageFragCache, PcpSnapshot, Pfn, Policy, TraceEvent, Tunables, VmEvents,
+    Zone, ZoneType,
 };
 
 const PAGE: u64 = 4096;
@@ -304,8 +304,87 @@ fn every_policy_switch_has_a_behavioural_test() {
             "watermark_boost",
             "migratetype_hygiene",
             "lowmem_reserve_empty_zone_zero",
+            "remote_free",
         ]
     );
+}
+
+/// remote_free (beyond the kernel): pages CPU 0 allocated and CPU 1 frees go back to CPU 0's
+/// pageset through its remote-free list, not to CPU 1's (which would overflow to the zone
+/// while CPU 0 refills from it). Off, the same traffic goes through the zone lock.
+#[test]
+fn remote_free_sends_pages_home_instead_of_through_the_zone() {
+    let run = |remote_free: bool| {
+        let pa = normal_machine(Policy::modern().with(|p| p.remote_free = remote_free), 64);
+        let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
+        // Warm up: CPU 0's pageset holds a batch or more.
+        let warm = alloc_n(&pa, c0, Gfp::KERNEL, Order(0), 8);
+        free_all(&pa, c0, &warm, Order(0));
+        let before = pa.vm_events();
+        // A producer-consumer loop: CPU 0 allocates 32, CPU 1 frees them, 200 times.
+        for _ in 0..200 {
+            let pages = alloc_n(&pa, c0, Gfp::KERNEL, Order(0), 32);
+            free_all(&pa, c1, &pages, Order(0));
+            check(&pa);
+        }
+        let held_by_cpu1 = pcp(&pa, 1).count;
+        // The last round's 32 wait on CPU 0's list until the drain takes them back.
+        pa.drain_all_pages(c0, None);
+        let d = pa.vm_events().since(&before);
+        assert_eq!(pa.nr_free_pages(), pa.managed_pages(), "nothing stranded after the drain");
+        check(&pa);
+        (d, held_by_cpu1)
+    };
+    let (off, off_cpu1) = run(false);
+    assert_eq!(off.get(Counter::PcpRemoteFree), 0);
+    assert!(off.get(Counter::ZoneLockAcquire) > 100, "{}", off.get(Counter::ZoneLockAcquire));
+    assert!(off_cpu1 > 0, "off: CPU 1's pageset caches what it frees");
+    let (on, on_cpu1) = run(true);
+    assert_eq!(on.get(Counter::PcpRemoteFree), 6400, "every free went home");
+    assert_eq!(on.get(Counter::PcpRemoteCollect), 6400, "and was taken back");
+    assert_eq!(on_cpu1, 0, "on: CPU 1's pageset never sees them");
+    assert!(
+        on.get(Counter::ZoneLockAcquire) * 10 < off.get(Counter::ZoneLockAcquire),
+        "zone lock {} on against {} off",
+        on.get(Counter::ZoneLockAcquire),
+        off.get(Counter::ZoneLockAcquire)
+    );
+}
+
+/// remote_free: the list holds at most REMOTE_FREE_MAX pages (the rest are freed locally),
+/// a second free of a block waiting on it is a double free, and the owner's tick takes the
+/// list back even when it allocates nothing.
+#[test]
+fn remote_free_is_bounded_refuses_double_frees_and_is_collected_by_the_tick() {
+    use pagealloc::policy::REMOTE_FREE_MAX;
+    let pa = normal_machine(Policy::modern().with(|p| p.remote_free = true), 64);
+    let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
+    let n = REMOTE_FREE_MAX as usize + 88;
+    let pages = alloc_n(&pa, c0, Gfp::KERNEL, Order(0), n);
+    let before = pa.vm_events();
+    let held = normal(&pa).pcp_pages();
+    free_all(&pa, c1, &pages, Order(0));
+    let d = pa.vm_events().since(&before);
+    assert_eq!(d.get(Counter::PcpRemoteFree), u64::from(REMOTE_FREE_MAX));
+    assert_eq!(pcp(&pa, 1).count, 88, "the rest freed on CPU 1");
+    assert_eq!(pagealloc::debug::census(&pa).remote, u64::from(REMOTE_FREE_MAX));
+    assert_eq!(normal(&pa).pcp_pages(), held + n as u64, "waiting pages count as held");
+    check(&pa);
+    assert_eq!(
+        pa.free_pages(c1, pages[0], Order(0)),
+        Err(FreeError::DoubleFree { pfn: pages[0] }),
+        "the first block waits on CPU 0's list"
+    );
+    // A free of CPU 0's own block on CPU 0 is local, as without the switch.
+    let own = pa.alloc_pages(c0, Gfp::KERNEL, Order(0)).unwrap();
+    let before = pa.vm_events();
+    pa.free_pages(c0, own, Order(0)).unwrap();
+    assert_eq!(pa.vm_events().since(&before).get(Counter::PcpRemoteFree), 0);
+    let count0 = pcp(&pa, 0).count;
+    pa.tick(c0);
+    assert_eq!(pcp(&pa, 0).count, count0 + REMOTE_FREE_MAX as i32, "the tick took them back");
+    assert_eq!(pagealloc::debug::census(&pa).remote, 0);
+    check(&pa);
 }
 
 /// pcp_lists: docs/preset-history.md §1.3 (44042b449872 reverted) vs docs/kernel-reference.md §1.6.

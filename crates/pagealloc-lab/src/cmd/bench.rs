@@ -8,7 +8,6 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use pagealloc::Policy;
 
 use crate::bench::{median_stddev, run_pattern, Pattern, PATTERNS};
 use crate::heap::{BuddyFrames, GlobalPages, HeapOptions, HugePages, PageHeap};
@@ -75,8 +74,9 @@ pub struct Args {
     /// Fault the whole PageHeap arena in at start (counted in the init time).
     #[arg(long)]
     pub prefault: bool,
-    /// Policy preset of the PageHeap.
-    #[arg(long, default_value = "modern")]
+    /// Policy preset of the PageHeap: a built-in name or a preset file (.toml), its switches
+    /// and tunables.
+    #[arg(long, default_value = "modern", value_name = "NAME_OR_FILE")]
     pub preset: String,
 }
 
@@ -199,11 +199,11 @@ pub fn run(args: &Args) -> Result<()> {
     if args.arena_mib < 128 {
         bail!("--arena-mib must be at least 128 (the random mix may keep up to 64 MiB live)");
     }
-    let policy = Policy::preset(&args.preset)
-        .with_context(|| format!("unknown preset `{}` (see `pagealloc presets`)", args.preset))?;
+    let preset = crate::preset_file::resolve(&args.preset)?;
     let bytes = args.arena_mib << 20;
     let mut opts = HeapOptions::new(bytes);
-    opts.policy = policy;
+    opts.policy = preset.policy;
+    opts.tunables = preset.tunables;
     opts.huge = args.huge;
     opts.prefault = args.prefault;
     let peers = Peers {

@@ -103,6 +103,10 @@ impl<E: EventSink> PageAllocator<E> {
         let pindex = self.pcp_fast.pindex(order, mt)?;
         let slot = &zone.pcp[cpu.id.index()];
         let mut pcp = self.lock_local_pcp(slot)?;
+        if self.policy.remote_free && pcp.lists[pindex].is_empty() {
+            // Blocks other CPUs freed for this pageset come home before the zone is asked.
+            self.remote_free_collect(cpu, zone, slot, &mut pcp);
+        }
         pcp.note_alloc(self.pcp_fast.alloc_decay);
         if pcp.lists[pindex].is_empty()
             && self.pcp_refill(cpu, zone, slot, &mut pcp, order, pindex, mt, alloc_flags) == 0
@@ -182,7 +186,12 @@ impl<E: EventSink> PageAllocator<E> {
         }
         // SAFETY: `idx` was a member of the zone's list (hot.rs, F).
         let frame = unsafe { zone.frame_at(idx) };
-        frame.set_info(FrameInfo { state: FrameState::Allocated, order, list: mt as u8 });
+        let info = FrameInfo { state: FrameState::Allocated, order, list: mt as u8 };
+        if self.policy.remote_free {
+            frame.set_info_owned(info, cpu.id.0);
+        } else {
+            frame.set_info(info);
+        }
         // The page's reference count (kernel set_page_refcounted): page_frag_free drops it.
         frame.aux().store(1, crate::sync::Ordering::Relaxed);
         slot.stats.add_locked(Counter::PcpAlloc, 1);

@@ -63,6 +63,10 @@ impl<E: EventSink> PageAllocator<E> {
         for zone in self.zones.iter().filter(|z| z.is_populated()) {
             let slot = &zone.pcp[cpu.id.index()];
             let mut pcp = slot.pcp.lock();
+            if self.policy.remote_free {
+                // An owner that has stopped allocating still takes its blocks back.
+                self.remote_free_collect(cpu, zone, slot, &mut pcp);
+            }
             if core::mem::take(&mut pcp.active) {
                 // The kernel re-arms expire when this CPU folds non-zero counter deltas for
                 // the zone; using the pageset since the last tick is our stand-in for that.
@@ -123,6 +127,10 @@ impl<E: EventSink> PageAllocator<E> {
         let s = self.tunables.pcp_batch_scale_max;
         loop {
             let mut pcp = slot.pcp.lock();
+            if self.policy.remote_free {
+                // A drain empties the remote-free list too (it goes through the pageset).
+                self.remote_free_collect(caller, zone, slot, &mut pcp);
+            }
             let n = if self.policy.drain_pages_chunked {
                 pcp.count.min(pcp.batch << s.min(20))
             } else {
@@ -166,7 +174,7 @@ impl<E: EventSink> PageAllocator<E> {
         for z in zones {
             for slot in z.pcp.iter() {
                 // Only pagesets that hold something (read racily, as the kernel's cpumask).
-                if slot.pcp.lock().count > 0 {
+                if slot.pcp.lock().count > 0 || slot.remote.load(Relaxed) != super::remote::EMPTY {
                     self.drain_slot(caller, z, slot);
                 }
             }

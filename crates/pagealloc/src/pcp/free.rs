@@ -196,8 +196,8 @@ impl<E: EventSink> PageAllocator<E> {
     /// `free_unref_page_commit`). `bits` are the migratetype bits of the block's pageblock,
     /// read by the caller.
     #[allow(clippy::too_many_arguments, unsafe_code)]
-    #[inline]
-    fn free_unref_page_commit(
+    #[inline(always)]
+    pub(crate) fn free_unref_page_commit(
         &self,
         cpu: Cpu,
         zone: &Zone,

@@ -16,6 +16,7 @@
 pub(crate) mod alloc;
 pub mod drain;
 pub(crate) mod free;
+pub(crate) mod remote;
 
 use crate::list::ListHead;
 use crate::migratetype::{MigrateType, MIGRATE_PCPTYPES};
@@ -24,7 +25,7 @@ use crate::policy::{
 };
 use crate::sizing::{self, PcpSizes};
 use crate::stats::Counters;
-use crate::sync::Mutex;
+use crate::sync::{AtomicU64, Mutex};
 use crate::types::{Order, NR_PAGE_ORDERS};
 use crate::zone::flags;
 
@@ -205,11 +206,19 @@ pub struct PcpSlot {
     pub(crate) pcp: Mutex<PerCpuPages>,
     /// Counters updated under `pcp`'s lock.
     pub(crate) stats: Counters,
+    /// The remote-free list (`Policy::remote_free`), outside the lock: the head frame's index
+    /// in the low half ([`NIL`](crate::mem_map::NIL) when empty) and the pages on the list in
+    /// the high half, so one compare-exchange pushes and one swap takes everything.
+    pub(crate) remote: AtomicU64,
 }
 
 impl PcpSlot {
     pub(crate) fn new() -> PcpSlot {
-        PcpSlot { pcp: Mutex::new(PerCpuPages::new()), stats: Counters::default() }
+        PcpSlot {
+            pcp: Mutex::new(PerCpuPages::new()),
+            stats: Counters::default(),
+            remote: AtomicU64::new(remote::EMPTY),
+        }
     }
 
     /// A copy of the pageset's state, taken under its lock.
