@@ -153,10 +153,12 @@ mod tests {
     /// free pages, highest zone and request flags.
     #[test]
     fn the_fast_floor_is_sufficient_for_watermark_fast() {
+        // Under miri, which checks every access, a smaller machine and fewer probes.
+        let mib = if cfg!(miri) { 32 } else { 256 };
         let mut map = MemoryMap::new();
-        map.add_range(NodeId(0), 0..(256 << 20)).unwrap().set_cpus(NodeId(0), 2).unwrap();
-        // 8 MiB of CMA inside Normal (above 4 GiB is not needed: the Normal-only layout).
-        map.add_cma_range(Pfn(16384)..Pfn(18432)).unwrap();
+        map.add_range(NodeId(0), 0..(mib << 20)).unwrap().set_cpus(NodeId(0), 2).unwrap();
+        // 8 MiB of CMA (16-24 MiB, in DMA32).
+        map.add_cma_range(Pfn(4096)..Pfn(6144)).unwrap();
         let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
         let flag_sets = [
             AllocFlags::default(),
@@ -174,7 +176,7 @@ mod tests {
                 z.update_fast_floor();
                 let floor = z.fast_floor.load(Relaxed);
                 // Every count near the floor (a sample under miri, which checks each access).
-                let step = if cfg!(miri) { 97 } else { 1 };
+                let step = if cfg!(miri) { 601 } else { 1 };
                 for probe in (floor.saturating_sub(3000)..floor.saturating_add(3000)).step_by(step)
                 {
                     z.nr_free_pages.store(probe, Relaxed);
@@ -202,7 +204,7 @@ mod tests {
             }
             z.nr_free_pages.store(free, Relaxed);
         }
-        assert!(checked > if cfg!(miri) { 100 } else { 10_000 }, "{checked}");
+        assert!(checked > if cfg!(miri) { 20 } else { 10_000 }, "{checked}");
     }
 
     /// The floor follows the boost that a fallback raises and kswapd resets.
