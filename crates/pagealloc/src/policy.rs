@@ -380,6 +380,40 @@ switch_enum! {
 }
 
 switch_enum! {
+    /// How large the free_count signal must be before a high-order free may trigger free_high
+    /// (free_count ≥ threshold, read before this free is added). Consulted only with the
+    /// free_count forms of [`FreeBatchSizing`]; the free_factor forms signal on
+    /// free_factor ≠ 0 whatever this says. Nikhil Dhama's 2025 series: 6.7's threshold of one
+    /// batch made free_high drain the high-order lists of a busy network receiver far more often
+    /// than 6.6 did (iperf3 on a 2-node machine lost about 30 %).
+    pub enum FreeHighThreshold {
+        /// `batch`: the free_count form as merged in 6.7 (6ccdcb6d3a74), to 6.15.
+        Batch => "batch",
+        /// `5 · batch`. "[PATCH -V2] mm: pcp: scale batch to reduce number of high order pcp
+        /// flushes on deallocation", Nikhil Dhama, 19 Mar 2025 (sent again 25 Mar 2025); never
+        /// merged in this form.
+        FiveBatches => "five-batches",
+        /// `batch + high_min / 2`, the average size of the consecutive-free run at which the
+        /// 5.14–6.6 free_factor fired. "[PATCH v3] mm: pcp: increase pcp->free_count threshold
+        /// to trigger free_high", Nikhil Dhama, 7 Apr 2025; c544a952ba61; first release 6.16.
+        BatchPlusHalfHighMin => "batch-plus-half-high-min",
+    }
+}
+
+impl FreeHighThreshold {
+    /// The free_count at which free_high may fire for a pageset with this `batch` and
+    /// `high_min` (pages).
+    #[inline]
+    pub const fn pages(self, batch: i32, high_min: i32) -> i32 {
+        match self {
+            FreeHighThreshold::Batch => batch,
+            FreeHighThreshold::FiveBatches => batch.saturating_mul(5),
+            FreeHighThreshold::BatchPlusHalfHighMin => batch.saturating_add(high_min / 2),
+        }
+    }
+}
+
+switch_enum! {
     /// PCPF_FREE_HIGH_BATCH: on a CPU whose cache share is large, free_high also needs
     /// `count ≥ batch` (count including the block just freed), so about batch pages stay
     /// cached. Set per (zone, CPU) from the machine's cache description whenever it is
@@ -673,6 +707,9 @@ define_policy! {
         /// When an order 1..=3 free drains the pageset: never (≤ 5.17), after an overflow
         /// (5.18), only for consecutive high-order frees (6.7).
         pub free_high: FreeHigh,
+        /// The free_count a free_high needs: one batch (6.7), five (posted 2025, unmerged),
+        /// `batch + high_min / 2` (6.16).
+        pub free_high_threshold: FreeHighThreshold,
         /// Whether free_high waits for batch pages on CPUs with a large cache share (6.7).
         pub free_high_batch: FreeHighBatch,
         /// What a free_high drain takes: everything (5.18) or at most `batch << S` (6.7).
@@ -824,6 +861,7 @@ const MODERN: Policy = Policy {
     high_decay: HighDecay::SevenEighths,
     free_batch_sizing: FreeBatchSizing::FreeCount,
     free_high: FreeHigh::Consecutive,
+    free_high_threshold: FreeHighThreshold::Batch,
     free_high_batch: FreeHighBatch::LlcSliceOver3Batch,
     free_high_drain: FreeHighDrain::CappedShrinkHigh,
     refill_sizing: RefillSizing::AllocFactor,
@@ -849,6 +887,7 @@ const HPC_VANILLA: Policy = Policy {
     high_decay: HighDecay::Off,
     free_batch_sizing: FreeBatchSizing::FreeFactor,
     free_high: FreeHigh::Off,
+    free_high_threshold: FreeHighThreshold::Batch,
     free_high_batch: FreeHighBatch::Off,
     free_high_drain: FreeHighDrain::All,
     refill_sizing: RefillSizing::Batch,
@@ -893,6 +932,7 @@ const TUNE_BASE: Policy = Policy {
     high_decay: HighDecay::Off,
     free_batch_sizing: FreeBatchSizing::FreeFactor,
     free_high: FreeHigh::AnyHighOrder,
+    free_high_threshold: FreeHighThreshold::Batch,
     free_high_batch: FreeHighBatch::Off,
     free_high_drain: FreeHighDrain::All,
     refill_sizing: RefillSizing::Batch,
@@ -943,6 +983,7 @@ const FRAG_VANILLA: Policy = Policy {
     high_decay: HighDecay::Off,
     free_batch_sizing: FreeBatchSizing::Batch,
     free_high: FreeHigh::Off,
+    free_high_threshold: FreeHighThreshold::Batch,
     free_high_batch: FreeHighBatch::Off,
     free_high_drain: FreeHighDrain::All,
     refill_sizing: RefillSizing::Batch,
@@ -965,6 +1006,12 @@ const PFRAG_BUDDY: Policy = FRAG_VANILLA;
 /// 4.19 with 65895b67ad27 backported (§5).
 const PFRAG_PCP: Policy = Policy { page_frag_free: PageFragFree::PcpOrder0, ..PFRAG_BUDDY };
 
+/// 6.16: `modern` with c544a952ba61 (free_high waits for `batch + high_min / 2` freed pages).
+const FHIGH: Policy =
+    Policy { free_high_threshold: FreeHighThreshold::BatchPlusHalfHighMin, ..MODERN };
+/// `modern` with the posted -V2 of the same series (five batches).
+const FHIGH_V2: Policy = Policy { free_high_threshold: FreeHighThreshold::FiveBatches, ..MODERN };
+
 /// The most pages a pageset's remote-free list holds ([`Policy::remote_free`]): 2 MiB, one
 /// THP or eight batches of a typical pageset. A free that would take the owner's list past it
 /// frees to its own pageset, as without the switch, so an owner that stops allocating keeps
@@ -974,7 +1021,8 @@ pub const REMOTE_FREE_MAX: u32 = 512;
 
 /// Every preset name, in [`PRESETS`] order: `modern`, then the seed rows series by series
 /// (bulk free, auto-tuning, fragmentation avoidance, page_frag), each `-v1` variant after the
-/// merged form it differs from.
+/// merged form it differs from; then later kernel changes no seed measured (the 6.16 free_high
+/// threshold and its posted -V2).
 pub const PRESET_NAMES: &[&str] = &[
     "modern",
     "hpc-vanilla",
@@ -994,6 +1042,8 @@ pub const PRESET_NAMES: &[&str] = &[
     "frag-lowzone",
     "pfrag-buddy",
     "pfrag-pcp",
+    "fhigh",
+    "fhigh-v2",
 ];
 
 /// Shorthand for the row tables below.
@@ -1142,6 +1192,22 @@ pub const PRESETS: &[Preset] = &[
         rows: &[],
         unmerged: false,
         policy: PFRAG_PCP,
+    },
+    Preset {
+        name: "fhigh",
+        summary: "6.16 (merged c544a952ba61): modern with free_high waiting for batch + \
+                  high_min/2 freed pages",
+        rows: &[],
+        unmerged: false,
+        policy: FHIGH,
+    },
+    Preset {
+        name: "fhigh-v2",
+        summary: "modern + \"mm: pcp: scale batch ...\" -V2 (posted March 2025, not merged): \
+                  free_high waits for 5*batch freed pages",
+        rows: &[],
+        unmerged: true,
+        policy: FHIGH_V2,
     },
 ];
 
@@ -1858,6 +1924,37 @@ mod tests {
         assert_eq!(p("pfrag-pcp").page_frag_free, PageFragFree::PcpOrder0);
     }
 
+    // Nikhil Dhama's 2025 free_high threshold series (no seed column).
+
+    #[test]
+    fn free_high_threshold_presets_differ_from_modern_by_the_threshold_only() {
+        assert_eq!(p("modern").free_high_threshold, FreeHighThreshold::Batch);
+        assert_delta("modern", "fhigh", &["free_high_threshold"]);
+        assert_delta("modern", "fhigh-v2", &["free_high_threshold"]);
+        assert_eq!(p("fhigh").free_high_threshold, FreeHighThreshold::BatchPlusHalfHighMin);
+        assert_eq!(p("fhigh-v2").free_high_threshold, FreeHighThreshold::FiveBatches);
+        assert!(!Preset::get("fhigh").unwrap().unmerged);
+        assert!(Preset::get("fhigh-v2").unwrap().unmerged);
+        // Every earlier preset kept the 6.7 threshold (the free_factor ones never read it).
+        for preset in PRESETS.iter().filter(|p| !p.name.starts_with("fhigh")) {
+            assert_eq!(
+                preset.policy.free_high_threshold,
+                FreeHighThreshold::Batch,
+                "{}",
+                preset.name
+            );
+        }
+    }
+
+    #[test]
+    fn free_high_threshold_pages() {
+        // batch 63, high_min 3132 (docs/kernel-reference.md §2.9).
+        assert_eq!(FreeHighThreshold::Batch.pages(63, 3132), 63);
+        assert_eq!(FreeHighThreshold::FiveBatches.pages(63, 3132), 315);
+        assert_eq!(FreeHighThreshold::BatchPlusHalfHighMin.pages(63, 3132), 63 + 1566);
+        assert_eq!(FreeHighThreshold::BatchPlusHalfHighMin.pages(i32::MAX, 2), i32::MAX);
+    }
+
     #[test]
     fn baselines_across_series() {
         // 4.20 → 5.17: the 5.14 PCP work, 5.0 boosting and NOFRAGMENT, page_frag via PCP.
@@ -2178,7 +2275,7 @@ mod tests {
         out
     }
 
-    const MATRIX_GROUPS: [&[&str]; 3] = [
+    const MATRIX_GROUPS: [&[&str]; 4] = [
         &[
             "hpc-vanilla",
             "hpc-revert",
@@ -2190,6 +2287,7 @@ mod tests {
         ],
         &["tune-base", "tune-p1", "tune-p3", "tune-p5", "tune-p7", "tune-p9", "tune-p10", "modern"],
         &["frag-vanilla", "frag-lowzone", "pfrag-buddy", "pfrag-pcp", "hpc-vanilla"],
+        &["modern", "fhigh-v2", "fhigh"],
     ];
 
     #[test]
