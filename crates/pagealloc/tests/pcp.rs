@@ -9,7 +9,7 @@ use std::sync::{Barrier, Mutex};
 
 use pagealloc::debug::validate;
 use pagealloc::policy::{
-    BuddyPrefetch, BulkFree, FreeBatchSizing, FreeHigh, FreeHighBatch, FreeHighDrain,
+    BatchCap, BuddyPrefetch, BulkFree, FreeBatchSizing, FreeHigh, FreeHighBatch, FreeHighDrain,
     FreeHighThreshold, HighDecay, NoFragment, PageFragFree, PcpHigh, PcpLists, PcpLocking,
     PgfreeUnit, ReclaimActiveLimit, RefillSizing,
 };
@@ -295,6 +295,7 @@ fn every_policy_switch_has_a_behavioural_test() {
         Policy::KEYS,
         [
             "pcp_lists",
+            "batch_cap",
             "pcp_locking",
             "pcp_high",
             "reclaim_active_limit",
@@ -503,6 +504,29 @@ fn free_while_pageset_busy(locking: PcpLocking) -> (u64, u64) {
     let d = pa.vm_events().since(&before);
     check(&pa);
     (d.get(Counter::PcpTrylockFail), d.get(Counter::PcpFree))
+}
+
+/// batch_cap: before 4.19 vs d8a759b57035 (4.19); docs/kernel-reference.md §2.4. On a 1 GiB
+/// zone the 4.19 batch is 63 (high 6·63); the older cap gives 31 (high 186), so a run of
+/// order-0 frees overflows sooner and drains smaller batches.
+#[test]
+fn batch_cap_halves_the_batch_of_a_large_zone() {
+    for (cap, batch, high, want) in [
+        (BatchCap::HalfMib, 31, 186, vec![(186, 31), (217, 31), (248, 31), (279, 31)]),
+        (BatchCap::OneMib, 63, 378, vec![]),
+    ] {
+        let frag = Policy::preset("frag-vanilla").unwrap().with(|p| p.batch_cap = cap);
+        let pa = normal_machine(frag, 1024);
+        let s = pcp(&pa, 0);
+        assert_eq!((s.batch, s.high_min, s.high_max), (batch, high, high), "{cap}");
+        let pages = alloc_n(&pa, cpu(&pa, 1), Gfp::KERNEL, Order(0), 300);
+        let drains = per_free(&pa, cpu(&pa, 0), &pages, Order(0), Counter::DrainHighPages);
+        assert_eq!(nonzero(&drains), want, "{cap}");
+        check(&pa);
+        // Auto-tuned kernels never had the old cap; the combination still caps the batch.
+        let pa = normal_machine(Policy::modern().with(|p| p.batch_cap = cap), 1024);
+        assert_eq!(pcp(&pa, 0).batch, batch, "{cap}");
+    }
 }
 
 /// pcp_locking: 6.0 spinlock + trylock (docs/kernel-reference.md §4.1) vs ≤ 5.19 IRQs off.
