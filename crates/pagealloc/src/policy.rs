@@ -1,7 +1,8 @@
 //! Policy: which form of each page-allocator mechanism runs, the named presets that stand for
 //! the seeds' table rows, and the tunables a user sets.
 //!
-//! A [`Policy`] has one field ("switch") per mechanism that differs between any two seed rows.
+//! A [`Policy`] has one field ("switch") per mechanism that differs between any two seed rows,
+//! or between one of them and a later or earlier kernel change modelled on its own.
 //! Each switch is a small `Copy` enum or a bool, so the PCP and zone code branch on it with one
 //! compare. An old behaviour is an alternative value of the same switch, never a separate
 //! code path with its own name: e.g. [`FreeBatchSizing::FreeFactor`] (5.14) and
@@ -380,6 +381,66 @@ switch_enum! {
 }
 
 switch_enum! {
+    /// The cap on a zone's PCP `batch` (kernel `zone_batchsize`: a quarter of
+    /// `min(managed / 1024, cap)` pages, times 1.5, rounded down to a power of two, minus one).
+    /// Fixed when the pagesets are sized; every later size (high, refill, drains) follows it.
+    pub enum BatchCap {
+        /// `managed / 1024` capped at 512 KiB (128 pages), so the batch stays below 32: at most
+        /// 31 (zones of ≥ 90 112 managed pages). Kernels before 4.19.
+        HalfMib => "half-mib",
+        /// Capped at 1 MiB (256 pages): at most 63 (zones of ≥ 176 128 managed pages). "mm,
+        /// page_alloc: double zone's batchsize", Aaron Lu, RFC
+        /// `<20180711055855.29072-1-aaron.lu@intel.com>` (11 Jul 2018); d8a759b57035; first
+        /// release 4.19.
+        OneMib => "one-mib",
+    }
+}
+
+impl BatchCap {
+    /// The cap on `managed / 1024`, in pages.
+    pub const fn cap_pages(self) -> u64 {
+        match self {
+            BatchCap::HalfMib => crate::sizing::PRE_4_19_BATCH_CAP_PAGES,
+            BatchCap::OneMib => crate::sizing::BATCH_CAP_PAGES,
+        }
+    }
+}
+
+switch_enum! {
+    /// How large the free_count signal must be before a high-order free may trigger free_high
+    /// (free_count ≥ threshold, read before this free is added). Consulted only with the
+    /// free_count forms of [`FreeBatchSizing`]; the free_factor forms signal on
+    /// free_factor ≠ 0 whatever this says. Nikhil Dhama's 2025 series: 6.7's threshold of one
+    /// batch made free_high drain the high-order lists of a busy network receiver far more often
+    /// than 6.6 did (iperf3 on a 2-node machine lost about 30 %).
+    pub enum FreeHighThreshold {
+        /// `batch`: the free_count form as merged in 6.7 (6ccdcb6d3a74), to 6.15.
+        Batch => "batch",
+        /// `5 · batch`. "[PATCH -V2] mm: pcp: scale batch to reduce number of high order pcp
+        /// flushes on deallocation", Nikhil Dhama, 19 Mar 2025 (sent again 25 Mar 2025); never
+        /// merged in this form.
+        FiveBatches => "five-batches",
+        /// `batch + high_min / 2`, the average size of the consecutive-free run at which the
+        /// 5.14–6.6 free_factor fired. "[PATCH v3] mm: pcp: increase pcp->free_count threshold
+        /// to trigger free_high", Nikhil Dhama, 7 Apr 2025; c544a952ba61; first release 6.16.
+        BatchPlusHalfHighMin => "batch-plus-half-high-min",
+    }
+}
+
+impl FreeHighThreshold {
+    /// The free_count at which free_high may fire for a pageset with this `batch` and
+    /// `high_min` (pages).
+    #[inline]
+    pub const fn pages(self, batch: i32, high_min: i32) -> i32 {
+        match self {
+            FreeHighThreshold::Batch => batch,
+            FreeHighThreshold::FiveBatches => batch.saturating_mul(5),
+            FreeHighThreshold::BatchPlusHalfHighMin => batch.saturating_add(high_min / 2),
+        }
+    }
+}
+
+switch_enum! {
     /// PCPF_FREE_HIGH_BATCH: on a CPU whose cache share is large, free_high also needs
     /// `count ≥ batch` (count including the block just freed), so about batch pages stay
     /// cached. Set per (zone, CPU) from the machine's cache description whenever it is
@@ -646,6 +707,8 @@ define_policy! {
         /// Orders cached per CPU and the list layout: order 0 only (≤ 5.13), 0–3 + THP with
         /// 3, 1 or 2 THP lists (5.14, 6.0, 6.10).
         pub pcp_lists: PcpLists,
+        /// Cap on the pageset batch: 31 pages at most (≤ 4.18) or 63 (4.19).
+        pub batch_cap: BatchCap,
         /// Whether the local paths can find their pageset busy and fall back to the zone
         /// (6.0 spinlock + trylock) or always get it (IRQs off, ≤ 5.19).
         pub pcp_locking: PcpLocking,
@@ -673,6 +736,9 @@ define_policy! {
         /// When an order 1..=3 free drains the pageset: never (≤ 5.17), after an overflow
         /// (5.18), only for consecutive high-order frees (6.7).
         pub free_high: FreeHigh,
+        /// The free_count a free_high needs: one batch (6.7), five (posted 2025, unmerged),
+        /// `batch + high_min / 2` (6.16).
+        pub free_high_threshold: FreeHighThreshold,
         /// Whether free_high waits for batch pages on CPUs with a large cache share (6.7).
         pub free_high_batch: FreeHighBatch,
         /// What a free_high drain takes: everything (5.18) or at most `batch << S` (6.7).
@@ -817,6 +883,7 @@ impl Preset {
 /// mainline went back to in 6.14 (and stable trees carry).
 const MODERN: Policy = Policy {
     pcp_lists: PcpLists::ThpMovableSplit,
+    batch_cap: BatchCap::OneMib,
     pcp_locking: PcpLocking::SpinlockTrylock,
     pcp_high: PcpHigh::AutoTune,
     reclaim_active_limit: ReclaimActiveLimit::CapAndShrink,
@@ -824,6 +891,7 @@ const MODERN: Policy = Policy {
     high_decay: HighDecay::SevenEighths,
     free_batch_sizing: FreeBatchSizing::FreeCount,
     free_high: FreeHigh::Consecutive,
+    free_high_threshold: FreeHighThreshold::Batch,
     free_high_batch: FreeHighBatch::LlcSliceOver3Batch,
     free_high_drain: FreeHighDrain::CappedShrinkHigh,
     refill_sizing: RefillSizing::AllocFactor,
@@ -842,6 +910,7 @@ const MODERN: Policy = Policy {
 /// 5.17-rc3 (docs/preset-history.md §1.2): the 5.14 PCP work, no free_high.
 const HPC_VANILLA: Policy = Policy {
     pcp_lists: PcpLists::ThpPerMigratetype,
+    batch_cap: BatchCap::OneMib,
     pcp_locking: PcpLocking::LocalIrqOff,
     pcp_high: PcpHigh::StaticLowWmark,
     reclaim_active_limit: ReclaimActiveLimit::Cap,
@@ -849,6 +918,7 @@ const HPC_VANILLA: Policy = Policy {
     high_decay: HighDecay::Off,
     free_batch_sizing: FreeBatchSizing::FreeFactor,
     free_high: FreeHigh::Off,
+    free_high_threshold: FreeHighThreshold::Batch,
     free_high_batch: FreeHighBatch::Off,
     free_high_drain: FreeHighDrain::All,
     refill_sizing: RefillSizing::Batch,
@@ -886,6 +956,7 @@ const HPC_LIMIT: Policy = Policy { free_high: FreeHigh::AnyHighOrder, ..HPC_OPT 
 /// 6.6 (§1.4), the base of Huang Ying's series.
 const TUNE_BASE: Policy = Policy {
     pcp_lists: PcpLists::ThpShared,
+    batch_cap: BatchCap::OneMib,
     pcp_locking: PcpLocking::SpinlockTrylock,
     pcp_high: PcpHigh::StaticLowWmark,
     reclaim_active_limit: ReclaimActiveLimit::Cap,
@@ -893,6 +964,7 @@ const TUNE_BASE: Policy = Policy {
     high_decay: HighDecay::Off,
     free_batch_sizing: FreeBatchSizing::FreeFactor,
     free_high: FreeHigh::AnyHighOrder,
+    free_high_threshold: FreeHighThreshold::Batch,
     free_high_batch: FreeHighBatch::Off,
     free_high_drain: FreeHighDrain::All,
     refill_sizing: RefillSizing::Batch,
@@ -936,6 +1008,7 @@ const TUNE_P10: Policy = Policy { free_batch_sizing: FreeBatchSizing::FreeCountV
 /// 4.20-rc3 (§1.1, §4.6), which is also the 4.19 of seed 003 for every switch here.
 const FRAG_VANILLA: Policy = Policy {
     pcp_lists: PcpLists::Order0Only,
+    batch_cap: BatchCap::OneMib,
     pcp_locking: PcpLocking::LocalIrqOff,
     pcp_high: PcpHigh::SixTimesBatch,
     reclaim_active_limit: ReclaimActiveLimit::Off,
@@ -943,6 +1016,7 @@ const FRAG_VANILLA: Policy = Policy {
     high_decay: HighDecay::Off,
     free_batch_sizing: FreeBatchSizing::Batch,
     free_high: FreeHigh::Off,
+    free_high_threshold: FreeHighThreshold::Batch,
     free_high_batch: FreeHighBatch::Off,
     free_high_drain: FreeHighDrain::All,
     refill_sizing: RefillSizing::Batch,
@@ -965,6 +1039,16 @@ const PFRAG_BUDDY: Policy = FRAG_VANILLA;
 /// 4.19 with 65895b67ad27 backported (§5).
 const PFRAG_PCP: Policy = Policy { page_frag_free: PageFragFree::PcpOrder0, ..PFRAG_BUDDY };
 
+/// 4.18: the 4.19/4.20-rc3 switches with the batch still capped below 32 (before
+/// d8a759b57035).
+const LEGACY_4_18: Policy = Policy { batch_cap: BatchCap::HalfMib, ..FRAG_VANILLA };
+
+/// 6.16: `modern` with c544a952ba61 (free_high waits for `batch + high_min / 2` freed pages).
+const FHIGH: Policy =
+    Policy { free_high_threshold: FreeHighThreshold::BatchPlusHalfHighMin, ..MODERN };
+/// `modern` with the posted -V2 of the same series (five batches).
+const FHIGH_V2: Policy = Policy { free_high_threshold: FreeHighThreshold::FiveBatches, ..MODERN };
+
 /// The most pages a pageset's remote-free list holds ([`Policy::remote_free`]): 2 MiB, one
 /// THP or eight batches of a typical pageset. A free that would take the owner's list past it
 /// frees to its own pageset, as without the switch, so an owner that stops allocating keeps
@@ -974,7 +1058,8 @@ pub const REMOTE_FREE_MAX: u32 = 512;
 
 /// Every preset name, in [`PRESETS`] order: `modern`, then the seed rows series by series
 /// (bulk free, auto-tuning, fragmentation avoidance, page_frag), each `-v1` variant after the
-/// merged form it differs from.
+/// merged form it differs from; then kernel changes no seed measured (the 6.16 free_high
+/// threshold and its posted -V2, the pre-4.19 batch cap).
 pub const PRESET_NAMES: &[&str] = &[
     "modern",
     "hpc-vanilla",
@@ -994,6 +1079,9 @@ pub const PRESET_NAMES: &[&str] = &[
     "frag-lowzone",
     "pfrag-buddy",
     "pfrag-pcp",
+    "fhigh",
+    "fhigh-v2",
+    "legacy-4.18",
 ];
 
 /// Shorthand for the row tables below.
@@ -1142,6 +1230,30 @@ pub const PRESETS: &[Preset] = &[
         rows: &[],
         unmerged: false,
         policy: PFRAG_PCP,
+    },
+    Preset {
+        name: "fhigh",
+        summary: "6.16 (merged c544a952ba61): modern with free_high waiting for batch + \
+                  high_min/2 freed pages",
+        rows: &[],
+        unmerged: false,
+        policy: FHIGH,
+    },
+    Preset {
+        name: "fhigh-v2",
+        summary: "modern + \"mm: pcp: scale batch ...\" -V2 (posted March 2025, not merged): \
+                  free_high waits for 5*batch freed pages",
+        rows: &[],
+        unmerged: true,
+        policy: FHIGH_V2,
+    },
+    Preset {
+        name: "legacy-4.18",
+        summary: "4.18: as frag-vanilla but the PCP batch capped below 32 (the cap doubled in \
+                  4.19, d8a759b57035)",
+        rows: &[],
+        unmerged: false,
+        policy: LEGACY_4_18,
     },
 ];
 
@@ -1858,6 +1970,53 @@ mod tests {
         assert_eq!(p("pfrag-pcp").page_frag_free, PageFragFree::PcpOrder0);
     }
 
+    // Nikhil Dhama's 2025 free_high threshold series (no seed column).
+
+    #[test]
+    fn free_high_threshold_presets_differ_from_modern_by_the_threshold_only() {
+        assert_eq!(p("modern").free_high_threshold, FreeHighThreshold::Batch);
+        assert_delta("modern", "fhigh", &["free_high_threshold"]);
+        assert_delta("modern", "fhigh-v2", &["free_high_threshold"]);
+        assert_eq!(p("fhigh").free_high_threshold, FreeHighThreshold::BatchPlusHalfHighMin);
+        assert_eq!(p("fhigh-v2").free_high_threshold, FreeHighThreshold::FiveBatches);
+        assert!(!Preset::get("fhigh").unwrap().unmerged);
+        assert!(Preset::get("fhigh-v2").unwrap().unmerged);
+        // Every earlier preset kept the 6.7 threshold (the free_factor ones never read it).
+        for preset in PRESETS.iter().filter(|p| !p.name.starts_with("fhigh")) {
+            assert_eq!(
+                preset.policy.free_high_threshold,
+                FreeHighThreshold::Batch,
+                "{}",
+                preset.name
+            );
+        }
+    }
+
+    #[test]
+    fn legacy_4_18_differs_from_4_19_by_the_batch_cap_only() {
+        assert_delta("frag-vanilla", "legacy-4.18", &["batch_cap"]);
+        assert_eq!(p("legacy-4.18").batch_cap, BatchCap::HalfMib);
+        for preset in PRESETS.iter().filter(|p| p.name != "legacy-4.18") {
+            assert_eq!(
+                preset.policy.batch_cap,
+                BatchCap::OneMib,
+                "{} is 4.19 or later",
+                preset.name
+            );
+        }
+        assert_eq!(BatchCap::HalfMib.cap_pages(), 128);
+        assert_eq!(BatchCap::OneMib.cap_pages(), 256);
+    }
+
+    #[test]
+    fn free_high_threshold_pages() {
+        // batch 63, high_min 3132 (docs/kernel-reference.md §2.9).
+        assert_eq!(FreeHighThreshold::Batch.pages(63, 3132), 63);
+        assert_eq!(FreeHighThreshold::FiveBatches.pages(63, 3132), 315);
+        assert_eq!(FreeHighThreshold::BatchPlusHalfHighMin.pages(63, 3132), 63 + 1566);
+        assert_eq!(FreeHighThreshold::BatchPlusHalfHighMin.pages(i32::MAX, 2), i32::MAX);
+    }
+
     #[test]
     fn baselines_across_series() {
         // 4.20 → 5.17: the 5.14 PCP work, 5.0 boosting and NOFRAGMENT, page_frag via PCP.
@@ -2178,7 +2337,7 @@ mod tests {
         out
     }
 
-    const MATRIX_GROUPS: [&[&str]; 3] = [
+    const MATRIX_GROUPS: [&[&str]; 5] = [
         &[
             "hpc-vanilla",
             "hpc-revert",
@@ -2190,6 +2349,8 @@ mod tests {
         ],
         &["tune-base", "tune-p1", "tune-p3", "tune-p5", "tune-p7", "tune-p9", "tune-p10", "modern"],
         &["frag-vanilla", "frag-lowzone", "pfrag-buddy", "pfrag-pcp", "hpc-vanilla"],
+        &["modern", "fhigh-v2", "fhigh"],
+        &["frag-vanilla", "legacy-4.18"],
     ];
 
     #[test]

@@ -473,11 +473,31 @@ pub fn pcp_sizes(
     num_online_cpus: u32,
     percpu_pagelist_high_fraction: u32,
 ) -> Result<PcpSizes, SizingError> {
+    pcp_sizes_for_batch(
+        zone_batchsize(managed),
+        low_wmark_with_boost,
+        managed,
+        node_cpus,
+        cpu_online,
+        num_online_cpus,
+        percpu_pagelist_high_fraction,
+    )
+}
+
+/// [`pcp_sizes`] for a given `batch` (e.g. one under the pre-4.19 cap).
+pub(crate) fn pcp_sizes_for_batch(
+    batch: u32,
+    low_wmark_with_boost: u64,
+    managed: NrPages,
+    node_cpus: u32,
+    cpu_online: u32,
+    num_online_cpus: u32,
+    percpu_pagelist_high_fraction: u32,
+) -> Result<PcpSizes, SizingError> {
     let fraction = percpu_pagelist_high_fraction;
     if fraction != 0 && fraction < MIN_PERCPU_PAGELIST_HIGH_FRACTION {
         return Err(SizingError::HighFractionTooSmall { fraction });
     }
-    let batch = zone_batchsize(managed);
     let highsize = |f| {
         zone_highsize(
             low_wmark_with_boost,

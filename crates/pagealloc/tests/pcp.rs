@@ -9,9 +9,9 @@ use std::sync::{Barrier, Mutex};
 
 use pagealloc::debug::validate;
 use pagealloc::policy::{
-    BuddyPrefetch, BulkFree, FreeBatchSizing, FreeHigh, FreeHighBatch, FreeHighDrain, HighDecay,
-    NoFragment, PageFragFree, PcpHigh, PcpLists, PcpLocking, PgfreeUnit, ReclaimActiveLimit,
-    RefillSizing,
+    BatchCap, BuddyPrefetch, BulkFree, FreeBatchSizing, FreeHigh, FreeHighBatch, FreeHighDrain,
+    FreeHighThreshold, HighDecay, NoFragment, PageFragFree, PcpHigh, PcpLists, PcpLocking,
+    PgfreeUnit, ReclaimActiveLimit, RefillSizing,
 };
 use pagealloc::zone_flags::BELOW_HIGH;
 use pagealloc::PCPF_FREE_HIGH_BATCH;
@@ -32,6 +32,12 @@ const GIB: u64 = 1 << 30;
 /// 864 pages from 16 MiB, Normal 327 680 pages (1.25 GiB) from 4 GiB, so lowmem L = 1 104 520;
 /// min_free_kbytes 67584; the modern policy.
 fn spec_machine() -> PageAllocator {
+    PageAllocator::new(spec_machine_map(), spec_tunables(), Policy::modern())
+        .expect("valid allocator")
+}
+
+/// The memory map of [`spec_machine`].
+fn spec_machine_map() -> MemoryMap {
     let mut map = MemoryMap::new();
     map.add_range(NodeId(0), 0x1000..0x1000 + 3976 * PAGE)
         .unwrap()
@@ -41,8 +47,12 @@ fn spec_machine() -> PageAllocator {
         .unwrap()
         .set_cpus(NodeId(0), 2)
         .unwrap();
-    let tunables = Tunables::default().with(|t| t.min_free_kbytes = Some(67_584));
-    PageAllocator::new(map, tunables, Policy::modern()).expect("valid allocator")
+    map
+}
+
+/// The tunables of [`spec_machine`].
+fn spec_tunables() -> Tunables {
+    Tunables::default().with(|t| t.min_free_kbytes = Some(67_584))
 }
 
 /// 1 node, 2 CPUs, `mib` MiB from 4 GiB up: a Normal zone and nothing else. With default
@@ -285,6 +295,7 @@ fn every_policy_switch_has_a_behavioural_test() {
         Policy::KEYS,
         [
             "pcp_lists",
+            "batch_cap",
             "pcp_locking",
             "pcp_high",
             "reclaim_active_limit",
@@ -292,6 +303,7 @@ fn every_policy_switch_has_a_behavioural_test() {
             "high_decay",
             "free_batch_sizing",
             "free_high",
+            "free_high_threshold",
             "free_high_batch",
             "free_high_drain",
             "refill_sizing",
@@ -492,6 +504,29 @@ fn free_while_pageset_busy(locking: PcpLocking) -> (u64, u64) {
     let d = pa.vm_events().since(&before);
     check(&pa);
     (d.get(Counter::PcpTrylockFail), d.get(Counter::PcpFree))
+}
+
+/// batch_cap: before 4.19 vs d8a759b57035 (4.19); docs/kernel-reference.md §2.4. On a 1 GiB
+/// zone the 4.19 batch is 63 (high 6·63); the older cap gives 31 (high 186), so a run of
+/// order-0 frees overflows sooner and drains smaller batches.
+#[test]
+fn batch_cap_halves_the_batch_of_a_large_zone() {
+    for (cap, batch, high, want) in [
+        (BatchCap::HalfMib, 31, 186, vec![(186, 31), (217, 31), (248, 31), (279, 31)]),
+        (BatchCap::OneMib, 63, 378, vec![]),
+    ] {
+        let frag = Policy::preset("frag-vanilla").unwrap().with(|p| p.batch_cap = cap);
+        let pa = normal_machine(frag, 1024);
+        let s = pcp(&pa, 0);
+        assert_eq!((s.batch, s.high_min, s.high_max), (batch, high, high), "{cap}");
+        let pages = alloc_n(&pa, cpu(&pa, 1), Gfp::KERNEL, Order(0), 300);
+        let drains = per_free(&pa, cpu(&pa, 0), &pages, Order(0), Counter::DrainHighPages);
+        assert_eq!(nonzero(&drains), want, "{cap}");
+        check(&pa);
+        // Auto-tuned kernels never had the old cap; the combination still caps the batch.
+        let pa = normal_machine(Policy::modern().with(|p| p.batch_cap = cap), 1024);
+        assert_eq!(pcp(&pa, 0).batch, batch, "{cap}");
+    }
 }
 
 /// pcp_locking: 6.0 spinlock + trylock (docs/kernel-reference.md §4.1) vs ≤ 5.19 IRQs off.
@@ -740,6 +775,49 @@ fn free_high_drains_on_high_order_frees_any_or_consecutive() {
         assert_eq!(drains, want, "{variant}");
         check(&pa);
     }
+}
+
+/// First free_high drain (1-based free, pages drained) while CPU 0 frees `n` order-1 blocks
+/// that CPU 1 allocated, with no FREE_HIGH_BATCH flag; `None` if none drained.
+fn first_order1_free_high(pa: &PageAllocator, n: usize) -> Option<(usize, u64)> {
+    pa.set_cpu_cache(CpuId(0), CacheInfo { llc_slice_bytes: 0, data_slices_bytes: 0 });
+    let pages = alloc_n(pa, cpu(pa, 1), Gfp::KERNEL, Order(1), n);
+    let drains = per_free(pa, cpu(pa, 0), &pages, Order(1), Counter::DrainFreeHighPages);
+    check(pa);
+    nonzero(&drains).first().copied()
+}
+
+/// free_high_threshold: 6ccdcb6d3a74 (6.7) vs Nikhil Dhama's -V2 of March 2025 (unmerged) vs
+/// c544a952ba61 (6.16). Each order-1 free adds 2 to free_count (read before the free), so the
+/// first free_high comes at the first free whose predecessors freed the threshold, and takes
+/// the whole pageset (2 pages per free so far, under `b << S`).
+#[test]
+fn free_high_threshold_delays_the_first_free_high_drain() {
+    let with = |t: FreeHighThreshold| Policy::modern().with(|p| p.free_high_threshold = t);
+    for (variant, want) in [
+        // §2.9 machine: batch 63, high_min 3132; thresholds 63, 315, 63 + 1566.
+        (FreeHighThreshold::Batch, (33, 66)),
+        (FreeHighThreshold::FiveBatches, (159, 318)),
+        (FreeHighThreshold::BatchPlusHalfHighMin, (816, 1632)),
+    ] {
+        let pa = PageAllocator::new(spec_machine_map(), spec_tunables(), with(variant))
+            .expect("valid allocator");
+        assert_eq!((pcp(&pa, 0).batch, pcp(&pa, 0).high_min), (63, 3132));
+        assert_eq!(first_order1_free_high(&pa, 900), Some(want), "{variant}");
+    }
+    // 512 MiB: batch 31, high_min 3520. free_count stops growing at 31 << 5 = 992, below
+    // 31 + 1760, so under the 6.16 rule order-1 frees alone never trigger free_high here.
+    let pa = normal_machine(with(FreeHighThreshold::BatchPlusHalfHighMin), 512);
+    assert_eq!(first_order1_free_high(&pa, 1500), None);
+    assert_eq!(pcp(&pa, 0).free_count, 992);
+    let pa = normal_machine(with(FreeHighThreshold::Batch), 512);
+    assert_eq!(first_order1_free_high(&pa, 1500), Some((17, 34)));
+    // The free_factor forms signal on free_factor ≠ 0 and never read the threshold.
+    let ff = |t| with(t).with(|p| p.free_batch_sizing = FreeBatchSizing::FreeFactorCapped);
+    let runs: Vec<_> = [FreeHighThreshold::Batch, FreeHighThreshold::BatchPlusHalfHighMin]
+        .map(|t| first_order1_free_high(&normal_machine(ff(t), 512), 1500))
+        .into();
+    assert_eq!(runs[0], runs[1]);
 }
 
 /// free_high_batch: v1 patches 2–3 vs v3 94a3bfe4073c; docs/kernel-reference.md §2.7, §4.2 step 3.

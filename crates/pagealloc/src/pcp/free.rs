@@ -21,7 +21,8 @@ use crate::zone::{flags, Zone, WMARK_HIGH};
 use crate::{Cpu, PageAllocator};
 
 impl PerCpuPages {
-    /// The recent-free signal: is this pageset mostly freeing right now?
+    /// The recent-free signal behind free_high: is this pageset mostly freeing right now? The
+    /// free_count forms compare against the policy's free_high threshold.
     #[inline]
     fn freeing_signal(&self, policy: &Policy) -> bool {
         match policy.free_batch_sizing {
@@ -30,7 +31,7 @@ impl PerCpuPages {
             | FreeBatchSizing::FreeFactorCapped
             | FreeBatchSizing::FreeFactorCappedInclusive => self.free_factor != 0,
             FreeBatchSizing::FreeCountV1 | FreeBatchSizing::FreeCount => {
-                self.free_count >= self.batch
+                self.free_count >= policy.free_high_threshold.pages(self.batch, self.high_min)
             }
         }
     }

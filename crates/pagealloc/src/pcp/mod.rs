@@ -275,7 +275,8 @@ pub(crate) fn zone_pcp_sizes(
     if managed.0 == 0 {
         return sizing::BOOT_PCP_SIZES;
     }
-    let batch = sizing::zone_batchsize(managed);
+    let raw_batch = sizing::zone_batchsize_raw(managed, policy.batch_cap.cap_pages());
+    let batch = raw_batch.max(1);
     let fraction = tunables.percpu_pagelist_high_fraction;
     let static_high = |fraction| {
         sizing::zone_highsize(
@@ -291,10 +292,7 @@ pub(crate) fn zone_pcp_sizes(
     match policy.pcp_high {
         PcpHigh::SixTimesBatch => {
             // 6 × the unclamped batch: tiny zones printed high 0, batch 1 on those kernels.
-            let high = sizing::legacy_pcp_high(sizing::zone_batchsize_raw(
-                managed,
-                sizing::BATCH_CAP_PAGES,
-            ));
+            let high = sizing::legacy_pcp_high(raw_batch);
             PcpSizes { batch, high_min: high, high_max: high }
         }
         PcpHigh::StaticLowWmark => {
@@ -302,7 +300,8 @@ pub(crate) fn zone_pcp_sizes(
             PcpSizes { batch, high_min: high, high_max: high }
         }
         PcpHigh::AutoTune => {
-            sizing::pcp_sizes(
+            sizing::pcp_sizes_for_batch(
+                batch,
                 low_wmark_with_boost,
                 managed,
                 node_cpus,
