@@ -6,6 +6,7 @@ use crate::events::{EventSink, TraceEvent};
 use crate::gfp::AllocFlags;
 use crate::mem_map::FrameState;
 use crate::migratetype::MigrateType;
+use crate::sync::RawLock;
 use crate::types::{Order, Pfn, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use crate::zone::ZoneLocked;
 
@@ -19,7 +20,7 @@ pub(crate) enum Fpi {
     ToTail,
 }
 
-impl<E: EventSink> ZoneLocked<'_, E> {
+impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// Split the free block at `pfn` of order `high` down to `low`, putting each upper half on
     /// the head of the `mt` list of its order (kernel `expand`). Returns `pfn`, now the head of
     /// an order-`low` block that is on no list.

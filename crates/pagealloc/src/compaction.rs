@@ -17,6 +17,7 @@
 //! `fast_find_migrateblock`), capture of the freed block by the compacting allocation
 //! (`capture_control`), and lock contention checks (a compaction never aborts on contention).
 
+use crate::sync::RawLock;
 use alloc::vec::Vec;
 
 use crate::error::CompactError;
@@ -213,7 +214,7 @@ struct ContigInfo {
     free_blocks_suitable: u64,
 }
 
-impl Zone {
+impl<L: RawLock> Zone<L> {
     /// The free areas counted for `order` (kernel `fill_contig_page_info`).
     fn contig_info(&self, order: Order) -> ContigInfo {
         let mut info = ContigInfo::default();
@@ -406,8 +407,8 @@ pub(crate) struct Request {
 }
 
 /// A compaction in progress over one zone.
-struct Run<'a, E: EventSink> {
-    zone: &'a Zone,
+struct Run<'a, E: EventSink, L: RawLock> {
+    zone: &'a Zone<L>,
     cpu: crate::types::CpuId,
     events: &'a E,
     cfg: &'a crate::zone::CoreConfig,
@@ -444,14 +445,14 @@ const fn block_start(pfn: u64) -> u64 {
     pfn & !(PAGEBLOCK_NR_PAGES - 1)
 }
 
-impl<'a, E: EventSink> Run<'a, E> {
+impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
     fn new(
-        zone: &'a Zone,
+        zone: &'a Zone<L>,
         cpu: crate::types::CpuId,
         events: &'a E,
         cfg: &'a crate::zone::CoreConfig,
         req: Request,
-    ) -> Run<'a, E> {
+    ) -> Run<'a, E, L> {
         let (start, end) = (zone.start_pfn.0, zone.end_pfn.0);
         let whole = req.order.is_none() || req.proactive;
         let c = &zone.compact;
@@ -491,7 +492,7 @@ impl<'a, E: EventSink> Run<'a, E> {
         self.free_pfn >> PAGEBLOCK_ORDER <= self.migrate_pfn >> PAGEBLOCK_ORDER
     }
 
-    fn lock(&self) -> ZoneLocked<'a, E> {
+    fn lock(&self) -> ZoneLocked<'a, E, L> {
         self.zone.lock(self.cpu, self.events, self.cfg)
     }
 
@@ -706,7 +707,7 @@ impl<'a, E: EventSink> Run<'a, E> {
     /// `__isolate_free_page`); otherwise the run is contended and stops.
     fn isolate_freepages_block(&mut self, lo: u64, hi: u64) -> (u64, u64) {
         let zone = self.zone;
-        let mut locked: Option<ZoneLocked<'a, E>> = None;
+        let mut locked: Option<ZoneLocked<'a, E, L>> = None;
         let mut p = lo;
         let mut got = 0;
         while p < hi {
@@ -889,8 +890,8 @@ impl<'a, E: EventSink> Run<'a, E> {
 /// Compact `zone` for `req` with the owner `m` (kernel `compact_zone`, with
 /// `compaction_suit_allocation_order` first for an order request). Counts the scanners'
 /// work in the zone's counters.
-pub(crate) fn compact_zone<E: EventSink>(
-    zone: &Zone,
+pub(crate) fn compact_zone<E: EventSink, L: RawLock>(
+    zone: &Zone<L>,
     cpu: crate::types::CpuId,
     events: &E,
     cfg: &crate::zone::CoreConfig,
@@ -958,9 +959,9 @@ const fn pack_wake(order: Order, highest: ZoneType) -> u64 {
     (order.0 as u64 + 1) | (highest.index() as u64) << 8
 }
 
-impl<E: EventSink> PageAllocator<E> {
+impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// The zones of node `n`, by type.
-    fn zones_of<'a>(&'a self, n: &'a crate::page_alloc::Node) -> impl Iterator<Item = &'a Zone> {
+    fn zones_of<'a>(&'a self, n: &'a crate::page_alloc::Node) -> impl Iterator<Item = &'a Zone<L>> {
         n.zones.iter().flatten().map(|z| &self.zones[z.index()])
     }
 
@@ -984,7 +985,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// the try found one, and the best zone result.
     pub(crate) fn direct_compact(
         &self,
-        w: &Walk<'_>,
+        w: &Walk<'_, L>,
         flags: AllocFlags,
         mode: CompactMode,
         m: &mut dyn Migrate,
@@ -1117,7 +1118,7 @@ impl<E: EventSink> PageAllocator<E> {
             return Err(CompactError::InvalidCpu(cpu.id()));
         }
         let n = self.nodes.get(node.index()).ok_or(CompactError::InvalidNode(node))?;
-        let zones: Vec<&Zone> = self.zones_of(n).filter(|z| z.is_populated()).collect();
+        let zones: Vec<&Zone<L>> = self.zones_of(n).filter(|z| z.is_populated()).collect();
         let wake = n.kcompactd_wake.swap(0, Relaxed);
         let mut runs = Vec::new();
         let mut result = None;
@@ -1129,10 +1130,10 @@ impl<E: EventSink> PageAllocator<E> {
             // A zone that can serve the order already, or where compaction could not help,
             // needs nothing; kcompactd is woken only if some zone does (kernel
             // `kcompactd_node_suitable`). Each zone is judged as its own highest zone.
-            let can_serve = |z: &Zone| {
+            let can_serve = |z: &Zone<L>| {
                 z.watermark_ok(order, z.wmark_pages(WMARK_MIN), z.ztype, AllocFlags::default())
             };
-            let wanted = |z: &&&Zone| z.ztype <= highest;
+            let wanted = |z: &&&Zone<L>| z.ztype <= highest;
             if !zones
                 .iter()
                 .filter(wanted)
@@ -1201,13 +1202,13 @@ impl<E: EventSink> PageAllocator<E> {
     /// [`CompactError::InvalidNode`] for a node that does not exist.
     pub fn reset_isolation_suitable(&self, node: NodeId) -> Result<(), CompactError> {
         let n = self.nodes.get(node.index()).ok_or(CompactError::InvalidNode(node))?;
-        let zones: Vec<&Zone> = self.zones_of(n).collect();
+        let zones: Vec<&Zone<L>> = self.zones_of(n).collect();
         self.flush_skip_hints(&zones);
         Ok(())
     }
 
     /// Clear the skip hints of those of `zones` a direct compaction asked to flush.
-    fn flush_skip_hints(&self, zones: &[&Zone]) {
+    fn flush_skip_hints(&self, zones: &[&Zone<L>]) {
         for z in zones {
             if z.take_blockskip_flush() {
                 z.reset_isolation_suitable();

@@ -5,6 +5,7 @@
 //! Each zone is checked under its own lock, by walking the free lists and then every frame
 //! of the span, so a validation costs O(spanned frames).
 
+use crate::sync::RawLock;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -53,7 +54,7 @@ pub struct Census {
 }
 
 /// Check every invariant of every zone.
-pub fn validate<E: EventSink>(pa: &PageAllocator<E>) -> Result<(), Violation> {
+pub fn validate<E: EventSink, L: RawLock>(pa: &PageAllocator<E, L>) -> Result<(), Violation> {
     for z in pa.zones() {
         validate_zone(pa, z)?;
     }
@@ -61,7 +62,7 @@ pub fn validate<E: EventSink>(pa: &PageAllocator<E>) -> Result<(), Violation> {
 }
 
 /// Walk every frame of every zone and add up where pages are.
-pub fn census<E: EventSink>(pa: &PageAllocator<E>) -> Census {
+pub fn census<E: EventSink, L: RawLock>(pa: &PageAllocator<E, L>) -> Census {
     let mut total = Census::default();
     for z in pa.zones() {
         let _pagesets: Vec<_> = z.pcp.iter().map(|s| s.pcp.lock()).collect();
@@ -81,7 +82,11 @@ pub fn census<E: EventSink>(pa: &PageAllocator<E>) -> Census {
 /// is not `Allocated` with this order is left to the claim, which names what is wrong; a
 /// corrupt block is refused with [`FreeError::BadPage`] and stays allocated. O(2^order).
 #[cfg(feature = "debug-vm")]
-pub(crate) fn check_free_block(z: &Zone, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+pub(crate) fn check_free_block<L: RawLock>(
+    z: &Zone<L>,
+    pfn: Pfn,
+    order: Order,
+) -> Result<(), FreeError> {
     let head = z.frame(pfn).info();
     if head.state != FrameState::Allocated || head.order != order {
         return Ok(());
@@ -93,14 +98,17 @@ pub(crate) fn check_free_block(z: &Zone, pfn: Pfn, order: Order) -> Result<(), F
     }
 }
 
-fn fail(z: &Zone, what: String) -> Violation {
+fn fail<L: RawLock>(z: &Zone<L>, what: String) -> Violation {
     Violation { zone: z.idx(), what }
 }
 
 /// Check one zone's invariants: every pageset's lists under its lock, then the free lists and
 /// every frame under the zone lock, with all of those locks held (pageset locks first, the
 /// allocator's lock order) so the census sees one consistent state.
-pub fn validate_zone<E: EventSink>(pa: &PageAllocator<E>, z: &Zone) -> Result<(), Violation> {
+pub fn validate_zone<E: EventSink, L: RawLock>(
+    pa: &PageAllocator<E, L>,
+    z: &Zone<L>,
+) -> Result<(), Violation> {
     if !pa.zone(z.idx()).is_some_and(|own| core::ptr::eq(own, z)) {
         return Err(fail(z, "the zone is not one of this allocator's".into()));
     }
@@ -247,8 +255,8 @@ pub fn validate_zone<E: EventSink>(pa: &PageAllocator<E>, z: &Zone) -> Result<()
 }
 
 /// A pageset's lists hold `Pcp` heads of the list's order, and add up to its count.
-fn check_pageset(
-    z: &Zone,
+fn check_pageset<L: RawLock>(
+    z: &Zone<L>,
     layout: crate::policy::PcpLists,
     cpu: usize,
     pcp: &PerCpuPages,
@@ -306,8 +314,8 @@ fn check_pageset(
 
 /// Two free buddies of the same order must have merged, unless they sit in pageblocks whose
 /// types refuse merging.
-fn check_unmerged_buddy(
-    z: &Zone,
+fn check_unmerged_buddy<L: RawLock>(
+    z: &Zone<L>,
     pfn: Pfn,
     order: Order,
     mt: MigrateType,
@@ -330,7 +338,7 @@ fn check_unmerged_buddy(
 /// the caller holds, so the owner cannot take it meanwhile; a producer's push during the walk
 /// only adds in front of the head read). At most the zone's frame count of steps, so a
 /// corrupted link cannot loop forever.
-fn remote_pages(z: &Zone, slot: &crate::pcp::PcpSlot) -> u64 {
+fn remote_pages<L: RawLock>(z: &Zone<L>, slot: &crate::pcp::PcpSlot<L>) -> u64 {
     let mut idx = slot.remote.load(crate::sync::Ordering::Acquire) as u32;
     let mut pages = 0;
     for _ in 0..z.mem_map.len() {
@@ -341,13 +349,13 @@ fn remote_pages(z: &Zone, slot: &crate::pcp::PcpSlot) -> u64 {
     pages
 }
 
-fn count_buddy_heads(z: &Zone) -> u64 {
+fn count_buddy_heads<L: RawLock>(z: &Zone<L>) -> u64 {
     z.mem_map.iter().filter(|f| f.info().state == FrameState::Buddy).count() as u64
 }
 
 /// Walk the span: every managed frame must be a block head or inside the block of the head
 /// before it.
-fn frame_census(z: &Zone) -> Result<Census, Violation> {
+fn frame_census<L: RawLock>(z: &Zone<L>) -> Result<Census, Violation> {
     let mut c = Census::default();
     let n = z.mem_map.len();
     let mut i = 0usize;

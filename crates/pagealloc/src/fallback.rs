@@ -6,6 +6,7 @@ use crate::events::{EventSink, TraceEvent};
 use crate::gfp::AllocFlags;
 use crate::migratetype::MigrateType;
 use crate::stats::Counter;
+use crate::sync::RawLock;
 use crate::types::{NrPages, Order, Pfn, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use crate::zone::{flags, ZoneLocked, WMARK_HIGH};
 
@@ -18,7 +19,7 @@ pub(crate) fn can_steal(o: Order, start_mt: MigrateType, grouping_disabled: bool
         || grouping_disabled
 }
 
-impl<E: EventSink> ZoneLocked<'_, E> {
+impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// May a `start_mt` request found a free block of order `o` on another type's list claim
     /// that block's pageblock? (kernel `can_steal_fallback`; evaluated with the order of the
     /// block found, not the order requested.)

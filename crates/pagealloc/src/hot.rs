@@ -32,17 +32,18 @@ use crate::list::ListHead;
 use crate::mem_map::Frame;
 use crate::pcp::{PcpSlot, PerCpuPages};
 use crate::sync::Ordering::Relaxed;
+use crate::sync::RawLock;
 use crate::types::{CpuId, Pfn, ZoneIdx};
 use crate::zone::Zone;
 use crate::{Cpu, PageAllocator};
 
-impl<E: EventSink> PageAllocator<E> {
+impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Zone `zi` of this allocator.
     ///
     /// # Safety
     /// `zi` is a `ZoneIdx` the allocator stored itself (invariant Z).
     #[inline(always)]
-    pub(crate) unsafe fn zone_at(&self, zi: ZoneIdx) -> &Zone {
+    pub(crate) unsafe fn zone_at(&self, zi: ZoneIdx) -> &Zone<L> {
         debug_assert!(zi.index() < self.zones.len());
         // SAFETY: in bounds by the caller's promise (invariant Z).
         unsafe { self.zones.get_unchecked(zi.index()) }
@@ -57,7 +58,7 @@ impl<E: EventSink> PageAllocator<E> {
         &self,
         cpu: Cpu,
         highest: crate::types::ZoneType,
-    ) -> Option<&Zone> {
+    ) -> Option<&Zone<L>> {
         debug_assert!(cpu.node.index() < self.nodes.len());
         // SAFETY: invariant N.
         let node = unsafe { self.nodes.get_unchecked(cpu.node.index()) };
@@ -67,13 +68,13 @@ impl<E: EventSink> PageAllocator<E> {
     }
 }
 
-impl Zone {
+impl<L: RawLock> Zone<L> {
     /// `cpu`'s pageset of this zone.
     ///
     /// # Safety
     /// `cpu` is the id of a `Cpu` that passed the allocator's `owns` (invariant C).
     #[inline(always)]
-    pub(crate) unsafe fn pcp_at(&self, cpu: CpuId) -> &PcpSlot {
+    pub(crate) unsafe fn pcp_at(&self, cpu: CpuId) -> &PcpSlot<L> {
         debug_assert!(cpu.index() < self.pcp.len());
         // SAFETY: invariant C.
         unsafe { self.pcp.get_unchecked(cpu.index()) }

@@ -112,6 +112,80 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Locks
+//!
+//! Every zone lock and pageset lock of a `PageAllocator<E, L>` is an `L`, any
+//! [`lock_api::RawMutex`]; the default, [`RawSpinLock`], is a test-and-test-and-set spin lock
+//! that never yields (the kernel's zone and pcp locks are spin locks). Choose the lock by type
+//! with [`PageAllocator::with_lock`]. A user-space program with more threads than CPUs wants a
+//! lock that yields to a preempted holder (the lab's `YieldLock` spins a bounded number of
+//! times, then calls `std::thread::yield_now`; it needs `std`, which this crate does not
+//! have); a kernel needs one that keeps interrupts off while it is held, so an interrupt
+//! handler that allocates cannot spin on a lock its own CPU holds: `spin_lock_irqsave`. Here
+//! is that lock, with the architecture's interrupt-flag calls stubbed out:
+//!
+//! ```
+//! use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+//! use pagealloc::lock_api::{GuardNoSend, RawMutex};
+//! use pagealloc::{CpuId, Gfp, MemoryMap, NoEvents, Order, PageAllocator, Policy, Tunables};
+//!
+//! // The kernel's side: save the interrupt flag and disable interrupts; restore the flag.
+//! fn local_irq_save() -> usize { 0 }
+//! fn local_irq_restore(_flags: usize) {}
+//!
+//! /// `spin_lock_irqsave` / `spin_unlock_irqrestore` as a raw lock. The saved flags are kept
+//! /// in the lock (only its holder writes and reads them); nested locks (a pageset's, then
+//! /// its zone's) are released in reverse order, so each restores what it saved.
+//! pub struct IrqSaveSpinLock {
+//!     locked: AtomicBool,
+//!     flags: AtomicUsize,
+//! }
+//!
+//! // SAFETY: `locked` goes from false to true only by a successful compare-exchange
+//! // (Acquire), and only the holder stores false (Release).
+//! unsafe impl RawMutex for IrqSaveSpinLock {
+//!     #[allow(clippy::declare_interior_mutable_const)]
+//!     const INIT: Self = IrqSaveSpinLock { locked: AtomicBool::new(false), flags: AtomicUsize::new(0) };
+//!     // Interrupts are off on this CPU while the lock is held: the guard stays on it.
+//!     type GuardMarker = GuardNoSend;
+//!
+//!     fn lock(&self) {
+//!         let flags = local_irq_save();
+//!         while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+//!             while self.locked.load(Ordering::Relaxed) {
+//!                 core::hint::spin_loop();
+//!             }
+//!         }
+//!         self.flags.store(flags, Ordering::Relaxed);
+//!     }
+//!
+//!     fn try_lock(&self) -> bool {
+//!         let flags = local_irq_save();
+//!         if self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+//!             self.flags.store(flags, Ordering::Relaxed);
+//!             true
+//!         } else {
+//!             local_irq_restore(flags);
+//!             false
+//!         }
+//!     }
+//!
+//!     unsafe fn unlock(&self) {
+//!         let flags = self.flags.load(Ordering::Relaxed);
+//!         self.locked.store(false, Ordering::Release);
+//!         local_irq_restore(flags);
+//!     }
+//! }
+//!
+//! let pa = PageAllocator::<NoEvents, IrqSaveSpinLock>::with_lock(
+//!     MemoryMap::single_node(2, 64 << 20)?, Tunables::default(), Policy::modern(), NoEvents)?;
+//! let cpu = pa.cpu(CpuId(0)).expect("cpu 0");
+//! let pfn = pa.alloc_pages(cpu, Gfp::ATOMIC, Order(0))?;
+//! pa.free_pages(cpu, pfn, Order(0))?;
+//! pagealloc::debug::validate(&pa)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Module map (kernel names kept, see `ARCHITECTURE.md`): [`types`] units; [`memory_map`] the
 //! caller's description of memory; [`migratetype`], [`gfp`], [`pageblock`]; [`watermark`]
 //! the watermark checks; [`compaction`] moving movable blocks to make large free ones;
@@ -120,8 +194,8 @@
 //! [`events`]; [`debug`] validators. The per-frame array, the index-linked lists, the zone
 //! internals, the per-CPU pagesets and the lock wrappers are private; what a user reads of
 //! them is re-exported here ([`PcpSnapshot`], [`CacheInfo`], [`WMARK_MIN`] and the other
-//! watermark indices, [`zone_flags`], the `PCPF_*` bits, and [`SpinMutex`], the spin lock
-//! the allocator and `pagealloc-slab` use).
+//! watermark indices, [`zone_flags`], the `PCPF_*` bits, and [`SpinMutex`], a value behind
+//! the default lock, which `pagealloc-slab` uses).
 
 //! # Cargo features
 //!
@@ -204,9 +278,12 @@ pub use crate::pcp::PcpSnapshot;
 pub use crate::pcp::{PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
 pub use crate::policy::{Policy, Tunables};
 pub use crate::stats::{Counter, VmEvents};
-pub use crate::sync::{Mutex as SpinMutex, MutexGuard as SpinMutexGuard, RawSpinLock};
+pub use crate::sync::{RawLock, RawSpinLock, SpinMutex, SpinMutexGuard};
 pub use crate::types::{CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType};
 pub use crate::zone::{Zone, WMARK_HIGH, WMARK_LOW, WMARK_MIN, WMARK_PROMO};
+/// `lock_api`, whose `RawMutex` a lock of the allocator implements (re-exported so a user's
+/// lock is written against the same version).
+pub use lock_api;
 
 /// Zone flag bits (kernel `zone_flags`), for [`Zone::test_flag`].
 pub mod zone_flags {

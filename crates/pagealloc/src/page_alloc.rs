@@ -20,7 +20,7 @@ use crate::pcp::PcpFast;
 use crate::policy::{Policy, Tunables};
 use crate::sizing;
 use crate::stats::{Counter, Counters, VmEvents};
-use crate::sync::Mutex;
+use crate::sync::{Mutex, RawLock, RawSpinLock};
 use crate::types::{
     CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType, MAX_PAGE_ORDER, NR_ZONE_TYPES,
     PAGEBLOCK_NR_PAGES,
@@ -123,10 +123,10 @@ static NEXT_ALLOCATOR_ID: CoreAtomicU64 = CoreAtomicU64::new(1);
 
 /// The page-frame allocator.
 #[derive(Debug)]
-pub struct PageAllocator<E: EventSink = NoEvents> {
+pub struct PageAllocator<E: EventSink = NoEvents, L: RawLock = RawSpinLock> {
     /// This allocator's identity, unique in the process: what its [`Cpu`] handles carry.
     id: u64,
-    pub(crate) zones: Box<[Zone]>,
+    pub(crate) zones: Box<[Zone<L>]>,
     /// (first frame, end, zone) sorted by first frame, for frame → zone lookup.
     by_pfn: Box<[(Pfn, Pfn, ZoneIdx)]>,
     pub(crate) nodes: Box<[Node]>,
@@ -144,7 +144,7 @@ pub struct PageAllocator<E: EventSink = NoEvents> {
     /// vmstat ticks each CPU has run.
     pub(crate) cpu_ticks: Box<[AtomicU64]>,
     /// Serialises drain_all_pages.
-    pub(crate) drain_mutex: Mutex<()>,
+    pub(crate) drain_mutex: Mutex<L, ()>,
 }
 
 impl PageAllocator<NoEvents> {
@@ -157,6 +157,20 @@ impl PageAllocator<NoEvents> {
 impl<E: EventSink> PageAllocator<E> {
     /// Build an allocator that reports trace events to `events`.
     pub fn with_events(
+        map: MemoryMap,
+        tunables: Tunables,
+        policy: Policy,
+        events: E,
+    ) -> Result<Self, BuildError> {
+        PageAllocator::with_lock(map, tunables, policy, events)
+    }
+}
+
+impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
+    /// Build an allocator whose zone and pageset locks are of type `L` (the type names the
+    /// lock: `PageAllocator::<NoEvents, MyLock>::with_lock(map, tunables, policy, NoEvents)`),
+    /// reporting trace events to `events`. See the crate docs for a kernel's IRQ-saving lock.
+    pub fn with_lock(
         map: MemoryMap,
         tunables: Tunables,
         policy: Policy,
@@ -277,7 +291,7 @@ impl<E: EventSink> PageAllocator<E> {
     }
 
     /// The vmstat threshold of a zone (what `/proc/zoneinfo` prints as `vm stats threshold`).
-    pub fn stat_threshold(&self, zone: &Zone) -> u32 {
+    pub fn stat_threshold(&self, zone: &Zone<L>) -> u32 {
         sizing::stat_threshold(zone.managed_pages(), self.nr_cpus())
     }
 
@@ -305,17 +319,17 @@ impl<E: EventSink> PageAllocator<E> {
     }
 
     /// Every zone, in [`ZoneIdx`] order (node by node, lowest zone type first).
-    pub fn zones(&self) -> &[Zone] {
+    pub fn zones(&self) -> &[Zone<L>] {
         &self.zones
     }
 
     /// Zone `idx`.
-    pub fn zone(&self, idx: ZoneIdx) -> Option<&Zone> {
+    pub fn zone(&self, idx: ZoneIdx) -> Option<&Zone<L>> {
         self.zones.get(idx.index())
     }
 
     /// The zone of type `zt` on `node`, if populated or spanned.
-    pub fn zone_by_type(&self, node: NodeId, zt: ZoneType) -> Option<&Zone> {
+    pub fn zone_by_type(&self, node: NodeId, zt: ZoneType) -> Option<&Zone<L>> {
         let idx = self.nodes.get(node.index())?.zones[zt.index()]?;
         self.zones.get(idx.index())
     }
@@ -323,7 +337,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// The zone whose span holds `pfn`.
     #[inline]
     #[allow(unsafe_code)]
-    pub fn zone_of(&self, pfn: Pfn) -> Option<&Zone> {
+    pub fn zone_of(&self, pfn: Pfn) -> Option<&Zone<L>> {
         if let [(start, end, idx)] = *self.by_pfn {
             // One zone (every PageHeap): a range test instead of the search.
             // SAFETY: the table holds the allocator's own zones (hot.rs, Z).
@@ -793,7 +807,7 @@ impl<E: EventSink> PageAllocator<E> {
 
     /// ALLOC_NOFRAGMENT for the fast path (kernel `alloc_flags_nofragment`): when the
     /// preferred zone is Normal and a DMA32 zone can take the overflow.
-    fn alloc_flags_nofragment(&self, preferred: &Zone) -> AllocFlags {
+    fn alloc_flags_nofragment(&self, preferred: &Zone<L>) -> AllocFlags {
         if !self.policy.alloc_nofragment.is_on() || preferred.ztype != ZoneType::Normal {
             return AllocFlags::default();
         }
@@ -810,7 +824,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// (kernel `get_page_from_freelist`).
     pub(crate) fn get_page_from_freelist(
         &self,
-        w: &Walk<'_>,
+        w: &Walk<'_, L>,
         mut flags: AllocFlags,
     ) -> Option<Pfn> {
         'retry: loop {
@@ -857,7 +871,7 @@ impl<E: EventSink> PageAllocator<E> {
     }
 
     /// The watermark part of the zonelist walk, including ZONE_BELOW_HIGH detection (6.7+).
-    fn zone_allows(&self, z: &Zone, w: &Walk<'_>, flags: AllocFlags) -> bool {
+    fn zone_allows(&self, z: &Zone<L>, w: &Walk<'_, L>, flags: AllocFlags) -> bool {
         if !z.test_flag(flags::BELOW_HIGH) {
             if (w.order.0 == 0 && z.clears_high_fast(w.highest))
                 || z.watermark_fast(w.order, z.wmark_pages(WMARK_HIGH), w.highest, flags)
@@ -876,7 +890,7 @@ impl<E: EventSink> PageAllocator<E> {
     fn rmqueue(
         &self,
         cpu: Cpu,
-        z: &Zone,
+        z: &Zone<L>,
         order: Order,
         mt: MigrateType,
         flags: AllocFlags,
@@ -900,7 +914,7 @@ impl<E: EventSink> PageAllocator<E> {
     fn rmqueue_buddy(
         &self,
         cpu: Cpu,
-        z: &Zone,
+        z: &Zone<L>,
         order: Order,
         mt: MigrateType,
         flags: AllocFlags,
@@ -929,7 +943,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// has one to spare (kernel `unreserve_highatomic_pageblock`).
     #[cold]
     #[inline(never)]
-    fn unreserve_highatomic(&self, w: &Walk<'_>, force: bool) -> bool {
+    fn unreserve_highatomic(&self, w: &Walk<'_, L>, force: bool) -> bool {
         for zi in w.zonelist.iter() {
             let z = &self.zones[zi.index()];
             if z.ztype > w.highest {
@@ -1007,7 +1021,7 @@ impl<E: EventSink> PageAllocator<E> {
         cpu: Cpu,
         pfn: Pfn,
         order: Order,
-    ) -> Result<&Zone, FreeError> {
+    ) -> Result<&Zone<L>, FreeError> {
         if !order.is_valid() {
             return Err(FreeError::InvalidOrder(order));
         }
@@ -1116,7 +1130,7 @@ impl<E: EventSink> PageAllocator<E> {
     }
 
     /// The zone an isolation request names, after checking the CPU handle is ours.
-    fn isolation_zone(&self, cpu: Cpu, pfn: Pfn) -> Result<&Zone, IsolateError> {
+    fn isolation_zone(&self, cpu: Cpu, pfn: Pfn) -> Result<&Zone<L>, IsolateError> {
         if !self.owns(cpu) {
             return Err(IsolateError::InvalidCpu(cpu.id));
         }
@@ -1125,18 +1139,23 @@ impl<E: EventSink> PageAllocator<E> {
 }
 
 /// The zonelist walk's fixed inputs.
-pub(crate) struct Walk<'a> {
+pub(crate) struct Walk<'a, L: RawLock> {
     pub(crate) cpu: Cpu,
     pub(crate) zonelist: &'a [ZoneIdx],
     pub(crate) gfp: Gfp,
     pub(crate) order: Order,
     pub(crate) mt: MigrateType,
     pub(crate) highest: ZoneType,
-    pub(crate) preferred: &'a Zone,
+    pub(crate) preferred: &'a Zone<L>,
 }
 
 /// Name what is wrong with freeing `pfn` as `order`, given the head frame's state.
-fn diagnose_bad_free(zone: &Zone, pfn: Pfn, order: Order, info: FrameInfo) -> FreeError {
+fn diagnose_bad_free<L: RawLock>(
+    zone: &Zone<L>,
+    pfn: Pfn,
+    order: Order,
+    info: FrameInfo,
+) -> FreeError {
     match info.state {
         FrameState::Allocated => FreeError::WrongOrder { pfn, given: order, allocated: info.order },
         FrameState::Buddy | FrameState::Pcp | FrameState::Freeing | FrameState::Remote => {
@@ -1166,9 +1185,9 @@ fn diagnose_bad_free(zone: &Zone, pfn: Pfn, order: Order, info: FrameInfo) -> Fr
 }
 
 /// Build the zones of every node and the nodes' zonelists.
-type ZonesAndNodes = (Box<[Zone]>, Box<[Node]>);
+type ZonesAndNodes<L> = (Box<[Zone<L>]>, Box<[Node]>);
 
-fn build_zones(map: &MemoryMap) -> Result<ZonesAndNodes, BuildError> {
+fn build_zones<L: RawLock>(map: &MemoryMap) -> Result<ZonesAndNodes<L>, BuildError> {
     let nr_nodes = map.nr_nodes();
     let mut zones = Vec::new();
     let mut nodes = Vec::with_capacity(nr_nodes);

@@ -14,6 +14,7 @@
 //! other), because the allocator does not tag them.
 
 use crate::sync::Ordering::{AcqRel, Relaxed};
+use crate::sync::RawLock;
 
 use crate::error::{AllocError, FreeError};
 use crate::events::EventSink;
@@ -80,9 +81,9 @@ impl PageFragCache {
     /// [`AllocError::InvalidAlign`], [`AllocError::FragTooLarge`] (above 32 KiB),
     /// [`AllocError::InvalidCpu`] and [`AllocError::ForeignFragCache`] before anything
     /// changes; [`AllocError::OutOfMemory`] and the refill's errors otherwise.
-    pub fn alloc<E: EventSink>(
+    pub fn alloc<E: EventSink, L: RawLock>(
         &mut self,
-        pa: &PageAllocator<E>,
+        pa: &PageAllocator<E, L>,
         cpu: Cpu,
         fragsz: u32,
         gfp: Gfp,
@@ -131,9 +132,9 @@ impl PageFragCache {
     /// power of two up to [`MAX_FRAG_ALIGN`] (above 2^31 none is, and rounding up used to
     /// divide by zero), a fragment above 32 KiB, a CPU or an allocator the cache does not
     /// serve.
-    fn check_request<E: EventSink>(
+    fn check_request<E: EventSink, L: RawLock>(
         &self,
-        pa: &PageAllocator<E>,
+        pa: &PageAllocator<E, L>,
         cpu: Cpu,
         fragsz: u32,
         align: u32,
@@ -155,9 +156,9 @@ impl PageFragCache {
 
     /// Get a fresh page: order 3 without reclaim or reserves, else order 0 with the caller's
     /// flags (kernel `__page_frag_cache_refill`).
-    fn refill<E: EventSink>(
+    fn refill<E: EventSink, L: RawLock>(
         &mut self,
-        pa: &PageAllocator<E>,
+        pa: &PageAllocator<E, L>,
         cpu: Cpu,
         gfp: Gfp,
     ) -> Result<(Pfn, Order), AllocError> {
@@ -183,9 +184,9 @@ impl PageFragCache {
     /// # Errors
     /// [`FreeError::InvalidCpu`] for a CPU of another allocator, [`FreeError::ForeignFrame`]
     /// when the cache's page is another allocator's; the cache keeps its page then.
-    pub fn drain<E: EventSink>(
+    pub fn drain<E: EventSink, L: RawLock>(
         &mut self,
-        pa: &PageAllocator<E>,
+        pa: &PageAllocator<E, L>,
         cpu: Cpu,
     ) -> Result<(), FreeError> {
         if !pa.owns(cpu) {
@@ -207,7 +208,7 @@ impl PageFragCache {
     }
 }
 
-impl<E: EventSink> PageAllocator<E> {
+impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// The reference count of an allocated page_frag page.
     fn frag_refs(&self, page: Pfn) -> Option<&crate::sync::AtomicU32> {
         let zone = self.zone_of(page)?;

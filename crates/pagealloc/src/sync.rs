@@ -2,10 +2,15 @@
 //! touches (per-frame state, pageblock bits, zone summaries, counters), comes from here, so a
 //! different lock — or a model checker's atomics — can be swapped in at one place.
 //!
-//! The lock is a test-and-test-and-set spin lock implementing `lock_api::RawMutex`: the kernel's
-//! zone and pcp locks are spin locks too, and a `no_std` user has nothing else. The crate has no
-//! way to yield; hold times are bounded by the allocator's own work
-//! (one bulk refill or drain), never by a caller.
+//! The lock is a type parameter: every zone lock, pageset lock and the drain lock of a
+//! `PageAllocator<E, L>` is a `Mutex<L, _>`, with `L` any `lock_api::RawMutex` (the bound is
+//! named [`RawLock`] here so the loom build can swap it). The default, [`RawSpinLock`], is a
+//! test-and-test-and-set spin lock: the kernel's zone and pcp locks are spin locks too, and a
+//! `no_std` user has nothing else. It never yields; hold times are bounded by the allocator's
+//! own work (one bulk refill or drain), never by a caller — but a holder preempted by the OS
+//! (more threads than CPUs in user space) makes every waiter spin out its time slice, so user
+//! space oversubscribed wants a lock that yields (the lab's `YieldLock`), and a kernel one
+//! that saves and disables interrupts (the example in the crate docs).
 //!
 //! Under `--cfg loom` (the models in `tests/loom.rs`) the atomics and the spin hint are loom's,
 //! so every load, store and compare-exchange of the real allocator is a point where loom may
@@ -14,7 +19,8 @@
 //! becomes loom's `UnsafeCell`, so loom also checks that the lock really excludes (two
 //! unordered accesses to a guarded value are reported as a causality violation). `lock_api`
 //! cannot carry that: it needs a `const` lock initialiser, and loom's atomics are created at
-//! run time, inside the model.
+//! run time, inside the model — so under loom the bound [`RawLock`] is a trait of this module
+//! with a run-time constructor, which only [`RawSpinLock`] implements.
 
 pub use core::sync::atomic::Ordering;
 #[cfg(not(loom))]
@@ -91,25 +97,76 @@ unsafe impl lock_api::RawMutex for RawSpinLock {
     }
 }
 
-/// A spin-lock protected value.
+/// The bound of the allocator's lock type parameter: `lock_api::RawMutex`.
 #[cfg(not(loom))]
-pub type Mutex<T> = lock_api::Mutex<RawSpinLock, T>;
+pub use lock_api::RawMutex as RawLock;
+
+/// The bound of the allocator's lock type parameter under loom: a raw lock built at run time
+/// (loom's atomics have no `const` constructor, which `lock_api::RawMutex::INIT` needs).
+///
+/// # Safety
+///
+/// As `lock_api::RawMutex`: `lock` and a successful `try_lock` exclude every other holder
+/// until `unlock`, which only the holder calls.
+#[cfg(loom)]
+#[allow(unsafe_code)]
+pub unsafe trait RawLock {
+    /// A new, unlocked lock.
+    fn new() -> Self;
+    /// Wait until the lock is ours.
+    fn lock(&self);
+    /// Take the lock if it is free; never waits.
+    fn try_lock(&self) -> bool;
+    /// Give the lock back.
+    ///
+    /// # Safety
+    ///
+    /// Only the holder calls this.
+    unsafe fn unlock(&self);
+}
+
+#[cfg(loom)]
+#[allow(unsafe_code)]
+// SAFETY: as for the `lock_api::RawMutex` implementation of the normal build: the same code.
+unsafe impl RawLock for RawSpinLock {
+    fn new() -> RawSpinLock {
+        RawSpinLock { locked: AtomicBool::new(false) }
+    }
+    fn lock(&self) {
+        self.acquire();
+    }
+    fn try_lock(&self) -> bool {
+        self.try_acquire()
+    }
+    unsafe fn unlock(&self) {
+        self.release();
+    }
+}
+
+/// A value protected by a lock of type `L`.
+#[cfg(not(loom))]
+pub type Mutex<L, T> = lock_api::Mutex<L, T>;
 /// The guard of a [`Mutex`].
 #[cfg(not(loom))]
-pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawSpinLock, T>;
+pub type MutexGuard<'a, L, T> = lock_api::MutexGuard<'a, L, T>;
 
 #[cfg(loom)]
 pub use self::model::{Mutex, MutexGuard};
 
+/// A spin-lock protected value (the slab layer's locks and the lab's calibration use it).
+pub type SpinMutex<T> = Mutex<RawSpinLock, T>;
+/// The guard of a [`SpinMutex`].
+pub type SpinMutexGuard<'a, T> = MutexGuard<'a, RawSpinLock, T>;
+
 /// The lock over loom's cell: the subset of `lock_api::Mutex` the crate uses.
 #[cfg(loom)]
 mod model {
-    use super::{AtomicBool, RawSpinLock};
+    use super::RawLock;
     use loom::cell::{MutPtr, UnsafeCell};
 
-    /// A spin-lock protected value, its accesses tracked by loom.
-    pub struct Mutex<T> {
-        raw: RawSpinLock,
+    /// A lock-protected value, its accesses tracked by loom.
+    pub struct Mutex<L, T> {
+        raw: L,
         data: UnsafeCell<T>,
     }
 
@@ -117,28 +174,23 @@ mod model {
     // SAFETY: the value is reached only through a guard, and a guard exists only while `raw`
     // is held, so sharing the mutex across threads shares no unguarded `T`; `T: Send` because
     // the holder may be any thread.
-    unsafe impl<T: Send> Sync for Mutex<T> {}
+    unsafe impl<L: RawLock + Sync, T: Send> Sync for Mutex<L, T> {}
 
-    impl<T> Mutex<T> {
+    impl<L: RawLock, T> Mutex<L, T> {
         /// A new, unlocked mutex holding `value`.
-        pub fn new(value: T) -> Mutex<T> {
-            Mutex {
-                raw: RawSpinLock { locked: AtomicBool::new(false) },
-                data: UnsafeCell::new(value),
-            }
+        pub fn new(value: T) -> Mutex<L, T> {
+            Mutex { raw: L::new(), data: UnsafeCell::new(value) }
         }
 
         /// Wait for the lock.
-        pub fn lock(&self) -> MutexGuard<'_, T> {
-            self.raw.acquire();
+        pub fn lock(&self) -> MutexGuard<'_, L, T> {
+            self.raw.lock();
             MutexGuard { lock: self, data: Some(self.data.get_mut()) }
         }
 
         /// Take the lock if it is free.
-        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-            self.raw
-                .try_acquire()
-                .then(|| MutexGuard { lock: self, data: Some(self.data.get_mut()) })
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, L, T>> {
+            self.raw.try_lock().then(|| MutexGuard { lock: self, data: Some(self.data.get_mut()) })
         }
 
         /// The value, consuming the mutex.
@@ -147,21 +199,21 @@ mod model {
         }
     }
 
-    impl<T> core::fmt::Debug for Mutex<T> {
+    impl<L, T> core::fmt::Debug for Mutex<L, T> {
         fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-            // Reading the value would be an access loom tracks; the lock is enough to show.
-            f.debug_struct("Mutex").field("raw", &self.raw).finish_non_exhaustive()
+            // Reading the value would be an access loom tracks; nothing else is shown.
+            f.debug_struct("Mutex").finish_non_exhaustive()
         }
     }
 
     /// The lock held. `data` is loom's record of the exclusive access; it ends (is dropped)
     /// before the lock is released.
-    pub struct MutexGuard<'a, T> {
-        lock: &'a Mutex<T>,
+    pub struct MutexGuard<'a, L: RawLock, T> {
+        lock: &'a Mutex<L, T>,
         data: Option<MutPtr<T>>,
     }
 
-    impl<T> core::ops::Deref for MutexGuard<'_, T> {
+    impl<L: RawLock, T> core::ops::Deref for MutexGuard<'_, L, T> {
         type Target = T;
         fn deref(&self) -> &T {
             let Some(p) = &self.data else { unreachable!("a live guard holds its access") };
@@ -174,7 +226,7 @@ mod model {
         }
     }
 
-    impl<T> core::ops::DerefMut for MutexGuard<'_, T> {
+    impl<L: RawLock, T> core::ops::DerefMut for MutexGuard<'_, L, T> {
         fn deref_mut(&mut self) -> &mut T {
             let Some(p) = &self.data else { unreachable!("a live guard holds its access") };
             #[allow(unsafe_code)]
@@ -185,14 +237,18 @@ mod model {
         }
     }
 
-    impl<T> Drop for MutexGuard<'_, T> {
+    impl<L: RawLock, T> Drop for MutexGuard<'_, L, T> {
         fn drop(&mut self) {
             self.data = None;
-            self.lock.raw.release();
+            #[allow(unsafe_code)]
+            // SAFETY: a live guard means this thread holds the lock.
+            unsafe {
+                self.lock.raw.unlock();
+            }
         }
     }
 
-    impl<T> core::fmt::Debug for MutexGuard<'_, T> {
+    impl<L: RawLock, T> core::fmt::Debug for MutexGuard<'_, L, T> {
         fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
             f.debug_struct("MutexGuard").finish_non_exhaustive()
         }
@@ -221,7 +277,7 @@ mod tests {
 
     #[test]
     fn try_lock_fails_while_held() {
-        let m = Mutex::new(5u32);
+        let m = SpinMutex::new(5u32);
         let g = m.lock();
         assert!(m.try_lock().is_none());
         drop(g);
@@ -233,7 +289,7 @@ mod tests {
     #[test]
     fn the_lock_excludes_across_threads() {
         let per_thread = if cfg!(miri) { 50 } else { 20_000 };
-        let m = Mutex::new(0u64);
+        let m = SpinMutex::new(0u64);
         std::thread::scope(|s| {
             for _ in 0..2 {
                 s.spawn(|| {

@@ -2,13 +2,14 @@
 //! without dipping below the watermark the request is allowed to reach?
 
 use crate::sync::Ordering::Relaxed;
+use crate::sync::RawLock;
 
 use crate::gfp::AllocFlags;
 use crate::migratetype::MigrateType;
 use crate::types::{Order, ZoneType, MAX_PAGE_ORDER};
 use crate::zone::{Zone, WMARK_MIN};
 
-impl Zone {
+impl<L: RawLock> Zone<L> {
     /// Free pages a request cannot use: the part of the block beyond one page, the highatomic
     /// reserve (unless the request may use reserves) and CMA (unless ALLOC_CMA).
     #[inline]

@@ -18,7 +18,7 @@ use crate::migratetype::{MigrateType, MIGRATE_TYPES};
 use crate::pageblock::Pageblocks;
 use crate::pcp::{PcpSlot, PcpSnapshot};
 use crate::stats::{Counter, Counters};
-use crate::sync::{Mutex, MutexGuard};
+use crate::sync::{Mutex, MutexGuard, RawLock, RawSpinLock};
 use crate::types::{
     CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType, NR_PAGE_ORDERS, NR_ZONE_TYPES,
 };
@@ -59,9 +59,10 @@ pub struct ZoneFree {
     pub(crate) nr_reserved_highatomic: u64,
 }
 
-/// One zone of one node.
+/// One zone of one node; `L` is the allocator's lock type (the zone lock and every pageset
+/// lock are `L`).
 #[derive(Debug)]
-pub struct Zone {
+pub struct Zone<L: RawLock = RawSpinLock> {
     pub(crate) idx: ZoneIdx,
     pub(crate) node: NodeId,
     pub(crate) ztype: ZoneType,
@@ -78,7 +79,7 @@ pub struct Zone {
     /// One entry per frame of the span; index = pfn - start_pfn.
     pub(crate) mem_map: Box<[Frame]>,
     pub(crate) pageblocks: Pageblocks,
-    lock: Mutex<ZoneFree>,
+    lock: Mutex<L, ZoneFree>,
     /// NR_FREE_PAGES: pages in buddy lists, ISOLATE lists excluded (PCP pages are not free).
     pub(crate) nr_free_pages: AtomicU64,
     /// NR_FREE_CMA_PAGES.
@@ -104,12 +105,12 @@ pub struct Zone {
     /// Counters owned by the zone lock.
     pub(crate) counters: Counters,
     /// One pageset per CPU, indexed by CPU number.
-    pub(crate) pcp: Box<[PcpSlot]>,
+    pub(crate) pcp: Box<[PcpSlot<L>]>,
     /// Where compaction's scanners left off and its deferral state.
     pub(crate) compact: crate::compaction::CompactState,
 }
 
-impl Zone {
+impl<L: RawLock> Zone<L> {
     /// A zone spanning `start..end` with every frame `Tail` and nothing free yet (the
     /// allocator then marks the holes `Reserved` and frees the rest). `None` if the memory
     /// for its frames' metadata or its pagesets cannot be had.
@@ -120,7 +121,7 @@ impl Zone {
         start: Pfn,
         end: Pfn,
         nr_cpus: u32,
-    ) -> Option<Zone> {
+    ) -> Option<Zone<L>> {
         let n = usize::try_from(end.0 - start.0).ok()?;
         let mem_map = Frame::zeroed_map(n)?;
         let mut pcp = Vec::new();
@@ -338,7 +339,7 @@ impl Zone {
     /// Pages on every CPU's pageset of this zone (with `Policy::remote_free`, the pages
     /// waiting on their remote-free lists too).
     pub fn pcp_pages(&self) -> u64 {
-        let remote = |s: &PcpSlot| s.remote.load(Relaxed) >> 32;
+        let remote = |s: &PcpSlot<L>| s.remote.load(Relaxed) >> 32;
         self.pcp.iter().map(|s| s.snapshot().count.max(0) as u64 + remote(s)).sum()
     }
 
@@ -372,7 +373,7 @@ impl Zone {
         cpu: CpuId,
         events: &'a E,
         cfg: &'a CoreConfig,
-    ) -> ZoneLocked<'a, E> {
+    ) -> ZoneLocked<'a, E, L> {
         let asked = cfg.clock.map(|now| now());
         let free = self.lock.lock();
         self.counters.add_locked(Counter::ZoneLockAcquire, 1);
@@ -411,9 +412,9 @@ pub struct CoreConfig {
 
 /// The zone lock held: every operation on the free lists goes through this guard.
 #[derive(Debug)]
-pub struct ZoneLocked<'a, E: EventSink> {
-    pub(crate) zone: &'a Zone,
-    pub(crate) free: MutexGuard<'a, ZoneFree>,
+pub struct ZoneLocked<'a, E: EventSink, L: RawLock = RawSpinLock> {
+    pub(crate) zone: &'a Zone<L>,
+    pub(crate) free: MutexGuard<'a, L, ZoneFree>,
     pub(crate) cpu: CpuId,
     pub(crate) events: &'a E,
     pub(crate) cfg: &'a CoreConfig,
@@ -424,7 +425,7 @@ pub struct ZoneLocked<'a, E: EventSink> {
     list_ops: u32,
 }
 
-impl<E: EventSink> Drop for ZoneLocked<'_, E> {
+impl<E: EventSink, L: RawLock> Drop for ZoneLocked<'_, E, L> {
     /// Account the hold time while the lock is still held (fields drop after this body).
     fn drop(&mut self) {
         if let (Some(now), Some(since)) = (self.cfg.clock, self.held_since) {
@@ -436,7 +437,7 @@ impl<E: EventSink> Drop for ZoneLocked<'_, E> {
     }
 }
 
-impl<E: EventSink> ZoneLocked<'_, E> {
+impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// Count `n` list operations done under this hold besides the free lists' own (a
     /// pageset's list pops, probes of empty lists), for the event sink.
     #[inline]

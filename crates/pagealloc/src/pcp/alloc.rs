@@ -11,6 +11,7 @@ use crate::pcp::{AllocDecay, PerCpuPages};
 use crate::policy::{HighDecay, PcpLocking, Policy, RefillSizing};
 use crate::sizing::pcp_clamp;
 use crate::stats::Counter;
+use crate::sync::RawLock;
 use crate::types::{Order, Pfn};
 use crate::zone::{flags, Zone};
 use crate::{Cpu, PageAllocator};
@@ -77,11 +78,11 @@ impl PerCpuPages {
     }
 }
 
-impl<E: EventSink> PageAllocator<E> {
+impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Report a pageset list operation's lines to the sink: the pageset, the block's frame
     /// and the neighbour whose links changed ([`NIL`] for none).
     #[inline]
-    pub(crate) fn touch_pcp_op(&self, cpu: Cpu, zone: &Zone, idx: u32, neighbour: u32) {
+    pub(crate) fn touch_pcp_op(&self, cpu: Cpu, zone: &Zone<L>, idx: u32, neighbour: u32) {
         self.events.touch(cpu.id, MetaLine::Pageset(zone.idx, cpu.id));
         self.events.touch(cpu.id, MetaLine::Frame(zone.pfn_of(idx)));
         if neighbour != NIL {
@@ -95,7 +96,7 @@ impl<E: EventSink> PageAllocator<E> {
     pub(crate) fn rmqueue_pcplist(
         &self,
         cpu: Cpu,
-        zone: &Zone,
+        zone: &Zone<L>,
         order: Order,
         mt: MigrateType,
         alloc_flags: AllocFlags,
@@ -122,8 +123,8 @@ impl<E: EventSink> PageAllocator<E> {
     #[inline]
     pub(crate) fn lock_local_pcp<'a>(
         &self,
-        slot: &'a crate::pcp::PcpSlot,
-    ) -> Option<crate::sync::MutexGuard<'a, PerCpuPages>> {
+        slot: &'a crate::pcp::PcpSlot<L>,
+    ) -> Option<crate::sync::MutexGuard<'a, L, PerCpuPages>> {
         match self.policy.pcp_locking {
             PcpLocking::SpinlockTrylock => {
                 let g = slot.pcp.try_lock();
@@ -143,7 +144,7 @@ impl<E: EventSink> PageAllocator<E> {
     pub(crate) fn pcp_take(
         &self,
         cpu: Cpu,
-        zone: &Zone,
+        zone: &Zone<L>,
         order: Order,
         pindex: usize,
         mt: MigrateType,
@@ -166,8 +167,8 @@ impl<E: EventSink> PageAllocator<E> {
     fn pcp_pop(
         &self,
         cpu: Cpu,
-        zone: &Zone,
-        slot: &crate::pcp::PcpSlot,
+        zone: &Zone<L>,
+        slot: &crate::pcp::PcpSlot<L>,
         pcp: &mut PerCpuPages,
         order: Order,
         pindex: usize,
@@ -206,8 +207,8 @@ impl<E: EventSink> PageAllocator<E> {
     fn pcp_refill(
         &self,
         cpu: Cpu,
-        zone: &Zone,
-        slot: &crate::pcp::PcpSlot,
+        zone: &Zone<L>,
+        slot: &crate::pcp::PcpSlot<L>,
         pcp: &mut PerCpuPages,
         order: Order,
         pindex: usize,
@@ -231,7 +232,7 @@ impl<E: EventSink> PageAllocator<E> {
     fn rmqueue_bulk(
         &self,
         cpu: Cpu,
-        zone: &Zone,
+        zone: &Zone<L>,
         pcp: &mut PerCpuPages,
         order: Order,
         n: i32,
@@ -275,7 +276,7 @@ mod tests {
     use crate::sizing::PcpSizes;
 
     fn pcp(high_min: u32, high_max: u32) -> PerCpuPages {
-        let mut p = PcpSlot::new().pcp.into_inner();
+        let mut p = PcpSlot::<crate::RawSpinLock>::new().pcp.into_inner();
         p.update(PcpSizes { batch: 63, high_min, high_max }, 5);
         p
     }
@@ -325,7 +326,7 @@ mod tests {
         let mut p = pcp(3132, 20480);
         assert_eq!(p.nr_pcp_alloc(&policy, 5, flags::BELOW_HIGH, Order(0)), 63);
         assert_eq!(p.high, 3132);
-        let mut boot = PcpSlot::new().pcp.into_inner();
+        let mut boot = PcpSlot::<crate::RawSpinLock>::new().pcp.into_inner();
         assert_eq!(boot.nr_pcp_alloc(&policy, 5, 0, Order(0)), 1);
         // Before 6.7: a fixed batch, no growth.
         let old = Policy::preset("tune-base").unwrap();

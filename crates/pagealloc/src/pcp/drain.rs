@@ -3,6 +3,7 @@
 //! `drain_all_pages` (docs/kernel-reference.md §5, docs/preset-history.md §3.7, §3.9).
 
 use crate::sync::Ordering::Relaxed;
+use crate::sync::RawLock;
 
 use crate::events::EventSink;
 use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH};
@@ -46,7 +47,7 @@ impl PerCpuPages {
     }
 }
 
-impl<E: EventSink> PageAllocator<E> {
+impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// One vmstat interval on `cpu` (kernel `refresh_cpu_vm_stats` with pagesets): decay each
     /// of its pagesets' `high` every `decay_period_ticks` ticks, and drain a batch from a
     /// pageset of a remote node's zone that has sat idle for three ticks. Returns the work
@@ -123,7 +124,7 @@ impl<E: EventSink> PageAllocator<E> {
         self.drain_slot(caller, z, &z.pcp[cpu.index()]);
     }
 
-    fn drain_slot(&self, caller: Cpu, zone: &Zone, slot: &PcpSlot) {
+    fn drain_slot(&self, caller: Cpu, zone: &Zone<L>, slot: &PcpSlot<L>) {
         let s = self.tunables.pcp_batch_scale_max;
         loop {
             let mut pcp = slot.pcp.lock();

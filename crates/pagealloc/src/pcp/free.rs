@@ -16,6 +16,7 @@ use crate::policy::{
 };
 use crate::sizing::pcp_clamp;
 use crate::stats::{Counter, DrainReason};
+use crate::sync::RawLock;
 use crate::types::{Order, Pfn, ZoneType, PAGE_ALLOC_COSTLY_ORDER};
 use crate::zone::{flags, Zone, WMARK_HIGH};
 use crate::{Cpu, PageAllocator};
@@ -174,13 +175,13 @@ pub(crate) fn shl(v: i32, by: u8) -> i32 {
     i32::try_from(i64::from(v) << by.min(40)).unwrap_or(i32::MAX)
 }
 
-impl<E: EventSink> PageAllocator<E> {
+impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Free a claimed block through `cpu`'s pageset when the policy caches its order and the
     /// pageset is available (kernel `free_unref_page`). Returns false when the caller must free
     /// it to the buddy lists instead.
     #[inline]
     #[allow(unsafe_code)]
-    pub(crate) fn free_unref_page(&self, cpu: Cpu, zone: &Zone, pfn: Pfn, order: Order) -> bool {
+    pub(crate) fn free_unref_page(&self, cpu: Cpu, zone: &Zone<L>, pfn: Pfn, order: Order) -> bool {
         // HIGHATOMIC and CMA blocks ride on the MOVABLE list (draining returns them home);
         // ISOLATE blocks go straight to the buddy lists.
         // SAFETY: the caller found `pfn` in `zone` (hot.rs, P).
@@ -201,8 +202,8 @@ impl<E: EventSink> PageAllocator<E> {
     pub(crate) fn free_unref_page_commit(
         &self,
         cpu: Cpu,
-        zone: &Zone,
-        slot: &PcpSlot,
+        zone: &Zone<L>,
+        slot: &PcpSlot<L>,
         pcp: &mut PerCpuPages,
         pfn: Pfn,
         order: Order,
@@ -262,8 +263,8 @@ impl<E: EventSink> PageAllocator<E> {
     fn free_unref_page_flush(
         &self,
         cpu: Cpu,
-        zone: &Zone,
-        slot: &PcpSlot,
+        zone: &Zone<L>,
+        slot: &PcpSlot<L>,
         pcp: &mut PerCpuPages,
         pindex: usize,
         zone_flags: u32,
@@ -296,8 +297,8 @@ impl<E: EventSink> PageAllocator<E> {
     pub(crate) fn free_pcppages_bulk(
         &self,
         cpu: Cpu,
-        zone: &Zone,
-        slot: &PcpSlot,
+        zone: &Zone<L>,
+        slot: &PcpSlot<L>,
         pcp: &mut PerCpuPages,
         n: i32,
         start: usize,
@@ -405,7 +406,7 @@ impl<E: EventSink> PageAllocator<E> {
     /// Touch the buddy frame a bulk free is about to merge with, as the kernel's prefetch did
     /// (a cache effect only; which frame depends on the policy), and tell the sink.
     #[inline]
-    fn prefetch_buddy(&self, cpu: Cpu, zone: &Zone, pfn: Pfn, order: Order) {
+    fn prefetch_buddy(&self, cpu: Cpu, zone: &Zone<L>, pfn: Pfn, order: Order) {
         let buddy = match self.policy.bulk_free_prefetch {
             BuddyPrefetch::Off => return,
             BuddyPrefetch::Order0Buddy => pfn.buddy(Order(0)),
@@ -423,10 +424,10 @@ impl<E: EventSink> PageAllocator<E> {
 /// Free one block taken off a pageset into the buddy lists, and trace it. Its type is its
 /// pageblock's, looked up now (6.10+), or (≤ 6.9) the type cached when it joined the pageset,
 /// unless its block has since been isolated.
-fn free_to_buddy<E: EventSink>(
-    zl: &mut crate::zone::ZoneLocked<'_, E>,
+fn free_to_buddy<E: EventSink, L: RawLock>(
+    zl: &mut crate::zone::ZoneLocked<'_, E, L>,
     cpu: Cpu,
-    zone: &Zone,
+    zone: &Zone<L>,
     idx: u32,
     order: Order,
     hygiene: bool,

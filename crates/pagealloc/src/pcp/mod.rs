@@ -25,7 +25,7 @@ use crate::policy::{
 };
 use crate::sizing::{self, PcpSizes};
 use crate::stats::Counters;
-use crate::sync::{AtomicU64, Mutex};
+use crate::sync::{AtomicU64, Mutex, RawLock, RawSpinLock};
 use crate::types::{Order, NR_PAGE_ORDERS};
 use crate::zone::flags;
 
@@ -202,8 +202,8 @@ pub(crate) enum AllocDecay {
 /// A pageset, its lock and the counters it owns, on its own cache lines.
 #[derive(Debug)]
 #[repr(align(64))]
-pub struct PcpSlot {
-    pub(crate) pcp: Mutex<PerCpuPages>,
+pub struct PcpSlot<L: RawLock = RawSpinLock> {
+    pub(crate) pcp: Mutex<L, PerCpuPages>,
     /// Counters updated under `pcp`'s lock.
     pub(crate) stats: Counters,
     /// The remote-free list (`Policy::remote_free`), outside the lock: the head frame's index
@@ -212,8 +212,8 @@ pub struct PcpSlot {
     pub(crate) remote: AtomicU64,
 }
 
-impl PcpSlot {
-    pub(crate) fn new() -> PcpSlot {
+impl<L: RawLock> PcpSlot<L> {
+    pub(crate) fn new() -> PcpSlot<L> {
         PcpSlot {
             pcp: Mutex::new(PerCpuPages::new()),
             stats: Counters::default(),

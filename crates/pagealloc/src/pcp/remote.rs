@@ -27,6 +27,7 @@ use crate::pcp::{PcpSlot, PerCpuPages};
 use crate::policy::REMOTE_FREE_MAX;
 use crate::stats::Counter;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
+use crate::sync::RawLock;
 use crate::types::{CpuId, Order, Pfn};
 use crate::zone::Zone;
 use crate::{Cpu, PageAllocator};
@@ -34,14 +35,14 @@ use crate::{Cpu, PageAllocator};
 /// The remote-free word of an empty list: no head, no blocks.
 pub(crate) const EMPTY: u64 = NIL as u64;
 
-impl<E: EventSink> PageAllocator<E> {
+impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Put the claimed block at `pfn` on `owner`'s remote-free list for `zone`. False (and
     /// nothing changed but the frame's state restored) when `owner` is not a CPU of this
     /// allocator or its list is full: the caller then frees the block as usual.
     pub(crate) fn remote_free_push(
         &self,
         cpu: Cpu,
-        zone: &Zone,
+        zone: &Zone<L>,
         owner: CpuId,
         pfn: Pfn,
         order: Order,
@@ -78,8 +79,8 @@ impl<E: EventSink> PageAllocator<E> {
     pub(crate) fn remote_free_collect(
         &self,
         cpu: Cpu,
-        zone: &Zone,
-        slot: &PcpSlot,
+        zone: &Zone<L>,
+        slot: &PcpSlot<L>,
         pcp: &mut PerCpuPages,
     ) -> u32 {
         if slot.remote.load(Relaxed) == EMPTY {
