@@ -38,7 +38,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use allocator_api2::alloc::{AllocError as ApiAllocError, Allocator};
+use allocator_api2::alloc::AllocError as ApiAllocError;
 use buddy_system_allocator::LockedFrameAllocator;
 use pagealloc::lock_api::{GuardSend, RawMutex};
 use pagealloc::sizing::zone_metadata_bytes;
@@ -922,49 +922,66 @@ impl PageSource for PageHeap {
     }
 }
 
-// SAFETY (the trait's contract): a returned block is memory of the arena, valid for reads and
-// writes of its whole length (`4096 << order` >= the layout's size), aligned to its length (>=
-// the layout's alignment), and stays valid until deallocated or the heap is dropped — the
-// heap cannot be dropped or moved while `&PageHeap` allocators exist. The allocator never
-// hands the same frame to two live blocks (frame ownership, `ARCHITECTURE.md`). Cloning
-// `&PageHeap` gives the same heap, so any copy may free any block.
-unsafe impl Allocator for PageHeap {
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, ApiAllocError> {
-        let order = Self::order_for(layout).ok_or(ApiAllocError)?;
-        let ptr = self.alloc_pages(order).map_err(|_| ApiAllocError)?;
-        Ok(NonNull::slice_from_raw_parts(ptr, block_bytes(order.0)))
-    }
+/// `Allocator` for `PageHeap`, for one version of the `allocator-api2` crate: the 0.4 trait
+/// (this crate's own use) and the 0.2 one (what hashbrown and most of the ecosystem take).
+/// Both have the same shape; the bodies are written once, here.
+macro_rules! page_heap_allocator {
+    ($api:ident) => {
+        // SAFETY (the trait's contract): a returned block is memory of the arena, valid for
+        // reads and writes of its whole length (`4096 << order` >= the layout's size), aligned
+        // to its length (>= the layout's alignment), and stays valid until deallocated or the
+        // heap is dropped — the heap cannot be dropped or moved while `&PageHeap` allocators
+        // exist. The allocator never hands the same frame to two live blocks (frame
+        // ownership, `ARCHITECTURE.md`). Cloning `&PageHeap` gives the same heap, so any copy
+        // may free any block.
+        unsafe impl $api::alloc::Allocator for PageHeap {
+            fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, $api::alloc::AllocError> {
+                let order = Self::order_for(layout).ok_or($api::alloc::AllocError)?;
+                let ptr = self.alloc_pages(order).map_err(|_| $api::alloc::AllocError)?;
+                Ok(NonNull::slice_from_raw_parts(ptr, block_bytes(order.0)))
+            }
 
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        // A layout that fits the block rounds to the block's order (any size between the
-        // requested one and the block length does, and the alignment is the one requested).
-        let Some(order) = Self::order_for(layout) else { return };
-        // SAFETY: the caller guarantees `ptr` is a live block of this heap allocated for a
-        // layout fitting `layout`, and gives up access to it.
-        let r = unsafe { self.dealloc(ptr, order) };
-        debug_assert!(r.is_ok(), "Allocator::deallocate of a block the heap refused: {r:?}");
-    }
+            unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+                // A layout that fits the block rounds to the block's order (any size between
+                // the requested one and the block length does, and the alignment is the one
+                // requested).
+                let Some(order) = Self::order_for(layout) else { return };
+                // SAFETY: the caller guarantees `ptr` is a live block of this heap allocated
+                // for a layout fitting `layout`, and gives up access to it.
+                let r = unsafe { self.dealloc(ptr, order) };
+                debug_assert!(
+                    r.is_ok(),
+                    "Allocator::deallocate of a block the heap refused: {r:?}"
+                );
+            }
 
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old_layout: Layout,
-        new_layout: Layout,
-    ) -> Result<NonNull<[u8]>, ApiAllocError> {
-        // SAFETY: forwarded contract (ptr is live with old_layout; new size >= old size).
-        unsafe { self.resize(ptr, old_layout, new_layout) }
-    }
+            unsafe fn grow(
+                &self,
+                ptr: NonNull<u8>,
+                old_layout: Layout,
+                new_layout: Layout,
+            ) -> Result<NonNull<[u8]>, $api::alloc::AllocError> {
+                // SAFETY: forwarded contract (ptr is live with old_layout; new size >= old).
+                unsafe { self.resize(ptr, old_layout, new_layout) }
+                    .map_err(|_| $api::alloc::AllocError)
+            }
 
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old_layout: Layout,
-        new_layout: Layout,
-    ) -> Result<NonNull<[u8]>, ApiAllocError> {
-        // SAFETY: forwarded contract (ptr is live with old_layout; new size <= old size).
-        unsafe { self.resize(ptr, old_layout, new_layout) }
-    }
+            unsafe fn shrink(
+                &self,
+                ptr: NonNull<u8>,
+                old_layout: Layout,
+                new_layout: Layout,
+            ) -> Result<NonNull<[u8]>, $api::alloc::AllocError> {
+                // SAFETY: forwarded contract (ptr is live with old_layout; new size <= old).
+                unsafe { self.resize(ptr, old_layout, new_layout) }
+                    .map_err(|_| $api::alloc::AllocError)
+            }
+        }
+    };
 }
+
+page_heap_allocator!(allocator_api2);
+page_heap_allocator!(allocator_api2_02);
 
 impl PageHeap {
     /// Keep the block when the new layout needs the same order, else move to a new block.
@@ -1250,6 +1267,7 @@ impl PageSource for BuddyFrames {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use allocator_api2::alloc::Allocator;
     use allocator_api2::vec::Vec as ApiVec;
     use pagealloc::debug::validate;
     use pagealloc::sizing::FRAME_METADATA_BYTES;
@@ -1588,5 +1606,32 @@ mod tests {
             }
         }
         assert!(buddy.alloc_block(MAX_PAGE_ORDER + 1).is_none());
+    }
+
+    /// A hashbrown map (allocator-api2 0.2, as the ecosystem's containers take it) lives on
+    /// the heap: its tables are blocks of the allocator, and they all come back.
+    #[test]
+    fn a_hashbrown_map_runs_on_the_page_heap() {
+        let h = heap(64);
+        let free_at_start = h.allocator().nr_free_pages().0 + pcp_held(&h);
+        {
+            let mut map = hashbrown::HashMap::with_capacity_in(16, &h);
+            for i in 0..20_000u64 {
+                map.insert(i, i * 3);
+            }
+            assert!((0..20_000u64).all(|i| map.get(&i) == Some(&(i * 3))));
+            let used = free_at_start - (h.allocator().nr_free_pages().0 + pcp_held(&h));
+            assert!(used > 0, "the table's pages came from the heap");
+            map.retain(|k, _| k % 2 == 0);
+            map.shrink_to_fit();
+            assert_eq!(map.len(), 10_000);
+        }
+        assert_eq!(h.allocator().nr_free_pages().0 + pcp_held(&h), free_at_start);
+        validate(h.allocator()).unwrap();
+    }
+
+    /// Pages the heap's pagesets hold.
+    fn pcp_held(h: &PageHeap) -> u64 {
+        h.allocator().zones().iter().map(|z| z.pcp_pages()).sum()
     }
 }
