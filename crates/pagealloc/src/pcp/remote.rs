@@ -98,12 +98,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 Some(pindex) => {
                     self.free_unref_page_commit(cpu, zone, slot, pcp, pfn, order, pindex, bits);
                 }
-                None => {
-                    // Its pageblock was isolated since: straight to the buddy lists.
-                    let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
-                    zl.count(Counter::Pgfree, order.nr_pages().0);
-                    zl.free_one_page(pfn, order, crate::buddy::Fpi::None);
-                }
+                // Its pageblock was isolated since: straight to the buddy lists.
+                None => self.free_to_zone(cpu, zone, pfn, order),
             }
             taken += 1;
             idx = next;
