@@ -98,10 +98,12 @@ fn unknown_pattern_or_allocator_is_a_clear_error() {
     assert!(err.contains("unknown allocator `tcmalloc`"), "{err}");
 }
 
-/// `--preset` takes a preset file as `run` does: here `remote_free` on (beyond the kernel),
-/// whose cross-thread frees go back to the allocating CPU's pageset.
+/// `--preset` takes a preset file as `run` does (here `remote_free` on, beyond the kernel):
+/// the run names the file, and a misspelt switch in it is refused with the key. That the
+/// switches reach the allocator is `preset_file::resolve`'s and `PageHeap`'s to show (their
+/// own tests); this checks the command accepts and checks the file.
 #[test]
-fn a_preset_file_sets_the_heaps_policy() {
+fn a_preset_file_is_accepted_and_a_misspelt_switch_refused() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("remote.toml");
     std::fs::write(&file, "base = \"modern\"\n[switches]\nremote_free = true\n").unwrap();
