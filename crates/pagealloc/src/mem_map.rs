@@ -205,12 +205,14 @@ impl Frame {
 
     /// Claim an allocated block of `order` for freeing: `Allocated(order)` becomes `Freeing`
     /// in one compare-exchange, so two racing frees of the same block cannot both succeed.
-    /// On failure returns what the frame was.
+    /// Whatever its reference count (compaction frees a source its owner has moved). On
+    /// failure returns what the frame was.
     #[inline]
     pub fn claim_for_free(&self, order: Order) -> Result<FrameInfo, FrameInfo> {
-        match self.claim_unreferenced(order) {
+        match self.claim(order, false) {
             Ok(word) => Ok(FrameInfo::unpack(word)),
             Err(Unclaimed::Was(info)) => Err(info),
+            // Not reached: this claim does not check references.
             Err(Unclaimed::Referenced(_)) => Err(FrameInfo::unpack(self.info.load(Relaxed))),
         }
     }
@@ -223,6 +225,12 @@ impl Frame {
     /// word the block had; the claimed word keeps its upper half (the owner).
     #[inline]
     pub(crate) fn claim_unreferenced(&self, order: Order) -> Result<u32, Unclaimed> {
+        self.claim(order, true)
+    }
+
+    /// The claim, refusing a referenced block if `check_refs`.
+    #[inline(always)]
+    fn claim(&self, order: Order, check_refs: bool) -> Result<u32, Unclaimed> {
         // State and order are the packed word's low byte: one compare checks both.
         const LOW: u32 = 0xff;
         let want = FrameInfo { state: FrameState::Allocated, order, list: 0 }.pack();
@@ -230,9 +238,11 @@ impl Frame {
         if cur & LOW != want {
             return Err(Unclaimed::Was(FrameInfo::unpack(cur)));
         }
-        let refs = self.aux.load(Relaxed);
-        if refs >= 2 {
-            return Err(Unclaimed::Referenced(refs));
+        if check_refs {
+            let refs = self.aux.load(Relaxed);
+            if refs >= 2 {
+                return Err(Unclaimed::Referenced(refs));
+            }
         }
         let claimed =
             (cur & !LOW) | FrameInfo { state: FrameState::Freeing, order, list: 0 }.pack();
@@ -310,5 +320,18 @@ mod tests {
         assert_eq!(f.claim_for_free(Order(1)).unwrap_err().order, Order(2));
         assert_eq!(f.claim_for_free(Order(2)).map(|i| i.list), Ok(1));
         assert_eq!(f.claim_for_free(Order(2)).unwrap_err().state, FrameState::Freeing);
+    }
+
+    /// A free refuses a block others still reference and leaves it allocated; compaction's
+    /// claim of a moved source does not look at references.
+    #[test]
+    fn only_the_unreferenced_claim_checks_the_count() {
+        let f = Frame::new();
+        f.set_info(FrameInfo { state: FrameState::Allocated, order: Order(0), list: 0 });
+        f.aux().store(2, Relaxed);
+        assert_eq!(f.claim_unreferenced(Order(0)), Err(Unclaimed::Referenced(2)));
+        assert_eq!(f.info().state, FrameState::Allocated);
+        assert!(f.claim_for_free(Order(0)).is_ok());
+        assert_eq!(f.info().state, FrameState::Freeing);
     }
 }
