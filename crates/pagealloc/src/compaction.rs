@@ -18,11 +18,11 @@
 //! (`capture_control`), and lock contention checks (a compaction never aborts on contention).
 
 use crate::sync::RawLock;
-use alloc::vec::Vec;
 
 use crate::error::CompactError;
 use crate::events::{EventSink, MetaLine};
 use crate::gfp::AllocFlags;
+use crate::list::ListHead;
 use crate::mem_map::{FrameInfo, FrameState};
 use crate::migratetype::MigrateType;
 use crate::page_alloc::{Cpu, PageAllocator, Walk};
@@ -422,12 +422,17 @@ struct Run<'a, E: EventSink, L: RawLock> {
     /// Where in that pageblock it stopped last time, if it stopped inside it (kernel: the
     /// free scanner's `isolate_start_pfn`): the frames before were looked at already.
     free_resume: Option<u64>,
-    /// Isolated blocks to move.
-    migratepages: Vec<(Pfn, Order)>,
+    /// Isolated blocks to move: `migratepages[..nr_migrate_blocks]`. The scanner stops at
+    /// `COMPACT_CLUSTER_MAX` pages and each block is at least one, so they fit. (Not a list
+    /// through the frames, as the free targets are: these blocks are their owners', who may
+    /// free them meanwhile, and a free relinks the frame.)
+    migratepages: [(Pfn, Order); COMPACT_CLUSTER_MAX as usize],
+    nr_migrate_blocks: usize,
     /// Pages in `migratepages`.
     nr_migratepages: u64,
-    /// Isolated free blocks, by order.
-    freepages: [Vec<Pfn>; NR_PAGE_ORDERS],
+    /// Isolated free blocks, by order: lists through the frames' links (the blocks are
+    /// `Isolated`, on no other list and no one else's), pushed and popped at the tail.
+    freepages: [ListHead; NR_PAGE_ORDERS],
     /// Pages in `freepages`.
     nr_freepages: u64,
     /// The free scanner stopped at the MIN watermark.
@@ -478,9 +483,10 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
             migrate_pfn: migrate,
             free_pfn: free,
             free_resume: None,
-            migratepages: Vec::new(),
+            migratepages: [(Pfn(0), Order(0)); COMPACT_CLUSTER_MAX as usize],
+            nr_migrate_blocks: 0,
             nr_migratepages: 0,
-            freepages: core::array::from_fn(|_| Vec::new()),
+            freepages: [ListHead::new(); NR_PAGE_ORDERS],
             nr_freepages: 0,
             contended: false,
             stats: CompactStats::default(),
@@ -494,6 +500,21 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
 
     fn lock(&self) -> ZoneLocked<'a, E, L> {
         self.zone.lock(self.cpu, self.events, self.cfg)
+    }
+
+    /// Keep the isolated free block at `pfn` as a target of `order`.
+    fn push_free(&mut self, pfn: Pfn, order: Order) {
+        let zone = self.zone;
+        self.freepages[order.index()]
+            .push_tail_with(|i| &zone.mem_map[i as usize], zone.index_of(pfn));
+    }
+
+    /// The most recently kept free target of `order`.
+    fn pop_free(&mut self, order: Order) -> Option<Pfn> {
+        let zone = self.zone;
+        let (idx, _) =
+            self.freepages[order.index()].pop_tail_with(|i| &zone.mem_map[i as usize])?;
+        Some(zone.pfn_of(idx))
     }
 
     fn touch(&self, pfn: u64) {
@@ -626,7 +647,8 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
                         && self.movable_order(info.order)
                         && p + info.order.nr_pages().0 <= end
                     {
-                        self.migratepages.push((Pfn(p), info.order));
+                        self.migratepages[self.nr_migrate_blocks] = (Pfn(p), info.order);
+                        self.nr_migrate_blocks += 1;
                         self.nr_migratepages += info.order.nr_pages().0;
                         isolated += info.order.nr_pages().0;
                     }
@@ -736,7 +758,7 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
                             order,
                             list: MigrateType::Movable as u8,
                         });
-                        self.freepages[order.index()].push(Pfn(p));
+                        self.push_free(Pfn(p), order);
                         self.nr_freepages += order.nr_pages().0;
                         got += order.nr_pages().0;
                         if self.nr_freepages >= self.nr_migratepages {
@@ -762,7 +784,7 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
             if let Some(o) =
                 (order.0..=MAX_PAGE_ORDER).find(|&o| !self.freepages[o as usize].is_empty())
             {
-                let pfn = self.freepages[o as usize].pop()?;
+                let pfn = self.pop_free(Order(o))?;
                 // Keep the upper halves as isolated blocks of their own.
                 for k in (order.0..o).rev() {
                     let half = pfn.add(Order(k).nr_pages());
@@ -771,7 +793,7 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
                         order: Order(k),
                         list: MigrateType::Movable as u8,
                     });
-                    self.freepages[k as usize].push(half);
+                    self.push_free(half, Order(k));
                 }
                 self.zone.frame(pfn).set_info(FrameInfo {
                     state: FrameState::Isolated,
@@ -792,9 +814,10 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
     /// target and its owner's verdict; moved sources are freed and merge.
     fn migrate_pages(&mut self, m: &mut dyn Migrate) {
         let zone = self.zone;
-        let pages = core::mem::take(&mut self.migratepages);
-        let mut moved: Vec<(Pfn, Order)> = Vec::with_capacity(pages.len());
-        for &(src, order) in &pages {
+        let (pages, nr) = (self.migratepages, self.nr_migrate_blocks);
+        let mut moved = [(Pfn(0), Order(0)); COMPACT_CLUSTER_MAX as usize];
+        let mut nr_moved = 0;
+        for &(src, order) in &pages[..nr] {
             let n = order.nr_pages().0;
             // The owner may have freed the block since it was isolated: skip it then.
             let info = zone.frame(src).info();
@@ -816,21 +839,21 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
                     list: info.list,
                 });
                 self.stats.migrated += n;
-                moved.push((src, order));
+                moved[nr_moved] = (src, order);
+                nr_moved += 1;
             } else {
-                self.freepages[order.index()].push(dst);
+                self.push_free(dst, order);
                 self.nr_freepages += n;
                 self.stats.failed += n;
             }
         }
         self.nr_migratepages = 0;
-        self.migratepages = pages;
-        self.migratepages.clear();
-        if moved.is_empty() {
+        self.nr_migrate_blocks = 0;
+        if nr_moved == 0 {
             return;
         }
         let mut zl = self.lock();
-        for (src, order) in moved {
+        for &(src, order) in &moved[..nr_moved] {
             // Allocated → Freeing, as any free: a source the owner freed against the
             // contract is left alone rather than freed twice.
             if zone.frame(src).claim_for_free(order).is_ok() {
@@ -843,13 +866,16 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
     /// Not counted as frees: they were never allocated. Returns the highest frame given
     /// back, if any.
     fn release_freepages(&mut self) -> Option<u64> {
-        if self.freepages.iter().all(Vec::is_empty) {
+        if self.freepages.iter().all(ListHead::is_empty) {
             return None;
         }
         let mut highest = 0;
+        let zone = self.zone;
         let mut zl = self.lock();
         for (o, list) in self.freepages.iter_mut().enumerate() {
-            for pfn in list.drain(..) {
+            // Oldest first, as they were isolated.
+            while let Some((idx, _)) = list.pop_head_with(|i| &zone.mem_map[i as usize]) {
+                let pfn = zone.pfn_of(idx);
                 highest = highest.max(pfn.0);
                 zl.free_one_page(pfn, Order(o as u8), crate::buddy::Fpi::None);
             }
@@ -927,15 +953,6 @@ pub(crate) fn compact_zone<E: EventSink, L: RawLock>(
     counters.add_shared(Counter::PgmigrateSuccess, s.migrated);
     counters.add_shared(Counter::PgmigrateFail, s.failed);
     CompactOutcome { result, stats: s }
-}
-
-/// Sum the work of several runs into one outcome with `result`.
-pub(crate) fn merged(result: CompactResult, runs: &[CompactStats]) -> CompactOutcome {
-    let mut stats = CompactStats::default();
-    for r in runs {
-        stats.add(r);
-    }
-    CompactOutcome { result, stats }
 }
 
 /// Does `result` count as a failure that defers the zone (after a sync compaction)?
@@ -1118,9 +1135,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             return Err(CompactError::InvalidCpu(cpu.id()));
         }
         let n = self.nodes.get(node.index()).ok_or(CompactError::InvalidNode(node))?;
-        let zones: Vec<&Zone<L>> = self.zones_of(n).filter(|z| z.is_populated()).collect();
+        let zones = || self.zones_of(n).filter(|z| z.is_populated());
         let wake = n.kcompactd_wake.swap(0, Relaxed);
-        let mut runs = Vec::new();
+        let mut stats = CompactStats::default();
         let mut result = None;
         if wake != 0 {
             let order = Order(((wake & 0xff) - 1) as u8);
@@ -1133,16 +1150,15 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             let can_serve = |z: &Zone<L>| {
                 z.watermark_ok(order, z.wmark_pages(WMARK_MIN), z.ztype, AllocFlags::default())
             };
-            let wanted = |z: &&&Zone<L>| z.ztype <= highest;
-            if !zones
-                .iter()
+            let wanted = |z: &&Zone<L>| z.ztype <= highest;
+            if !zones()
                 .filter(wanted)
                 .any(|z| !can_serve(z) && z.compaction_suitable(order, highest, threshold))
             {
                 return Ok(None);
             }
             self.counters.add_shared(Counter::CompactDaemonWake, 1);
-            for z in zones.iter().filter(wanted) {
+            for z in zones().filter(wanted) {
                 if z.compaction_deferred(order)
                     || can_serve(z)
                     || !z.compaction_suitable(order, z.ztype, threshold)
@@ -1159,7 +1175,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                     z.defer_compaction(order);
                 }
                 result = result.max(Some(out.result));
-                runs.push(out.stats);
+                stats.add(&out.stats);
             }
         } else if self.tunables.compaction_proactiveness > 0 {
             let defer = n.proactive_defer.load(Relaxed);
@@ -1169,7 +1185,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             } else if self.fragmentation_score_node(node) > high {
                 self.counters.add_shared(Counter::CompactDaemonWake, 1);
                 let before = self.fragmentation_score_node(node);
-                for z in &zones {
+                for z in zones() {
                     let req = Request {
                         proactive: true,
                         ignore_skip_hint: true,
@@ -1177,15 +1193,15 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                     };
                     let out = compact_zone(z, cpu.id(), &self.events, &self.cfg, req, m);
                     result = result.max(Some(out.result));
-                    runs.push(out.stats);
+                    stats.add(&out.stats);
                 }
                 if self.fragmentation_score_node(node) >= before {
                     n.proactive_defer.store(1 << COMPACT_MAX_DEFER_SHIFT, Relaxed);
                 }
             }
         }
-        self.flush_skip_hints(&zones);
-        let out = result.map(|r| merged(r, &runs));
+        self.flush_skip_hints(zones());
+        let out = result.map(|result| CompactOutcome { result, stats });
         if let Some(o) = &out {
             self.counters.add_shared(Counter::CompactDaemonMigrateScanned, o.stats.migrate_scanned);
             self.counters.add_shared(Counter::CompactDaemonFreeScanned, o.stats.free_scanned);
@@ -1202,13 +1218,15 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// [`CompactError::InvalidNode`] for a node that does not exist.
     pub fn reset_isolation_suitable(&self, node: NodeId) -> Result<(), CompactError> {
         let n = self.nodes.get(node.index()).ok_or(CompactError::InvalidNode(node))?;
-        let zones: Vec<&Zone<L>> = self.zones_of(n).collect();
-        self.flush_skip_hints(&zones);
+        self.flush_skip_hints(self.zones_of(n));
         Ok(())
     }
 
     /// Clear the skip hints of those of `zones` a direct compaction asked to flush.
-    fn flush_skip_hints(&self, zones: &[&Zone<L>]) {
+    fn flush_skip_hints<'z>(&self, zones: impl Iterator<Item = &'z Zone<L>>)
+    where
+        L: 'z,
+    {
         for z in zones {
             if z.take_blockskip_flush() {
                 z.reset_isolation_suitable();
@@ -1231,7 +1249,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             return Err(CompactError::InvalidCpu(cpu.id()));
         }
         let n = self.nodes.get(node.index()).ok_or(CompactError::InvalidNode(node))?;
-        let mut runs = Vec::new();
+        let mut stats = CompactStats::default();
         let mut result = CompactResult::Skipped;
         for z in self.zones_of(n) {
             if !z.is_populated() {
@@ -1244,8 +1262,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             };
             let out = compact_zone(z, cpu.id(), &self.events, &self.cfg, req, m);
             result = result.max(out.result);
-            runs.push(out.stats);
+            stats.add(&out.stats);
         }
-        Ok(merged(result, &runs))
+        Ok(CompactOutcome { result, stats })
     }
 }

@@ -2,8 +2,13 @@
 //! free lists per migratetype, pageblock grouping with fallback and claiming, watermarks —
 //! every seed mechanism switchable through a [`Policy`].
 //!
-//! The crate is `no_std` (it needs `alloc` for its per-frame array) and hands out frame
-//! numbers ([`Pfn`]), not memory: a caller maps them to addresses.
+//! The crate is `no_std` and hands out frame numbers ([`Pfn`]), not memory: a caller maps
+//! them to addresses. It needs no heap: [`PageAllocator::with_lock_in`] builds it over a
+//! region of [`PageAllocator::metadata_bytes`] bytes the caller sets aside, and nothing it
+//! does afterwards allocates (allocation, free, drain, tick, compaction; `tests/no_alloc.rs`
+//! counts). [`PageAllocator::new`] is the convenience that takes the metadata from `alloc`'s
+//! heap. With the `global-alloc` feature, [`global::GlobalPages`] is the allocator as
+//! `#[global_allocator]`.
 //!
 //! ```
 //! use pagealloc::{Gfp, MemoryMap, Order, PageAllocator, Policy, Tunables, CpuId};
@@ -246,6 +251,8 @@ pub mod error;
 pub mod events;
 mod fallback;
 pub mod gfp;
+#[cfg(all(feature = "global-alloc", not(loom)))]
+pub mod global;
 mod hot;
 mod list;
 mod mem_map;
@@ -259,6 +266,7 @@ pub mod policy;
 pub mod sizing;
 pub mod stats;
 mod sync;
+mod table;
 pub mod types;
 pub mod watermark;
 mod zone;

@@ -12,6 +12,7 @@
 
 use crate::sync::{AtomicU32, Ordering::Relaxed};
 
+use crate::table::{Carver, Table};
 use crate::types::Order;
 
 /// "No frame": the end of an index-linked list.
@@ -133,38 +134,24 @@ impl Frame {
         }
     }
 
-    /// `n` frames, each [`Frame::new`], in zeroed memory straight from the allocator: for
-    /// a large map the OS hands out zero pages lazily, so building an allocator over hundreds
-    /// of GiB touches only the metadata of the frames it writes (block heads), not all of it.
-    /// `None` if the memory cannot be had (the caller described more memory than this host
-    /// can hold the metadata of): an error for the caller, not an abort.
+    /// A frame table of `n` frames, each [`Frame::new`], in zeroed memory: from the heap, the
+    /// OS hands out zero pages lazily, so building an allocator over hundreds of GiB touches
+    /// only the metadata of the frames it writes (block heads), not all of it. `None` if the
+    /// memory cannot be had (the caller described more memory than the host or the region can
+    /// hold the metadata of): an error for the caller, not an abort.
     #[cfg(not(loom))]
     #[allow(unsafe_code)]
-    pub fn zeroed_map(n: usize) -> Option<alloc::boxed::Box<[Frame]>> {
-        use alloc::alloc::{alloc_zeroed, Layout};
-        if n == 0 {
-            return Some(alloc::boxed::Box::new([]));
-        }
-        let layout = Layout::array::<Frame>(n).ok()?;
-        // SAFETY: `layout` has a non-zero size (n > 0, Frame is 16 bytes). `alloc_zeroed`
-        // returns memory valid for `layout` or null (handled). `Frame` is `repr(C)` of four
-        // `AtomicU32`, for which the all-zero bit pattern is a valid value, so the memory holds
-        // `n` initialised frames; the box takes ownership with the same layout it was
-        // allocated with (`Box<[T]>` of length n deallocates `Layout::array::<T>(n)`).
-        unsafe {
-            let ptr = alloc_zeroed(layout).cast::<Frame>();
-            if ptr.is_null() {
-                return None;
-            }
-            Some(alloc::boxed::Box::from_raw(core::ptr::slice_from_raw_parts_mut(ptr, n)))
-        }
+    pub(crate) fn table(carver: &mut Carver, n: usize) -> Option<Table<Frame>> {
+        // SAFETY: `Frame` is `repr(C)` of four `AtomicU32`, for which the all-zero bit pattern
+        // is a valid value (and is `Frame::new()`).
+        unsafe { carver.zeroed(n) }
     }
 
-    /// `n` frames, each [`Frame::new`], built one by one: loom's atomics register with the
-    /// running model when they are created, so zeroed memory holds no frames loom knows of.
+    /// A frame table built frame by frame: loom's atomics register with the running model
+    /// when they are created, so zeroed memory holds no frames loom knows of.
     #[cfg(loom)]
-    pub fn zeroed_map(n: usize) -> Option<alloc::boxed::Box<[Frame]>> {
-        Some((0..n).map(|_| Frame::new()).collect())
+    pub(crate) fn table(carver: &mut Carver, n: usize) -> Option<Table<Frame>> {
+        carver.table(n, |_| Frame::new())
     }
 
     /// Current state, order and list.
@@ -304,13 +291,14 @@ mod tests {
 
     #[test]
     fn a_zeroed_map_is_tail_frames_on_no_list() {
-        let map = Frame::zeroed_map(1000).unwrap();
+        let map = Frame::table(&mut Carver::Heap, 1000).unwrap();
         assert_eq!(map.len(), 1000);
         assert!(map.iter().all(|f| f.info() == FrameInfo::TAIL && f.next() == NIL));
         map[7].set_next(3);
         assert_eq!(map[7].next(), 3);
-        assert!(Frame::zeroed_map(0).unwrap().is_empty());
-        assert!(Frame::zeroed_map(usize::MAX / 8).is_none(), "more than the address space");
+        assert!(Frame::table(&mut Carver::Heap, 0).unwrap().is_empty());
+        let too_many = usize::MAX / 8;
+        assert!(Frame::table(&mut Carver::Heap, too_many).is_none(), "more than the address space");
     }
 
     #[test]

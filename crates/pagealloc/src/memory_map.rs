@@ -1,8 +1,10 @@
 //! The caller's description of physical memory and CPUs: nodes, the frame ranges each node
 //! has (with holes and unaligned edges), which CPUs sit on which node, and special ranges
 //! (ZONE_MOVABLE, CMA). [`PageAllocator::new`](crate::PageAllocator::new) turns it into zones.
+//!
+//! The map holds its ranges in fixed arrays, so building one needs no heap: a kernel describes
+//! its memory before it has an allocator to describe it with.
 
-use alloc::vec::Vec;
 use core::fmt;
 use core::ops::Range;
 
@@ -95,6 +97,12 @@ pub enum MapError {
         /// The machine's CPUs with the ones asked for.
         total: u64,
     },
+    /// A range beyond the [`MAX_RANGES`] memory ranges (or [`MAX_CMA_RANGES`] CMA ranges) a
+    /// map holds.
+    TooManyRanges {
+        /// The limit that was reached.
+        max: usize,
+    },
 }
 
 impl fmt::Display for MapError {
@@ -127,6 +135,9 @@ impl fmt::Display for MapError {
             MapError::TooManyCpus { total } => {
                 write!(f, "{total} CPUs: a machine has at most {MAX_CPUS}")
             }
+            MapError::TooManyRanges { max } => {
+                write!(f, "more than {max} ranges: a memory map holds at most {max}")
+            }
         }
     }
 }
@@ -139,14 +150,26 @@ const MAX_PFN: u64 = 1 << 52;
 pub const MAX_CPUS: u32 = 1 << 20;
 /// Most nodes a machine may have: node numbers are `0..MAX_NODES`.
 pub const MAX_NODES: u32 = 1024;
+/// Most ranges of present memory a map holds: one for each of the most nodes a machine may
+/// have ([`MAX_NODES`]), or more for each on a smaller machine. (The kernel's boot-time
+/// memblock table starts at 128 and grows once it can allocate; this map cannot grow.)
+pub const MAX_RANGES: usize = MAX_NODES as usize;
+/// Most CMA ranges a map holds (the kernel's `CONFIG_CMA_AREAS` is at most 20 by default).
+pub const MAX_CMA_RANGES: usize = 32;
 
 /// One range of present frames.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct MemRange {
     pub node: NodeId,
-    pub pfns: Range<Pfn>,
+    pub start: Pfn,
+    pub end: Pfn,
     /// Goes to ZONE_MOVABLE instead of the zone its address implies.
     pub movable: bool,
+}
+
+impl MemRange {
+    const EMPTY: MemRange =
+        MemRange { node: NodeId(0), start: Pfn(0), end: Pfn(0), movable: false };
 }
 
 /// A description of physical memory and CPUs, built up one range at a time.
@@ -159,21 +182,63 @@ pub(crate) struct MemRange {
 ///    .set_cpus(NodeId(0), 4)?;
 /// # Ok::<(), pagealloc::MapError>(())
 /// ```
-#[derive(Clone, Debug, Default)]
+///
+/// About 29 KiB, all of it inline: building one allocates nothing. [`MemoryMap::new`] is
+/// `const`, so a kernel whose stack is small keeps its map in a static.
+#[derive(Clone, Debug)]
 pub struct MemoryMap {
-    pub(crate) ranges: Vec<MemRange>,
-    /// CPUs per node, indexed by node number.
-    pub(crate) node_cpus: Vec<u32>,
-    pub(crate) cma: Vec<Range<Pfn>>,
+    /// `ranges[..nr_ranges]`, sorted by first frame (so a zone's pieces come out sorted).
+    ranges: [MemRange; MAX_RANGES],
+    nr_ranges: usize,
+    /// CPUs per node, indexed by node number: `node_cpus[..nr_cpu_nodes]` (the highest node
+    /// given CPUs, plus one).
+    node_cpus: [u32; MAX_NODES as usize],
+    nr_cpu_nodes: usize,
+    /// `cma[..nr_cma]`, as (first frame, end).
+    cma: [(Pfn, Pfn); MAX_CMA_RANGES],
+    nr_cma: usize,
     pub(crate) limits: ZoneLimits,
     /// Every CPU's caches, for the FREE_HIGH_BATCH decision.
     pub(crate) cpu_cache: CacheInfo,
 }
 
+// What the type's doc says of its size.
+const _: () = assert!(size_of::<MemoryMap>() < 30 << 10);
+
+impl Default for MemoryMap {
+    fn default() -> MemoryMap {
+        MemoryMap::new()
+    }
+}
+
 impl MemoryMap {
     /// An empty map with x86-64 zone limits.
-    pub fn new() -> MemoryMap {
-        MemoryMap::default()
+    pub const fn new() -> MemoryMap {
+        MemoryMap {
+            ranges: [MemRange::EMPTY; MAX_RANGES],
+            nr_ranges: 0,
+            node_cpus: [0; MAX_NODES as usize],
+            nr_cpu_nodes: 0,
+            cma: [(Pfn(0), Pfn(0)); MAX_CMA_RANGES],
+            nr_cma: 0,
+            limits: ZoneLimits::X86_64,
+            cpu_cache: CacheInfo { llc_slice_bytes: 0, data_slices_bytes: 0 },
+        }
+    }
+
+    /// The ranges of present memory, sorted by first frame.
+    pub(crate) fn ranges(&self) -> &[MemRange] {
+        &self.ranges[..self.nr_ranges]
+    }
+
+    /// The CMA ranges, in the order they were added.
+    pub(crate) fn cma(&self) -> impl Iterator<Item = Range<Pfn>> + '_ {
+        self.cma[..self.nr_cma].iter().map(|&(s, e)| s..e)
+    }
+
+    /// CPUs of `node` (0 for a node given none).
+    pub(crate) fn cpus_of(&self, node: NodeId) -> u32 {
+        self.node_cpus[..self.nr_cpu_nodes].get(node.index()).copied().unwrap_or(0)
     }
 
     /// One node with `cpus` CPUs and `bytes` of memory starting at physical address 0, split
@@ -229,14 +294,16 @@ impl MemoryMap {
         let aligned = pfns.start.is_aligned(crate::types::Order::PAGEBLOCK)
             && pfns.end.is_aligned(crate::types::Order::PAGEBLOCK)
             && pfns.start < pfns.end;
-        let inside = self
-            .ranges
-            .iter()
-            .any(|r| !r.movable && r.pfns.start <= pfns.start && pfns.end <= r.pfns.end);
+        let inside =
+            self.ranges().iter().any(|r| !r.movable && r.start <= pfns.start && pfns.end <= r.end);
         if !aligned || !inside {
             return Err(MapError::BadCmaRange(pfns));
         }
-        self.cma.push(pfns);
+        if self.nr_cma == MAX_CMA_RANGES {
+            return Err(MapError::TooManyRanges { max: MAX_CMA_RANGES });
+        }
+        self.cma[self.nr_cma] = (pfns.start, pfns.end);
+        self.nr_cma += 1;
         Ok(self)
     }
 
@@ -256,8 +323,7 @@ impl MemoryMap {
     /// than [`MAX_CPUS`]. The map is unchanged then.
     pub fn set_cpus(&mut self, node: NodeId, n: u32) -> Result<&mut MemoryMap, MapError> {
         check_node(node)?;
-        let others: u64 = self
-            .node_cpus
+        let others: u64 = self.node_cpus[..self.nr_cpu_nodes]
             .iter()
             .enumerate()
             .filter(|&(i, _)| i != node.index())
@@ -267,28 +333,27 @@ impl MemoryMap {
         if total > u64::from(MAX_CPUS) {
             return Err(MapError::TooManyCpus { total });
         }
-        if self.node_cpus.len() <= node.index() {
-            self.node_cpus.resize(node.index() + 1, 0);
-        }
+        // Entries past the old end are still 0 (only `set_cpus` writes them).
+        self.nr_cpu_nodes = self.nr_cpu_nodes.max(node.index() + 1);
         self.node_cpus[node.index()] = n;
         Ok(self)
     }
 
     /// Number of nodes (the highest node number used, plus one).
     pub fn nr_nodes(&self) -> usize {
-        let by_mem = self.ranges.iter().map(|r| r.node.index() + 1).max().unwrap_or(0);
-        by_mem.max(self.node_cpus.len())
+        let by_mem = self.ranges().iter().map(|r| r.node.index() + 1).max().unwrap_or(0);
+        by_mem.max(self.nr_cpu_nodes)
     }
 
     /// Total CPUs (at most [`MAX_CPUS`]: `set_cpus` refuses more).
     pub fn nr_cpus(&self) -> u32 {
-        self.node_cpus.iter().sum()
+        self.node_cpus[..self.nr_cpu_nodes].iter().sum()
     }
 
     /// The node CPU `cpu` sits on, if it exists.
     pub fn node_of_cpu(&self, cpu: CpuId) -> Option<NodeId> {
         let mut first = 0u32;
-        for (node, &n) in self.node_cpus.iter().enumerate() {
+        for (node, &n) in self.node_cpus[..self.nr_cpu_nodes].iter().enumerate() {
             if cpu.0 < first + n {
                 return Some(NodeId(node as u32));
             }
@@ -299,7 +364,7 @@ impl MemoryMap {
 
     /// Present frames in all ranges.
     pub fn present_pages(&self) -> u64 {
-        self.ranges.iter().map(|r| r.pfns.end.0 - r.pfns.start.0).sum()
+        self.ranges().iter().map(|r| r.end.0 - r.start.0).sum()
     }
 
     fn push_range(
@@ -317,38 +382,40 @@ impl MemoryMap {
         if end.0 > MAX_PFN {
             return Err(MapError::TooLarge(end));
         }
-        if let Some(r) = self.ranges.iter().find(|r| r.pfns.start < end && start < r.pfns.end) {
-            return Err(MapError::Overlap { start, existing: r.pfns.start });
+        if let Some(r) = self.ranges().iter().find(|r| r.start < end && start < r.end) {
+            return Err(MapError::Overlap { start, existing: r.start });
         }
-        self.ranges.push(MemRange { node, pfns: start..end, movable });
+        if self.nr_ranges == MAX_RANGES {
+            return Err(MapError::TooManyRanges { max: MAX_RANGES });
+        }
+        // Insert in order of first frame (the ranges do not overlap, so the order is total).
+        let at = self.ranges().partition_point(|r| r.start < start);
+        self.ranges.copy_within(at..self.nr_ranges, at + 1);
+        self.ranges[at] = MemRange { node, start, end, movable };
+        self.nr_ranges += 1;
         Ok(self)
     }
 
     /// The pieces of present memory of one (node, zone type), sorted, after splitting at the
     /// zone limits.
-    pub(crate) fn zone_pieces(&self, node: NodeId, zone: ZoneType) -> Vec<Range<Pfn>> {
-        let mut out = Vec::new();
-        for r in self.ranges.iter().filter(|r| r.node == node) {
-            if r.movable {
-                if zone == ZoneType::Movable {
-                    out.push(r.pfns.clone());
-                }
-                continue;
+    pub(crate) fn zone_pieces(
+        &self,
+        node: NodeId,
+        zone: ZoneType,
+    ) -> impl Iterator<Item = Range<Pfn>> + Clone + '_ {
+        let limits = self.limits;
+        self.ranges().iter().filter(move |r| r.node == node).filter_map(move |r| {
+            if r.movable || zone == ZoneType::Movable {
+                return (r.movable && zone == ZoneType::Movable).then_some(r.start..r.end);
             }
             let (lo, hi) = match zone {
-                ZoneType::Dma => (Pfn(0), self.limits.dma_end),
-                ZoneType::Dma32 => (self.limits.dma_end, self.limits.dma32_end),
-                ZoneType::Normal => (self.limits.dma32_end.max(self.limits.dma_end), Pfn(u64::MAX)),
-                ZoneType::Movable => continue,
+                ZoneType::Dma => (Pfn(0), limits.dma_end),
+                ZoneType::Dma32 => (limits.dma_end, limits.dma32_end),
+                _ => (limits.dma32_end.max(limits.dma_end), Pfn(u64::MAX)),
             };
-            let s = r.pfns.start.max(lo);
-            let e = r.pfns.end.min(hi);
-            if s < e {
-                out.push(s..e);
-            }
-        }
-        out.sort_by_key(|r| r.start);
-        out
+            let (s, e) = (r.start.max(lo), r.end.min(hi));
+            (s < e).then_some(s..e)
+        })
     }
 }
 
@@ -365,6 +432,11 @@ mod tests {
     use super::*;
     use alloc::format;
     use alloc::string::ToString;
+    use alloc::vec::Vec;
+
+    fn pieces(m: &MemoryMap, zone: ZoneType) -> Vec<Range<Pfn>> {
+        m.zone_pieces(NodeId(0), zone).collect()
+    }
 
     #[test]
     fn ranges_round_inward_and_split_at_zone_limits() {
@@ -372,10 +444,50 @@ mod tests {
         m.add_range(NodeId(0), 0x800..0x2000).unwrap(); // rounds to pfn 1..2
         m.add_range(NodeId(0), (8 << 20)..(5 << 30)).unwrap();
         m.set_cpus(NodeId(0), 2).unwrap();
-        assert_eq!(m.zone_pieces(NodeId(0), ZoneType::Dma), [Pfn(1)..Pfn(2), Pfn(2048)..Pfn(4096)]);
-        assert_eq!(m.zone_pieces(NodeId(0), ZoneType::Dma32), [Pfn(4096)..Pfn(1 << 20)]);
-        assert_eq!(m.zone_pieces(NodeId(0), ZoneType::Normal), [Pfn(1 << 20)..Pfn(5 << 18)]);
-        assert!(m.zone_pieces(NodeId(0), ZoneType::Movable).is_empty());
+        assert_eq!(pieces(&m, ZoneType::Dma), [Pfn(1)..Pfn(2), Pfn(2048)..Pfn(4096)]);
+        assert_eq!(pieces(&m, ZoneType::Dma32), [Pfn(4096)..Pfn(1 << 20)]);
+        assert_eq!(pieces(&m, ZoneType::Normal), [Pfn(1 << 20)..Pfn(5 << 18)]);
+        assert!(pieces(&m, ZoneType::Movable).is_empty());
+    }
+
+    /// Ranges given out of order come out sorted, movable ones only in ZONE_MOVABLE.
+    #[test]
+    fn pieces_are_sorted_whatever_order_the_ranges_came_in() {
+        let mut m = MemoryMap::new();
+        m.add_range(NodeId(0), (8 << 20)..(12 << 20)).unwrap();
+        m.add_movable_range(NodeId(0), (6 << 30)..(7 << 30)).unwrap();
+        m.add_range(NodeId(0), (1 << 20)..(2 << 20)).unwrap();
+        m.add_range(NodeId(0), (4 << 20)..(5 << 20)).unwrap();
+        assert_eq!(
+            pieces(&m, ZoneType::Dma),
+            [Pfn(256)..Pfn(512), Pfn(1024)..Pfn(1280), Pfn(2048)..Pfn(3072)]
+        );
+        assert_eq!(pieces(&m, ZoneType::Movable), [Pfn(6 << 18)..Pfn(7 << 18)]);
+        assert!(pieces(&m, ZoneType::Normal).is_empty());
+    }
+
+    /// The fixed tables refuse one range too many and are left as they were.
+    #[test]
+    fn a_range_beyond_the_table_is_refused() {
+        let mut m = MemoryMap::new();
+        for i in 0..MAX_RANGES as u64 {
+            m.add_pfn_range(NodeId(0), Pfn(1024 * i)..Pfn(1024 * i + 512)).unwrap();
+        }
+        let full = m.present_pages();
+        let over = Pfn(1 << 30)..Pfn((1 << 30) + 512);
+        assert_eq!(
+            m.add_pfn_range(NodeId(0), over).unwrap_err(),
+            MapError::TooManyRanges { max: MAX_RANGES }
+        );
+        assert_eq!(m.present_pages(), full);
+        for i in 0..MAX_CMA_RANGES as u64 {
+            m.add_cma_range(Pfn(1024 * i)..Pfn(1024 * i + 512)).unwrap();
+        }
+        assert_eq!(
+            m.add_cma_range(Pfn(0)..Pfn(512)).unwrap_err(),
+            MapError::TooManyRanges { max: MAX_CMA_RANGES }
+        );
+        assert_eq!(m.cma().count(), MAX_CMA_RANGES);
     }
 
     #[test]
@@ -413,7 +525,7 @@ mod tests {
                 format!("node {} is out of range: a machine has nodes 0..=1023", node.0)
             });
         }
-        assert_eq!((m.nr_nodes(), m.nr_cpus(), m.node_cpus.capacity()), (0, 0, 0));
+        assert_eq!((m.nr_nodes(), m.nr_cpus(), m.nr_cpu_nodes), (0, 0, 0));
         m.set_cpus(NodeId(MAX_NODES - 1), 1).unwrap();
         assert_eq!((m.nr_nodes(), m.nr_cpus()), (1024, 1));
     }

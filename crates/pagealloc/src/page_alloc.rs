@@ -4,8 +4,7 @@
 //! (docs/kernel-reference.md §3.1–3.2, §4.1).
 
 use crate::sync::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use alloc::boxed::Box;
-use alloc::vec::Vec;
+use core::mem::MaybeUninit;
 use core::sync::atomic::AtomicU64 as CoreAtomicU64;
 
 use crate::buddy::Fpi;
@@ -21,6 +20,7 @@ use crate::policy::{Policy, Tunables};
 use crate::sizing;
 use crate::stats::{Counter, Counters, VmEvents};
 use crate::sync::{Mutex, RawLock, RawSpinLock};
+use crate::table::{self, Carver, Table};
 use crate::types::{
     CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType, MAX_PAGE_ORDER, NR_ZONE_TYPES,
     PAGEBLOCK_NR_PAGES,
@@ -49,6 +49,14 @@ pub enum BuildError {
         /// Frames the zone spans.
         frames: u64,
     },
+    /// The region given to [`PageAllocator::with_lock_in`] cannot hold the allocator's
+    /// metadata: [`PageAllocator::metadata_bytes`] says how much it needs.
+    RegionTooSmall {
+        /// Bytes the map needs.
+        needed: usize,
+        /// Bytes the region has.
+        given: usize,
+    },
 }
 
 impl core::fmt::Display for BuildError {
@@ -63,6 +71,11 @@ impl core::fmt::Display for BuildError {
                 node.0,
                 zone.name(),
                 frames.saturating_mul(16) >> 20
+            ),
+            BuildError::RegionTooSmall { needed, given } => write!(
+                f,
+                "the metadata region has {given} bytes; this memory map needs {needed} \
+                 (PageAllocator::metadata_bytes)"
             ),
         }
     }
@@ -105,7 +118,7 @@ pub(crate) struct Node {
     pub(crate) zones: [Option<ZoneIdx>; NR_ZONE_TYPES],
     /// Populated zones: this node's from highest type to lowest, then other nodes' by
     /// distance (|node difference|, then node number).
-    pub(crate) zonelist: Box<[ZoneIdx]>,
+    pub(crate) zonelist: Table<ZoneIdx>,
     /// The first zonelist entry a request may use, by the highest zone type it allows.
     pub(crate) preferred: [Option<ZoneIdx>; NR_ZONE_TYPES],
     pub(crate) nr_cpus: u32,
@@ -126,12 +139,12 @@ static NEXT_ALLOCATOR_ID: CoreAtomicU64 = CoreAtomicU64::new(1);
 pub struct PageAllocator<E: EventSink = NoEvents, L: RawLock = RawSpinLock> {
     /// This allocator's identity, unique in the process: what its [`Cpu`] handles carry.
     id: u64,
-    pub(crate) zones: Box<[Zone<L>]>,
+    pub(crate) zones: Table<Zone<L>>,
     /// (first frame, end, zone) sorted by first frame, for frame → zone lookup.
-    by_pfn: Box<[(Pfn, Pfn, ZoneIdx)]>,
-    pub(crate) nodes: Box<[Node]>,
+    by_pfn: Table<(Pfn, Pfn, ZoneIdx)>,
+    pub(crate) nodes: Table<Node>,
     /// Node of each CPU.
-    pub(crate) cpu_node: Box<[NodeId]>,
+    pub(crate) cpu_node: Table<NodeId>,
     pub(crate) policy: Policy,
     /// The policy's per-call pageset decisions, precomputed.
     pub(crate) pcp_fast: PcpFast,
@@ -142,7 +155,7 @@ pub struct PageAllocator<E: EventSink = NoEvents, L: RawLock = RawSpinLock> {
     pub(crate) counters: Counters,
     pub(crate) events: E,
     /// vmstat ticks each CPU has run.
-    pub(crate) cpu_ticks: Box<[AtomicU64]>,
+    pub(crate) cpu_ticks: Table<AtomicU64>,
     /// Serialises drain_all_pages.
     pub(crate) drain_mutex: Mutex<L, ()>,
 }
@@ -170,34 +183,121 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Build an allocator whose zone and pageset locks are of type `L` (the type names the
     /// lock: `PageAllocator::<NoEvents, MyLock>::with_lock(map, tunables, policy, NoEvents)`),
     /// reporting trace events to `events`. See the crate docs for a kernel's IRQ-saving lock.
+    /// Its metadata comes from the heap; [`with_lock_in`](Self::with_lock_in) builds without
+    /// one.
     pub fn with_lock(
         map: MemoryMap,
         tunables: Tunables,
         policy: Policy,
         events: E,
     ) -> Result<Self, BuildError> {
+        PageAllocator::build(&map, tunables, policy, events, &mut Carver::Heap)
+    }
+
+    /// Build an allocator without touching the heap: every table it keeps (frame metadata,
+    /// pageblock flags, pagesets, zones, zonelists) is carved from `region`, which must hold
+    /// [`metadata_bytes`](Self::metadata_bytes)`(map)` bytes. A kernel sets the region aside
+    /// before it has a heap, typically at the start of the memory the allocator will manage
+    /// (leaving those frames out of `map`), as Linux places its memmap. The region is the
+    /// allocator's from then on and is not handed back when it is dropped.
+    ///
+    /// ```
+    /// use core::mem::MaybeUninit;
+    /// use pagealloc::{CpuId, Gfp, MemoryMap, NoEvents, Order, PageAllocator, Policy, Tunables};
+    ///
+    /// let map = MemoryMap::single_node(2, 64 << 20)?;
+    /// let needed = PageAllocator::<NoEvents>::metadata_bytes(&map)?;
+    /// // A kernel would name memory it set aside at boot; a leaked buffer stands in for it.
+    /// let region = Box::leak(vec![MaybeUninit::uninit(); needed].into_boxed_slice());
+    /// let pa: PageAllocator =
+    ///     PageAllocator::with_lock_in(&map, Tunables::default(), Policy::modern(), NoEvents, region)?;
+    /// let cpu = pa.cpu(CpuId(0)).unwrap();
+    /// let pfn = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0))?;
+    /// pa.free_pages(cpu, pfn, Order(0))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`with_lock`](Self::with_lock), and [`BuildError::RegionTooSmall`] if the region
+    /// cannot hold the metadata.
+    pub fn with_lock_in(
+        map: &MemoryMap,
+        tunables: Tunables,
+        policy: Policy,
+        events: E,
+        region: &'static mut [MaybeUninit<u8>],
+    ) -> Result<Self, BuildError> {
+        PageAllocator::build(map, tunables, policy, events, &mut Carver::region(region))
+    }
+
+    /// Bytes of metadata an allocator over `map` keeps, the size
+    /// [`with_lock_in`](Self::with_lock_in) needs its region to be: 16 bytes a frame of each
+    /// zone's span (holes included), a byte a pageblock, a pageset per CPU per zone, and the
+    /// zone, node and CPU tables, each with room to align it. It depends on the lock type `L`
+    /// (a pageset holds one), not on the events sink, the tunables or the policy.
+    ///
+    /// # Errors
+    /// The map errors [`with_lock`](Self::with_lock) would report for the same map.
+    pub fn metadata_bytes(map: &MemoryMap) -> Result<usize, BuildError> {
+        let (nr_cpus, nr_nodes) = (check_map(map)? as usize, map.nr_nodes());
+        let mut bytes = Some(0usize);
+        let mut add = |b: Option<usize>| bytes = bytes.and_then(|t| t.checked_add(b?));
+        let nr_zones = for_each_zone(map, |z| {
+            let frames = usize::try_from(z.end.0 - z.start.0).ok();
+            add(frames.and_then(table::bytes_for::<crate::mem_map::Frame>));
+            let blocks = usize::try_from(crate::pageblock::Pageblocks::count(z.start, z.end)).ok();
+            add(blocks.and_then(table::bytes_for::<crate::sync::AtomicU8>));
+            add(table::bytes_for::<crate::pcp::PcpSlot<L>>(nr_cpus));
+            Ok(())
+        })?;
+        add(table::bytes_for::<Zone<L>>(nr_zones));
+        add(table::bytes_for::<(Pfn, Pfn, ZoneIdx)>(nr_zones));
+        add(table::bytes_for::<Node>(nr_nodes));
+        add(table::bytes_for::<ZoneIdx>(nr_zones).and_then(|b| b.checked_mul(nr_nodes)));
+        add(table::bytes_for::<NodeId>(nr_cpus));
+        add(table::bytes_for::<AtomicU64>(nr_cpus));
+        // Too large to describe is too large to carve: the same verdict as a heap that could
+        // not supply it.
+        bytes.ok_or(BuildError::RegionTooSmall { needed: usize::MAX, given: 0 })
+    }
+
+    /// Build over tables from `carver`.
+    fn build(
+        map: &MemoryMap,
+        tunables: Tunables,
+        policy: Policy,
+        events: E,
+        carver: &mut Carver,
+    ) -> Result<Self, BuildError> {
         tunables.validate().map_err(BuildError::Tunables)?;
-        let nr_cpus = map.nr_cpus();
-        if nr_cpus == 0 {
-            return Err(MapError::NoCpus.into());
+        let nr_cpus = check_map(map)?;
+        let room = Room::of::<L>(map, carver)?;
+        let no_room = || room.exhausted(None);
+        let (zones, nodes) = build_zones(map, carver, room)?;
+        let mut by_pfn = carver
+            .table(zones.len(), |i| (zones[i].start_pfn, zones[i].end_pfn, zones[i].idx))
+            .ok_or_else(no_room)?;
+        by_pfn.sort_unstable_by_key(|e| e.0);
+        // Spans must not interleave: each frame belongs to at most one zone.
+        for w in by_pfn.windows(2) {
+            let (a, b) = (&zones[w[0].2.index()], &zones[w[1].2.index()]);
+            if b.start_pfn < a.end_pfn {
+                let (zone, node_a, node_b) = (b.ztype, a.node, b.node);
+                return Err(MapError::InterleavedZones { zone, node_a, node_b }.into());
+            }
         }
-        if map.present_pages() == 0 {
-            return Err(MapError::NoMemory.into());
+        let mut cpu_node = carver.builder(nr_cpus as usize).ok_or_else(no_room)?;
+        for n in 0..nodes.len() {
+            (0..map.cpus_of(NodeId(n as u32))).for_each(|_| cpu_node.push(NodeId(n as u32)));
         }
-        // `MemoryMap` refuses both as they are given; kept as the allocator's own bound.
-        if nr_cpus > MAX_CPUS || map.nr_nodes() > MAX_NODES as usize {
-            return Err(MapError::TooManyNodesOrCpus.into());
-        }
-        let (zones, nodes) = build_zones(&map)?;
-        let mut by_pfn: Vec<_> = zones.iter().map(|z| (z.start_pfn, z.end_pfn, z.idx)).collect();
-        by_pfn.sort_by_key(|e| e.0);
-        let cpu_node =
-            (0..nr_cpus).map(|c| map.node_of_cpu(CpuId(c)).unwrap_or(NodeId(0))).collect();
+        let cpu_node = cpu_node.finish();
+        let cpu_ticks =
+            carver.table(nr_cpus as usize, |_| AtomicU64::new(0)).ok_or_else(no_room)?;
         let boost_factor = if policy.watermark_boost { tunables.watermark_boost_factor } else { 0 };
         let pa = PageAllocator {
             id: NEXT_ALLOCATOR_ID.fetch_add(1, Relaxed),
             zones,
-            by_pfn: by_pfn.into_boxed_slice(),
+            by_pfn,
             nodes,
             cpu_node,
             policy,
@@ -213,10 +313,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             min_free_kbytes: AtomicU64::new(0),
             counters: Counters::default(),
             events,
-            cpu_ticks: (0..nr_cpus).map(|_| AtomicU64::new(0)).collect(),
+            cpu_ticks,
             drain_mutex: Mutex::new(()),
         };
-        pa.populate(&map);
+        pa.populate(map);
         pa.init_min_free_kbytes();
         for c in 0..nr_cpus {
             pa.set_cpu_cache(CpuId(c), map.cpu_cache);
@@ -231,16 +331,15 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// blocks, inserted at the list tails). Only holes and block heads are written.
     fn populate(&self, map: &MemoryMap) {
         for zone in self.zones.iter() {
-            let mut pieces = map.zone_pieces(zone.node, zone.ztype);
-            pieces.sort_by_key(|r| r.start);
+            let pieces = map.zone_pieces(zone.node, zone.ztype);
             let mut next = zone.start_pfn;
-            for r in pieces.iter().chain(core::iter::once(&(zone.end_pfn..zone.end_pfn))) {
+            for r in pieces.clone().chain(core::iter::once(zone.end_pfn..zone.end_pfn)) {
                 for p in next.0..r.start.0 {
                     zone.frame(Pfn(p)).set_info(FrameInfo::RESERVED);
                 }
                 next = next.max(r.end);
             }
-            for r in &map.cma {
+            for r in map.cma() {
                 let mut p = r.start.max(zone.start_pfn);
                 while p < r.end.min(zone.end_pfn) {
                     zone.pageblocks.set(p, MigrateType::Cma);
@@ -249,7 +348,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             }
             zone.managed_pages.store(zone.present_pages, Relaxed);
             let mut zl = zone.lock(CpuId(0), &self.events, &self.cfg);
-            for r in &pieces {
+            for r in pieces {
                 let mut p = r.start;
                 while p < r.end {
                     let mut o = MAX_PAGE_ORDER;
@@ -408,11 +507,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             self.apply_min_free_kbytes(kb);
             return;
         }
-        let kb = sizing::default_min_free_kbytes(sizing::lowmem_kbytes(&self.zone_marks()));
+        let kb = sizing::default_min_free_kbytes(sizing::lowmem_kbytes(self.zone_marks()));
         self.apply_min_free_kbytes(kb);
         let populated =
             self.zones.iter().filter(|z| z.ztype <= ZoneType::Normal && z.is_populated()).count();
-        let buffer_pages = sizing::nr_free_zone_pages(&self.zone_marks(), ZoneType::Normal);
+        let buffer_pages = sizing::nr_free_zone_pages(self.zone_marks(), ZoneType::Normal);
         let thp = sizing::thp_recommended_min_free_kbytes(populated as u64, buffer_pages);
         if thp > kb {
             // 11 pageblocks a zone stays below the sysctl's limit for the 65535 zones the
@@ -423,8 +522,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 
     /// (type, managed, HIGH with boost) of every zone: the input of the sizing rules that
     /// count pages above the high watermark.
-    fn zone_marks(&self) -> Vec<(ZoneType, NrPages, u64)> {
-        self.zones.iter().map(|z| (z.ztype, z.managed_pages(), z.wmark_pages(WMARK_HIGH))).collect()
+    fn zone_marks(&self) -> impl Iterator<Item = (ZoneType, NrPages, u64)> + '_ {
+        self.zones.iter().map(|z| (z.ztype, z.managed_pages(), z.wmark_pages(WMARK_HIGH)))
     }
 
     /// Set vm.min_free_kbytes and recompute every zone's watermarks and lowmem reserves
@@ -449,14 +548,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     }
 
     fn setup_per_zone_wmarks(&self) {
-        let input: Vec<(ZoneType, NrPages)> =
-            self.zones.iter().map(|z| (z.ztype, z.managed_pages())).collect();
-        let wm = sizing::zone_watermarks(
-            self.min_free_kbytes(),
-            self.tunables.watermark_scale_factor,
-            &input,
-        );
-        for (z, w) in self.zones.iter().zip(wm) {
+        let lowmem = sizing::lowmem_pages(self.zones.iter().map(|z| (z.ztype, z.managed_pages())));
+        let (kb, wsf) = (self.min_free_kbytes(), self.tunables.watermark_scale_factor);
+        for z in self.zones.iter() {
+            let w = sizing::zone_watermark(kb, wsf, lowmem, z.ztype, z.managed_pages());
             z.watermark[WMARK_MIN].store(w.min, Relaxed);
             z.watermark[WMARK_LOW].store(w.low, Relaxed);
             z.watermark[WMARK_HIGH].store(w.high, Relaxed);
@@ -465,22 +560,15 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             z.update_fast_floor();
         }
         self.zone_pcp_update();
+        let (ratios, empty_zero) =
+            (&self.tunables.lowmem_reserve_ratio, self.policy.lowmem_reserve_empty_zone_zero);
         for node in self.nodes.iter() {
-            let zones: Vec<(ZoneType, NrPages)> = ZoneType::ALL
-                .iter()
-                .map(|&zt| {
-                    let managed = node.zones[zt.index()]
-                        .map_or(NrPages(0), |i| self.zones[i.index()].managed_pages());
-                    (zt, managed)
-                })
-                .collect();
-            let reserve = sizing::lowmem_reserve(
-                &zones,
-                &self.tunables.lowmem_reserve_ratio,
-                self.policy.lowmem_reserve_empty_zone_zero,
-            );
-            for (zt, r) in ZoneType::ALL.iter().zip(reserve) {
+            let managed = ZoneType::ALL.map(|zt| {
+                node.zones[zt.index()].map_or(0, |i| self.zones[i.index()].managed_pages().0)
+            });
+            for zt in ZoneType::ALL {
                 if let Some(i) = node.zones[zt.index()] {
+                    let r = sizing::lowmem_reserve_row(&managed, zt, ratios, empty_zero);
                     for (slot, v) in self.zones[i.index()].lowmem_reserve.iter().zip(r) {
                         slot.store(v, Relaxed);
                     }
@@ -511,7 +599,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 
     fn mobility_grouping_disabled(&self) -> bool {
         let above_high =
-            sizing::nr_free_zone_pages(&self.zone_marks(), Gfp::HIGHUSER_MOVABLE.zone());
+            sizing::nr_free_zone_pages(self.zone_marks(), Gfp::HIGHUSER_MOVABLE.zone());
         sizing::mobility_grouping_disabled(above_high)
     }
 
@@ -1190,80 +1278,272 @@ fn diagnose_bad_free<L: RawLock>(
     }
 }
 
-/// Build the zones of every node and the nodes' zonelists.
-type ZonesAndNodes<L> = (Box<[Zone<L>]>, Box<[Node]>);
+/// The checks on a map every build makes first; its CPUs.
+fn check_map(map: &MemoryMap) -> Result<u32, BuildError> {
+    let nr_cpus = map.nr_cpus();
+    if nr_cpus == 0 {
+        return Err(MapError::NoCpus.into());
+    }
+    if map.present_pages() == 0 {
+        return Err(MapError::NoMemory.into());
+    }
+    // `MemoryMap` refuses both as they are given; kept as the allocator's own bound.
+    if nr_cpus > MAX_CPUS || map.nr_nodes() > MAX_NODES as usize {
+        return Err(MapError::TooManyNodesOrCpus.into());
+    }
+    Ok(nr_cpus)
+}
 
-fn build_zones<L: RawLock>(map: &MemoryMap) -> Result<ZonesAndNodes<L>, BuildError> {
-    let nr_nodes = map.nr_nodes();
-    let mut zones = Vec::new();
-    let mut nodes = Vec::with_capacity(nr_nodes);
-    for n in 0..nr_nodes {
-        let node = NodeId(n as u32);
-        let mut slots = [None; NR_ZONE_TYPES];
-        for zt in ZoneType::ALL {
-            let pieces = map.zone_pieces(node, zt);
-            let (Some(first), Some(last)) = (pieces.first(), pieces.iter().map(|r| r.end).max())
-            else {
-                continue;
-            };
-            let frames = last.0 - first.start.0;
-            if frames >= u64::from(u32::MAX) {
-                return Err(MapError::ZoneTooLarge { node, zone: zt }.into());
+/// What a build's tables are carved from, for the error when one cannot be had.
+#[derive(Clone, Copy)]
+enum Room {
+    Heap,
+    /// A region of `given` bytes, which `metadata_bytes` says must be `needed`.
+    Region {
+        needed: usize,
+        given: usize,
+    },
+}
+
+impl Room {
+    /// The room `carver` has for `map`'s metadata; a region known to be too small is refused
+    /// here, before anything is carved.
+    fn of<L: RawLock>(map: &MemoryMap, carver: &Carver) -> Result<Room, BuildError> {
+        let Carver::Region { len: given, .. } = *carver else { return Ok(Room::Heap) };
+        let needed = PageAllocator::<NoEvents, L>::metadata_bytes(map)?;
+        if given < needed {
+            return Err(BuildError::RegionTooSmall { needed, given });
+        }
+        Ok(Room::Region { needed, given })
+    }
+
+    /// The error for a table that could not be carved (a zone's, named, or another).
+    fn exhausted(self, zone: Option<(NodeId, ZoneType, u64)>) -> BuildError {
+        match (self, zone) {
+            (Room::Region { needed, given }, _) => BuildError::RegionTooSmall { needed, given },
+            (Room::Heap, Some((node, zone, frames))) => {
+                BuildError::NoMetadataMemory { node, zone, frames }
             }
-            if zones.len() >= usize::from(u16::MAX) {
+            (Room::Heap, None) => {
+                BuildError::NoMetadataMemory { node: NodeId(0), zone: ZoneType::Normal, frames: 0 }
+            }
+        }
+    }
+}
+
+/// A zone the map describes: a (node, zone type) with present memory.
+struct ZoneSpec {
+    node: NodeId,
+    ztype: ZoneType,
+    /// The span: the first piece's start to the last piece's end.
+    start: Pfn,
+    end: Pfn,
+}
+
+/// Call `f` for each zone of `map`, in node order and then zone-type order (the order of the
+/// allocator's zone table), after checking it can be built. Returns the number of zones.
+fn for_each_zone(
+    map: &MemoryMap,
+    mut f: impl FnMut(ZoneSpec) -> Result<(), BuildError>,
+) -> Result<usize, BuildError> {
+    let mut nr_zones = 0;
+    for n in 0..map.nr_nodes() {
+        let node = NodeId(n as u32);
+        for ztype in ZoneType::ALL {
+            let mut pieces = map.zone_pieces(node, ztype);
+            let Some(first) = pieces.next() else { continue };
+            let end = pieces.last().map_or(first.end, |r| r.end);
+            if end.0 - first.start.0 >= u64::from(u32::MAX) {
+                return Err(MapError::ZoneTooLarge { node, zone: ztype }.into());
+            }
+            if nr_zones >= usize::from(u16::MAX) {
                 return Err(MapError::TooManyNodesOrCpus.into());
             }
-            let idx = ZoneIdx(zones.len() as u16);
-            let mut z = Zone::new(idx, node, zt, first.start, last, map.nr_cpus())
-                .ok_or(BuildError::NoMetadataMemory { node, zone: zt, frames })?;
-            z.present_pages = pieces.iter().map(|r| r.end.0 - r.start.0).sum();
-            z.cma_pages = pieces
-                .iter()
-                .flat_map(|r| map.cma.iter().map(move |c| (r, c)))
-                .map(|(r, c)| r.end.min(c.end).0.saturating_sub(r.start.max(c.start).0))
-                .sum();
-            slots[zt.index()] = Some(idx);
-            zones.push(z);
+            f(ZoneSpec { node, ztype, start: first.start, end })?;
+            nr_zones += 1;
         }
-        let nr_cpus = map.node_cpus.get(n).copied().unwrap_or(0);
+    }
+    Ok(nr_zones)
+}
+
+/// Build the zones of every node and the nodes' zonelists.
+fn build_zones<L: RawLock>(
+    map: &MemoryMap,
+    carver: &mut Carver,
+    room: Room,
+) -> Result<(Table<Zone<L>>, Table<Node>), BuildError> {
+    let nr_zones = for_each_zone(map, |_| Ok(()))?;
+    let nr_nodes = map.nr_nodes();
+    let no_room = || room.exhausted(None);
+    let mut zones = carver.builder::<Zone<L>>(nr_zones).ok_or_else(no_room)?;
+    for_each_zone(map, |spec| {
+        let ZoneSpec { node, ztype, start, end } = spec;
+        let idx = ZoneIdx(zones.written().len() as u16);
+        let frames = end.0 - start.0;
+        let mut z = Zone::new(carver, idx, node, ztype, start, end, map.nr_cpus())
+            .ok_or_else(|| room.exhausted(Some((node, ztype, frames))))?;
+        let pieces = map.zone_pieces(node, ztype);
+        z.present_pages = pieces.clone().map(|r| r.end.0 - r.start.0).sum();
+        z.cma_pages = pieces
+            .flat_map(|r| map.cma().map(move |c| (r.clone(), c)))
+            .map(|(r, c)| r.end.min(c.end).0.saturating_sub(r.start.max(c.start).0))
+            .sum();
+        zones.push(z);
+        Ok(())
+    })?;
+    let zones = zones.finish();
+    let mut nodes = carver.builder::<Node>(nr_nodes).ok_or_else(no_room)?;
+    for n in 0..nr_nodes {
+        let mut slots = [None; NR_ZONE_TYPES];
+        for z in zones.iter().filter(|z| z.node.index() == n) {
+            slots[z.ztype.index()] = Some(z.idx);
+        }
         nodes.push(Node {
             zones: slots,
-            zonelist: Box::new([]),
+            zonelist: Table::empty(),
             preferred: [None; NR_ZONE_TYPES],
-            nr_cpus,
+            nr_cpus: map.cpus_of(NodeId(n as u32)),
             kcompactd_wake: AtomicU64::new(0),
             proactive_defer: AtomicU32::new(0),
         });
     }
-    // Spans must not interleave: each frame belongs to at most one zone.
-    for (i, a) in zones.iter().enumerate() {
-        for b in &zones[i + 1..] {
-            if a.start_pfn < b.end_pfn && b.start_pfn < a.end_pfn {
-                return Err(MapError::InterleavedZones {
-                    zone: b.ztype,
-                    node_a: a.node,
-                    node_b: b.node,
-                }
-                .into());
-            }
-        }
-    }
+    let mut nodes = nodes.finish();
+    // Each zonelist holds every zone (each has present memory): this node's from the highest
+    // type to the lowest, then the other nodes' by distance (|node difference|, the lower
+    // node first at equal distance).
     for n in 0..nr_nodes {
-        let mut order: Vec<usize> = (0..nr_nodes).collect();
-        order.sort_by_key(|&m| (m.abs_diff(n), m));
-        let mut list = Vec::new();
-        for m in order {
-            for zt in ZoneType::ALL.iter().rev() {
-                if let Some(i) = nodes[m].zones[zt.index()] {
-                    if zones[i.index()].present_pages > 0 {
+        let mut list = carver.builder::<ZoneIdx>(nr_zones).ok_or_else(no_room)?;
+        for d in 0..nr_nodes {
+            let near = [n.checked_sub(d), (d > 0).then_some(n + d).filter(|&m| m < nr_nodes)];
+            for m in near.into_iter().flatten() {
+                for zt in ZoneType::ALL.iter().rev() {
+                    if let Some(i) = nodes[m].zones[zt.index()] {
                         list.push(i);
                     }
                 }
             }
         }
+        let list = list.finish();
         nodes[n].preferred = ZoneType::ALL
             .map(|highest| list.iter().copied().find(|i| zones[i.index()].ztype <= highest));
-        nodes[n].zonelist = list.into_boxed_slice();
+        nodes[n].zonelist = list;
     }
-    Ok((zones.into_boxed_slice(), nodes.into_boxed_slice()))
+    Ok((zones, nodes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::boxed::Box;
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    fn region(bytes: usize) -> &'static mut [MaybeUninit<u8>] {
+        Box::leak(vec![MaybeUninit::uninit(); bytes].into_boxed_slice())
+    }
+
+    const MIB: u64 = 1 << 20;
+
+    /// Machines with holes, several nodes, ZONE_MOVABLE and CMA.
+    fn maps() -> [MemoryMap; 3] {
+        let one = MemoryMap::single_node(2, 64 * MIB).unwrap();
+        let mut holes = MemoryMap::new();
+        holes.add_range(NodeId(0), 0x1000..0x9f000).unwrap();
+        holes.add_range(NodeId(0), MIB..96 * MIB).unwrap();
+        holes.add_range(NodeId(1), 4096 * MIB..4160 * MIB).unwrap();
+        holes.add_movable_range(NodeId(1), 4224 * MIB..4288 * MIB).unwrap();
+        holes.add_cma_range(Pfn(4096)..Pfn(4096 + 2048)).unwrap();
+        holes.set_cpus(NodeId(0), 3).unwrap().set_cpus(NodeId(1), 1).unwrap();
+        let mut four = MemoryMap::new();
+        for n in 0..4u32 {
+            let base = 4096 * MIB + u64::from(n) * 32 * MIB;
+            four.add_range(NodeId(n), base..base + 32 * MIB).unwrap();
+            four.set_cpus(NodeId(n), 4).unwrap();
+        }
+        [one, holes, four]
+    }
+
+    /// `metadata_bytes` is enough for the build and over by no more than the padding it allows
+    /// for each table.
+    #[test]
+    fn metadata_bytes_are_enough_and_close() {
+        for map in maps() {
+            let needed = PageAllocator::<NoEvents>::metadata_bytes(&map).unwrap();
+            let mut carver = Carver::region(region(needed));
+            let pa: PageAllocator = PageAllocator::build(
+                &map,
+                Tunables::default(),
+                Policy::modern(),
+                NoEvents,
+                &mut carver,
+            )
+            .unwrap();
+            let used = carver.used();
+            let tables = 3 * pa.zones.len() + 2 * pa.nodes.len() + 4;
+            assert!(used <= needed && needed - used < 64 * tables, "{used} of {needed}");
+        }
+    }
+
+    /// A region one byte short is refused by name, with both sizes, before anything is built.
+    #[test]
+    fn a_short_region_is_refused() {
+        let map = &maps()[1];
+        let needed = PageAllocator::<NoEvents>::metadata_bytes(map).unwrap();
+        let short = region(needed - 1);
+        let err = PageAllocator::<NoEvents>::with_lock_in(
+            map,
+            Tunables::default(),
+            Policy::modern(),
+            NoEvents,
+            short,
+        )
+        .unwrap_err();
+        assert_eq!(err, BuildError::RegionTooSmall { needed, given: needed - 1 });
+        assert_eq!(
+            PageAllocator::<NoEvents>::metadata_bytes(&MemoryMap::new()).unwrap_err(),
+            MapError::NoCpus.into()
+        );
+    }
+
+    /// Built from a region or from the heap, the allocator is the same: same zones, same free
+    /// pages, same blocks handed out.
+    #[test]
+    fn a_region_built_allocator_is_the_heap_built_one() {
+        for map in maps() {
+            let needed = PageAllocator::<NoEvents>::metadata_bytes(&map).unwrap();
+            let (t, p) = (Tunables::default(), Policy::modern());
+            let a: PageAllocator = PageAllocator::with_lock(map.clone(), t, p, NoEvents).unwrap();
+            let b: PageAllocator =
+                PageAllocator::with_lock_in(&map, t, p, NoEvents, region(needed)).unwrap();
+            assert_eq!(a.zones.len(), b.zones.len());
+            for (za, zb) in a.zones.iter().zip(b.zones.iter()) {
+                assert_eq!(za.free_list_counts(), zb.free_list_counts());
+                assert_eq!((za.start_pfn(), za.cma_pages()), (zb.start_pfn(), zb.cma_pages()));
+                assert_eq!(za.wmark_pages(WMARK_HIGH), zb.wmark_pages(WMARK_HIGH));
+            }
+            assert_eq!(a.nodes.iter().map(|n| &*n.zonelist).collect::<Vec<_>>(), {
+                b.nodes.iter().map(|n| &*n.zonelist).collect::<Vec<_>>()
+            });
+            for order in [0u8, 3, 9] {
+                let (ca, cb) = (a.cpu(CpuId(0)).unwrap(), b.cpu(CpuId(0)).unwrap());
+                assert_eq!(
+                    a.alloc_pages(ca, Gfp::KERNEL, Order(order)),
+                    b.alloc_pages(cb, Gfp::KERNEL, Order(order))
+                );
+            }
+        }
+    }
+
+    /// Zones of the same type on two nodes whose spans cross are refused, naming both nodes.
+    #[test]
+    fn interleaved_zones_are_refused() {
+        let mut map = MemoryMap::new();
+        map.add_range(NodeId(0), 4096 * MIB..4128 * MIB).unwrap();
+        map.add_range(NodeId(1), 4128 * MIB..4160 * MIB).unwrap();
+        map.add_range(NodeId(0), 4160 * MIB..4192 * MIB).unwrap();
+        map.set_cpus(NodeId(0), 1).unwrap();
+        let err = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap_err();
+        let (zone, node_a, node_b) = (ZoneType::Normal, NodeId(0), NodeId(1));
+        assert_eq!(err, MapError::InterleavedZones { zone, node_a, node_b }.into());
+    }
 }

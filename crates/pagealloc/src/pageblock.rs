@@ -6,10 +6,9 @@
 //! written only under the zone lock.
 
 use crate::sync::{AtomicU8, Ordering::Relaxed};
-use alloc::boxed::Box;
-use alloc::vec::Vec;
 
 use crate::migratetype::MigrateType;
+use crate::table::{Carver, Table};
 use crate::types::{Pfn, PAGEBLOCK_ORDER};
 
 /// The low three bits hold the migratetype; bit 3 is the compaction skip hint.
@@ -22,17 +21,29 @@ const SKIP: u8 = 0x8;
 pub struct Pageblocks {
     /// Pageblock number of `bits[0]`.
     pub(crate) first: u64,
-    pub(crate) bits: Box<[AtomicU8]>,
+    pub(crate) bits: Table<AtomicU8>,
 }
 
 impl Pageblocks {
-    /// Flags for the pageblocks that frames `start..end` touch, all labelled `mt`.
-    pub fn new(start: Pfn, end: Pfn, mt: MigrateType) -> Pageblocks {
+    /// Flags for the pageblocks that frames `start..end` touch, all labelled `mt`, carved by
+    /// `carver` (`None` if it has not the memory).
+    pub(crate) fn new(
+        carver: &mut Carver,
+        start: Pfn,
+        end: Pfn,
+        mt: MigrateType,
+    ) -> Option<Pageblocks> {
+        let first = start.pageblock();
+        let n = usize::try_from(Pageblocks::count(start, end)).ok()?;
+        let bits = carver.table(n, |_| AtomicU8::new(mt as u8))?;
+        Some(Pageblocks { first, bits })
+    }
+
+    /// Pageblocks that frames `start..end` touch (at least one).
+    pub(crate) fn count(start: Pfn, end: Pfn) -> u64 {
         let first = start.pageblock();
         let last = if end > start { (end.0 - 1) >> PAGEBLOCK_ORDER } else { first };
-        let n = (last - first + 1) as usize;
-        let bits: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(mt as u8)).collect();
-        Pageblocks { first, bits: bits.into_boxed_slice() }
+        last - first + 1
     }
 
     #[inline]
@@ -115,7 +126,8 @@ mod tests {
 
     #[test]
     fn labels_per_block() {
-        let pb = Pageblocks::new(Pfn(100), Pfn(1100), MigrateType::Movable);
+        let pb =
+            Pageblocks::new(&mut Carver::Heap, Pfn(100), Pfn(1100), MigrateType::Movable).unwrap();
         assert_eq!(pb.len(), 3); // blocks 0, 1, 2
         pb.set(Pfn(600), MigrateType::Unmovable);
         assert_eq!(pb.get(Pfn(512)), MigrateType::Unmovable);
@@ -126,7 +138,8 @@ mod tests {
 
     #[test]
     fn the_skip_hint_is_its_own_bit() {
-        let pb = Pageblocks::new(Pfn(0), Pfn(1024), MigrateType::Movable);
+        let pb =
+            Pageblocks::new(&mut Carver::Heap, Pfn(0), Pfn(1024), MigrateType::Movable).unwrap();
         pb.set_skip(Pfn(5), true);
         assert!(pb.skip(Pfn(511)) && !pb.skip(Pfn(512)));
         pb.set(Pfn(0), MigrateType::Unmovable);

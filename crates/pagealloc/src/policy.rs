@@ -1365,25 +1365,33 @@ impl Tunables {
     /// The value of tunable `key`, or `None` if there is no such tunable. `min_free_kbytes`
     /// reads `"default"` when unset.
     pub fn get(&self, key: &str) -> Option<SwitchValue> {
-        Some(match key {
-            "percpu_pagelist_high_fraction" => {
-                SwitchValue::Int(self.percpu_pagelist_high_fraction.into())
-            }
-            "pcp_batch_scale_max" => SwitchValue::Int(self.pcp_batch_scale_max.into()),
-            "decay_period_ticks" => SwitchValue::Int(self.decay_period_ticks.into()),
-            "min_free_kbytes" => match self.min_free_kbytes {
-                Some(kb) => SwitchValue::Int(saturate_i64(kb)),
-                None => SwitchValue::Str(DEFAULT_WORD.to_owned()),
-            },
-            "watermark_scale_factor" => SwitchValue::Int(saturate_i64(self.watermark_scale_factor)),
-            "watermark_boost_factor" => SwitchValue::Int(saturate_i64(self.watermark_boost_factor)),
-            "lowmem_reserve_ratio" => SwitchValue::List(
-                self.lowmem_reserve_ratio.iter().map(|&r| saturate_i64(r)).collect(),
-            ),
-            "compaction_proactiveness" => SwitchValue::Int(self.compaction_proactiveness.into()),
-            "extfrag_threshold" => SwitchValue::Int(self.extfrag_threshold.into()),
-            _ => return None,
+        Some(match self.raw(key)? {
+            RawTunable::Int(n) => SwitchValue::Int(n),
+            RawTunable::Default => SwitchValue::Str(DEFAULT_WORD.to_owned()),
+            RawTunable::List(v) => SwitchValue::List(v.to_vec()),
         })
+    }
+
+    /// [`get`](Self::get) without the heap: what `validate` reads, so that building an
+    /// allocator allocates nothing.
+    fn raw(&self, key: &str) -> Option<RawTunable> {
+        Some(RawTunable::Int(match key {
+            "percpu_pagelist_high_fraction" => self.percpu_pagelist_high_fraction.into(),
+            "pcp_batch_scale_max" => self.pcp_batch_scale_max.into(),
+            "decay_period_ticks" => self.decay_period_ticks.into(),
+            "min_free_kbytes" => match self.min_free_kbytes {
+                Some(kb) => saturate_i64(kb),
+                None => return Some(RawTunable::Default),
+            },
+            "watermark_scale_factor" => saturate_i64(self.watermark_scale_factor),
+            "watermark_boost_factor" => saturate_i64(self.watermark_boost_factor),
+            "lowmem_reserve_ratio" => {
+                return Some(RawTunable::List(self.lowmem_reserve_ratio.map(saturate_i64)))
+            }
+            "compaction_proactiveness" => self.compaction_proactiveness.into(),
+            "extfrag_threshold" => self.extfrag_threshold.into(),
+            _ => return None,
+        }))
     }
 
     /// Every tunable with its value, in [`Tunables::KEYS`] order.
@@ -1450,20 +1458,30 @@ impl Tunables {
     /// # Errors
     /// [`PolicyError::OutOfRange`] naming the first field (in key order) that is out of range.
     pub fn validate(&self) -> Result<(), PolicyError> {
-        for (key, value) in self.values() {
-            let Some(accepted) = Tunables::accepted(key) else { continue };
-            let ok = match &value {
-                SwitchValue::Int(n) => accepted.admits(*n),
-                SwitchValue::List(v) => v.iter().all(|&r| (0..=INT_MAX).contains(&r)),
-                SwitchValue::Str(s) => s == DEFAULT_WORD,
-                SwitchValue::Bool(_) => false,
+        for &key in Tunables::KEYS {
+            let (Some(accepted), Some(value)) = (Tunables::accepted(key), self.raw(key)) else {
+                continue;
+            };
+            let ok = match value {
+                RawTunable::Int(n) => accepted.admits(n),
+                RawTunable::List(v) => v.iter().all(|&r| (0..=INT_MAX).contains(&r)),
+                RawTunable::Default => true,
             };
             if !ok {
-                return Err(PolicyError::OutOfRange { key, got: value, accepted });
+                let got = self.get(key).expect("a key of KEYS");
+                return Err(PolicyError::OutOfRange { key, got, accepted });
             }
         }
         Ok(())
     }
+}
+
+/// A tunable's value as the fields hold it ([`SwitchValue`] without the heap).
+enum RawTunable {
+    Int(i64),
+    /// `min_free_kbytes` unset: the kernel computes it.
+    Default,
+    List([i64; NR_ZONE_TYPES]),
 }
 
 impl Default for Tunables {

@@ -11,6 +11,7 @@
 //! overflow), and every divisor is either a non-zero constant or checked first.
 
 use alloc::vec::Vec;
+use core::borrow::Borrow;
 use core::fmt;
 
 use crate::types::{
@@ -124,11 +125,15 @@ fn saturate_u64(v: u128) -> u64 {
 /// `highest = Normal` gives `nr_free_buffer_pages` (§2.1, THP cap); `highest = Movable` gives
 /// the GFP_HIGHUSER_MOVABLE total that decides [`mobility_grouping_disabled`] (§1.2). At boot
 /// the watermarks are still 0, so both are then plain sums of managed pages.
-pub fn nr_free_zone_pages(zones: &[(ZoneType, NrPages, u64)], highest: ZoneType) -> u64 {
+pub fn nr_free_zone_pages(
+    zones: impl IntoIterator<Item = impl Borrow<(ZoneType, NrPages, u64)>>,
+    highest: ZoneType,
+) -> u64 {
     zones
-        .iter()
+        .into_iter()
+        .map(|z| *z.borrow())
         .filter(|(zt, _, _)| *zt <= highest)
-        .fold(0u64, |sum, &(_, managed, high)| sum.saturating_add(managed.0.saturating_sub(high)))
+        .fold(0u64, |sum, (_, managed, high)| sum.saturating_add(managed.0.saturating_sub(high)))
 }
 
 /// The `lowmem_kbytes` input of [`default_min_free_kbytes`], in KiB: 4 × the pages above HIGH
@@ -136,7 +141,9 @@ pub fn nr_free_zone_pages(zones: &[(ZoneType, NrPages, u64)], highest: ZoneType)
 ///
 /// Example: at boot (HIGH = 0) with DMA 3976 + DMA32 758708 + Normal 236634 managed pages
 /// (realdata `jc-zoneinfo.txt`) this is 3 997 272 KiB.
-pub fn lowmem_kbytes(zones: &[(ZoneType, NrPages, u64)]) -> u64 {
+pub fn lowmem_kbytes(
+    zones: impl IntoIterator<Item = impl Borrow<(ZoneType, NrPages, u64)>>,
+) -> u64 {
     nr_free_zone_pages(zones, ZoneType::Normal).saturating_mul(1 << (PAGE_SHIFT - 10))
 }
 
@@ -242,42 +249,58 @@ pub fn zone_watermarks(
     watermark_scale_factor: u64,
     zones: &[(ZoneType, NrPages)],
 ) -> Vec<Watermarks> {
-    let pages_min = NrPages::from_kib(min_free_kbytes).0;
-    let lowmem_pages = zones
-        .iter()
-        .filter(|(zt, _)| zt.is_lowmem())
-        .fold(0u64, |sum, &(_, managed)| sum.saturating_add(managed.0));
-
+    let lowmem = lowmem_pages(zones);
     zones
         .iter()
         .map(|&(zt, managed)| {
-            let share = if lowmem_pages == 0 {
-                0
-            } else {
-                saturate_u64(
-                    u128::from(pages_min) * u128::from(managed.0) / u128::from(lowmem_pages),
-                )
-            };
-            let min = if zt.is_lowmem() {
-                share
-            } else {
-                (managed.0 / 1024).clamp(MOVABLE_WMARK_MIN_FLOOR, MOVABLE_WMARK_MIN_CEIL)
-            };
-            if watermark_scale_factor == 0 {
-                // Before 4.6: LOW and HIGH were a quarter and a half of the share above MIN,
-                // each rounded down on its own (so HIGH − LOW is not always LOW − MIN).
-                let low = min.saturating_add(share / 4);
-                let high = min.saturating_add(share / 2);
-                return Watermarks { min, low, high, promo: high.saturating_add(share / 4) };
-            }
-            let delta =
-                (share / 4).max(mult_frac(managed.0, watermark_scale_factor, FACTOR_DENOMINATOR));
-            let low = min.saturating_add(delta);
-            let high = low.saturating_add(delta);
-            let promo = high.saturating_add(delta);
-            Watermarks { min, low, high, promo }
+            zone_watermark(min_free_kbytes, watermark_scale_factor, lowmem, zt, managed)
         })
         .collect()
+}
+
+/// Managed pages of the lowmem zones (≤ Normal) among `zones`, all nodes: the total
+/// min_free_kbytes is shared out over ([`zone_watermark`]'s `lowmem_pages`).
+pub fn lowmem_pages(zones: impl IntoIterator<Item = impl Borrow<(ZoneType, NrPages)>>) -> u64 {
+    zones
+        .into_iter()
+        .map(|z| *z.borrow())
+        .filter(|(zt, _)| zt.is_lowmem())
+        .fold(0u64, |sum, (_, managed)| sum.saturating_add(managed.0))
+}
+
+/// One zone's watermarks, [`zone_watermarks`] for a zone of type `zt` with `managed` pages
+/// on a machine with `lowmem_pages` ([`lowmem_pages`]) lowmem pages: what a caller that
+/// keeps no list of zones (the allocator, which must not allocate) computes zone by zone.
+pub fn zone_watermark(
+    min_free_kbytes: u64,
+    watermark_scale_factor: u64,
+    lowmem_pages: u64,
+    zt: ZoneType,
+    managed: NrPages,
+) -> Watermarks {
+    let pages_min = NrPages::from_kib(min_free_kbytes).0;
+    let share = if lowmem_pages == 0 {
+        0
+    } else {
+        saturate_u64(u128::from(pages_min) * u128::from(managed.0) / u128::from(lowmem_pages))
+    };
+    let min = if zt.is_lowmem() {
+        share
+    } else {
+        (managed.0 / 1024).clamp(MOVABLE_WMARK_MIN_FLOOR, MOVABLE_WMARK_MIN_CEIL)
+    };
+    if watermark_scale_factor == 0 {
+        // Before 4.6: LOW and HIGH were a quarter and a half of the share above MIN,
+        // each rounded down on its own (so HIGH − LOW is not always LOW − MIN).
+        let low = min.saturating_add(share / 4);
+        let high = min.saturating_add(share / 2);
+        return Watermarks { min, low, high, promo: high.saturating_add(share / 4) };
+    }
+    let delta = (share / 4).max(mult_frac(managed.0, watermark_scale_factor, FACTOR_DENOMINATOR));
+    let low = min.saturating_add(delta);
+    let high = low.saturating_add(delta);
+    let promo = high.saturating_add(delta);
+    Watermarks { min, low, high, promo }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -302,25 +325,32 @@ pub fn lowmem_reserve(
     for &(zt, pages) in zones_of_one_node {
         managed[zt.index()] = managed[zt.index()].saturating_add(pages.0);
     }
-
     zones_of_one_node
         .iter()
-        .map(|&(zt, _)| {
-            let i = zt.index();
-            let ratio = ratios[i];
-            let mut row = [0u64; NR_ZONE_TYPES];
-            if ratio == 0 || managed[i] == 0 {
-                return row;
-            }
-            let mut upper = 0u64;
-            for j in i + 1..NR_ZONE_TYPES {
-                upper = upper.saturating_add(managed[j]);
-                row[j] =
-                    if empty_upper_zone_is_zero && managed[j] == 0 { 0 } else { upper / ratio };
-            }
-            row
-        })
+        .map(|&(zt, _)| lowmem_reserve_row(&managed, zt, ratios, empty_upper_zone_is_zero))
         .collect()
+}
+
+/// One row of [`lowmem_reserve`]: zone type `zt`'s, given the node's managed pages by zone
+/// type (`managed[t]` for type index `t`).
+pub fn lowmem_reserve_row(
+    managed: &[u64; NR_ZONE_TYPES],
+    zt: ZoneType,
+    ratios: &[u64; NR_ZONE_TYPES],
+    empty_upper_zone_is_zero: bool,
+) -> [u64; NR_ZONE_TYPES] {
+    let i = zt.index();
+    let ratio = ratios[i];
+    let mut row = [0u64; NR_ZONE_TYPES];
+    if ratio == 0 || managed[i] == 0 {
+        return row;
+    }
+    let mut upper = 0u64;
+    for j in i + 1..NR_ZONE_TYPES {
+        upper = upper.saturating_add(managed[j]);
+        row[j] = if empty_upper_zone_is_zero && managed[j] == 0 { 0 } else { upper / ratio };
+    }
+    row
 }
 
 /// `totalreserve_pages`, in pages: pages the kernel treats as unavailable to user space,
@@ -649,7 +679,7 @@ mod tests {
             (NORMAL, NrPages(236_634), 0),
             (MOVABLE, NrPages(1 << 20), 0), // not lowmem
         ];
-        assert_eq!(lowmem_kbytes(&zones), 3_997_272);
+        assert_eq!(lowmem_kbytes(zones), 3_997_272);
         assert_eq!(default_min_free_kbytes(3_997_272), 7997); // 7997² ≤ 63 956 352 < 7998²
         assert_eq!(default_min_free_kbytes(1 << 32), 262_144); // isqrt(2^36) = 2^18 exactly
         assert_eq!(default_min_free_kbytes(1 << 40), 262_144);
@@ -664,11 +694,11 @@ mod tests {
             (NORMAL, NrPages(20_000), 2000),
             (MOVABLE, NrPages(5000), 32),
         ];
-        assert_eq!(nr_free_zone_pages(&zones, NORMAL), 9000 + 18_000);
-        assert_eq!(nr_free_zone_pages(&zones, MOVABLE), 9000 + 18_000 + 4968);
-        assert_eq!(nr_free_zone_pages(&zones, DMA), 0);
-        assert_eq!(lowmem_kbytes(&zones), 4 * 27_000);
-        assert_eq!(lowmem_kbytes(&[(NORMAL, NrPages(u64::MAX), 0)]), u64::MAX);
+        assert_eq!(nr_free_zone_pages(zones, NORMAL), 9000 + 18_000);
+        assert_eq!(nr_free_zone_pages(zones, MOVABLE), 9000 + 18_000 + 4968);
+        assert_eq!(nr_free_zone_pages(zones, DMA), 0);
+        assert_eq!(lowmem_kbytes(zones), 4 * 27_000);
+        assert_eq!(lowmem_kbytes([(NORMAL, NrPages(u64::MAX), 0)]), u64::MAX);
     }
 
     #[test]

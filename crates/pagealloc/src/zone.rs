@@ -7,8 +7,6 @@
 //! watermark checks, as the kernel reads them.
 
 use crate::sync::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
-use alloc::boxed::Box;
-use alloc::vec::Vec;
 
 use crate::events::{EventSink, MetaLine};
 use crate::hot::frames_unchecked;
@@ -19,6 +17,7 @@ use crate::pageblock::Pageblocks;
 use crate::pcp::{PcpSlot, PcpSnapshot};
 use crate::stats::{Counter, Counters};
 use crate::sync::{Mutex, MutexGuard, RawLock, RawSpinLock};
+use crate::table::{Carver, Table};
 use crate::types::{
     CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType, NR_PAGE_ORDERS, NR_ZONE_TYPES,
 };
@@ -77,7 +76,7 @@ pub struct Zone<L: RawLock = RawSpinLock> {
     /// Managed frames in CMA pageblocks.
     pub(crate) cma_pages: u64,
     /// One entry per frame of the span; index = pfn - start_pfn.
-    pub(crate) mem_map: Box<[Frame]>,
+    pub(crate) mem_map: Table<Frame>,
     pub(crate) pageblocks: Pageblocks,
     lock: Mutex<L, ZoneFree>,
     /// NR_FREE_PAGES: pages in buddy lists, ISOLATE lists excluded (PCP pages are not free).
@@ -105,16 +104,17 @@ pub struct Zone<L: RawLock = RawSpinLock> {
     /// Counters owned by the zone lock.
     pub(crate) counters: Counters,
     /// One pageset per CPU, indexed by CPU number.
-    pub(crate) pcp: Box<[PcpSlot<L>]>,
+    pub(crate) pcp: Table<PcpSlot<L>>,
     /// Where compaction's scanners left off and its deferral state.
     pub(crate) compact: crate::compaction::CompactState,
 }
 
 impl<L: RawLock> Zone<L> {
     /// A zone spanning `start..end` with every frame `Tail` and nothing free yet (the
-    /// allocator then marks the holes `Reserved` and frees the rest). `None` if the memory
-    /// for its frames' metadata or its pagesets cannot be had.
+    /// allocator then marks the holes `Reserved` and frees the rest). Its tables come from
+    /// `carver`: `None` if the memory for its frames' metadata or its pagesets cannot be had.
     pub(crate) fn new(
+        carver: &mut Carver,
         idx: ZoneIdx,
         node: NodeId,
         ztype: ZoneType,
@@ -123,10 +123,9 @@ impl<L: RawLock> Zone<L> {
         nr_cpus: u32,
     ) -> Option<Zone<L>> {
         let n = usize::try_from(end.0 - start.0).ok()?;
-        let mem_map = Frame::zeroed_map(n)?;
-        let mut pcp = Vec::new();
-        pcp.try_reserve_exact(nr_cpus as usize).ok()?;
-        pcp.extend((0..nr_cpus).map(|_| PcpSlot::new()));
+        let mem_map = Frame::table(carver, n)?;
+        let pageblocks = Pageblocks::new(carver, start, end, MigrateType::Movable)?;
+        let pcp = carver.table(nr_cpus as usize, |_| PcpSlot::new())?;
         Some(Zone {
             idx,
             node,
@@ -137,7 +136,7 @@ impl<L: RawLock> Zone<L> {
             managed_pages: AtomicU64::new(0),
             cma_pages: 0,
             mem_map,
-            pageblocks: Pageblocks::new(start, end, MigrateType::Movable),
+            pageblocks,
             lock: Mutex::new(ZoneFree::default()),
             nr_free_pages: AtomicU64::new(0),
             nr_free_cma: AtomicU64::new(0),
@@ -150,7 +149,7 @@ impl<L: RawLock> Zone<L> {
             lowmem_reserve: core::array::from_fn(|_| AtomicU64::new(0)),
             flags: AtomicU32::new(0),
             counters: Counters::default(),
-            pcp: pcp.into_boxed_slice(),
+            pcp,
             compact: crate::compaction::CompactState::new(start, end),
         })
     }
