@@ -341,7 +341,7 @@ extern "C" {
  * Errors: `PAGEALLOC_ERR_NULL_POINTER`, `PAGEALLOC_ERR_UNKNOWN_PRESET`,
  * `PAGEALLOC_ERR_BAD_ARGUMENT` (`preset` not UTF-8), the map's (`PAGEALLOC_ERR_NO_CPUS`,
  * `PAGEALLOC_ERR_NO_MEMORY`, `PAGEALLOC_ERR_BAD_MAP`, `PAGEALLOC_ERR_TOO_MANY_CPUS`),
- * `PAGEALLOC_ERR_NO_METADATA_MEMORY`.
+ * `PAGEALLOC_ERR_NO_METADATA_MEMORY` (the host cannot hold the metadata the map needs).
  *
  * # Safety
  * `map` is NULL or a live map that no call changes meanwhile; `preset` is NULL or a
@@ -507,8 +507,9 @@ const char *pagealloc_strerror(int code);
 
 /**
  * A new, empty machine description with the x86-64 zone limits (ZONE_DMA below 16 MiB,
- * ZONE_DMA32 below 4 GiB). NULL if the host is out of memory. Free it with
- * `pagealloc_map_free`.
+ * ZONE_DMA32 below 4 GiB). Free it with `pagealloc_map_free`. NULL only if the library
+ * panicked; a host out of memory aborts the process, as any allocation of the library's own
+ * does (the allocator's metadata excepted: `pagealloc_new` reports it).
  */
 struct pagealloc_map *pagealloc_map_new(void);
 

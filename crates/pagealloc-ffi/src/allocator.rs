@@ -73,7 +73,7 @@ fn to_cpu(pa: &PageAllocator, cpu: u32) -> Result<pagealloc::Cpu, Failure> {
 /// Errors: `PAGEALLOC_ERR_NULL_POINTER`, `PAGEALLOC_ERR_UNKNOWN_PRESET`,
 /// `PAGEALLOC_ERR_BAD_ARGUMENT` (`preset` not UTF-8), the map's (`PAGEALLOC_ERR_NO_CPUS`,
 /// `PAGEALLOC_ERR_NO_MEMORY`, `PAGEALLOC_ERR_BAD_MAP`, `PAGEALLOC_ERR_TOO_MANY_CPUS`),
-/// `PAGEALLOC_ERR_NO_METADATA_MEMORY`.
+/// `PAGEALLOC_ERR_NO_METADATA_MEMORY` (the host cannot hold the metadata the map needs).
 ///
 /// # Safety
 /// `map` is NULL or a live map that no call changes meanwhile; `preset` is NULL or a

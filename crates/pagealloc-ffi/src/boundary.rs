@@ -29,8 +29,8 @@ pub(crate) fn run(f: impl FnOnce() -> Result<c_int, Failure>, on_panic: impl FnO
 #[cfg(feature = "std")]
 fn catch<T>(f: impl FnOnce() -> T) -> Result<T, ()> {
     // Unwind safety: a call that panicked poisons its allocator (`on_panic`), so no later
-    // call sees state the panic may have left half-changed; maps are plain data rebuilt by
-    // the next call or freed.
+    // call sees state the panic may have left half-changed; a map call works on a copy, which
+    // a panic throws away.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| ())
 }
 

@@ -49,9 +49,11 @@
 //! -- --print native-static-libs` lists them; on Linux `-lgcc_s -lutil -lrt -lpthread -lm
 //! -ldl -lc`).
 //!
-//! Without `std` the crate is `no_std` (it needs `alloc`): a freestanding program wraps the
-//! rlib in a static library of its own that provides the `#[global_allocator]` and a
-//! `#[panic_handler]` that does not return, and there is no last error message.
+//! Without `std` the crate is `no_std` (it needs `alloc`): panics are not caught (the
+//! program's panic handler must not return) and no last error message is kept. Cargo builds
+//! every crate type a package declares, and its static and shared libraries would need a panic
+//! handler and a global allocator this crate does not provide, so that build is the rlib
+//! alone: `cargo rustc -p pagealloc-ffi --lib --no-default-features --crate-type rlib`.
 
 #![no_std]
 #![warn(missing_docs)]

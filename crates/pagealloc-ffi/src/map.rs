@@ -47,8 +47,9 @@ fn with_map(
 }
 
 /// A new, empty machine description with the x86-64 zone limits (ZONE_DMA below 16 MiB,
-/// ZONE_DMA32 below 4 GiB). NULL if the host is out of memory. Free it with
-/// `pagealloc_map_free`.
+/// ZONE_DMA32 below 4 GiB). Free it with `pagealloc_map_free`. NULL only if the library
+/// panicked; a host out of memory aborts the process, as any allocation of the library's own
+/// does (the allocator's metadata excepted: `pagealloc_new` reports it).
 #[no_mangle]
 pub extern "C" fn pagealloc_map_new() -> *mut PageallocMap {
     let mut out = core::ptr::null_mut();
