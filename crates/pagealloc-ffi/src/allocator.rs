@@ -46,6 +46,19 @@ fn with_pa(h: Option<&Pagealloc>, f: impl FnOnce(&PageAllocator) -> Result<(), F
     )
 }
 
+/// A call that reads one number into `*out`.
+fn read_into<T>(
+    h: Option<&Pagealloc>,
+    out: Option<&mut T>,
+    what: &str,
+    read: impl FnOnce(&PageAllocator) -> T,
+) -> c_int {
+    with_pa(h, |pa| {
+        *required(out, what)? = read(pa);
+        Ok(())
+    })
+}
+
 fn to_order(order: u32) -> Result<Order, Failure> {
     u8::try_from(order).map(Order).map_err(|_| {
         Failure::new(
@@ -246,10 +259,7 @@ pub unsafe extern "C" fn pagealloc_counter(
 pub unsafe extern "C" fn pagealloc_nr_free_pages(pa: *const Pagealloc, pages: *mut u64) -> c_int {
     // SAFETY: NULL or, by this function's contract, a live allocator and a writable `uint64_t`.
     let (h, pages) = unsafe { (pa.as_ref(), pages.as_mut()) };
-    with_pa(h, |pa| {
-        *required(pages, "pages")? = pa.nr_free_pages().0;
-        Ok(())
-    })
+    read_into(h, pages, "pages", |pa| pa.nr_free_pages().0)
 }
 
 /// Pages the allocator manages (present memory, less the frames its zones cannot use), into
@@ -262,10 +272,7 @@ pub unsafe extern "C" fn pagealloc_nr_free_pages(pa: *const Pagealloc, pages: *m
 pub unsafe extern "C" fn pagealloc_managed_pages(pa: *const Pagealloc, pages: *mut u64) -> c_int {
     // SAFETY: NULL or, by this function's contract, a live allocator and a writable `uint64_t`.
     let (h, pages) = unsafe { (pa.as_ref(), pages.as_mut()) };
-    with_pa(h, |pa| {
-        *required(pages, "pages")? = pa.managed_pages().0;
-        Ok(())
-    })
+    read_into(h, pages, "pages", |pa| pa.managed_pages().0)
 }
 
 /// The machine's number of CPUs, into `*cpus`: valid CPU numbers are `0 .. *cpus - 1`.
@@ -276,10 +283,7 @@ pub unsafe extern "C" fn pagealloc_managed_pages(pa: *const Pagealloc, pages: *m
 pub unsafe extern "C" fn pagealloc_nr_cpus(pa: *const Pagealloc, cpus: *mut u32) -> c_int {
     // SAFETY: NULL or, by this function's contract, a live allocator and a writable `uint32_t`.
     let (h, cpus) = unsafe { (pa.as_ref(), cpus.as_mut()) };
-    with_pa(h, |pa| {
-        *required(cpus, "cpus")? = pa.nr_cpus();
-        Ok(())
-    })
+    read_into(h, cpus, "cpus", PageAllocator::nr_cpus)
 }
 
 /// Check every invariant of the allocator (free lists, per-frame states, counts): `PAGEALLOC_OK`

@@ -27,10 +27,11 @@ impl PageallocMap {
     }
 }
 
-/// Run a call on a map: NULL is refused, a failure leaves the map as it was.
-fn with_map(
+/// Run a call on a map (one of `MemoryMap`'s builder methods): NULL is refused, a failure
+/// leaves the map as it was.
+fn with_map<E: Into<Failure>>(
     map: Option<&mut PageallocMap>,
-    f: impl FnOnce(&mut MemoryMap) -> Result<(), Failure>,
+    f: impl for<'m> FnOnce(&'m mut MemoryMap) -> Result<&'m mut MemoryMap, E>,
 ) -> c_int {
     run(
         || {
@@ -38,7 +39,7 @@ fn with_map(
             // The core refuses a range or a CPU count before changing anything; work on a
             // copy anyway, so a failure can never leave half a change.
             let mut next = map.map.clone();
-            f(&mut next)?;
+            f(&mut next).map_err(Into::into)?;
             map.map = next;
             Ok(PAGEALLOC_OK)
         },
@@ -95,9 +96,7 @@ pub unsafe extern "C" fn pagealloc_map_add_range(
     end: u64,
 ) -> c_int {
     // SAFETY: NULL or a live map no other call uses meanwhile, by this function's contract.
-    with_map(unsafe { map.as_mut() }, |m| {
-        m.add_range(NodeId(node), start..end).map(drop).map_err(Into::into)
-    })
+    with_map(unsafe { map.as_mut() }, |m| m.add_range(NodeId(node), start..end))
 }
 
 /// Add present memory `[start, end)` (bytes) to `node`'s ZONE_MOVABLE, as the kernel's
@@ -115,9 +114,7 @@ pub unsafe extern "C" fn pagealloc_map_add_movable_range(
     end: u64,
 ) -> c_int {
     // SAFETY: NULL or a live map no other call uses meanwhile, by this function's contract.
-    with_map(unsafe { map.as_mut() }, |m| {
-        m.add_movable_range(NodeId(node), start..end).map(drop).map_err(Into::into)
-    })
+    with_map(unsafe { map.as_mut() }, |m| m.add_movable_range(NodeId(node), start..end))
 }
 
 /// Add present frames `[start_pfn, end_pfn)` (frame numbers, not bytes) to `node`. Errors as
@@ -134,9 +131,7 @@ pub unsafe extern "C" fn pagealloc_map_add_pfn_range(
 ) -> c_int {
     let pfns: Range<Pfn> = Pfn(start_pfn)..Pfn(end_pfn);
     // SAFETY: NULL or a live map no other call uses meanwhile, by this function's contract.
-    with_map(unsafe { map.as_mut() }, |m| {
-        m.add_pfn_range(NodeId(node), pfns).map(drop).map_err(Into::into)
-    })
+    with_map(unsafe { map.as_mut() }, |m| m.add_pfn_range(NodeId(node), pfns))
 }
 
 /// Mark frames `[start_pfn, end_pfn)` as a CMA area: pageblock-aligned (512 frames), inside
@@ -152,7 +147,7 @@ pub unsafe extern "C" fn pagealloc_map_add_cma_range(
 ) -> c_int {
     let pfns: Range<Pfn> = Pfn(start_pfn)..Pfn(end_pfn);
     // SAFETY: NULL or a live map no other call uses meanwhile, by this function's contract.
-    with_map(unsafe { map.as_mut() }, |m| m.add_cma_range(pfns).map(drop).map_err(Into::into))
+    with_map(unsafe { map.as_mut() }, |m| m.add_cma_range(pfns))
 }
 
 /// Give `node` `cpus` CPUs (replacing what it had). CPU numbers are assigned in node order:
@@ -170,9 +165,7 @@ pub unsafe extern "C" fn pagealloc_map_set_cpus(
     cpus: u32,
 ) -> c_int {
     // SAFETY: NULL or a live map no other call uses meanwhile, by this function's contract.
-    with_map(unsafe { map.as_mut() }, |m| {
-        m.set_cpus(NodeId(node), cpus).map(drop).map_err(Into::into)
-    })
+    with_map(unsafe { map.as_mut() }, |m| m.set_cpus(NodeId(node), cpus))
 }
 
 /// Cut the zones at other limits than x86-64's: ZONE_DMA is the frames below `dma_end_pfn`
@@ -193,11 +186,12 @@ pub unsafe extern "C" fn pagealloc_map_set_zone_limits(
     with_map(unsafe { map.as_mut() }, |m| {
         if dma32_end_pfn < dma_end_pfn {
             return Err(Failure::new(
-                    PageallocError::BadArgument,
-                    format_args!("zone limits out of order: DMA32 ends at pfn {dma32_end_pfn}, below DMA's end {dma_end_pfn}"),
-                ));
+                PageallocError::BadArgument,
+                format_args!(
+                    "zone limits out of order: DMA32 ends at pfn {dma32_end_pfn} < {dma_end_pfn}"
+                ),
+            ));
         }
-        m.with_zone_limits(limits);
-        Ok(())
+        Ok(m.with_zone_limits(limits))
     })
 }
