@@ -278,7 +278,8 @@ enum pagealloc_err {
     PAGEALLOC_ERR_NO_MEMORY = -21,
     /**
      * The memory map cannot be built into zones: two nodes' zones interleave, a zone spans
-     * more than 2^32-1 frames, or a CMA range is not pageblock-aligned inside one node.
+     * more than 2^32-1 frames, a CMA range is not pageblock-aligned inside one node, or a
+     * range is one more than a map holds (1024 memory ranges, 32 CMA ranges).
      */
     PAGEALLOC_ERR_BAD_MAP = -22,
     /**

@@ -71,7 +71,8 @@ pub enum PageallocError {
     /// The machine has no memory.
     NoMemory = -21,
     /// The memory map cannot be built into zones: two nodes' zones interleave, a zone spans
-    /// more than 2^32-1 frames, or a CMA range is not pageblock-aligned inside one node.
+    /// more than 2^32-1 frames, a CMA range is not pageblock-aligned inside one node, or a
+    /// range is one more than a map holds (1024 memory ranges, 32 CMA ranges).
     BadMap = -22,
     /// The host could not allocate the allocator's metadata (16 bytes a frame of each zone's
     /// span): the map describes more memory than this host can manage.
@@ -207,7 +208,8 @@ impl From<MapError> for Failure {
             MapError::NoMemory => PageallocError::NoMemory,
             MapError::BadCmaRange(_)
             | MapError::InterleavedZones { .. }
-            | MapError::ZoneTooLarge { .. } => PageallocError::BadMap,
+            | MapError::ZoneTooLarge { .. }
+            | MapError::TooManyRanges { .. } => PageallocError::BadMap,
             _ => PageallocError::Unknown,
         };
         Failure::new(code, e)
@@ -284,7 +286,7 @@ mod tests {
     fn every_rust_error_has_its_own_code() {
         let pfn = Pfn(512);
         let o = Order(1);
-        let cases: [(Failure, PageallocError); 12] = [
+        let cases: [(Failure, PageallocError); 13] = [
             (FreeError::DoubleFree { pfn }.into(), PageallocError::DoubleFree),
             (
                 FreeError::WrongOrder { pfn, given: o, allocated: Order(0) }.into(),
@@ -300,6 +302,7 @@ mod tests {
             (MapError::NodeOutOfRange(NodeId(5000)).into(), PageallocError::BadNode),
             (BuildError::Map(MapError::NoCpus).into(), PageallocError::NoCpus),
             (MapError::Overlap { start: pfn, existing: pfn }.into(), PageallocError::Overlap),
+            (MapError::TooManyRanges { max: 1024 }.into(), PageallocError::BadMap),
         ];
         for (got, want) in cases {
             assert_eq!(got.0, want);
