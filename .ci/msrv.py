@@ -2,8 +2,8 @@
 """Check the publishable crates' declared MSRV against what their dependencies declare.
 
 For each publishable crate (every workspace member whose `publish` is not false), walk its
-normal and build dependencies, transitively, through `cargo metadata --format-version 1
---locked` (the versions Cargo.lock pins), and fail if any of them declares a `rust-version`
+normal and build dependencies, optional ones included, transitively, through `cargo metadata
+--format-version 1 --locked --all-features` (the versions Cargo.lock pins), and fail if any of them declares a `rust-version`
 above the crate's own. A dependency that declares none cannot be checked: it is listed, and is
 an error unless it is named in UNDECLARED_OK with the reason it is known to build.
 
@@ -23,6 +23,9 @@ import sys
 # Dependencies with no `rust-version`, and why they are known to build with ours.
 UNDECLARED_OK = {
     "scopeguard": "lock_api's; its README and crate docs state Rust 1.20",
+    "bit_field": "x86_64's (feature x86_64), which declares Rust 1.59 and builds it",
+    "volatile": "x86_64's (feature x86_64), which declares Rust 1.59 and builds it; nightly "
+    "features only behind its own `unstable` feature, which x86_64 does not set",
 }
 # Custom cfgs no user's build sets: dependencies only they enable are not the users'.
 INTERNAL_CFGS = {"cfg(loom)"}
@@ -34,7 +37,8 @@ def version_key(v):
 
 def main():
     out = subprocess.run(
-        ["cargo", "metadata", "--format-version", "1", "--locked"],
+        # Every feature: an optional dependency a feature turns on is part of the contract.
+        ["cargo", "metadata", "--format-version", "1", "--locked", "--all-features"],
         check=True,
         capture_output=True,
         text=True,

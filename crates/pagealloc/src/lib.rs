@@ -269,6 +269,8 @@ mod sync;
 mod table;
 pub mod types;
 pub mod watermark;
+#[cfg(feature = "x86_64")]
+pub mod x86_64_frames;
 mod zone;
 
 pub use crate::compaction::{
