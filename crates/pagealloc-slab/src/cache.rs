@@ -58,9 +58,11 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use pagealloc::lock_api::Mutex;
 use pagealloc::types::PAGE_SHIFT;
-use pagealloc::SpinMutex as Mutex;
-use pagealloc::{Cpu, CpuId, EventSink, Gfp, NoEvents, NodeId, PageAllocator, Pfn};
+use pagealloc::{
+    Cpu, CpuId, EventSink, Gfp, NoEvents, NodeId, PageAllocator, Pfn, RawLock, RawSpinLock,
+};
 
 use crate::error::SlabError;
 use crate::order::{self, OrderObjects, SlubConfig, MAX_OBJECT_SIZE};
@@ -127,34 +129,57 @@ impl SlabObject {
 }
 
 /// A CPU's slabs (kernel `struct kmem_cache_cpu`), on a cache line of its own.
-#[derive(Debug, Default)]
-struct KmemCacheCpu {
+#[derive(Debug)]
+struct KmemCacheCpu<L: RawLock> {
     /// The active slab.
-    slab: Option<Arc<Slab>>,
+    slab: Option<Arc<Slab<L>>>,
     /// The per-CPU partial list; its head (the next slab used) is the last element.
-    partial: Vec<Arc<Slab>>,
+    partial: Vec<Arc<Slab<L>>>,
 }
 
 #[derive(Debug)]
 #[repr(align(64))]
-struct CpuSlot(Mutex<KmemCacheCpu>);
+struct CpuSlot<L: RawLock>(Mutex<L, KmemCacheCpu<L>>);
 
 /// A node's partial list, ordered by key: heads get keys below every other, tails above.
-#[derive(Debug, Default)]
-struct NodePartial {
-    list: BTreeMap<i64, Arc<Slab>>,
+#[derive(Debug)]
+struct NodePartial<L: RawLock> {
+    list: BTreeMap<i64, Arc<Slab<L>>>,
     next_head: i64,
     next_tail: i64,
 }
 
-impl NodePartial {
+// Written out: a derive would ask the lock type for `Default` too.
+impl<L: RawLock> Default for KmemCacheCpu<L> {
+    fn default() -> Self {
+        KmemCacheCpu { slab: None, partial: Vec::new() }
+    }
+}
+
+impl<L: RawLock> Default for NodePartial<L> {
+    fn default() -> Self {
+        NodePartial { list: BTreeMap::new(), next_head: 0, next_tail: 0 }
+    }
+}
+
+impl<L: RawLock> Default for KmemCacheNode<L> {
+    fn default() -> Self {
+        KmemCacheNode {
+            list_lock: Mutex::new(NodePartial::default()),
+            nr_slabs: AtomicU64::new(0),
+            total_objects: AtomicU64::new(0),
+        }
+    }
+}
+
+impl<L: RawLock> NodePartial<L> {
     /// Slabs on the list (kernel `n->nr_partial`).
     fn nr_partial(&self) -> u32 {
         self.list.len() as u32
     }
 
     /// Put `slab` (its lock held as `st`) on the list (kernel `add_partial`).
-    fn add(&mut self, slab: &Arc<Slab>, st: &mut SlabState, tail: bool) {
+    fn add(&mut self, slab: &Arc<Slab<L>>, st: &mut SlabState, tail: bool) {
         let key = if tail {
             self.next_tail += 1;
             self.next_tail
@@ -172,15 +197,15 @@ impl NodePartial {
     }
 
     /// Take the head slab off the list.
-    fn pop_head(&mut self) -> Option<Arc<Slab>> {
+    fn pop_head(&mut self) -> Option<Arc<Slab<L>>> {
         self.list.pop_first().map(|(_, slab)| slab)
     }
 }
 
 /// A node's part of a cache (kernel `struct kmem_cache_node`).
-#[derive(Debug, Default)]
-struct KmemCacheNode {
-    list_lock: Mutex<NodePartial>,
+#[derive(Debug)]
+struct KmemCacheNode<L: RawLock> {
+    list_lock: Mutex<L, NodePartial<L>>,
     /// Slabs on this node, wherever they are.
     nr_slabs: AtomicU64,
     /// Objects in those slabs.
@@ -211,15 +236,15 @@ struct Layout {
 
 /// A cache of objects of one size over a [`PageAllocator`].
 #[derive(Debug)]
-pub struct KmemCache<'a, E: EventSink = NoEvents> {
-    pa: &'a PageAllocator<E>,
+pub struct KmemCache<'a, E: EventSink = NoEvents, L: RawLock = RawSpinLock> {
+    pa: &'a PageAllocator<E, L>,
     id: u64,
     layout: Layout,
-    cpu_slab: Box<[CpuSlot]>,
-    node: Box<[KmemCacheNode]>,
+    cpu_slab: Box<[CpuSlot<L>]>,
+    node: Box<[KmemCacheNode<L>]>,
     /// Every slab of the cache by first frame: how a free finds its slab (the kernel reads it
     /// from the page).
-    slabs: Mutex<BTreeMap<u64, Arc<Slab>>>,
+    slabs: Mutex<L, BTreeMap<u64, Arc<Slab<L>>>>,
     next_serial: AtomicU64,
     stats: SlabStats,
 }
@@ -234,19 +259,19 @@ enum FreeNext {
 }
 
 /// Slabs to give back once every lock is released, with the CPU whose pageset takes them.
-type Discards = Vec<Arc<Slab>>;
+type Discards<L> = Vec<Arc<Slab<L>>>;
 
-impl<'a, E: EventSink> KmemCache<'a, E> {
+impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     /// Create a cache of `size`-byte objects aligned to `align` (0: a word) over `pa`
     /// (kernel `kmem_cache_create`). The slab order follows `cfg` and `pa`'s CPU count.
     pub fn new(
-        pa: &'a PageAllocator<E>,
+        pa: &'a PageAllocator<E, L>,
         name: &str,
         size: u32,
         align: u32,
         flags: SlabFlags,
         cfg: &SlubConfig,
-    ) -> Result<KmemCache<'a, E>, SlabError> {
+    ) -> Result<KmemCache<'a, E, L>, SlabError> {
         let cfg = cfg.checked()?;
         let layout = Layout::new(name, size, align, flags, &cfg, pa.nr_cpus())?;
         Ok(KmemCache {
@@ -321,7 +346,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     }
 
     /// The page allocator the cache takes its slabs from.
-    pub fn page_allocator(&self) -> &'a PageAllocator<E> {
+    pub fn page_allocator(&self) -> &'a PageAllocator<E, L> {
         self.pa
     }
 
@@ -374,10 +399,10 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     fn slab_alloc_slow(
         &self,
         cpu: Cpu,
-        c: &mut KmemCacheCpu,
+        c: &mut KmemCacheCpu<L>,
         gfp: Gfp,
         bind: Option<NodeId>,
-    ) -> Result<(Arc<Slab>, u32), SlabError> {
+    ) -> Result<(Arc<Slab<L>>, u32), SlabError> {
         if let Some(slab) = c.slab.take() {
             let mut st = slab.state.lock();
             st.refill_cpu_freelist();
@@ -413,7 +438,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     }
 
     /// The head of the CPU's partial list, if any.
-    fn take_cpu_partial(&self, c: &mut KmemCacheCpu) -> Option<Arc<Slab>> {
+    fn take_cpu_partial(&self, c: &mut KmemCacheCpu<L>) -> Option<Arc<Slab<L>>> {
         let slab = c.partial.pop()?;
         self.stats.inc(SlabStat::CpuPartialAlloc);
         Some(slab)
@@ -422,7 +447,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     /// A slab from the CPU's node's partial list, else from another node's if that node has
     /// more than `min_partial` (kernel `get_partial`, `get_any_partial` without its random
     /// `remote_node_defrag_ratio` skip).
-    fn get_partial(&self, cpu: Cpu, c: &mut KmemCacheCpu) -> Option<Arc<Slab>> {
+    fn get_partial(&self, cpu: Cpu, c: &mut KmemCacheCpu<L>) -> Option<Arc<Slab<L>>> {
         let local = cpu.node().index();
         if let Some(slab) = self.get_partial_node(cpu, c, local, 0) {
             return Some(slab);
@@ -438,10 +463,10 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     fn get_partial_node(
         &self,
         cpu: Cpu,
-        c: &mut KmemCacheCpu,
+        c: &mut KmemCacheCpu<L>,
         n: usize,
         at_least: u32,
-    ) -> Option<Arc<Slab>> {
+    ) -> Option<Arc<Slab<L>>> {
         let mut lists = self.node[n].list_lock.lock();
         if lists.nr_partial() == 0 || lists.nr_partial() < at_least {
             return None;
@@ -463,7 +488,12 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     /// Allocate and register a new slab (kernel `allocate_slab`): the preferred order without
     /// warning (and without direct reclaim above the fallback order), then the fallback order
     /// with the caller's flags.
-    fn new_slab(&self, cpu: Cpu, gfp: Gfp, bind: Option<NodeId>) -> Result<Arc<Slab>, SlabError> {
+    fn new_slab(
+        &self,
+        cpu: Cpu,
+        gfp: Gfp,
+        bind: Option<NodeId>,
+    ) -> Result<Arc<Slab<L>>, SlabError> {
         let l = &self.layout;
         let flags = (gfp & !Gfp(CALLER_MASKED)) | l.allocflags;
         let mut first = flags | Gfp::NOWARN;
@@ -493,7 +523,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
         Ok(slab)
     }
 
-    fn handle(&self, slab: &Slab, index: u32) -> SlabObject {
+    fn handle(&self, slab: &Slab<L>, index: u32) -> SlabObject {
         SlabObject { slab: slab.pfn, index, cache: self.id, serial: slab.serial }
     }
 
@@ -519,7 +549,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     }
 
     /// The slab of a handle, checked to be this cache's and still the same slab.
-    fn lookup(&self, obj: SlabObject) -> Result<Arc<Slab>, SlabError> {
+    fn lookup(&self, obj: SlabObject) -> Result<Arc<Slab<L>>, SlabError> {
         if obj.cache != self.id {
             return Err(SlabError::ForeignObject { slab: obj.slab, index: obj.index });
         }
@@ -542,7 +572,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     }
 
     /// The free as far as it goes with the slab lock alone.
-    fn free_quick(&self, cpu: Cpu, slab: &Slab, obj: SlabObject) -> Result<FreeNext, SlabError> {
+    fn free_quick(&self, cpu: Cpu, slab: &Slab<L>, obj: SlabObject) -> Result<FreeNext, SlabError> {
         let mut st = slab.state.lock();
         check_allocated(&st, obj)?;
         match st.place {
@@ -577,7 +607,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     fn free_to_cpu_partial(
         &self,
         cpu: Cpu,
-        slab: &Arc<Slab>,
+        slab: &Arc<Slab<L>>,
         obj: SlabObject,
     ) -> Result<bool, SlabError> {
         let mut discards = Discards::new();
@@ -609,7 +639,12 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     /// Free into a slab on its node's partial list that becomes empty, or into a full slab
     /// with per-CPU partial lists off (kernel `__slab_free`'s list work). `false` if the slab
     /// moved meanwhile.
-    fn free_on_node(&self, cpu: Cpu, slab: &Arc<Slab>, obj: SlabObject) -> Result<bool, SlabError> {
+    fn free_on_node(
+        &self,
+        cpu: Cpu,
+        slab: &Arc<Slab<L>>,
+        obj: SlabObject,
+    ) -> Result<bool, SlabError> {
         let n = &self.node[slab.node.index()];
         let discard = {
             let mut lists = n.list_lock.lock();
@@ -646,7 +681,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
 
     /// Move slabs taken off a per-CPU partial list to their nodes' lists, keeping aside the
     /// empty ones a node has enough of (kernel `__put_partials`). The list's head goes first.
-    fn put_partials(&self, slabs: Vec<Arc<Slab>>, discards: &mut Discards) {
+    fn put_partials(&self, slabs: Vec<Arc<Slab<L>>>, discards: &mut Discards<L>) {
         for slab in slabs.into_iter().rev() {
             let mut lists = self.node[slab.node.index()].list_lock.lock();
             let mut st = slab.state.lock();
@@ -665,7 +700,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     /// Take a CPU's active slab back to its node (kernel `deactivate_slab`): discarded if empty
     /// and the node has enough, listed if it has free objects (at the tail if other CPUs
     /// freed into it, so the node hands out the emptier ones later), else on no list.
-    fn deactivate_slab(&self, slab: Arc<Slab>, discards: &mut Discards) {
+    fn deactivate_slab(&self, slab: Arc<Slab<L>>, discards: &mut Discards<L>) {
         let mut lists = self.node[slab.node.index()].list_lock.lock();
         let mut st = slab.state.lock();
         let remote_frees = st.unfreeze();
@@ -693,7 +728,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     /// Give slabs already marked `Discarded` back to the page allocator on `cpu` (kernel
     /// `discard_slab`): out of the directory and the node's counts, then `free_pages`. Called
     /// with no lock held.
-    fn discard_all(&self, cpu: Cpu, discards: Discards) -> Result<(), SlabError> {
+    fn discard_all(&self, cpu: Cpu, discards: Discards<L>) -> Result<(), SlabError> {
         let mut result = Ok(());
         for slab in discards {
             self.slabs.lock().remove(&slab.pfn.0);
@@ -748,7 +783,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
 
     /// Take the empty slabs off a node's partial list and sort the rest by free objects
     /// (at most [`SHRINK_PROMOTE_MAX`] told apart; the order within a count is kept).
-    fn shrink_node(&self, n: &KmemCacheNode) -> Discards {
+    fn shrink_node(&self, n: &KmemCacheNode<L>) -> Discards<L> {
         let mut lists = n.list_lock.lock();
         let mut keep = Vec::new();
         let mut discards = Discards::new();
@@ -827,7 +862,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
                 u64::from(c.slab.is_some()) + c.partial.len() as u64
             })
             .sum();
-        let all: Vec<Arc<Slab>> = self.slabs.lock().values().cloned().collect();
+        let all: Vec<Arc<Slab<L>>> = self.slabs.lock().values().cloned().collect();
         let objects_in_use = all.iter().map(|s| u64::from(s.state.lock().inuse)).sum();
         let pages = all.iter().map(|s| 1u64 << s.order.0).sum();
         SlabInfo {
@@ -852,7 +887,7 @@ impl<'a, E: EventSink> KmemCache<'a, E> {
     pub fn validate(&self) -> Result<(), String> {
         let cpus: Vec<_> = self.cpu_slab.iter().map(|c| c.0.lock()).collect();
         let nodes: Vec<_> = self.node.iter().map(|n| n.list_lock.lock()).collect();
-        let all: Vec<Arc<Slab>> = self.slabs.lock().values().cloned().collect();
+        let all: Vec<Arc<Slab<L>>> = self.slabs.lock().values().cloned().collect();
         let mut per_node = alloc::vec![(0u64, 0u64); self.node.len()];
         let mut listed = 0usize;
         for slab in &all {
@@ -932,14 +967,14 @@ fn check_allocated(st: &SlabState, obj: SlabObject) -> Result<(), SlabError> {
 }
 
 /// Free objects on a node's partial list (kernel `count_partial(n, count_free)`).
-fn count_partial_free(n: &KmemCacheNode) -> u64 {
+fn count_partial_free<L: RawLock>(n: &KmemCacheNode<L>) -> u64 {
     let lists = n.list_lock.lock();
     lists.list.values().map(|s| s.state.lock().nr_free() as u64).sum()
 }
 
 /// One slab's own invariants: counts agree with the bitmap and the freelists hold each free
 /// object once.
-fn check_slab(slab: &Slab, st: &SlabState) -> Result<(), String> {
+fn check_slab<L: RawLock>(slab: &Slab<L>, st: &SlabState) -> Result<(), String> {
     let mut seen = alloc::vec![false; slab.objects as usize];
     for &i in st.freelist.iter().chain(st.cpu_freelist.iter()) {
         let Some(s) = seen.get_mut(i as usize) else {

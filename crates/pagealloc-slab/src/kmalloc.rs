@@ -13,9 +13,9 @@ use alloc::vec::Vec;
 use core::sync::atomic::AtomicU64 as CoreAtomicU64;
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use pagealloc::lock_api::Mutex;
 use pagealloc::types::PAGE_SIZE;
-use pagealloc::SpinMutex as Mutex;
-use pagealloc::{Cpu, EventSink, Gfp, NoEvents, Order, PageAllocator, Pfn};
+use pagealloc::{Cpu, EventSink, Gfp, NoEvents, Order, PageAllocator, Pfn, RawLock, RawSpinLock};
 
 use crate::cache::{KmemCache, SlabFlags, SlabObject};
 use crate::error::SlabError;
@@ -104,25 +104,28 @@ impl KmallocObject {
 
 /// The kmalloc caches of one page allocator, normal and reclaimable, and its large blocks.
 #[derive(Debug)]
-pub struct Kmalloc<'a, E: EventSink = NoEvents> {
-    pa: &'a PageAllocator<E>,
+pub struct Kmalloc<'a, E: EventSink = NoEvents, L: RawLock = RawSpinLock> {
+    pa: &'a PageAllocator<E, L>,
     id: u64,
-    normal: Box<[KmemCache<'a, E>]>,
-    reclaim: Box<[KmemCache<'a, E>]>,
+    normal: Box<[KmemCache<'a, E, L>]>,
+    reclaim: Box<[KmemCache<'a, E, L>]>,
     /// Large blocks handed out and not freed, by first frame: a large free is checked here,
     /// so a double free or a block that is not ours is refused before the page allocator
     /// (which might have handed the frames to someone else since) sees it.
-    large: Mutex<BTreeMap<u64, Order>>,
+    large: Mutex<L, BTreeMap<u64, Order>>,
     large_allocs: AtomicU64,
     large_frees: AtomicU64,
 }
 
-impl<'a, E: EventSink> Kmalloc<'a, E> {
+impl<'a, E: EventSink, L: RawLock> Kmalloc<'a, E, L> {
     /// Create the kmalloc caches over `pa` (kernel `create_kmalloc_caches`): each aligned to
     /// the largest power of two dividing its size — the size itself for powers of two
     /// (kernel `create_boot_cache`'s guarantee for kmalloc objects).
-    pub fn new(pa: &'a PageAllocator<E>, cfg: &SlubConfig) -> Result<Kmalloc<'a, E>, SlabError> {
-        let set = |reclaim: bool| -> Result<Box<[KmemCache<'a, E>]>, SlabError> {
+    pub fn new(
+        pa: &'a PageAllocator<E, L>,
+        cfg: &SlubConfig,
+    ) -> Result<Kmalloc<'a, E, L>, SlabError> {
+        let set = |reclaim: bool| -> Result<Box<[KmemCache<'a, E, L>]>, SlabError> {
             let flags = if reclaim { SlabFlags::RECLAIM_ACCOUNT } else { SlabFlags::NONE };
             KMALLOC_SIZES
                 .iter()
@@ -209,13 +212,13 @@ impl<'a, E: EventSink> Kmalloc<'a, E> {
     }
 
     /// The cache serving `size` bytes, if a cache does (`reclaim`: the `kmalloc-rcl-*` set).
-    pub fn cache_for(&self, size: u64, reclaim: bool) -> Option<&KmemCache<'a, E>> {
+    pub fn cache_for(&self, size: u64, reclaim: bool) -> Option<&KmemCache<'a, E, L>> {
         kmalloc_index(size).map(|i| &self.set(reclaim)[i])
     }
 
     /// Every kmalloc cache in `/proc/slabinfo`'s order (newest first: the reclaimable set,
     /// then the normal one, each from the largest size down).
-    pub fn caches(&self) -> impl Iterator<Item = &KmemCache<'a, E>> + '_ {
+    pub fn caches(&self) -> impl Iterator<Item = &KmemCache<'a, E, L>> + '_ {
         self.reclaim.iter().rev().chain(self.normal.iter().rev())
     }
 
@@ -239,7 +242,7 @@ impl<'a, E: EventSink> Kmalloc<'a, E> {
         self.caches().try_for_each(|c| c.validate().map_err(|e| format!("{}: {e}", c.name())))
     }
 
-    fn set(&self, reclaim: bool) -> &[KmemCache<'a, E>] {
+    fn set(&self, reclaim: bool) -> &[KmemCache<'a, E, L>] {
         if reclaim {
             &self.reclaim
         } else {

@@ -9,7 +9,8 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use pagealloc::SpinMutex as Mutex;
+use pagealloc::lock_api::Mutex;
+use pagealloc::RawLock;
 use pagealloc::{CpuId, NodeId, Order, Pfn};
 
 /// Where a slab is. The lock of the list it is on is needed to change this, besides the
@@ -104,7 +105,7 @@ impl SlabState {
 
 /// One slab. The fields outside `state` never change.
 #[derive(Debug)]
-pub(crate) struct Slab {
+pub(crate) struct Slab<L: RawLock> {
     /// First frame.
     pub(crate) pfn: Pfn,
     /// Its order (the cache's preferred order, or the fallback one).
@@ -116,12 +117,12 @@ pub(crate) struct Slab {
     /// Unique in its cache: tells a handle to this slab from one to an earlier slab at the
     /// same frames.
     pub(crate) serial: u64,
-    pub(crate) state: Mutex<SlabState>,
+    pub(crate) state: Mutex<L, SlabState>,
 }
 
-impl Slab {
+impl<L: RawLock> Slab<L> {
     /// A new slab with every object free, in index order (object 0 is handed out first).
-    pub(crate) fn new(pfn: Pfn, order: Order, objects: u32, node: NodeId, serial: u64) -> Slab {
+    pub(crate) fn new(pfn: Pfn, order: Order, objects: u32, node: NodeId, serial: u64) -> Slab<L> {
         let words = objects.div_ceil(64) as usize;
         let state = SlabState {
             place: Place::Full,
@@ -140,7 +141,7 @@ mod tests {
 
     #[test]
     fn objects_go_out_in_index_order_and_come_back() {
-        let slab = Slab::new(Pfn(8), Order(1), 70, NodeId(0), 1);
+        let slab = Slab::<pagealloc::RawSpinLock>::new(Pfn(8), Order(1), 70, NodeId(0), 1);
         let mut st = slab.state.lock();
         st.freeze(CpuId(0));
         assert_eq!(st.place, Place::CpuSlab(CpuId(0)));
