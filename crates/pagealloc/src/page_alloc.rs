@@ -1466,6 +1466,9 @@ mod tests {
     /// `metadata_bytes` is enough for the build and over by no more than the padding it allows
     /// for each table.
     #[test]
+    // Six to nine machines of up to 96 MiB: minutes each under miri; the carving itself is
+    // table.rs's, whose tests miri runs.
+    #[cfg_attr(miri, ignore)]
     fn metadata_bytes_are_enough_and_close() {
         for map in maps() {
             let needed = PageAllocator::<NoEvents>::metadata_bytes(&map).unwrap();
@@ -1508,6 +1511,9 @@ mod tests {
     /// Built from a region or from the heap, the allocator is the same: same zones, same free
     /// pages, same blocks handed out.
     #[test]
+    // Six to nine machines of up to 96 MiB: minutes each under miri; the carving itself is
+    // table.rs's, whose tests miri runs.
+    #[cfg_attr(miri, ignore)]
     fn a_region_built_allocator_is_the_heap_built_one() {
         for map in maps() {
             let needed = PageAllocator::<NoEvents>::metadata_bytes(&map).unwrap();

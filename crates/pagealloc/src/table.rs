@@ -15,7 +15,7 @@
 use core::alloc::Layout;
 use core::fmt;
 use core::marker::PhantomData;
-use core::mem::{align_of, size_of, MaybeUninit};
+use core::mem::{align_of, size_of, ManuallyDrop, MaybeUninit};
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
@@ -159,7 +159,8 @@ impl Carver {
     /// the carver too (a zone carves its own frame table).
     pub(crate) fn builder<T>(&mut self, n: usize) -> Option<TableBuilder<T>> {
         let (ptr, heap) = self.raw::<T>(n, false)?;
-        Some(TableBuilder { table: Table { ptr, len: 0, heap, _owns: PhantomData }, cap: n })
+        let table = ManuallyDrop::new(Table { ptr, len: 0, heap, _owns: PhantomData });
+        Some(TableBuilder { table, cap: n })
     }
 
     /// A table of `n` elements whose memory is all zero.
@@ -173,10 +174,26 @@ impl Carver {
 }
 
 /// A [`Table`] being filled: `table.len` of `cap` elements written. Dropped unfinished (an
-/// error part-way through a build), it drops what was written and frees heap memory.
+/// error part-way through a build), it drops what was written and frees heap memory, with the
+/// layout of `cap` elements it was allocated with (the table's own drop would use `len`).
 pub(crate) struct TableBuilder<T> {
-    table: Table<T>,
+    table: ManuallyDrop<Table<T>>,
     cap: usize,
+}
+
+impl<T> Drop for TableBuilder<T> {
+    fn drop(&mut self) {
+        let t = &mut *self.table;
+        // SAFETY: the first `len` elements are initialised and owned here, dropped once; the
+        // memory is freed with the layout `Carver::raw` allocated it with (`cap` elements).
+        unsafe {
+            core::ptr::drop_in_place(core::ptr::slice_from_raw_parts_mut(t.ptr.as_ptr(), t.len));
+            if t.heap {
+                let layout = Layout::array::<T>(self.cap).expect("allocated with this layout");
+                alloc::alloc::dealloc(t.ptr.as_ptr().cast(), layout);
+            }
+        }
+    }
 }
 
 impl<T> TableBuilder<T> {
@@ -198,7 +215,10 @@ impl<T> TableBuilder<T> {
     /// The table. Panics unless every slot was filled.
     pub(crate) fn finish(self) -> Table<T> {
         assert_eq!(self.table.len, self.cap, "table underfilled");
-        self.table
+        let mut me = ManuallyDrop::new(self);
+        // SAFETY: `me` is never used or dropped again, so the table is taken out once; full,
+        // its own drop frees the layout of `cap == len` elements.
+        unsafe { ManuallyDrop::take(&mut me.table) }
     }
 }
 
