@@ -7,7 +7,7 @@
 //! region of [`PageAllocator::metadata_bytes`] bytes the caller sets aside, and nothing it
 //! does afterwards allocates (allocation, free, drain, tick, compaction; `tests/no_alloc.rs`
 //! counts). [`PageAllocator::new`] is the convenience that takes the metadata from `alloc`'s
-//! heap. With the `global-alloc` feature, [`global::GlobalPages`] is the allocator as
+//! heap. With the `global-alloc` feature, `global::GlobalPages` is the allocator as
 //! `#[global_allocator]`.
 //!
 //! ```
