@@ -4,7 +4,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use pagealloc::types::{PAGE_SHIFT, PAGE_SIZE};
 use pagealloc::{Frag, FreeError, Pfn};
@@ -26,7 +26,7 @@ pub(crate) fn pfn_of(addr: usize) -> Pfn {
 }
 
 /// Ids of sources; 0 is never handed out.
-static NEXT_SOURCE_ID: AtomicU32 = AtomicU32::new(1);
+static NEXT_SOURCE_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Which source handed a [`PageBlock`] out: a number unique in the process, so a source can
 /// refuse a block that is not its own ([`BlockFreeError::Foreign`]). Every [`PageHeap`]
@@ -35,10 +35,10 @@ static NEXT_SOURCE_ID: AtomicU32 = AtomicU32::new(1);
 ///
 /// [`PageHeap`]: crate::PageHeap
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct SourceId(u32);
+pub struct SourceId(u64);
 
 impl SourceId {
-    /// An id no other call in this process returns (until 2^32 - 1 of them were made).
+    /// An id no other call in this process returns (64 bits: they do not run out).
     pub fn unique() -> SourceId {
         SourceId(NEXT_SOURCE_ID.fetch_add(1, Relaxed))
     }
@@ -78,7 +78,10 @@ impl<'a> PageBlock<'a> {
     /// `ptr` is aligned to 4096 bytes and valid for reads and writes of `4096 << order` bytes
     /// for `'a`; until the token is given back (or dropped), nothing reads or writes that
     /// memory except through this token, and no other token names it; the block may be freed
-    /// from any thread.
+    /// from any thread; and `source` is the id of the source that handed the block out (a
+    /// [`PageHeap`]'s only for a block of that heap, which its `free_block` then frees).
+    ///
+    /// [`PageHeap`]: crate::PageHeap
     #[inline]
     pub unsafe fn from_raw(ptr: NonNull<u8>, order: u8, source: SourceId) -> PageBlock<'a> {
         PageBlock::new(ptr, order, source)
