@@ -137,7 +137,7 @@ impl<'a> PageBlock<'a> {
     }
 
     /// Write `words(i)` into the first and the last 8 bytes of each 4 KiB page `i` of the
-    /// block, with relaxed atomic stores (see [`stamp_word`]).
+    /// block, with relaxed atomic stores (see the crate docs, "Blocks as tokens").
     pub fn stamp_pages(&mut self, words: impl Fn(u64) -> [u64; 2]) {
         for i in 0..1u64 << self.order {
             let [first, last] = words(i);
