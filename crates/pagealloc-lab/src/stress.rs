@@ -58,7 +58,9 @@ use pagealloc::{AllocError, CpuId, Gfp, Order, PageFragCache, Pfn, Policy, Tunab
 use pagealloc_testkit::rng::Rng;
 use serde::Serialize;
 
-use crate::heap::{FragToken, HeapError, HeapOptions, PageBlock, PageHeap, PageSource};
+#[cfg(test)]
+use crate::heap::AliasForTests;
+use crate::heap::{FragToken, HeapError, HeapOptions, PageBlock, PageHeap};
 
 /// What a run is asked to do.
 #[derive(Clone, Debug)]

@@ -69,8 +69,8 @@ pub struct Args {
     #[arg(long, default_value_t = 1024)]
     pub arena_mib: usize,
     /// Huge-page backing of the PageHeap arena.
-    #[arg(long, value_enum, default_value_t = HugePages::None)]
-    pub huge: HugePages,
+    #[arg(long, value_enum, default_value_t = Huge::None)]
+    pub huge: Huge,
     /// Fault the whole PageHeap arena in at start (counted in the init time).
     #[arg(long)]
     pub prefault: bool,
@@ -81,6 +81,30 @@ pub struct Args {
 }
 
 /// Every allocator under test, built once.
+/// How the PageHeap's arena is backed (`--huge`): the command line's names for
+/// [`HugePages`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Huge {
+    /// Ordinary 4 KiB pages (whatever the system's THP setting does to an anonymous mapping).
+    #[default]
+    None,
+    /// Ask for transparent huge pages (`madvise(MADV_HUGEPAGE)`).
+    Thp,
+    /// Map 2 MiB pages from the hugetlb pool (`MAP_HUGETLB`); needs `vm.nr_hugepages` to
+    /// cover the arena plus 4 MiB.
+    Hugetlb,
+}
+
+impl Huge {
+    fn pages(self) -> HugePages {
+        match self {
+            Huge::None => HugePages::None,
+            Huge::Thp => HugePages::Thp,
+            Huge::Hugetlb => HugePages::Hugetlb,
+        }
+    }
+}
+
 struct Peers {
     heap: PageHeap,
     #[cfg(feature = "peers")]
@@ -204,7 +228,7 @@ pub fn run(args: &Args) -> Result<()> {
     let mut opts = HeapOptions::new(bytes);
     opts.policy = preset.policy;
     opts.tunables = preset.tunables;
-    opts.huge = args.huge;
+    opts.huge = args.huge.pages();
     opts.prefault = args.prefault;
     let peers = Peers {
         heap: PageHeap::new(&opts).context("building the PageHeap")?,
@@ -311,9 +335,9 @@ fn table(
          metadata {:.2} bytes/frame; arena init {:.2} ms",
         args.arena_mib,
         match args.huge {
-            HugePages::None => "4 KiB pages",
-            HugePages::Thp => "THP advised",
-            HugePages::Hugetlb => "hugetlb 2 MiB pages",
+            Huge::None => "4 KiB pages",
+            Huge::Thp => "THP advised",
+            Huge::Hugetlb => "hugetlb 2 MiB pages",
         },
         args.preset,
         heap.allocator().nr_cpus(),
