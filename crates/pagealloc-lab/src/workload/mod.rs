@@ -3,6 +3,7 @@
 //! real benchmark behaves (`docs/workloads.md`),
 //! never from the seed tables' results.
 
+pub mod hackbench;
 pub mod kbuild;
 pub mod lmbench_unix;
 pub(crate) mod net;
@@ -147,6 +148,7 @@ pub const WORKLOADS: &[WorkloadInfo] = &[
     trunc::INFO,
     thpfioscale::INFO,
     page_frag_rx::INFO,
+    hackbench::INFO,
 ];
 
 /// The workload called `name`.
