@@ -9,6 +9,7 @@ pub mod lmbench_unix;
 pub(crate) mod net;
 pub mod netperf_sctp;
 pub mod netperf_tcp;
+pub mod netperf_udp;
 pub mod page_fault1;
 pub mod page_frag_rx;
 pub mod thpfioscale;
@@ -149,6 +150,7 @@ pub const WORKLOADS: &[WorkloadInfo] = &[
     thpfioscale::INFO,
     page_frag_rx::INFO,
     hackbench::INFO,
+    netperf_udp::INFO,
 ];
 
 /// The workload called `name`.
