@@ -42,6 +42,10 @@ pub fn workload_metric_meta(workload: &str, name: &str) -> (&'static str, Better
         ("page-fault1", "per_process_ops_per_s") => ("ops/s", Better::Higher, "per process"),
         ("netperf-udp", "recv") => ("Mbit/s", Better::Higher, "payload received"),
         ("netperf-udp", "send") => ("Mbit/s", Better::Higher, "payload sent (dropped or not)"),
+        ("vm-scalability", "throughput") => {
+            ("KiB/s", Better::Higher, "bytes written / writing time, summed over tasks")
+        }
+        ("vm-scalability", "free_ms") => ("ms", Better::Lower, "mean time of a task's munmap"),
         ("hackbench", "time") => ("s", Better::Lower, "from the start signal to the last exit"),
         ("page-frag-rx", "throughput") => ("pkt/s", Better::Higher, "packets forwarded per second"),
         ("thpfioscale", "fault_base_us") => {

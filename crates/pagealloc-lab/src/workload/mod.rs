@@ -14,6 +14,7 @@ pub mod page_fault1;
 pub mod page_frag_rx;
 pub mod thpfioscale;
 pub mod trunc;
+pub mod vm_scalability;
 
 use anyhow::{bail, Result};
 
@@ -151,6 +152,7 @@ pub const WORKLOADS: &[WorkloadInfo] = &[
     page_frag_rx::INFO,
     hackbench::INFO,
     netperf_udp::INFO,
+    vm_scalability::INFO,
 ];
 
 /// The workload called `name`.
