@@ -784,23 +784,14 @@ impl SerialWorkload for Hackbench {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::tests::small_setup;
-    use crate::model::{Model, RunOutcome};
+    use crate::model::RunOutcome;
     use crate::workload;
+    use crate::workload::testing::metric;
     use pagealloc::Counter;
 
     fn run(preset: &str, seed: u64, extra: &[&str]) -> RunOutcome {
-        let info = workload::find("hackbench").unwrap();
-        let mut o: Vec<String> = vec!["groups=2".into(), "fds=5".into(), "loops=40".into()];
-        o.extend(extra.iter().map(|s| s.to_string()));
-        let params = info.params(&o, 1.0).unwrap();
-        let mut w = (info.build)(&params);
-        let mut m = Model::new(small_setup(4, 256, preset, seed)).unwrap();
-        m.run(w.as_mut(), &mut |_| {}).unwrap()
-    }
-
-    fn metric(o: &RunOutcome, name: &str) -> f64 {
-        o.workload.iter().find(|(k, _)| k == name).unwrap().1
+        let base = ["groups=2", "fds=5", "loops=40"];
+        workload::testing::run("hackbench", &base, extra, 4, preset, seed)
     }
 
     /// 2 groups × 5 receivers × 5 senders × 40 loops.

@@ -38,6 +38,8 @@ pub(crate) struct Tasks {
     /// Each task's own generator, seeded from the run's seed: its draws follow it across
     /// CPUs as the task migrates.
     rngs: Vec<Rng>,
+    /// Migrations made by [`step_migrate`](Self::step_migrate).
+    migrations: u64,
 }
 
 /// Where a migration took a task.
@@ -80,6 +82,7 @@ impl Tasks {
             finished: vec![false; n],
             live: n,
             rngs: Vec::with_capacity(n),
+            migrations: 0,
         };
         let emptiest = |free: &[Vec<u32>]| {
             (0..free.len()).max_by_key(|&i| (free[i].len(), std::cmp::Reverse(i))).unwrap_or(0)
@@ -145,6 +148,21 @@ impl Tasks {
         } else {
             None
         }
+    }
+
+    /// After a call of task `t`, with probability `p`, [`migrate`](Self::migrate) it and wake
+    /// its new CPU: what its old CPU does next if it moved (run the task swapped in, or go
+    /// idle), `None` if it stayed. Counted in [`migrations`](Self::migrations).
+    pub fn step_migrate(&mut self, t: usize, p: f64, ctx: &mut Ctx<'_>) -> Option<Next> {
+        let m = self.maybe_migrate(t, p)?;
+        self.migrations += 1;
+        ctx.wake(m.to, ctx.now());
+        Some(if m.swapped.is_some() { Next::Continue } else { self.idle() })
+    }
+
+    /// Migrations made by [`step_migrate`](Self::step_migrate).
+    pub fn migrations(&self) -> u64 {
+        self.migrations
     }
 
     /// Move task `t` to another CPU of its node drawn at random (swapping with the task

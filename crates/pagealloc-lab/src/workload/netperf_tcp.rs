@@ -229,7 +229,6 @@ pub struct NetperfTcp {
     receiver_waits: bool,
     received: u64,
     segments: u64,
-    migrations: u64,
     latest: u64,
 }
 
@@ -258,7 +257,6 @@ impl NetperfTcp {
             receiver_waits: false,
             received: 0,
             segments: 0,
-            migrations: 0,
             latest: 0,
         }
     }
@@ -293,13 +291,6 @@ impl NetperfTcp {
         }
     }
 
-    fn maybe_migrate(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Option<Next> {
-        let m = self.tasks.maybe_migrate(t, self.migrate_prob)?;
-        self.migrations += 1;
-        ctx.wake(m.to, ctx.now());
-        Some(if m.swapped.is_some() { Next::Continue } else { self.tasks.idle() })
-    }
-
     fn sender(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
         // The ACK of everything sent came in: the held tail goes (release_sock).
         if self.sent.is_empty() {
@@ -327,7 +318,7 @@ impl NetperfTcp {
         if self.sent.is_empty() {
             self.transmit(ctx);
         }
-        if let Some(next) = self.maybe_migrate(0, ctx) {
+        if let Some(next) = self.tasks.step_migrate(0, self.migrate_prob, ctx) {
             return Ok(next);
         }
         Ok(Next::Continue)
@@ -370,7 +361,7 @@ impl NetperfTcp {
             self.sender_waits = false;
             ctx.wake(self.tasks.cpu(0), ctx.now() + self.wake);
         }
-        if let Some(next) = self.maybe_migrate(1, ctx) {
+        if let Some(next) = self.tasks.step_migrate(1, self.migrate_prob, ctx) {
             return Ok(next);
         }
         Ok(Next::Continue)
@@ -426,7 +417,7 @@ impl SerialWorkload for NetperfTcp {
             ("fallback_allocs".into(), self.frag.fallback_allocs as f64),
             ("reused_in_place".into(), self.frag.reused_in_place as f64),
             ("alloc_failures".into(), self.frag.failures as f64),
-            ("migrations".into(), self.migrations as f64),
+            ("migrations".into(), self.tasks.migrations() as f64),
         ]
     }
 
@@ -437,23 +428,13 @@ impl SerialWorkload for NetperfTcp {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::tests::small_setup;
-    use crate::model::{Model, RunOutcome};
+    use crate::model::RunOutcome;
     use crate::workload;
+    use crate::workload::testing::metric;
     use pagealloc::Counter;
 
     fn run(preset: &str, seed: u64, extra: &[&str]) -> RunOutcome {
-        let info = workload::find("netperf-tcp").unwrap();
-        let mut o: Vec<String> = vec!["duration_s=0.01".into()];
-        o.extend(extra.iter().map(|s| s.to_string()));
-        let params = info.params(&o, 1.0).unwrap();
-        let mut w = (info.build)(&params);
-        let mut m = Model::new(small_setup(4, 256, preset, seed)).unwrap();
-        m.run(w.as_mut(), &mut |_| {}).unwrap()
-    }
-
-    fn metric(o: &RunOutcome, name: &str) -> f64 {
-        o.workload.iter().find(|(k, _)| k == name).unwrap().1
+        workload::testing::run("netperf-tcp", &["duration_s=0.01"], extra, 4, preset, seed)
     }
 
     #[test]

@@ -263,7 +263,6 @@ pub struct NetperfUdp {
     dropped: u64,
     large_allocs: u64,
     failures: u64,
-    migrations: u64,
     latest: u64,
 }
 
@@ -293,7 +292,6 @@ impl NetperfUdp {
             dropped: 0,
             large_allocs: 0,
             failures: 0,
-            migrations: 0,
             latest: 0,
         }
     }
@@ -364,13 +362,6 @@ impl NetperfUdp {
         Ok(Some(d))
     }
 
-    fn maybe_migrate(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Option<Next> {
-        let m = self.tasks.maybe_migrate(t, self.migrate_prob)?;
-        self.migrations += 1;
-        ctx.wake(m.to, ctx.now());
-        Some(if m.swapped.is_some() { Next::Continue } else { self.tasks.idle() })
-    }
-
     fn sender(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
         ctx.work(self.send_work);
         if let Some(d) = self.build(ctx)? {
@@ -388,7 +379,7 @@ impl NetperfUdp {
                 }
             }
         }
-        Ok(self.maybe_migrate(0, ctx).unwrap_or(Next::Continue))
+        Ok(self.tasks.step_migrate(0, self.migrate_prob, ctx).unwrap_or(Next::Continue))
     }
 
     fn receiver(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
@@ -418,7 +409,7 @@ impl NetperfUdp {
         self.rmem -= self.layout.truesize;
         self.received += self.msg;
         self.free(d, ctx)?;
-        Ok(self.maybe_migrate(1, ctx).unwrap_or(Next::Continue))
+        Ok(self.tasks.step_migrate(1, self.migrate_prob, ctx).unwrap_or(Next::Continue))
     }
 }
 
@@ -467,7 +458,7 @@ impl SerialWorkload for NetperfUdp {
             ("frag_allocs".into(), self.frag.allocs as f64),
             ("reused_in_place".into(), self.frag.reused_in_place as f64),
             ("alloc_failures".into(), (self.failures + self.frag.failures) as f64),
-            ("migrations".into(), self.migrations as f64),
+            ("migrations".into(), self.tasks.migrations() as f64),
         ]
     }
 
@@ -504,9 +495,9 @@ impl SerialWorkload for NetperfUdp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::tests::small_setup;
-    use crate::model::{Model, RunOutcome};
+    use crate::model::RunOutcome;
     use crate::workload;
+    use crate::workload::testing::metric;
 
     #[test]
     fn datagrams_take_the_kernels_head_and_frag_layouts() {
@@ -527,17 +518,7 @@ mod tests {
     }
 
     fn run(preset: &str, seed: u64, extra: &[&str]) -> RunOutcome {
-        let info = workload::find("netperf-udp").unwrap();
-        let mut o: Vec<String> = vec!["duration_s=0.005".into()];
-        o.extend(extra.iter().map(|s| s.to_string()));
-        let params = info.params(&o, 1.0).unwrap();
-        let mut w = (info.build)(&params);
-        let mut m = Model::new(small_setup(4, 256, preset, seed)).unwrap();
-        m.run(w.as_mut(), &mut |_| {}).unwrap()
-    }
-
-    fn metric(o: &RunOutcome, name: &str) -> f64 {
-        o.workload.iter().find(|(k, _)| k == name).unwrap().1
+        workload::testing::run("netperf-udp", &["duration_s=0.005"], extra, 4, preset, seed)
     }
 
     /// 16 KiB datagrams copy their payload into order-3 frag pages, two to a page; with

@@ -49,14 +49,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 
 /// A core cannot have more hardware threads than the machine has CPUs.
 fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
-    if p.count("threads_per_core") <= u64::from(m.nr_cpus) {
-        return Vec::new();
-    }
-    vec![Fitted {
-        name: "threads_per_core",
-        value: f64::from(m.nr_cpus.max(1)),
-        why: format!("the machine has {} CPU(s)", m.nr_cpus),
-    }]
+    super::fit_cpus("threads_per_core", p, m)
 }
 
 const PARAMS: &[ParamSpec] = &[

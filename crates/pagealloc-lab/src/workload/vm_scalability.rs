@@ -42,14 +42,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 
 /// One busy task per CPU: no more tasks than CPUs.
 fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
-    if p.count("tasks") <= u64::from(m.nr_cpus) {
-        return Vec::new();
-    }
-    vec![Fitted {
-        name: "tasks",
-        value: f64::from(m.nr_cpus.max(1)),
-        why: format!("one task per CPU, the machine has {} CPU(s)", m.nr_cpus),
-    }]
+    super::fit_cpus("tasks", p, m)
 }
 
 const PARAMS: &[ParamSpec] = &[
@@ -306,23 +299,14 @@ impl SerialWorkload for VmScalability {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::tests::small_setup;
-    use crate::model::{Model, RunOutcome};
+    use crate::model::RunOutcome;
+    use crate::workload::testing::metric;
     use crate::workload::{self, Fit};
     use pagealloc::Counter;
 
     fn run(preset: &str, seed: u64, extra: &[&str]) -> RunOutcome {
-        let info = workload::find("vm-scalability").unwrap();
-        let mut o: Vec<String> = vec!["tasks=4".into(), "mem_share=0.05".into()];
-        o.extend(extra.iter().map(|s| s.to_string()));
-        let params = info.params(&o, 1.0).unwrap();
-        let mut w = (info.build)(&params);
-        let mut m = Model::new(small_setup(4, 256, preset, seed)).unwrap();
-        m.run(w.as_mut(), &mut |_| {}).unwrap()
-    }
-
-    fn metric(o: &RunOutcome, name: &str) -> f64 {
-        o.workload.iter().find(|(k, _)| k == name).unwrap().1
+        let base = ["tasks=4", "mem_share=0.05"];
+        workload::testing::run("vm-scalability", &base, extra, 4, preset, seed)
     }
 
     /// Every task faults its share (5 % of 256 MiB over 4 tasks), one PTE page per 512
