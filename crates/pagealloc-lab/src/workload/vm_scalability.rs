@@ -23,10 +23,11 @@
 //! pages, the TLB-gather batch pages and mmap's own cost are left out; tasks never migrate.
 
 use anyhow::{bail, Result};
-use pagealloc::{Gfp, Order, Pfn};
+use pagealloc::{Order, Pfn};
 use pagealloc_testkit::rng::Rng;
 
-use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
+use super::page_fault1::AnonMap;
+use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 
 /// The registry entry.
@@ -95,22 +96,10 @@ const PARAMS: &[ParamSpec] = &[
     },
 ];
 
-/// Pages per PTE page (x86-64).
-const PTRS_PER_PTE: u64 = 512;
-/// Pages unmapped per step, as page-fault1's.
-const UNMAP_CHUNK: usize = 32;
-/// Page-table pages: GFP_PGTABLE_USER (unmovable, zeroed).
-const GFP_PGTABLE: Gfp = Gfp(Gfp::KERNEL.0 | Gfp::ZERO.0);
-
 /// One usemem process.
 #[derive(Debug, Default)]
 struct Task {
-    /// Faults taken (a failed allocation counts: the task writes on).
-    faulted: u64,
-    pages: Vec<Pfn>,
-    tables: Vec<Pfn>,
-    /// Pages unmapped so far.
-    unmapped: usize,
+    map: AnonMap,
     /// When the writing ended, and when the unmap did (ps; 0 = not yet).
     written_at: u64,
     freed_at: u64,
@@ -128,7 +117,6 @@ pub struct VmScalability {
     task: Vec<Task>,
     /// The task on each CPU.
     on_cpu: Vec<Option<usize>>,
-    failed: u64,
     done: usize,
 }
 
@@ -143,58 +131,8 @@ impl VmScalability {
             per_task: 0,
             task: Vec::new(),
             on_cpu: Vec::new(),
-            failed: 0,
             done: 0,
         }
-    }
-
-    /// One fault of task `t`.
-    fn fault(&mut self, t: usize, ctx: &mut Ctx<'_>) {
-        ctx.work(self.fault);
-        let task = &mut self.task[t];
-        if task.faulted % PTRS_PER_PTE == 0 {
-            match ctx.alloc(GFP_PGTABLE, Order(0)) {
-                Some(pt) => {
-                    ctx.touch(pt, 4096);
-                    task.tables.push(pt);
-                }
-                None => self.failed += 1,
-            }
-        }
-        match ctx.alloc(Gfp::HIGHUSER_MOVABLE, Order(0)) {
-            Some(page) => {
-                // clear_page, then usemem's write of every word.
-                ctx.touch(page, 4096);
-                ctx.touch(page, 4096);
-                task.pages.push(page);
-            }
-            None => self.failed += 1,
-        }
-        task.faulted += 1;
-    }
-
-    /// One chunk of task `t`'s unmap; true when it is done.
-    fn unmap(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<bool> {
-        let task = &mut self.task[t];
-        let stop = (task.unmapped + UNMAP_CHUNK).min(task.pages.len());
-        for i in task.unmapped..stop {
-            if let Some(&ahead) = task.pages.get(i + PREFETCH_AHEAD) {
-                ctx.prefetch(ahead);
-            }
-            ctx.work(self.unmap_page);
-            ctx.free(task.pages[i], Order(0))?;
-        }
-        task.unmapped = stop;
-        if stop < task.pages.len() {
-            return Ok(false);
-        }
-        // free_pgtables after the pages.
-        for pt in task.tables.drain(..) {
-            ctx.free(pt, Order(0))?;
-        }
-        task.pages.clear();
-        task.unmapped = 0;
-        Ok(true)
     }
 }
 
@@ -228,15 +166,17 @@ impl SerialWorkload for VmScalability {
         let Some(t) = self.on_cpu[ctx.cpu() as usize] else {
             return Ok(Next::Done);
         };
-        if self.task[t].written_at == 0 {
-            self.fault(t, ctx);
-            if self.task[t].faulted == self.per_task {
-                self.task[t].written_at = ctx.now().max(1);
+        let task = &mut self.task[t];
+        if task.written_at == 0 {
+            // clear_page, then usemem's write of every word.
+            task.map.fault(ctx, self.fault, 2);
+            if task.map.faulted == self.per_task {
+                task.written_at = ctx.now().max(1);
             }
             return Ok(Next::Continue);
         }
-        if self.unmap(t, ctx)? {
-            self.task[t].freed_at = ctx.now();
+        if task.map.unmap_chunk(ctx, self.unmap_page)? {
+            task.freed_at = ctx.now();
             self.done += 1;
             return Ok(Next::Done);
         }
@@ -247,10 +187,7 @@ impl SerialWorkload for VmScalability {
         let mut v = Vec::new();
         for (c, t) in self.on_cpu.iter().enumerate() {
             let Some(t) = *t else { continue };
-            let task = &mut self.task[t];
-            let rest = task.pages.split_off(task.unmapped.min(task.pages.len()));
-            v.extend(rest.into_iter().map(|p| (c as u32, p, Order(0))));
-            v.extend(task.tables.drain(..).map(|p| (c as u32, p, Order(0))));
+            v.extend(self.task[t].map.held(c as u32));
         }
         v
     }
@@ -274,7 +211,7 @@ impl SerialWorkload for VmScalability {
             ("throughput".into(), throughput),
             ("free_ms".into(), free_ms),
             ("pages_per_task".into(), self.per_task as f64),
-            ("alloc_failures".into(), self.failed as f64),
+            ("alloc_failures".into(), self.task.iter().map(|t| t.map.failed).sum::<u64>() as f64),
         ]
     }
 
@@ -287,9 +224,9 @@ impl SerialWorkload for VmScalability {
                 if t.freed_at > 0 {
                     2 * self.per_task
                 } else if t.written_at > 0 {
-                    self.per_task + t.unmapped as u64
+                    self.per_task + t.map.unmapped as u64
                 } else {
-                    t.faulted
+                    t.map.faulted
                 }
             })
             .sum();
