@@ -19,6 +19,7 @@ use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 use pagealloc_testkit::rng::Rng;
 
+use super::ParamSpec;
 use crate::model::{Ctx, ModelInfo, Next};
 
 /// No task on a CPU.
@@ -244,6 +245,19 @@ impl PageCursor {
         self.last = 0;
     }
 }
+
+/// The size of the page frag pages, a parameter of every workload with a [`PageFrag`].
+pub(crate) const FRAG_BYTES: ParamSpec = ParamSpec {
+    name: "frag_bytes",
+    default: 32768.0,
+    min: 4096.0,
+    max: 32768.0,
+    unit: "bytes",
+    doc: "size of the page frag pages (order 3 when 32 KiB)",
+    source: "SKB_FRAG_PAGE_ORDER = get_order(32768) (docs/workloads.md §0)",
+    scaled: false,
+    whole: true,
+};
 
 /// A page frag page (`netperf-tcp`, `netperf-udp`).
 #[derive(Clone, Copy, Debug)]

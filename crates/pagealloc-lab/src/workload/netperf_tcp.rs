@@ -46,7 +46,7 @@ use std::collections::VecDeque;
 use anyhow::Result;
 use pagealloc::{Order, Pfn};
 
-use super::net::{PageCursor, PageFrag, Tasks};
+use super::net::{PageCursor, PageFrag, Tasks, FRAG_BYTES};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 
@@ -87,17 +87,7 @@ const PARAMS: &[ParamSpec] = &[
         scaled: true,
         whole: false,
     },
-    ParamSpec {
-        name: "frag_bytes",
-        default: 32768.0,
-        min: 4096.0,
-        max: 32768.0,
-        unit: "bytes",
-        doc: "size of the page frag pages (order 3 when 32 KiB)",
-        source: "SKB_FRAG_PAGE_ORDER = get_order(32768) (docs/workloads.md §0)",
-        scaled: false,
-        whole: true,
-    },
+    FRAG_BYTES,
     ParamSpec {
         name: "size_goal",
         default: 65483.0,

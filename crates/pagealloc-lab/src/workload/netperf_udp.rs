@@ -35,7 +35,7 @@ use anyhow::{anyhow, Result};
 use pagealloc::{Gfp, Order, Pfn};
 use pagealloc_slab::{SlabFlags, SlabObject, SlubConfig};
 
-use super::net::{order_of, PageCursor, PageFrag, Tasks};
+use super::net::{order_of, PageCursor, PageFrag, Tasks, FRAG_BYTES};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
@@ -91,17 +91,7 @@ const PARAMS: &[ParamSpec] = &[
         scaled: false,
         whole: true,
     },
-    ParamSpec {
-        name: "frag_bytes",
-        default: 32768.0,
-        min: 4096.0,
-        max: 32768.0,
-        unit: "bytes",
-        doc: "size of the page frag pages of large datagrams (order 3 when 32 KiB)",
-        source: "SKB_FRAG_PAGE_ORDER = get_order(32768) (docs/workloads.md §0)",
-        scaled: false,
-        whole: true,
-    },
+    FRAG_BYTES,
     ParamSpec {
         name: "send_ns",
         default: 1000.0,
