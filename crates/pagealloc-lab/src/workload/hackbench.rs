@@ -40,7 +40,7 @@
 //! (perf's ready/wake-up pipes), so the time excludes set-up as perf's does.
 //!
 //! Volume: mmtests runs `-l 10000` for 1 to 4 × CPUs groups, 3 iterations each; the model runs
-//! one group count and `loops` = 1000 (scaled), about a second of wall time at 4 groups on
+//! one group count and `loops` = 1000 (scaled), about two seconds of wall time at 4 groups on
 //! 8 CPUs.
 //!
 //! Known biases: no migration and no wake-up preemption (the scheduler is a FIFO per CPU);
@@ -96,7 +96,7 @@ const PARAMS: &[ParamSpec] = &[
         unit: "loops",
         doc: "rounds each sender makes over its group's receivers, one message each (-l)",
         source: "assumed volume: a tenth of mmtests' HACKBENCH_LOOPS=10000 \
-                 (config-scheduler-unbound) so that a run takes about a second of wall time; \
+                 (config-scheduler-unbound) so that a run takes about two seconds of wall time; \
                  perf's own default is 100 (docs/workloads.md §12.1)",
         scaled: true,
         whole: true,
