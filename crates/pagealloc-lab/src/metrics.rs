@@ -40,6 +40,13 @@ pub fn workload_metric_meta(workload: &str, name: &str) -> (&'static str, Better
         ("netperf-tcp", "throughput") => ("Mbit/s", Better::Higher, "payload throughput"),
         ("page-fault1", "ops_per_s") => ("ops/s", Better::Higher, "page faults/s, all processes"),
         ("page-fault1", "per_process_ops_per_s") => ("ops/s", Better::Higher, "per process"),
+        ("netperf-udp", "recv") => ("Mbit/s", Better::Higher, "payload received"),
+        ("netperf-udp", "send") => ("Mbit/s", Better::Higher, "payload sent (dropped or not)"),
+        ("vm-scalability", "throughput") => {
+            ("KiB/s", Better::Higher, "bytes written / writing time, summed over tasks")
+        }
+        ("vm-scalability", "free_ms") => ("ms", Better::Lower, "mean time of a task's munmap"),
+        ("hackbench", "time") => ("s", Better::Lower, "from the start signal to the last exit"),
         ("page-frag-rx", "throughput") => ("pkt/s", Better::Higher, "packets forwarded per second"),
         ("thpfioscale", "fault_base_us") => {
             ("us", Better::Lower, "2 MiB step faulted as base pages")

@@ -76,6 +76,9 @@ const PLANS: &[(&str, u32, &[&str], f64)] = &[
     ("lmbench-unix", 2, &["pairs=1"], 0.2),
     ("page-frag-rx", 2, &["rx_cpus=1", "tx_cpus=1"], 0.2),
     ("thpfioscale", 3, &["fio_threads=1"], 0.1),
+    ("hackbench", 2, &["groups=1", "fds=4"], 0.1),
+    ("netperf-udp", 2, &[], 0.2),
+    ("vm-scalability", 2, &["tasks=2"], 0.01),
 ];
 
 /// How far the model may be from the real median on the judged metrics: ±15 %.

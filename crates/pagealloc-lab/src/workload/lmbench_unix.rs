@@ -281,7 +281,6 @@ pub struct LmbenchUnix {
     plan: Vec<SkbPlan>,
     tasks: Tasks,
     p: Vec<Pair>,
-    migrations: u64,
     /// Latest clock seen, for progress.
     latest: u64,
 }
@@ -305,18 +304,8 @@ impl LmbenchUnix {
             plan: plan_write(write_bytes, sndbuf),
             tasks: Tasks::default(),
             p: Vec::new(),
-            migrations: 0,
             latest: 0,
         }
-    }
-
-    /// Move task `t` with probability `migrate_prob`; returns what its (old) CPU does next
-    /// if it moved.
-    fn maybe_migrate(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Option<Next> {
-        let m = self.tasks.maybe_migrate(t, self.migrate_prob)?;
-        self.migrations += 1;
-        ctx.wake(m.to, ctx.now());
-        Some(if m.swapped.is_some() { Next::Continue } else { self.tasks.idle() })
     }
 
     /// Task `t` stops at the end of the run; its peer is woken to stop too.
@@ -374,7 +363,7 @@ impl LmbenchUnix {
         if pair.next_skb == self.plan.len() {
             pair.next_skb = 0;
             pair.in_write = false;
-            if let Some(next) = self.maybe_migrate(t, ctx) {
+            if let Some(next) = self.tasks.step_migrate(t, self.migrate_prob, ctx) {
                 return Ok(next);
             }
         }
@@ -394,7 +383,7 @@ impl LmbenchUnix {
             pair.reader_waits = true;
             if partial {
                 pair.read_left = 0;
-                if let Some(next) = self.maybe_migrate(t, ctx) {
+                if let Some(next) = self.tasks.step_migrate(t, self.migrate_prob, ctx) {
                     return Ok(next);
                 }
             }
@@ -420,7 +409,7 @@ impl LmbenchUnix {
         }
         pair.read_left = pair.read_left.saturating_sub(skb.bytes);
         if pair.read_left == 0 {
-            if let Some(next) = self.maybe_migrate(t, ctx) {
+            if let Some(next) = self.tasks.step_migrate(t, self.migrate_prob, ctx) {
                 return Ok(next);
             }
         }
@@ -466,7 +455,7 @@ impl SerialWorkload for LmbenchUnix {
         vec![
             ("score".into(), bytes as f64 / f64::from(1 << 20) / secs),
             ("bytes".into(), bytes as f64),
-            ("migrations".into(), self.migrations as f64),
+            ("migrations".into(), self.tasks.migrations() as f64),
         ]
     }
 

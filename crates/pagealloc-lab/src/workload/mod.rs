@@ -3,15 +3,18 @@
 //! real benchmark behaves (`docs/workloads.md`),
 //! never from the seed tables' results.
 
+pub mod hackbench;
 pub mod kbuild;
 pub mod lmbench_unix;
 pub(crate) mod net;
 pub mod netperf_sctp;
 pub mod netperf_tcp;
+pub mod netperf_udp;
 pub mod page_fault1;
 pub mod page_frag_rx;
 pub mod thpfioscale;
 pub mod trunc;
+pub mod vm_scalability;
 
 use anyhow::{bail, Result};
 
@@ -132,6 +135,18 @@ pub fn fit_pairs(p: &Params, m: Fit) -> Vec<Fitted> {
     }]
 }
 
+/// Parameter `name` counts CPUs, or tasks that each need one: at most the machine's CPUs.
+pub fn fit_cpus(name: &'static str, p: &Params, m: Fit) -> Vec<Fitted> {
+    if p.count(name) <= u64::from(m.nr_cpus) {
+        return Vec::new();
+    }
+    vec![Fitted {
+        name,
+        value: f64::from(m.nr_cpus.max(1)),
+        why: format!("the machine has {} CPU(s)", m.nr_cpus),
+    }]
+}
+
 /// How many blocks ahead of the one being freed a workload freeing a batch prefetches
 /// ([`Ctx::prefetch`](crate::model::Ctx::prefetch)): a speed hint for the model that changes
 /// nothing in the run.
@@ -147,6 +162,9 @@ pub const WORKLOADS: &[WorkloadInfo] = &[
     trunc::INFO,
     thpfioscale::INFO,
     page_frag_rx::INFO,
+    hackbench::INFO,
+    netperf_udp::INFO,
+    vm_scalability::INFO,
 ];
 
 /// The workload called `name`.
@@ -428,6 +446,36 @@ pub(crate) mod bigtest {
         );
         println!("  {:?}", o.workload);
         o
+    }
+}
+
+/// What the workloads' unit tests share: a small run and a metric of it.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::model::tests::small_setup;
+    use crate::model::{Model, RunOutcome};
+
+    /// Workload `name` with `params`, then `extra`, on a one-node machine of `cpus` CPUs and
+    /// 256 MiB under `preset`.
+    pub(crate) fn run(
+        name: &str,
+        params: &[&str],
+        extra: &[&str],
+        cpus: u32,
+        preset: &str,
+        seed: u64,
+    ) -> RunOutcome {
+        let info = super::find(name).unwrap();
+        let o: Vec<String> = params.iter().chain(extra).map(|s| s.to_string()).collect();
+        let params = info.params(&o, 1.0).unwrap();
+        let mut w = (info.build)(&params);
+        let mut m = Model::new(small_setup(cpus, 256, preset, seed)).unwrap();
+        m.run(w.as_mut(), &mut |_| {}).unwrap()
+    }
+
+    /// The workload's metric `name` (which must exist).
+    pub(crate) fn metric(o: &RunOutcome, name: &str) -> f64 {
+        o.workload.iter().find(|(k, _)| k == name).unwrap().1
     }
 }
 

@@ -16,9 +16,10 @@
 //! every step in clock order.
 
 use anyhow::{bail, Result};
-use pagealloc::Pfn;
+use pagealloc::{Gfp, Order, Pfn};
 use pagealloc_testkit::rng::Rng;
 
+use super::ParamSpec;
 use crate::model::{Ctx, ModelInfo, Next};
 
 /// No task on a CPU.
@@ -38,6 +39,8 @@ pub(crate) struct Tasks {
     /// Each task's own generator, seeded from the run's seed: its draws follow it across
     /// CPUs as the task migrates.
     rngs: Vec<Rng>,
+    /// Migrations made by [`step_migrate`](Self::step_migrate).
+    migrations: u64,
 }
 
 /// Where a migration took a task.
@@ -80,6 +83,7 @@ impl Tasks {
             finished: vec![false; n],
             live: n,
             rngs: Vec::with_capacity(n),
+            migrations: 0,
         };
         let emptiest = |free: &[Vec<u32>]| {
             (0..free.len()).max_by_key(|&i| (free[i].len(), std::cmp::Reverse(i))).unwrap_or(0)
@@ -145,6 +149,21 @@ impl Tasks {
         } else {
             None
         }
+    }
+
+    /// After a call of task `t`, with probability `p`, [`migrate`](Self::migrate) it and wake
+    /// its new CPU: what its old CPU does next if it moved (run the task swapped in, or go
+    /// idle), `None` if it stayed. Counted in [`migrations`](Self::migrations).
+    pub fn step_migrate(&mut self, t: usize, p: f64, ctx: &mut Ctx<'_>) -> Option<Next> {
+        let m = self.maybe_migrate(t, p)?;
+        self.migrations += 1;
+        ctx.wake(m.to, ctx.now());
+        Some(if m.swapped.is_some() { Next::Continue } else { self.idle() })
+    }
+
+    /// Migrations made by [`step_migrate`](Self::step_migrate).
+    pub fn migrations(&self) -> u64 {
+        self.migrations
     }
 
     /// Move task `t` to another CPU of its node drawn at random (swapping with the task
@@ -224,6 +243,157 @@ impl PageCursor {
     /// Forget the last page (the buffer it was in was freed or rewritten).
     pub fn reset(&mut self) {
         self.last = 0;
+    }
+}
+
+/// The size of the page frag pages, a parameter of every workload with a [`PageFrag`].
+pub(crate) const FRAG_BYTES: ParamSpec = ParamSpec {
+    name: "frag_bytes",
+    default: 32768.0,
+    min: 4096.0,
+    max: 32768.0,
+    unit: "bytes",
+    doc: "size of the page frag pages (order 3 when 32 KiB)",
+    source: "SKB_FRAG_PAGE_ORDER = get_order(32768) (docs/workloads.md §0)",
+    scaled: false,
+    whole: true,
+};
+
+/// A page frag page (`netperf-tcp`, `netperf-udp`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FragPage {
+    pub pfn: Pfn,
+    pub order: Order,
+    /// References held by skbs (the owner's own reference is [`PageFrag::frag`]).
+    pub refs: u32,
+}
+
+/// A task's page frag (`current->task_frag`) and the pages its skbs still hold, by slot:
+/// `skb_page_frag_refill` and the references skbs take and drop.
+#[derive(Debug)]
+pub(crate) struct PageFrag {
+    /// Pages by slot; `free_slots` lists unused slots.
+    pub pages: Vec<FragPage>,
+    free_slots: Vec<usize>,
+    /// The owner's current page (slot), and the offset of its first unused byte.
+    pub frag: Option<usize>,
+    pub off: u64,
+    /// The owner's copies into its page, charged once per 4 KiB.
+    pub cursor: PageCursor,
+    order: Order,
+    /// Blocks of `order` allocated; order-0 fallbacks; pages reused in place; failures.
+    pub allocs: u64,
+    pub fallback_allocs: u64,
+    pub reused_in_place: u64,
+    pub failures: u64,
+}
+
+impl PageFrag {
+    /// A frag of `order`-sized pages (3: SKB_FRAG_PAGE_ORDER).
+    pub fn new(order: Order) -> PageFrag {
+        PageFrag {
+            pages: Vec::new(),
+            free_slots: Vec::new(),
+            frag: None,
+            off: 0,
+            cursor: PageCursor::default(),
+            order,
+            allocs: 0,
+            fallback_allocs: 0,
+            reused_in_place: 0,
+            failures: 0,
+        }
+    }
+
+    /// Bytes of the page in `slot`.
+    pub fn size(&self, slot: usize) -> u64 {
+        4096 << self.pages[slot].order.0
+    }
+
+    /// `skb_page_frag_refill`: make the frag page usable, reusing it in place if no skb holds
+    /// it any more. Its slot, or `None` if no page could be had.
+    pub fn refill(&mut self, ctx: &mut Ctx<'_>) -> Option<usize> {
+        if let Some(slot) = self.frag {
+            if self.pages[slot].refs == 0 {
+                if self.off > 0 {
+                    self.reused_in_place += 1;
+                    self.off = 0;
+                    self.cursor.reset();
+                }
+                return Some(slot);
+            }
+            if self.off < self.size(slot) {
+                return Some(slot);
+            }
+            // put_page: the skbs' references remain; the last one frees the page.
+            self.frag = None;
+        }
+        let big = (Gfp::KERNEL & !Gfp::DIRECT_RECLAIM) | Gfp::COMP | Gfp::NOWARN;
+        let (pfn, order) = match ctx.alloc(big, self.order) {
+            Some(p) => {
+                self.allocs += 1;
+                (p, self.order)
+            }
+            None => match ctx.alloc(Gfp::KERNEL, Order(0)) {
+                Some(p) => {
+                    self.fallback_allocs += 1;
+                    (p, Order(0))
+                }
+                None => {
+                    self.failures += 1;
+                    return None;
+                }
+            },
+        };
+        let page = FragPage { pfn, order, refs: 0 };
+        let slot = match self.free_slots.pop() {
+            Some(s) => {
+                self.pages[s] = page;
+                s
+            }
+            None => {
+                self.pages.push(page);
+                self.pages.len() - 1
+            }
+        };
+        self.frag = Some(slot);
+        self.off = 0;
+        self.cursor.reset();
+        Some(slot)
+    }
+
+    /// An skb drops its reference on the page in `slot`, on `ctx`'s CPU: the last reference
+    /// of a page the owner has moved on from frees it.
+    pub fn put(&mut self, slot: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+        let page = &mut self.pages[slot];
+        page.refs -= 1;
+        if page.refs == 0 && self.frag != Some(slot) {
+            ctx.free(page.pfn, page.order)?;
+            self.free_slots.push(slot);
+        }
+        Ok(())
+    }
+
+    /// At the end of a run: the owner's page goes with `owner`, pages `live` says skbs still
+    /// hold with `holder`; every page is forgotten.
+    pub fn held(
+        &mut self,
+        owner: u32,
+        holder: u32,
+        live: impl Fn(usize) -> bool,
+    ) -> Vec<(u32, Pfn, Order)> {
+        let mut v = Vec::new();
+        for (slot, page) in self.pages.iter().enumerate() {
+            if self.frag == Some(slot) {
+                v.push((owner, page.pfn, page.order));
+            } else if live(slot) {
+                v.push((holder, page.pfn, page.order));
+            }
+        }
+        self.pages.clear();
+        self.free_slots.clear();
+        self.frag = None;
+        v
     }
 }
 

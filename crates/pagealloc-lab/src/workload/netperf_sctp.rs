@@ -278,7 +278,6 @@ pub struct NetperfSctp {
     p: Vec<Pair>,
     packets: u64,
     packet_chunks: u64,
-    migrations: u64,
     alloc_failures: u64,
     latest: u64,
 }
@@ -318,7 +317,6 @@ impl NetperfSctp {
             p: Vec::new(),
             packets: 0,
             packet_chunks: 0,
-            migrations: 0,
             alloc_failures: 0,
             latest: 0,
         }
@@ -334,13 +332,6 @@ impl NetperfSctp {
     }
 
     /// Move task `t` with probability `migrate_prob`; what its old CPU does next if it moved.
-    fn maybe_migrate(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Option<Next> {
-        let m = self.tasks.maybe_migrate(t, self.migrate_prob)?;
-        self.migrations += 1;
-        ctx.wake(m.to, ctx.now());
-        Some(if m.swapped.is_some() { Next::Continue } else { self.tasks.idle() })
-    }
-
     /// The SACK of everything sent: free the chunk buffers on this CPU.
     fn sack(&mut self, i: usize, ctx: &mut Ctx<'_>) -> Result<()> {
         let order = self.chunk_order;
@@ -433,7 +424,7 @@ impl NetperfSctp {
             self.p[i].outq.push_back(chunk);
         }
         self.flush(i, ctx)?;
-        if let Some(next) = self.maybe_migrate(t, ctx) {
+        if let Some(next) = self.tasks.step_migrate(t, self.migrate_prob, ctx) {
             return Ok(next);
         }
         Ok(Next::Continue)
@@ -474,7 +465,7 @@ impl NetperfSctp {
         {
             self.window_update(i, ctx)?;
         }
-        if let Some(next) = self.maybe_migrate(t, ctx) {
+        if let Some(next) = self.tasks.step_migrate(t, self.migrate_prob, ctx) {
             return Ok(next);
         }
         Ok(Next::Continue)
@@ -522,7 +513,7 @@ impl SerialWorkload for NetperfSctp {
             ("score".into(), (msgs * self.msg * 8) as f64 / 1e6 / secs),
             ("messages".into(), msgs as f64),
             ("chunks_per_packet".into(), self.packet_chunks as f64 / self.packets.max(1) as f64),
-            ("migrations".into(), self.migrations as f64),
+            ("migrations".into(), self.tasks.migrations() as f64),
             ("alloc_failures".into(), self.alloc_failures as f64),
         ]
     }

@@ -44,9 +44,9 @@
 use std::collections::VecDeque;
 
 use anyhow::Result;
-use pagealloc::{Gfp, Order, Pfn};
+use pagealloc::{Order, Pfn};
 
-use super::net::{PageCursor, Tasks};
+use super::net::{PageCursor, PageFrag, Tasks, FRAG_BYTES};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 
@@ -87,17 +87,7 @@ const PARAMS: &[ParamSpec] = &[
         scaled: true,
         whole: false,
     },
-    ParamSpec {
-        name: "frag_bytes",
-        default: 32768.0,
-        min: 4096.0,
-        max: 32768.0,
-        unit: "bytes",
-        doc: "size of the page frag pages (order 3 when 32 KiB)",
-        source: "SKB_FRAG_PAGE_ORDER = get_order(32768) (docs/workloads.md §0)",
-        scaled: false,
-        whole: true,
-    },
+    FRAG_BYTES,
     ParamSpec {
         name: "size_goal",
         default: 65483.0,
@@ -185,15 +175,6 @@ const PARAMS: &[ParamSpec] = &[
     },
 ];
 
-/// A page frag page.
-#[derive(Clone, Copy, Debug)]
-struct FragPage {
-    pfn: Pfn,
-    order: Order,
-    /// References held by segments (the sender's own reference is `Sender::page`).
-    refs: u32,
-}
-
 /// Bytes of one segment in one page.
 #[derive(Clone, Copy, Debug)]
 struct Piece {
@@ -214,7 +195,6 @@ struct Segment {
 pub struct NetperfTcp {
     msg: u64,
     end: u64,
-    frag_order: Order,
     size_goal: u64,
     sndbuf: u64,
     send_work: u64,
@@ -223,12 +203,8 @@ pub struct NetperfTcp {
     wake: u64,
     migrate_prob: f64,
     tasks: Tasks,
-    /// Pages by slot; `free_slots` lists unused slots.
-    pages: Vec<FragPage>,
-    free_slots: Vec<usize>,
-    /// The sender's page frag: page slot and offset.
-    frag: Option<usize>,
-    frag_off: u64,
+    /// The sender's page frag and the pages segments hold.
+    frag: PageFrag,
     /// The unsent tail skb.
     tail: Segment,
     /// Sent, not fully read.
@@ -238,17 +214,11 @@ pub struct NetperfTcp {
     /// The receiver's position in the front segment: piece index and byte in it.
     rpiece: usize,
     rbyte: u64,
-    wcursor: PageCursor,
     rcursor: PageCursor,
     sender_waits: bool,
     receiver_waits: bool,
     received: u64,
     segments: u64,
-    frag_allocs: u64,
-    fallback_allocs: u64,
-    reused_in_place: u64,
-    alloc_failures: u64,
-    migrations: u64,
     latest: u64,
 }
 
@@ -258,7 +228,6 @@ impl NetperfTcp {
         NetperfTcp {
             msg: p.count("message_size"),
             end: ns(p.get("duration_s") * 1e9),
-            frag_order: Order(super::net::order_of(p.count("frag_bytes"))),
             size_goal: p.count("size_goal"),
             sndbuf: p.count("sndbuf_bytes"),
             send_work: ns(p.get("send_ns")),
@@ -267,99 +236,34 @@ impl NetperfTcp {
             wake: ns(p.get("wake_ns")),
             migrate_prob: p.get("migrate_prob"),
             tasks: Tasks::default(),
-            pages: Vec::new(),
-            free_slots: Vec::new(),
-            frag: None,
-            frag_off: 0,
+            frag: PageFrag::new(Order(super::net::order_of(p.count("frag_bytes")))),
             tail: Segment::default(),
             sent: VecDeque::new(),
             sent_bytes: 0,
             rpiece: 0,
             rbyte: 0,
-            wcursor: PageCursor::default(),
             rcursor: PageCursor::default(),
             sender_waits: false,
             receiver_waits: false,
             received: 0,
             segments: 0,
-            frag_allocs: 0,
-            fallback_allocs: 0,
-            reused_in_place: 0,
-            alloc_failures: 0,
-            migrations: 0,
             latest: 0,
         }
-    }
-
-    fn size(&self, slot: usize) -> u64 {
-        4096 << self.pages[slot].order.0
-    }
-
-    /// `skb_page_frag_refill`: make the sender's frag page usable, reusing it in place if
-    /// no skb holds it any more. Its slot, or `None` if no page could be had.
-    fn refill(&mut self, ctx: &mut Ctx<'_>) -> Option<usize> {
-        if let Some(slot) = self.frag {
-            if self.pages[slot].refs == 0 {
-                if self.frag_off > 0 {
-                    self.reused_in_place += 1;
-                    self.frag_off = 0;
-                    self.wcursor.reset();
-                }
-                return Some(slot);
-            }
-            if self.frag_off < self.size(slot) {
-                return Some(slot);
-            }
-            // put_page: the skbs' references remain; the last one frees the page.
-            self.frag = None;
-        }
-        let big = (Gfp::KERNEL & !Gfp::DIRECT_RECLAIM) | Gfp::COMP | Gfp::NOWARN;
-        let (pfn, order) = match ctx.alloc(big, self.frag_order) {
-            Some(p) => {
-                self.frag_allocs += 1;
-                (p, self.frag_order)
-            }
-            None => match ctx.alloc(Gfp::KERNEL, Order(0)) {
-                Some(p) => {
-                    self.fallback_allocs += 1;
-                    (p, Order(0))
-                }
-                None => {
-                    self.alloc_failures += 1;
-                    return None;
-                }
-            },
-        };
-        let page = FragPage { pfn, order, refs: 0 };
-        let slot = match self.free_slots.pop() {
-            Some(s) => {
-                self.pages[s] = page;
-                s
-            }
-            None => {
-                self.pages.push(page);
-                self.pages.len() - 1
-            }
-        };
-        self.frag = Some(slot);
-        self.frag_off = 0;
-        self.wcursor.reset();
-        Some(slot)
     }
 
     /// Append `n` bytes at the frag's offset to the tail skb (coalescing with its last
     /// piece when contiguous, else a new piece and a page reference).
     fn append(&mut self, slot: usize, n: u64) {
-        let off = self.frag_off;
+        let off = self.frag.off;
         match self.tail.pieces.last_mut() {
             Some(last) if last.page == slot && last.off + last.len == off => last.len += n,
             _ => {
                 self.tail.pieces.push(Piece { page: slot, off, len: n });
-                self.pages[slot].refs += 1;
+                self.frag.pages[slot].refs += 1;
             }
         }
         self.tail.len += n;
-        self.frag_off += n;
+        self.frag.off += n;
     }
 
     /// Send the tail skb.
@@ -377,13 +281,6 @@ impl NetperfTcp {
         }
     }
 
-    fn maybe_migrate(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Option<Next> {
-        let m = self.tasks.maybe_migrate(t, self.migrate_prob)?;
-        self.migrations += 1;
-        ctx.wake(m.to, ctx.now());
-        Some(if m.swapped.is_some() { Next::Continue } else { self.tasks.idle() })
-    }
-
     fn sender(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
         // The ACK of everything sent came in: the held tail goes (release_sock).
         if self.sent.is_empty() {
@@ -396,10 +293,11 @@ impl NetperfTcp {
         ctx.work(self.send_work);
         let mut left = self.msg;
         while left > 0 {
-            let Some(slot) = self.refill(ctx) else { break };
-            let n = left.min(self.size(slot) - self.frag_off);
+            let Some(slot) = self.frag.refill(ctx) else { break };
+            let f = &mut self.frag;
+            let n = left.min(f.size(slot) - f.off);
             // copy_from_user into the frag.
-            self.wcursor.copy(ctx, self.pages[slot].pfn, self.frag_off, n);
+            f.cursor.copy(ctx, f.pages[slot].pfn, f.off, n);
             self.append(slot, n);
             left -= n;
             if self.tail.len >= self.size_goal {
@@ -410,7 +308,7 @@ impl NetperfTcp {
         if self.sent.is_empty() {
             self.transmit(ctx);
         }
-        if let Some(next) = self.maybe_migrate(0, ctx) {
+        if let Some(next) = self.tasks.step_migrate(0, self.migrate_prob, ctx) {
             return Ok(next);
         }
         Ok(Next::Continue)
@@ -428,7 +326,7 @@ impl NetperfTcp {
             let piece = seg.pieces[self.rpiece];
             let n = want.min(piece.len - self.rbyte);
             // copy_to_user from the frag page.
-            self.rcursor.copy(ctx, self.pages[piece.page].pfn, piece.off + self.rbyte, n);
+            self.rcursor.copy(ctx, self.frag.pages[piece.page].pfn, piece.off + self.rbyte, n);
             self.rbyte += n;
             want -= n;
             self.received += n;
@@ -445,12 +343,7 @@ impl NetperfTcp {
             self.rpiece = 0;
             self.sent_bytes -= seg.len;
             for p in &seg.pieces {
-                let page = &mut self.pages[p.page];
-                page.refs -= 1;
-                if page.refs == 0 && self.frag != Some(p.page) {
-                    ctx.free(page.pfn, page.order)?;
-                    self.free_slots.push(p.page);
-                }
+                self.frag.put(p.page, ctx)?;
             }
         }
         // Everything read: tcp_cleanup_rbuf ACKs; a sleeping sender gets its space back.
@@ -458,7 +351,7 @@ impl NetperfTcp {
             self.sender_waits = false;
             ctx.wake(self.tasks.cpu(0), ctx.now() + self.wake);
         }
-        if let Some(next) = self.maybe_migrate(1, ctx) {
+        if let Some(next) = self.tasks.step_migrate(1, self.migrate_prob, ctx) {
             return Ok(next);
         }
         Ok(Next::Continue)
@@ -492,24 +385,15 @@ impl SerialWorkload for NetperfTcp {
         // Pages with data still queued go with the receiver; the sender's frag page with
         // the sender.
         let (s, r) = (self.tasks.cpu(0), self.tasks.cpu(1));
-        let mut live = vec![false; self.pages.len()];
+        let mut live = vec![false; self.frag.pages.len()];
         for seg in self.sent.iter().chain(std::iter::once(&self.tail)) {
             for p in &seg.pieces {
                 live[p.page] = true;
             }
         }
-        let mut v = Vec::new();
-        for (slot, page) in self.pages.iter().enumerate() {
-            if self.frag == Some(slot) {
-                v.push((s, page.pfn, page.order));
-            } else if live[slot] {
-                v.push((r, page.pfn, page.order));
-            }
-        }
-        self.pages.clear();
+        let v = self.frag.held(s, r, |slot| live[slot]);
         self.sent.clear();
         self.tail = Segment::default();
-        self.frag = None;
         v
     }
 
@@ -519,11 +403,11 @@ impl SerialWorkload for NetperfTcp {
             ("throughput".into(), (self.received * 8) as f64 / 1e6 / secs),
             ("bytes".into(), self.received as f64),
             ("segments".into(), self.segments as f64),
-            ("frag_allocs".into(), self.frag_allocs as f64),
-            ("fallback_allocs".into(), self.fallback_allocs as f64),
-            ("reused_in_place".into(), self.reused_in_place as f64),
-            ("alloc_failures".into(), self.alloc_failures as f64),
-            ("migrations".into(), self.migrations as f64),
+            ("frag_allocs".into(), self.frag.allocs as f64),
+            ("fallback_allocs".into(), self.frag.fallback_allocs as f64),
+            ("reused_in_place".into(), self.frag.reused_in_place as f64),
+            ("alloc_failures".into(), self.frag.failures as f64),
+            ("migrations".into(), self.tasks.migrations() as f64),
         ]
     }
 
@@ -534,23 +418,13 @@ impl SerialWorkload for NetperfTcp {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::tests::small_setup;
-    use crate::model::{Model, RunOutcome};
+    use crate::model::RunOutcome;
     use crate::workload;
+    use crate::workload::testing::metric;
     use pagealloc::Counter;
 
     fn run(preset: &str, seed: u64, extra: &[&str]) -> RunOutcome {
-        let info = workload::find("netperf-tcp").unwrap();
-        let mut o: Vec<String> = vec!["duration_s=0.01".into()];
-        o.extend(extra.iter().map(|s| s.to_string()));
-        let params = info.params(&o, 1.0).unwrap();
-        let mut w = (info.build)(&params);
-        let mut m = Model::new(small_setup(4, 256, preset, seed)).unwrap();
-        m.run(w.as_mut(), &mut |_| {}).unwrap()
-    }
-
-    fn metric(o: &RunOutcome, name: &str) -> f64 {
-        o.workload.iter().find(|(k, _)| k == name).unwrap().1
+        workload::testing::run("netperf-tcp", &["duration_s=0.01"], extra, 4, preset, seed)
     }
 
     #[test]

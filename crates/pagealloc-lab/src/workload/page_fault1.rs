@@ -49,14 +49,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 
 /// A core cannot have more hardware threads than the machine has CPUs.
 fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
-    if p.count("threads_per_core") <= u64::from(m.nr_cpus) {
-        return Vec::new();
-    }
-    vec![Fitted {
-        name: "threads_per_core",
-        value: f64::from(m.nr_cpus.max(1)),
-        why: format!("the machine has {} CPU(s)", m.nr_cpus),
-    }]
+    super::fit_cpus("threads_per_core", p, m)
 }
 
 const PARAMS: &[ParamSpec] = &[
@@ -168,17 +161,90 @@ const MIN_SLICE_PS: u64 = 3 * PS_PER_S / 1000;
 /// Page-table pages: GFP_PGTABLE_USER (unmovable, zeroed).
 const GFP_PGTABLE: Gfp = Gfp(Gfp::KERNEL.0 | Gfp::ZERO.0);
 
+/// An anonymous mapping faulted in page by page, then unmapped in chunks (page-fault1's loop,
+/// vm-scalability's single pass): one order-0 movable page a fault and an order-0 PTE page
+/// every 512 faults, allocated and freed on the task's CPU.
+#[derive(Debug, Default)]
+pub(crate) struct AnonMap {
+    /// Pages, in fault order.
+    pub pages: Vec<Pfn>,
+    /// Its PTE pages.
+    pub tables: Vec<Pfn>,
+    /// Faults taken (a failed allocation counts: the task writes on).
+    pub faulted: u64,
+    /// Pages unmapped so far (munmap in progress when the faults are complete).
+    pub unmapped: usize,
+    /// Allocations that failed.
+    pub failed: u64,
+}
+
+impl AnonMap {
+    /// One fault: `fault_ps` of kernel work, the PTE page when a new one is due, and the page,
+    /// written `writes` times (the fault clears it; a benchmark that writes all of it writes
+    /// it again).
+    pub fn fault(&mut self, ctx: &mut Ctx<'_>, fault_ps: u64, writes: u32) {
+        ctx.work(fault_ps);
+        if self.faulted % PTRS_PER_PTE == 0 {
+            match ctx.alloc(GFP_PGTABLE, Order(0)) {
+                Some(pt) => {
+                    ctx.touch(pt, 4096);
+                    self.tables.push(pt);
+                }
+                None => self.failed += 1,
+            }
+        }
+        match ctx.alloc(Gfp::HIGHUSER_MOVABLE, Order(0)) {
+            Some(page) => {
+                for _ in 0..writes {
+                    ctx.touch(page, 4096);
+                }
+                self.pages.push(page);
+            }
+            None => self.failed += 1,
+        }
+        self.faulted += 1;
+    }
+
+    /// One chunk of the munmap, `unmap_ps` of work a page; true when it is over: every page
+    /// and then the page tables freed, the mapping empty for the next loop.
+    pub fn unmap_chunk(&mut self, ctx: &mut Ctx<'_>, unmap_ps: u64) -> Result<bool> {
+        let stop = (self.unmapped + UNMAP_CHUNK).min(self.pages.len());
+        for i in self.unmapped..stop {
+            if let Some(&ahead) = self.pages.get(i + PREFETCH_AHEAD) {
+                ctx.prefetch(ahead);
+            }
+            let page = self.pages[i];
+            ctx.work(unmap_ps);
+            ctx.free(page, Order(0))?;
+        }
+        self.unmapped = stop;
+        if stop < self.pages.len() {
+            return Ok(false);
+        }
+        // free_pgtables after the pages (the mapping's PTE pages go with it).
+        for pt in self.tables.drain(..) {
+            ctx.free(pt, Order(0))?;
+        }
+        self.pages.clear();
+        self.unmapped = 0;
+        self.faulted = 0;
+        Ok(true)
+    }
+
+    /// What is still mapped, to be freed on `cpu`; the mapping is left empty.
+    pub fn held(&mut self, cpu: u32) -> Vec<(u32, Pfn, Order)> {
+        let rest = self.pages.split_off(self.unmapped.min(self.pages.len()));
+        let mut v: Vec<_> = rest.into_iter().map(|p| (cpu, p, Order(0))).collect();
+        v.extend(self.tables.drain(..).map(|p| (cpu, p, Order(0))));
+        v
+    }
+}
+
 /// One process.
 #[derive(Debug)]
 struct Task {
-    /// Pages of the current mapping, in fault order.
-    pages: Vec<Pfn>,
-    /// Its PTE pages.
-    tables: Vec<Pfn>,
-    /// Faults taken in this loop.
-    faulted: u64,
-    /// Pages unmapped so far (munmap in progress when `faulted` is complete).
-    unmapped: usize,
+    /// The current loop's mapping.
+    map: AnonMap,
     /// Pages of the first loop: tasks start at a random point of their loop, as if already
     /// running, so that a CPU's tasks and the CPUs do not munmap in lockstep.
     first_loop: u64,
@@ -210,7 +276,6 @@ pub struct PageFault1 {
     /// CPU of each task.
     task_cpu: Vec<u32>,
     queues: Vec<RunQueue>,
-    failed: u64,
     /// Latest virtual time a step started at, for progress.
     latest: u64,
 }
@@ -230,7 +295,6 @@ impl PageFault1 {
             tasks: Vec::new(),
             task_cpu: Vec::new(),
             queues: Vec::new(),
-            failed: 0,
             latest: 0,
         }
     }
@@ -244,50 +308,16 @@ impl PageFault1 {
         let (warmup, end) = (self.warmup, self.end());
         let task = &mut self.tasks[t];
         let loop_pages = if task.loops == 0 { task.first_loop } else { self.pages_per_loop };
-        if task.faulted < loop_pages {
-            ctx.work(self.fault);
-            if task.faulted % PTRS_PER_PTE == 0 {
-                match ctx.alloc(GFP_PGTABLE, Order(0)) {
-                    Some(pt) => {
-                        ctx.touch(pt, 4096);
-                        task.tables.push(pt);
-                    }
-                    None => self.failed += 1,
-                }
-            }
-            match ctx.alloc(Gfp::HIGHUSER_MOVABLE, Order(0)) {
-                Some(page) => {
-                    // The fault clears the page; the test's one-byte write then hits it hot.
-                    ctx.touch(page, 4096);
-                    task.pages.push(page);
-                }
-                None => self.failed += 1,
-            }
-            task.faulted += 1;
+        if task.map.faulted < loop_pages {
+            // The fault clears the page; the test's one-byte write then hits it hot.
+            task.map.fault(ctx, self.fault, 1);
             let now = ctx.now();
             if now > warmup && now <= end {
                 task.ops += 1;
             }
             return Ok(());
         }
-        let stop = (task.unmapped + UNMAP_CHUNK).min(task.pages.len());
-        for i in task.unmapped..stop {
-            if let Some(&ahead) = task.pages.get(i + PREFETCH_AHEAD) {
-                ctx.prefetch(ahead);
-            }
-            let page = task.pages[i];
-            ctx.work(self.unmap_page);
-            ctx.free(page, Order(0))?;
-        }
-        task.unmapped = stop;
-        if stop == task.pages.len() {
-            // free_pgtables after the pages (the mapping's PTE pages go with it).
-            for pt in task.tables.drain(..) {
-                ctx.free(pt, Order(0))?;
-            }
-            task.pages.clear();
-            task.unmapped = 0;
-            task.faulted = 0;
+        if task.map.unmap_chunk(ctx, self.unmap_page)? {
             task.loops += 1;
         }
         Ok(())
@@ -329,10 +359,10 @@ impl SerialWorkload for PageFault1 {
             self.task_cpu.push(cpu);
             self.queues[cpu as usize].tasks.push(i as usize);
             self.tasks.push(Task {
-                pages: Vec::with_capacity(self.pages_per_loop as usize),
-                tables: Vec::new(),
-                faulted: 0,
-                unmapped: 0,
+                map: AnonMap {
+                    pages: Vec::with_capacity(self.pages_per_loop as usize),
+                    ..AnonMap::default()
+                },
                 first_loop: 1 + rng.below(self.pages_per_loop),
                 ops: 0,
                 loops: 0,
@@ -361,10 +391,7 @@ impl SerialWorkload for PageFault1 {
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         let mut v = Vec::new();
         for (t, task) in self.tasks.iter_mut().enumerate() {
-            let cpu = self.task_cpu[t];
-            let rest = task.pages.split_off(task.unmapped.min(task.pages.len()));
-            v.extend(rest.into_iter().map(|p| (cpu, p, Order(0))));
-            v.extend(task.tables.drain(..).map(|p| (cpu, p, Order(0))));
+            v.extend(task.map.held(self.task_cpu[t]));
         }
         v
     }
@@ -377,7 +404,7 @@ impl SerialWorkload for PageFault1 {
             ("ops_per_s".into(), ops as f64 / window_s),
             ("per_process_ops_per_s".into(), ops as f64 / window_s / self.processes as f64),
             ("loops".into(), loops as f64),
-            ("alloc_failures".into(), self.failed as f64),
+            ("alloc_failures".into(), self.tasks.iter().map(|t| t.map.failed).sum::<u64>() as f64),
         ]
     }
 
