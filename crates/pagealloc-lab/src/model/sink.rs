@@ -231,6 +231,31 @@ impl ModelSink {
         }
     }
 
+    /// A touch of `line` that did not find it in `cpu`'s L2: classify and charge it.
+    #[inline(never)]
+    fn touch_beyond_l2(&self, lines: &LineCache, cpu: CpuId, line: MetaLine) {
+        let found = lines.access_beyond_l2(cpu, line);
+        self.charge_touch(line, found);
+    }
+
+    /// Charge a touch of `line`, found at `found`, plus what it still waits for a prefetch of
+    /// it in this call; to the hold as well when a zone lock is held.
+    #[inline(never)]
+    fn charge_touch(&self, line: MetaLine, found: Found) {
+        let mut ps = self.prices.of_access(found);
+        if self.nr_prefetched.load(Relaxed) != 0 && found == Found::L2 {
+            ps += self.prefetch_wait(line);
+        }
+        if self.holding.load(Relaxed) != 0 {
+            let part = match line {
+                MetaLine::Frame(_) => HeldPart::FrameLines,
+                _ => HeldPart::OtherLines,
+            };
+            bump(&self.held_parts[part as usize], ps);
+        }
+        self.charge(ps);
+    }
+
     /// Metadata accesses so far by where they found their line, and lock hand-offs by
     /// distance (same core, same LLC, other LLC, other node).
     pub fn traffic(&self) -> ([u64; 7], [u64; 4]) {
@@ -329,19 +354,14 @@ impl EventSink for ModelSink {
     #[inline]
     fn touch(&self, cpu: CpuId, line: MetaLine) {
         let Some(lines) = self.lines.get() else { return };
-        let found = lines.access(cpu, line);
-        let mut ps = self.prices.of_access(found);
-        if self.nr_prefetched.load(Relaxed) != 0 && found == Found::L2 {
-            ps += self.prefetch_wait(line);
+        if !lines.access_in_l2(cpu, line) {
+            self.touch_beyond_l2(lines, cpu, line);
+        } else if self.nr_prefetched.load(Relaxed) != 0 || self.prices.of_access(Found::L2) != 0 {
+            self.charge_touch(line, Found::L2);
         }
-        if self.holding.load(Relaxed) != 0 {
-            let part = match line {
-                MetaLine::Frame(_) => HeldPart::FrameLines,
-                _ => HeldPart::OtherLines,
-            };
-            bump(&self.held_parts[part as usize], ps);
-        }
-        self.charge(ps);
+        // Otherwise (most touches): a line in the private cache and no prefetch in flight
+        // costs nothing beyond the fixed work, and adding nothing to the clocks is all the
+        // rest would do. Both other paths are calls, so this one needs no stack frame.
     }
 
     /// Start the transfer now; the CPU does not wait for it.
