@@ -92,8 +92,13 @@ macro_rules! switch_enum {
     ) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
         pub enum $name {
-            $( $(#[$vmeta])* $variant, )+
+            $(
+                $(#[$vmeta])*
+                #[cfg_attr(feature = "serde", serde(rename = $s))]
+                $variant,
+            )+
         }
 
         impl $name {
@@ -641,6 +646,7 @@ macro_rules! define_policy {
     ) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
         pub struct Policy {
             $( $(#[$fmeta])* pub $field: $ty, )+
         }
@@ -1263,6 +1269,7 @@ pub const PRESETS: &[Preset] = &[
 /// Settings a user or administrator chooses: the kernel's sysctls and Kconfig value that the
 /// seeds' mechanisms read. Independent of [`Policy`] (see the module docs for why).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Tunables {
     /// `vm.percpu_pagelist_high_fraction`: 0 (default) sizes high from the LOW watermark (and

@@ -281,6 +281,68 @@ impl VmEvents {
     }
 }
 
+/// A counter is its `/proc/vmstat` name (`"pgfree"`).
+#[cfg(feature = "serde")]
+impl serde::Serialize for Counter {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Counter {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Counter, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = Counter;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a counter's /proc/vmstat name")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Counter, E> {
+                Counter::ALL
+                    .iter()
+                    .copied()
+                    .find(|c| c.name() == v)
+                    .ok_or_else(|| E::unknown_variant(v, &["a /proc/vmstat counter name"]))
+            }
+        }
+        d.deserialize_str(Name)
+    }
+}
+
+/// A snapshot is a map from each counter's name to its value, in print order, as
+/// `/proc/vmstat` reads; counters a map leaves out read 0, names it does not know are an error.
+#[cfg(feature = "serde")]
+impl serde::Serialize for VmEvents {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for VmEvents {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<VmEvents, D::Error> {
+        struct Map;
+        impl<'de> serde::de::Visitor<'de> for Map {
+            type Value = VmEvents;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map from counter names to values")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<VmEvents, A::Error> {
+                let mut ev = VmEvents::default();
+                while let Some((c, v)) = m.next_entry::<Counter, u64>()? {
+                    ev.0[c as usize] = v;
+                }
+                Ok(ev)
+            }
+        }
+        d.deserialize_map(Map)
+    }
+}
+
 impl fmt::Display for VmEvents {
     /// `/proc/vmstat` layout: `name value` per line.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
