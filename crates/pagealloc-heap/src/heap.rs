@@ -60,12 +60,14 @@ impl std::error::Error for HeapError {
     }
 }
 
-/// How to build a [`PageHeap`]: start from [`HeapOptions::new`] and change fields, or write
-/// `HeapOptions { cpus: Some(4), ..HeapOptions::new(bytes) }`.
+/// How to build a [`PageHeap`]: start from [`HeapOptions::new`] and change fields, on a
+/// mutable value or with [`with`](HeapOptions::with):
+/// `HeapOptions::new(bytes).with(|o| o.cpus = Some(4))`.
 ///
-/// Not `#[non_exhaustive]`, so that the struct-update form works; a field added later comes
-/// with a minor-version bump while the crate is at 0.x.
+/// `#[non_exhaustive]`, so a field added later is not a breaking change (which is why the
+/// struct-update form is not available outside the crate).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct HeapOptions {
     /// Arena size in bytes (a multiple of 4 KiB; of 2 MiB with [`HugePages::Hugetlb`]).
     pub bytes: usize,
@@ -106,6 +108,20 @@ impl HeapOptions {
             low_address: false,
             time_zone_locks: false,
         }
+    }
+
+    /// These options with `change` applied.
+    ///
+    /// ```
+    /// use pagealloc_heap::HeapOptions;
+    ///
+    /// let o = HeapOptions::new(16 << 20).with(|o| o.cpus = Some(2));
+    /// assert_eq!((o.bytes, o.cpus), (16 << 20, Some(2)));
+    /// ```
+    #[must_use]
+    pub fn with(mut self, change: impl FnOnce(&mut HeapOptions)) -> HeapOptions {
+        change(&mut self);
+        self
     }
 }
 

@@ -11,7 +11,7 @@
 //! use pagealloc::{Gfp, Order};
 //! use pagealloc_heap::{HeapOptions, PageHeap};
 //!
-//! let heap = PageHeap::new(&HeapOptions { cpus: Some(2), ..HeapOptions::new(16 << 20) })?;
+//! let heap = PageHeap::new(&HeapOptions::new(16 << 20).with(|o| o.cpus = Some(2)))?;
 //! let mut block = heap.alloc_block_with(Gfp::KERNEL, Order(2))?; // 16 KiB, 16 KiB-aligned
 //! block.touch(42);
 //! assert_eq!(block.tag(), 42);

@@ -21,7 +21,7 @@ use crate::lock::YieldLock;
 /// use pagealloc::{CompactMode, Gfp, Order};
 /// use pagealloc_heap::{HeapOptions, MovableBlocks, PageHeap};
 ///
-/// let heap = PageHeap::new(&HeapOptions { cpus: Some(1), ..HeapOptions::new(8 << 20) })?;
+/// let heap = PageHeap::new(&HeapOptions::new(8 << 20).with(|o| o.cpus = Some(1)))?;
 /// let mut set = MovableBlocks::new(&heap);
 /// let mut b = heap.alloc_block_with(Gfp::HIGHUSER_MOVABLE, Order(0))?;
 /// b.touch(7);

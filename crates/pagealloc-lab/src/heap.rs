@@ -277,8 +277,8 @@ mod tests {
     /// refused, its own come back.
     #[test]
     fn the_heap_is_a_page_source() {
-        let h = PageHeap::new(&HeapOptions { cpus: Some(2), ..HeapOptions::new(16 << 20) })
-            .expect("heap");
+        let h =
+            PageHeap::new(&HeapOptions::new(16 << 20).with(|o| o.cpus = Some(2))).expect("heap");
         let src: &dyn PageSource = &h;
         let b = src.alloc_block(3).unwrap();
         assert_eq!(b.addr() % src.align(3), 0);

@@ -197,16 +197,15 @@ impl RealRunner {
             frames_per_line: 1,
         };
         let sink = ModelSink::new(map, CostPs::default(), Prices::default());
-        let opts = HeapOptions {
-            cpus: Some(setup.cpus),
-            policy: setup.policy,
-            tunables: setup.tunables,
-            time_zone_locks: true,
-            low_address: true,
+        let opts = HeapOptions::new(setup.memory_bytes).with(|o| {
+            o.cpus = Some(setup.cpus);
+            o.policy = setup.policy;
+            o.tunables = setup.tunables;
+            o.time_zone_locks = true;
+            o.low_address = true;
             // Backed before the run: see the module doc.
-            prefault: true,
-            ..HeapOptions::new(setup.memory_bytes)
-        };
+            o.prefault = true;
+        });
         let heap = FrameHeap::with_events(&opts, sink).with_context(|| {
             format!("mapping a {} MiB arena for the real runner", setup.memory_bytes >> 20)
         })?;
