@@ -545,12 +545,16 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
             return (zone.fragmentation_score() <= low).then_some(CompactResult::Success);
         }
         let order = self.req.order?;
-        // Finish the pageblock being emptied before looking, so that it is as free as it can
-        // be and a fallback does not soon need another one.
-        if self.migrate_pfn != block_start(self.migrate_pfn) {
-            return None;
-        }
         let mt = self.req.mt;
+        // A non-movable request that would take a block from another type's list finishes
+        // the pageblock being emptied first (sync modes only: async compaction empties only
+        // pageblocks of the requester's type), so that the pageblock it then claims is as
+        // free as it can be and it does not soon need another one (kernel
+        // `__compact_finished`'s `finishing_block`, 4.12 and later). Movable pages are fine
+        // in any pageblock, so a movable request stops as soon as a block is there.
+        let steal_now = mt == MigrateType::Movable
+            || self.req.mode == CompactMode::Async
+            || self.migrate_pfn == block_start(self.migrate_pfn);
         let fallback_bits: u8 = mt.fallbacks().iter().fold(0, |b, f| b | 1 << *f as u8);
         for o in order.0..=MAX_PAGE_ORDER {
             let mask = zone.free_list_mask(Order(o));
@@ -565,7 +569,7 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
             if mask & fallback_bits != 0
                 && crate::fallback::can_steal(Order(o), mt, self.cfg.grouping_disabled)
             {
-                return Some(CompactResult::Success);
+                return steal_now.then_some(CompactResult::Success);
             }
         }
         None
@@ -623,13 +627,42 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
         false
     }
 
+    /// Does this run give up on a block of the order asked for at the first frame it cannot
+    /// isolate (kernel `isolate_migratepages_block`'s `skip_on_failure`, for async direct
+    /// compaction)? One frame that cannot move means the block can never be free at that
+    /// order, so moving the rest of it would only spend free targets and time. Returns the
+    /// order of those blocks.
+    fn skip_on_failure(&self) -> Option<Order> {
+        if self.req.direct && self.req.mode == CompactMode::Async && !self.req.proactive {
+            self.req.order
+        } else {
+            None
+        }
+    }
+
     /// Scan `low..end` of one pageblock for allocated movable blocks; returns where the scan
     /// stopped. A pageblock scanned to its end with nothing taken gets its skip hint.
+    ///
+    /// In async direct compaction ([`Run::skip_on_failure`]) the scan works in blocks of the
+    /// order asked for: a frame that can be neither skipped (free) nor isolated drops what
+    /// was isolated in its block and moves on to the next block, and the scan stops at a
+    /// block boundary once it holds something, so that what it hands over can make a block.
     fn isolate_migratepages_block(&mut self, low: u64, end: u64) -> u64 {
         let zone = self.zone;
+        let skip_order = self.skip_on_failure();
+        let order_end = |pfn: u64, o: Order| (pfn | (o.nr_pages().0 - 1)) + 1;
+        let mut next_skip = skip_order.map_or(0, |o| order_end(low, o));
         let mut p = low;
         let mut isolated = 0;
         while p < end {
+            if let Some(o) = skip_order {
+                if p >= next_skip {
+                    if isolated > 0 {
+                        break;
+                    }
+                    next_skip = order_end(p, o);
+                }
+            }
             if self.nr_migratepages >= COMPACT_CLUSTER_MAX {
                 break;
             }
@@ -637,26 +670,36 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
             self.touch(p);
             let frame = zone.frame(Pfn(p));
             let info = frame.info();
-            let step = match info.state {
-                FrameState::Buddy if info.order.is_valid() => info.order.nr_pages().0,
+            let (step, ok) = match info.state {
+                FrameState::Buddy if info.order.is_valid() => (info.order.nr_pages().0, true),
                 FrameState::Allocated if info.order.is_valid() => {
                     // Movable, handed out whole to one owner (a page_frag page shared by
                     // fragments is pinned), and small enough to be worth moving.
-                    if info.list == MigrateType::Movable as u8
+                    let take = info.list == MigrateType::Movable as u8
                         && frame.aux().load(Relaxed) == 1
                         && self.movable_order(info.order)
-                        && p + info.order.nr_pages().0 <= end
-                    {
+                        && p + info.order.nr_pages().0 <= end;
+                    if take {
                         self.migratepages[self.nr_migrate_blocks] = (Pfn(p), info.order);
                         self.nr_migrate_blocks += 1;
                         self.nr_migratepages += info.order.nr_pages().0;
                         isolated += info.order.nr_pages().0;
                     }
-                    info.order.nr_pages().0
+                    (info.order.nr_pages().0, take)
                 }
-                _ => 1,
+                _ => (1, false),
             };
             p += step;
+            if let (false, Some(o)) = (ok, skip_order) {
+                // Put back what this block gave and go on at the next block.
+                self.nr_migrate_blocks = 0;
+                self.nr_migratepages = 0;
+                isolated = 0;
+                if p < next_skip {
+                    p = next_skip;
+                    next_skip += o.nr_pages().0;
+                }
+            }
         }
         if p >= end && isolated == 0 {
             zone.pageblocks.set_skip(Pfn(block_start(low).max(zone.start_pfn.0)), true);
@@ -817,6 +860,9 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
         let (pages, nr) = (self.migratepages, self.nr_migrate_blocks);
         let mut moved = [(Pfn(0), Order(0)); COMPACT_CLUSTER_MAX as usize];
         let mut nr_moved = 0;
+        // A block stayed where it was for want of a target or by its owner's refusal (one
+        // its owner freed meanwhile is gone, which is as good as moved).
+        let mut not_moved = false;
         for &(src, order) in &pages[..nr] {
             let n = order.nr_pages().0;
             // The owner may have freed the block since it was isolated: skip it then.
@@ -827,6 +873,7 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
             }
             let Some(dst) = self.target(order) else {
                 self.stats.failed += n;
+                not_moved = true;
                 continue;
             };
             // The target stays Isolated (unfreeable) until the owner has taken it.
@@ -845,10 +892,20 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
                 self.push_free(dst, order);
                 self.nr_freepages += n;
                 self.stats.failed += n;
+                not_moved = true;
             }
         }
         self.nr_migratepages = 0;
         self.nr_migrate_blocks = 0;
+        // A block that did not move leaves its block of the order asked for unfreeable:
+        // async direct compaction skips the rest of that block (kernel `compact_zone` after
+        // `migrate_pages` fails).
+        if let (true, Some(o)) = (not_moved, self.skip_on_failure()) {
+            if self.migrate_pfn > 0 {
+                let mask = o.nr_pages().0 - 1;
+                self.migrate_pfn = ((self.migrate_pfn - 1) | mask) + 1;
+            }
+        }
         if nr_moved == 0 {
             return;
         }

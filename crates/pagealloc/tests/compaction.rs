@@ -512,3 +512,126 @@ fn refused_moves_give_every_target_back_whole() {
     assert_eq!(z.free_list_counts()[3].iter().sum::<u64>(), 8, "and merged again");
     give_everything_back(&pa, cpu, &owner);
 }
+
+/// DMA32 filled with movable pages, one unmovable page (stolen from a movable pageblock,
+/// which keeps its type) at the start of every 16 frames, and half of the zone free.
+/// Returns the owner and the unmovable pages.
+fn movable_blocks_each_with_an_unmovable_page(pa: &PageAllocator, cpu: Cpu) -> (Owner, Vec<u64>) {
+    let mut owner = Owner::default();
+    for gfp in [Gfp::HIGHUSER_MOVABLE, Gfp::HIGHUSER_MOVABLE | Gfp::MEMALLOC] {
+        while let Ok(p) = pa.alloc_pages(cpu, gfp, Order(0)) {
+            owner.blocks.insert(p.0, (0, p.0));
+        }
+    }
+    let z = dma32(pa);
+    let (start, end) = (z.start_pfn().0, z.start_pfn().0 + z.spanned_pages().0);
+    let holes: Vec<u64> =
+        (start..end).step_by(16).filter(|p| owner.blocks.contains_key(p)).collect();
+    for &p in &holes {
+        owner.blocks.remove(&p);
+        pa.free_pages(cpu, Pfn(p), Order(0)).unwrap();
+    }
+    pa.drain_all_pages(cpu, None);
+    let mut unmovable = Vec::new();
+    while unmovable.len() < holes.len() {
+        let p = pa.alloc_pages(cpu, Gfp::KERNEL | Gfp::MEMALLOC, Order(0)).expect("a hole");
+        unmovable.push(p.0);
+    }
+    pa.drain_all_pages(cpu, None);
+    // Every pageblock of the zone is still movable, each with unmovable pages in it.
+    assert!(unmovable.iter().all(|&p| p % 16 == 0 && z.spans(Pfn(p))), "{unmovable:?}");
+    for b in (start..end).step_by(512) {
+        assert_eq!(z.pageblock_type(Pfn(b)), Some(pagealloc::MigrateType::Movable));
+    }
+    // Room for compaction: every odd page free (no two of them buddies).
+    let freed: Vec<u64> =
+        owner.blocks.keys().copied().filter(|&p| z.spans(Pfn(p)) && p % 2 == 1).collect();
+    for p in freed {
+        owner.blocks.remove(&p);
+        pa.free_pages(cpu, Pfn(p), Order(0)).unwrap();
+    }
+    pa.drain_all_pages(cpu, None);
+    (owner, unmovable)
+}
+
+#[test]
+fn async_direct_compaction_gives_up_on_a_block_that_cannot_be_freed() {
+    // Kernel `isolate_migratepages_block` with `skip_on_failure`: an unmovable page in every
+    // pageblock means no order-9 block can form, and async direct compaction moves nothing.
+    let (pa, cpu) = machine(Tunables::default());
+    let (mut owner, unmovable) = movable_blocks_each_with_an_unmovable_page(&pa, cpu);
+    let z = dma32(&pa);
+    let (page, result) = pa
+        .compact_and_alloc(cpu, Gfp::TRANSHUGE, Order(9), CompactMode::Async, &mut owner)
+        .unwrap();
+    assert_eq!(page, None);
+    assert!(
+        matches!(result, CompactResult::Complete | CompactResult::PartialSkipped),
+        "{result:?}: free {} low {} fragindex {}",
+        z.free_pages().0,
+        z.wmark_pages(pagealloc::WMARK_LOW),
+        z.fragmentation_index(Order(9))
+    );
+    let asked_in_dma32 = owner.asked.iter().filter(|a| z.spans(a.0)).count();
+    assert_eq!(asked_in_dma32, 0, "moved pages out of blocks that cannot be freed");
+    debug::validate(&pa).unwrap();
+
+    // Sync compaction has no such rule: it empties what it can around the unmovable pages
+    // (over the whole zone, as the skip hints the async pass left would stop it otherwise).
+    let out = pa.compact_zone(cpu, z.idx(), None, CompactMode::Sync, &mut owner);
+    assert!(out.unwrap().stats.migrated > 0);
+    for p in &unmovable {
+        pa.free_pages(cpu, Pfn(*p), Order(0)).unwrap();
+    }
+    give_everything_back(&pa, cpu, &owner);
+}
+
+#[test]
+fn async_direct_compaction_skips_the_rest_of_a_block_with_a_pinned_page() {
+    // Kernel `compact_zone`: after a page of the order-aligned block failed to migrate,
+    // async direct compaction moves on to the next block.
+    let (pa, cpu) = machine(Tunables::default());
+    let mut owner = fragment(&pa, cpu, Gfp::HIGHUSER_MOVABLE);
+    let z = dma32(&pa);
+    // The first page kept in every pageblock is pinned.
+    owner.pinned = owner.blocks.keys().copied().filter(|p| p % 512 == 1).collect();
+    let (page, _) = pa
+        .compact_and_alloc(cpu, Gfp::TRANSHUGE, Order(9), CompactMode::Async, &mut owner)
+        .unwrap();
+    assert_eq!(page, None, "no pageblock can be emptied");
+    let mut per_block: BTreeMap<u64, usize> = BTreeMap::new();
+    for a in owner.asked.iter().filter(|a| z.spans(a.0)) {
+        *per_block.entry(a.0 .0 / 512).or_default() += 1;
+    }
+    assert!(!per_block.is_empty());
+    // One batch of isolated pages per pageblock at most, not the pageblock's 256.
+    assert!(per_block.values().all(|&n| n <= 32), "{per_block:?}");
+    debug::validate(&pa).unwrap();
+    give_everything_back(&pa, cpu, &owner);
+}
+
+#[test]
+fn a_movable_request_stops_at_its_block_without_finishing_the_pageblock() {
+    // Kernel `__compact_finished`: movable pages are fine in any pageblock, so a movable
+    // request succeeds as soon as its block is free; a non-movable one that would take it
+    // from another type's list first empties the pageblock it is in (`finishing_block`).
+    let (pa, cpu) = machine(Tunables::default());
+    let mut owner = fragment(&pa, cpu, Gfp::HIGHUSER_MOVABLE);
+    let gfp = Gfp::HIGHUSER_MOVABLE;
+    let (page, result) =
+        pa.compact_and_alloc(cpu, gfp, Order(4), CompactMode::SyncLight, &mut owner).unwrap();
+    assert_eq!(result, CompactResult::Success);
+    let moved = pa.vm_events().get(Counter::PgmigrateSuccess);
+    assert!((8..=32).contains(&moved), "one batch frees an order-4 block: {moved} moved");
+    pa.free_pages(cpu, page.expect("the order-4 block"), Order(4)).unwrap();
+    give_everything_back(&pa, cpu, &owner);
+
+    let (pa, cpu) = machine(Tunables::default());
+    let mut owner = fragment(&pa, cpu, Gfp::HIGHUSER_MOVABLE);
+    let z = dma32(&pa);
+    let out = pa.compact_zone(cpu, z.idx(), Some(Order(4)), CompactMode::SyncLight, &mut owner);
+    let out = out.unwrap();
+    assert_eq!(out.result, CompactResult::Success);
+    assert_eq!(out.stats.migrated, 256, "the unmovable request emptied the whole pageblock");
+    give_everything_back(&pa, cpu, &owner);
+}
