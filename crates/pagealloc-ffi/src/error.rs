@@ -222,7 +222,7 @@ impl From<BuildError> for Failure {
             BuildError::Map(m) => Failure::from(m),
             // The C API builds with the default tunables, which are in range.
             BuildError::Tunables(_) => Failure::new(PageallocError::BadArgument, e),
-            BuildError::NoMetadataMemory { .. } => {
+            BuildError::NoMetadataMemory { .. } | BuildError::NoTableMemory => {
                 Failure::new(PageallocError::NoMetadataMemory, e)
             }
             _ => Failure::new(PageallocError::Unknown, e),

@@ -49,6 +49,9 @@ pub enum BuildError {
         /// Frames the zone spans.
         frames: u64,
     },
+    /// The heap could not supply one of the allocator's smaller tables (zones, nodes,
+    /// zonelists, per-CPU tables), or the metadata's size does not fit in a `usize`.
+    NoTableMemory,
     /// The region given to [`PageAllocator::with_lock_in`] cannot hold the allocator's
     /// metadata: [`PageAllocator::metadata_bytes`] says how much it needs.
     RegionTooSmall {
@@ -72,6 +75,9 @@ impl core::fmt::Display for BuildError {
                 zone.name(),
                 frames.saturating_mul(16) >> 20
             ),
+            BuildError::NoTableMemory => {
+                f.write_str("cannot allocate the allocator's zone, node and CPU tables")
+            }
             BuildError::RegionTooSmall { needed, given } => write!(
                 f,
                 "the metadata region has {given} bytes; this memory map needs {needed} \
@@ -256,9 +262,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         add(table::bytes_for::<ZoneIdx>(nr_zones).and_then(|b| b.checked_mul(nr_nodes)));
         add(table::bytes_for::<NodeId>(nr_cpus));
         add(table::bytes_for::<AtomicU64>(nr_cpus));
-        // Too large to describe is too large to carve: the same verdict as a heap that could
-        // not supply it.
-        bytes.ok_or(BuildError::RegionTooSmall { needed: usize::MAX, given: 0 })
+        // Too large to describe is too large to carve.
+        bytes.ok_or(BuildError::NoTableMemory)
     }
 
     /// Build over tables from `carver`.
@@ -1324,9 +1329,7 @@ impl Room {
             (Room::Heap, Some((node, zone, frames))) => {
                 BuildError::NoMetadataMemory { node, zone, frames }
             }
-            (Room::Heap, None) => {
-                BuildError::NoMetadataMemory { node: NodeId(0), zone: ZoneType::Normal, frames: 0 }
-            }
+            (Room::Heap, None) => BuildError::NoTableMemory,
         }
     }
 }
