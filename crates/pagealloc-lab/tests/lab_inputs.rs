@@ -529,13 +529,20 @@ fn the_real_runner_refuses_unusable_machines_as_the_model_does() {
 }
 
 /// A CPU thread the OS will not start ended the real runner with a panic. Under an address
-/// space of about 3 GB, 2000 threads with their stacks cannot all start: the run must end
-/// with an error naming the CPU and the way out, and no thread left waiting.
+/// space of about 3 GB, threads with 1 GiB stacks cannot all start: the run must end with an
+/// error naming the CPU and the way out, and no thread left waiting.
+///
+/// The stacks are that large so that the OS refuses the second or third thread's stack with
+/// hundreds of MiB of address space still free. With default 2 MiB stacks the space ran out
+/// near the 700th thread, where a thread that had started could fail instead to map its
+/// signal stack (which the Rust runtime aborts on, outside the runner's reach): the test failed
+/// on a slower machine.
 #[test]
 fn the_real_runner_says_when_the_os_refuses_a_thread() {
     let bin = assert_cmd::cargo::cargo_bin("pagealloc");
     let out = std::process::Command::new("sh")
         .args(["-c", "ulimit -v 3000000 && exec \"$0\" \"$@\""])
+        .env("RUST_MIN_STACK", (1u64 << 30).to_string())
         .arg(bin)
         .args(["run", "page-fault1", "--runner", "real", "--no-save", "--memory-mib", "512"])
         .args(["--cpus", "2000", "--param", "processes=2000", "--param", "threads_per_core=1"])

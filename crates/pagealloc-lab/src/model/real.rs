@@ -266,10 +266,13 @@ impl RealRunner {
         let heap = &self.heap;
         let slabs = &slabs;
         let (sched, cv) = (&sched, &cv);
-        let results: Vec<Result<ThreadTotals>> = std::thread::scope(|s| {
-            let handles: Vec<_> = running
-                .iter()
-                .map(|&c| {
+        let results: Vec<Result<ThreadTotals>> =
+            std::thread::scope(|s| {
+                // Spawning stops at the first thread the OS refuses: the run is over, and every
+                // further attempt would only take more of what the OS has run out of.
+                let mut handles = Vec::with_capacity(running.len());
+                let mut refused = Vec::new();
+                for &c in &running {
                     let pin = self.setup.pin.then_some(c as usize % host_cpus);
                     let clock = ThreadClock {
                         start,
@@ -294,50 +297,50 @@ impl RealRunner {
                             }
                             r
                         });
-                    spawned.map_err(|e| {
-                        // The threads already started must stop, not wait for this one.
-                        lock(sched).failed = true;
-                        cv.notify_all();
-                        anyhow!(
-                            "cannot start the thread of cpu {c}: {e}; the real runner runs one \
-                             thread per CPU, so give it fewer (--cpus)"
-                        )
-                    })
-                })
-                .collect();
-            let (handles, refused): (Vec<_>, Vec<_>) = handles.into_iter().partition(Result::is_ok);
-            // The ticker: once a second of wall time until every thread is done.
-            while refused.is_empty() {
-                let next = start + Duration::from_secs(ticks + 1);
-                let g = lock(sched);
-                let over = |g: &Sched| {
-                    g.failed || g.state.iter().all(|&s| s != State::Running && s != State::Blocked)
-                };
-                if over(&g) {
-                    break;
+                    match spawned {
+                        Ok(h) => handles.push(h),
+                        Err(e) => {
+                            // The threads already started must stop, not wait for this one.
+                            lock(sched).failed = true;
+                            cv.notify_all();
+                            refused.push(Err(anyhow!(
+                                "cannot start the thread of cpu {c}: {e}; the real runner runs \
+                                 one thread per CPU, so give it fewer (--cpus)"
+                            )));
+                            break;
+                        }
+                    }
                 }
-                let wait = next.saturating_duration_since(Instant::now());
-                let (g, _) = cv.wait_timeout(g, wait).expect("no panics while held");
-                if over(&g) {
-                    break;
+                // The ticker: once a second of wall time until every thread is done.
+                while refused.is_empty() {
+                    let next = start + Duration::from_secs(ticks + 1);
+                    let g = lock(sched);
+                    let over = |g: &Sched| {
+                        g.failed
+                            || g.state.iter().all(|&s| s != State::Running && s != State::Blocked)
+                    };
+                    if over(&g) {
+                        break;
+                    }
+                    let wait = next.saturating_duration_since(Instant::now());
+                    let (g, _) = cv.wait_timeout(g, wait).expect("no panics while held");
+                    if over(&g) {
+                        break;
+                    }
+                    drop(g);
+                    if Instant::now() >= next {
+                        ticks += 1;
+                        tick_all(pa, ticks, &sampled, &mut rec);
+                        progress(workload.progress());
+                    }
                 }
-                drop(g);
-                if Instant::now() >= next {
-                    ticks += 1;
-                    tick_all(pa, ticks, &sampled, &mut rec);
-                    progress(workload.progress());
-                }
-            }
-            refused
-                .into_iter()
-                .map(|r| r.map(|_| ThreadTotals::default()))
-                .chain(
-                    handles.into_iter().flatten().map(|h| {
+                refused
+                    .into_iter()
+                    .chain(handles.into_iter().map(|h| {
                         h.join().unwrap_or_else(|_| Err(anyhow!("a runner thread panicked")))
-                    }),
-                )
-                .collect()
-        });
+                    }))
+                    .collect()
+            });
         let mut totals = ThreadTotals::default();
         for r in results {
             let t = r?;
