@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod cacheinfo;
+mod charts;
 // The measurements of `pagealloc calibrate`.
 mod calibrate;
 mod cmd;
@@ -23,12 +24,14 @@ mod preset_file;
 mod procfs;
 mod published;
 mod report;
+mod reproduction;
 mod results;
 mod runs;
 mod scoreboard;
 mod stress;
 mod trace;
 mod workload;
+mod zone_check;
 mod zoneinfo;
 
 // The parsers under a seeded mutation fuzzer (stable; in the normal test suite).

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::cmd::plot::charts;
-use crate::cmd::reproduce::{Scoreboard, TableReport, LEGEND};
+use crate::charts::charts;
+use crate::reproduction::{our_metric, Scoreboard, TableReport, LEGEND};
 use crate::results::Row;
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\
@@ -189,8 +189,7 @@ fn table_section(h: &mut String, t: &TableReport, rows: &[Row]) {
     // parameter value; bars for the metrics the table shows.
     let mine: Vec<Row> =
         rows.iter().filter(|r| r.table.as_deref() == Some(t.id.as_str())).cloned().collect();
-    let wanted: Vec<String> =
-        t.metrics.iter().map(|m| crate::cmd::reproduce::our_metric(&m.0).to_string()).collect();
+    let wanted: Vec<String> = t.metrics.iter().map(|m| our_metric(&m.0).to_string()).collect();
     let mut shown = 0;
     for (stem, svg) in charts(&mine, &wanted) {
         let keep = stem.starts_with("pcp-memory")

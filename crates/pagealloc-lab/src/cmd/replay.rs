@@ -11,13 +11,13 @@ use pagealloc::types::NR_PAGE_ORDERS;
 use serde_json::json;
 
 use crate::input;
-use crate::machine::{fmt_bytes, Arch, CacheLevel, Machine, NodeSpec};
+use crate::machine::{fmt_bytes, Machine};
 use crate::metrics;
 use crate::model::cost::CostProfile;
 use crate::model::Serial;
 use crate::preset_file::resolve;
 use crate::runs::{self, ProcView};
-use crate::trace::replay::{Plan, Replay};
+use crate::trace::replay::{fit_machine, Plan, Replay};
 use crate::trace::{self, EventCounts, Format, Kind, Tally};
 
 /// Arguments of `pagealloc replay`.
@@ -51,68 +51,6 @@ pub struct Args {
     /// The kernel layout of the views.
     #[command(flatten)]
     pub views: runs::ViewArgs,
-}
-
-/// Bytes in a GiB: the fitted machine's memory is a whole number of them.
-const GIB: u64 = 1 << 30;
-/// The most memory a fitted machine gets: its mem_map costs the model 16 bytes a frame
-/// (4 GiB at 1 TiB), and a larger PFN in a trace is more likely a garbled line than a machine.
-const FIT_MAX_BYTES: u64 = 1 << 40;
-/// LLC of the fitted machine: the trace says nothing of caches (assumed, as `unknown-trace`).
-const FIT_LLC_BYTES: u64 = 32 << 20;
-
-/// A one-node x86-64 machine for `plan`: CPUs = the highest traced CPU + 1; memory = enough
-/// to address the highest traced PFN and at least twice the most pages the trace held at
-/// once, rounded up to a GiB (at least 1 GiB, at most 1 TiB). The highest PFN stands for the
-/// traced machine's memory (its physical address space, holes included, so a little more).
-pub fn fit_machine(plan: &Plan) -> Result<Machine> {
-    let cpus = plan.max_cpu + 1;
-    let pages = plan.max_pfn.saturating_add(1).max(plan.peak_pages.saturating_mul(2));
-    let bytes = pages.saturating_mul(4096).div_ceil(GIB).max(1).saturating_mul(GIB);
-    if bytes > FIT_MAX_BYTES {
-        bail!(
-            "the trace names PFN {:#x}, which would need a machine of {}; describe the traced \
-             machine with --machine (see docs/real-data.md) to replay it",
-            plan.max_pfn,
-            fmt_bytes(bytes)
-        );
-    }
-    // The trace says nothing of the machine's caches or latencies: the undescribed trace
-    // machine of seed 000 stands in for them (its own figures are sourced or assumed there).
-    let like = Machine::builtin("unknown-trace").expect("a built-in machine");
-    let l2 = like.nodes[0].l2.map(|c| CacheLevel { shared_by: c.shared_by.min(cpus), ..c });
-    let l1d = like.nodes[0].l1d.map(|c| CacheLevel { shared_by: c.shared_by.min(cpus), ..c });
-    Ok(Machine {
-        name: "trace-fit".into(),
-        description: format!("{cpus} CPUs and {} fitted to the trace", fmt_bytes(bytes)),
-        source: "pagealloc replay: the trace's highest CPU and PFN".into(),
-        arch: Arch::X86_64,
-        nodes: vec![NodeSpec {
-            cpus,
-            memory_bytes: bytes,
-            llc_bytes: FIT_LLC_BYTES,
-            llc_shared_by: cpus,
-            l2,
-            l1d,
-        }],
-        min_free_kbytes: None,
-        watermark_scale_factor: None,
-        // A kernel's trace: its struct page.
-        frame_bytes: crate::machine::KERNEL_FRAME_BYTES,
-        assumptions: vec![
-            format!("CPUs: the highest traced CPU ({}) + 1", plan.max_cpu),
-            format!(
-                "memory: highest traced PFN {:#x} + 1 and 2 × the {} pages held at the peak, \
-                 rounded up to a GiB",
-                plan.max_pfn, plan.peak_pages
-            ),
-            "one node; LLC 32 MiB shared by all CPUs (the trace says nothing of caches)".into(),
-            "L2, L1d and the memory hierarchy's figures: those of the built-in `unknown-trace`"
-                .into(),
-        ],
-        hierarchy: like.hierarchy,
-        file: None,
-    })
 }
 
 /// Run the command.
