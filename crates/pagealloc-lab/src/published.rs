@@ -524,7 +524,7 @@ mod tests {
         }
     }
 
-    /// Each column label is one the preset's own seed rows name (policy.rs `PRESETS`), for the
+    /// Each column label is one the preset's own seed rows name (`policy/presets.rs`, `PRESETS`), for the
     /// presets that list rows (`pfrag-*` list none: seed 003 prints no labels).
     #[test]
     fn labels_are_the_presets_seed_rows() {
