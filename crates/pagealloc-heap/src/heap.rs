@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
 use pagealloc::lock_api::RawMutex;
-use pagealloc::sizing::zone_metadata_bytes;
+use pagealloc::page_alloc::zone_metadata_bytes;
 use pagealloc::types::{MAX_PAGE_ORDER, PAGE_SHIFT, PAGE_SIZE};
 use pagealloc::{
     AllocError, BuildError, Cpu, CpuId, EventSink, FreeError, Gfp, MemoryMap, NoEvents, NodeId,

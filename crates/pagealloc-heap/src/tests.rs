@@ -5,7 +5,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::Ordering::Relaxed;
 
 use pagealloc::debug::validate;
-use pagealloc::sizing::FRAME_METADATA_BYTES;
+use pagealloc::page_alloc::FRAME_METADATA_BYTES;
 use pagealloc::types::{MAX_PAGE_ORDER, PAGE_SHIFT};
 use pagealloc::{
     AllocError, CompactMode, CompactResult, CpuId, FreeError, Gfp, NoEvents, Order, PageAllocator,

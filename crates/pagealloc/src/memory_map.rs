@@ -8,7 +8,6 @@
 use core::fmt;
 use core::ops::Range;
 
-use crate::pcp::drain::CacheInfo;
 use crate::types::{CpuId, NodeId, Pfn, ZoneType, PAGE_SIZE};
 
 /// Where the low zones end (exclusive). x86-64: DMA below 16 MiB, DMA32 below 4 GiB.
@@ -563,4 +562,14 @@ mod tests {
         m.set_cpus(NodeId(0), MAX_CPUS).unwrap();
         assert_eq!((m.nr_cpus(), m.nr_nodes()), (MAX_CPUS, 1));
     }
+}
+
+/// What a CPU's caches look like, for the FREE_HIGH_BATCH decision (docs/kernel-reference.md §2.7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheInfo {
+    /// Last-level cache size divided by the CPUs sharing it, bytes (0 if unknown).
+    pub llc_slice_bytes: u64,
+    /// Σ over the CPU's data and unified caches of (size / CPUs sharing it), bytes: the v1
+    /// form of the same input (0 if unknown).
+    pub data_slices_bytes: u64,
 }

@@ -12,10 +12,10 @@ use crate::compaction::{CompactMode, CompactResult, Migrate};
 use crate::error::{AllocError, FreeError, IsolateError, SettingError};
 use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 use crate::gfp::{slowpath_alloc_flags, AllocFlags, Gfp};
-use crate::mem_map::{FrameInfo, FrameState, Unclaimed};
+use crate::mem_map::{Frame, FrameInfo, FrameState, Unclaimed};
 use crate::memory_map::{MapError, MemoryMap, MAX_CPUS, MAX_NODES};
 use crate::migratetype::MigrateType;
-use crate::pcp::PcpFast;
+use crate::pcp::{PcpFast, PcpSlot};
 use crate::policy::{Policy, Tunables};
 use crate::sizing;
 use crate::stats::{Counter, Counters, VmEvents};
@@ -26,6 +26,34 @@ use crate::types::{
     PAGEBLOCK_NR_PAGES,
 };
 use crate::zone::{flags, CoreConfig, Zone, WMARK_HIGH, WMARK_LOW, WMARK_MIN, WMARK_PROMO};
+
+/// Bytes of metadata the allocator keeps per frame of a zone's span (the kernel's
+/// `struct page`, here 16 bytes), holes and reserved frames included.
+pub const FRAME_METADATA_BYTES: usize = size_of::<Frame>();
+/// Bytes of one CPU's pageset in one zone (a `struct per_cpu_pages` with its lock and
+/// counters, on cache lines of its own).
+pub const PAGESET_BYTES: usize = size_of::<PcpSlot>();
+
+/// Bytes of allocator metadata a zone spanning `spanned` frames costs on a machine of
+/// `nr_cpus` CPUs: the per-frame array, the zone itself, a pageset per CPU and a byte of
+/// pageblock flags per pageblock. Add `size_of::<PageAllocator>()` once for the whole.
+///
+/// ```
+/// use pagealloc::page_alloc::{zone_metadata_bytes, FRAME_METADATA_BYTES};
+/// use pagealloc::NrPages;
+///
+/// // 1 GiB of 4 KiB frames: the per-frame array dominates.
+/// let bytes = zone_metadata_bytes(NrPages(1 << 18), 8);
+/// assert!(bytes > (1 << 18) * FRAME_METADATA_BYTES);
+/// ```
+pub const fn zone_metadata_bytes(spanned: NrPages, nr_cpus: u32) -> usize {
+    let frames = spanned.0 as usize;
+    let pageblocks = frames.div_ceil(PAGEBLOCK_NR_PAGES as usize) + 1;
+    frames * FRAME_METADATA_BYTES
+        + size_of::<Zone>()
+        + nr_cpus as usize * PAGESET_BYTES
+        + pageblocks
+}
 
 /// Largest vm.min_free_kbytes accepted, KiB: the sysctl is an `int` (`Tunables` takes the same
 /// range).
@@ -250,10 +278,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let mut add = |b: Option<usize>| bytes = bytes.and_then(|t| t.checked_add(b?));
         let nr_zones = for_each_zone(map, |z| {
             let frames = usize::try_from(z.end.0 - z.start.0).ok();
-            add(frames.and_then(table::bytes_for::<crate::mem_map::Frame>));
+            add(frames.and_then(table::bytes_for::<Frame>));
             let blocks = usize::try_from(crate::pageblock::Pageblocks::count(z.start, z.end)).ok();
             add(blocks.and_then(table::bytes_for::<crate::sync::AtomicU8>));
-            add(table::bytes_for::<crate::pcp::PcpSlot<L>>(nr_cpus));
+            add(table::bytes_for::<PcpSlot<L>>(nr_cpus));
             Ok(())
         })?;
         add(table::bytes_for::<Zone<L>>(nr_zones));

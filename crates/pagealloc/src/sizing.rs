@@ -43,36 +43,6 @@ pub const BATCH_CAP_PAGES: u64 = (1024 * 1024) >> PAGE_SHIFT;
 /// machines print (e.g. realdata `pcp-qa-meminfo-root-004`: batch 31, high 186).
 pub const PRE_4_19_BATCH_CAP_PAGES: u64 = (512 * 1024) >> PAGE_SHIFT;
 
-/// Bytes of metadata the allocator keeps per frame of a zone's span (the kernel's
-/// `struct page`, here 16 bytes), holes and reserved frames included.
-pub const FRAME_METADATA_BYTES: usize = size_of::<crate::mem_map::Frame>();
-/// Bytes of one CPU's pageset in one zone (a `struct per_cpu_pages` with its lock and
-/// counters, on cache lines of its own).
-pub const PAGESET_BYTES: usize = size_of::<crate::pcp::PcpSlot>();
-
-/// Bytes of allocator metadata a zone spanning `spanned` frames costs on a machine of
-/// `nr_cpus` CPUs: the per-frame array, the zone itself, a pageset per CPU and a byte of
-/// pageblock flags per pageblock. Add `size_of::<PageAllocator>()` once for the whole.
-///
-/// ```
-/// use pagealloc::sizing::{zone_metadata_bytes, FRAME_METADATA_BYTES};
-/// use pagealloc::NrPages;
-///
-/// // 1 GiB of 4 KiB frames: the per-frame array dominates.
-/// let bytes = zone_metadata_bytes(NrPages(1 << 18), 8);
-/// assert!(bytes > (1 << 18) * FRAME_METADATA_BYTES);
-/// ```
-///
-/// [`PageAllocator`]: crate::PageAllocator
-pub const fn zone_metadata_bytes(spanned: NrPages, nr_cpus: u32) -> usize {
-    let frames = spanned.0 as usize;
-    let pageblocks = frames.div_ceil(PAGEBLOCK_NR_PAGES as usize) + 1;
-    frames * FRAME_METADATA_BYTES
-        + size_of::<crate::zone::Zone>()
-        + nr_cpus as usize * PAGESET_BYTES
-        + pageblocks
-}
-
 /// Lower clamp for a Movable (or HIGHMEM) zone's MIN watermark, in pages (SWAP_CLUSTER_MAX).
 const MOVABLE_WMARK_MIN_FLOOR: u64 = 32;
 /// Upper clamp for a Movable (or HIGHMEM) zone's MIN watermark, in pages.

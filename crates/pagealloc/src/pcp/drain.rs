@@ -2,6 +2,7 @@
 //! `expire` drain behind [`PageAllocator::tick`], `drain_pages_zone`, `drain_pages` and
 //! `drain_all_pages` (docs/kernel-reference.md §5, docs/preset-history.md §3.7, §3.9).
 
+use crate::memory_map::CacheInfo;
 use crate::sync::Ordering::Relaxed;
 use crate::sync::RawLock;
 
@@ -16,16 +17,6 @@ use crate::{Cpu, PageAllocator};
 /// Ticks a remote-node pageset stays untouched before it loses a batch (kernel: 3 vmstat
 /// intervals).
 const EXPIRE_TICKS: u8 = 3;
-
-/// What a CPU's caches look like, for the FREE_HIGH_BATCH decision (docs/kernel-reference.md §2.7).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheInfo {
-    /// Last-level cache size divided by the CPUs sharing it, bytes (0 if unknown).
-    pub llc_slice_bytes: u64,
-    /// Σ over the CPU's data and unified caches of (size / CPUs sharing it), bytes: the v1
-    /// form of the same input (0 if unknown).
-    pub data_slices_bytes: u64,
-}
 
 impl PerCpuPages {
     /// Lower `high` towards `high_min` (kernel `decay_pcp_high`'s first half). Returns how
