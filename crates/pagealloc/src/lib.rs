@@ -279,11 +279,10 @@ pub use crate::compaction::{
 pub use crate::error::{AllocError, CompactError, FreeError, IsolateError, SettingError};
 pub use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 pub use crate::gfp::{AllocFlags, Gfp};
-pub use crate::memory_map::{MapError, MemoryMap, ZoneLimits};
+pub use crate::memory_map::{CacheInfo, MapError, MemoryMap, ZoneLimits};
 pub use crate::migratetype::MigrateType;
 pub use crate::page_alloc::{BuildError, Cpu, PageAllocator};
 pub use crate::page_frag::{Frag, PageFragCache};
-pub use crate::memory_map::CacheInfo;
 pub use crate::pcp::PcpSnapshot;
 pub use crate::pcp::{PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
 pub use crate::policy::{Policy, Tunables};

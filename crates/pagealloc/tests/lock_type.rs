@@ -1,53 +1,8 @@
 //! The lock type parameter: an allocator built with another lock takes every zone and pageset
 //! lock through it, and works.
 
-// Implementing a lock is `unsafe` (it promises mutual exclusion); this one only wraps the
-// core's spin lock.
-#![allow(unsafe_code)]
-
-use std::cell::Cell;
-
-use pagealloc::lock_api::{GuardSend, RawMutex};
-use pagealloc::{
-    Counter, CpuId, Gfp, MemoryMap, NoEvents, Order, PageAllocator, Policy, RawSpinLock, Tunables,
-};
-
-thread_local! {
-    /// Acquisitions of a `CountingLock` by this thread (`lock` and successful `try_lock`).
-    static TAKEN: Cell<u64> = const { Cell::new(0) };
-}
-
-fn taken() -> u64 {
-    TAKEN.with(Cell::get)
-}
-
-/// The core's spin lock, counting each acquisition in the acquiring thread.
-struct CountingLock(RawSpinLock);
-
-// SAFETY: every acquisition and release is the inner spin lock's.
-unsafe impl RawMutex for CountingLock {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: CountingLock = CountingLock(RawSpinLock::INIT);
-    type GuardMarker = GuardSend;
-
-    fn lock(&self) {
-        self.0.lock();
-        TAKEN.with(|t| t.set(t.get() + 1));
-    }
-
-    fn try_lock(&self) -> bool {
-        let ok = self.0.try_lock();
-        if ok {
-            TAKEN.with(|t| t.set(t.get() + 1));
-        }
-        ok
-    }
-
-    unsafe fn unlock(&self) {
-        // SAFETY: the caller holds the lock.
-        unsafe { self.0.unlock() }
-    }
-}
+use pagealloc::{Counter, CpuId, Gfp, MemoryMap, NoEvents, Order, PageAllocator, Policy, Tunables};
+use pagealloc_testkit::lock::{taken, CountingLock};
 
 fn counting() -> PageAllocator<NoEvents, CountingLock> {
     let map = MemoryMap::single_node(2, 64 << 20).expect("map");
