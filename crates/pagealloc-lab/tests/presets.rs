@@ -80,6 +80,10 @@ fn json_has_every_preset_with_every_key() {
     assert_eq!(vanilla["tunables"]["lowmem_reserve_ratio"], serde_json::json!([256, 256, 32, 0]));
     let p7 = presets.iter().find(|p| p["name"] == "tune-p7").unwrap();
     assert_eq!(p7["unmerged"], true);
+    assert_eq!(p7["mainline"], "never merged");
+    let opt = presets.iter().find(|p| p["name"] == "hpc-opt").unwrap();
+    assert_eq!(opt["mainline"], "merged in 5.18");
+    assert!(stdout_of(&["presets", "fhigh"]).contains("\n  mainline: ran in 6.16\n"));
 }
 
 #[test]

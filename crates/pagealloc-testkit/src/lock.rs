@@ -23,6 +23,7 @@ pub fn taken() -> u64 {
 }
 
 /// The core's spin lock, counting each acquisition in the acquiring thread.
+#[derive(Debug)]
 pub struct CountingLock(RawSpinLock);
 
 // SAFETY: every acquisition and release is the inner spin lock's.

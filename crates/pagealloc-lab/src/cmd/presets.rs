@@ -44,8 +44,10 @@ pub struct Args {
     /// Print one JSON document instead of text.
     ///
     /// The document is {"presets":[…]}, one object per preset with "name", "summary",
-    /// "seed_rows" ([{"seed","label"}]), "unmerged", "switches" and "tunables" ({key: value});
-    /// a preset file's object also has "base", "file" and "overrides".
+    /// "seed_rows" ([{"seed","label"}]), "unmerged", "mainline" (where a built-in stands in
+    /// mainline's history: "ran in 6.6", "merged in 5.18", "never merged"; null for a file),
+    /// "switches" and "tunables" ({key: value}); a preset file's object also has "base",
+    /// "file" and "overrides".
     #[arg(long)]
     pub json: bool,
 }
@@ -94,6 +96,12 @@ pub fn json_value(v: &SwitchValue) -> serde_json::Value {
     }
 }
 
+/// Where a built-in preset stands in mainline ("merged in 5.18"); none for a preset file,
+/// whose overrides no release may have run.
+fn builtin_mainline(p: &ResolvedPreset) -> Option<String> {
+    p.as_builtin().filter(|_| p.file.is_none()).map(|b| b.mainline.to_string())
+}
+
 /// One preset's JSON object.
 fn to_json(p: &ResolvedPreset) -> serde_json::Value {
     let rows = p.as_builtin().map_or(&[][..], |b| b.rows);
@@ -108,6 +116,7 @@ fn to_json(p: &ResolvedPreset) -> serde_json::Value {
         "summary": p.summary(),
         "seed_rows": seed_rows,
         "unmerged": p.unmerged(),
+        "mainline": builtin_mainline(p),
         "switches": switches,
         "tunables": tunables,
     });
@@ -179,6 +188,9 @@ fn write_text(out: &mut String, p: &ResolvedPreset) {
     }
     out.push('\n');
     wrap(out, 2, 2, &p.summary());
+    if let Some(m) = builtin_mainline(p) {
+        wrap(out, 2, 4, &format!("mainline: {m}"));
+    }
 
     // "000 (vanilla, 5.17-rc3), 004 (vanilla)": the table lists a seed's rows together.
     let rows = builtin.map_or(&[][..], |b| b.rows);

@@ -25,8 +25,34 @@ pub struct Preset {
     /// True if some switch has a posted-but-never-merged form (the seed measured a version
     /// that differs from what reached mainline).
     pub unmerged: bool,
+    /// Where this policy stands in mainline's history.
+    pub mainline: Mainline,
     /// The switches.
     pub policy: Policy,
+}
+
+/// Where a preset's policy stands in mainline's history (`pagealloc presets` prints it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Mainline {
+    /// The releases (or release candidate) that ran this policy as it is, for every
+    /// modelled switch.
+    Ran(&'static str),
+    /// A base plus patches that mainline merged in this release: the patched base itself was
+    /// no release (e.g. 5.17-rc3 with what became 5.18's bulk-free change).
+    MergedIn(&'static str),
+    /// A posted form (or a revert for measurement) that mainline never took.
+    Never,
+}
+
+impl fmt::Display for Mainline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mainline::Ran(r) => write!(f, "ran in {r}"),
+            Mainline::MergedIn(r) => write!(f, "merged in {r}"),
+            Mainline::Never => f.write_str("never merged"),
+        }
+    }
 }
 
 impl Preset {
@@ -259,6 +285,7 @@ pub const PRESETS: &[Preset] = &[
                   hygiene, two THP lists, chunked drains; lowmem_reserve as 6.14+",
         rows: &[],
         unmerged: false,
+        mainline: Mainline::Ran("6.14 and 6.15"),
         policy: MODERN,
     },
     Preset {
@@ -266,6 +293,7 @@ pub const PRESETS: &[Preset] = &[
         summary: "5.17-rc3: high-order PCP (5.14), free_factor, two-pass round-robin bulk free",
         rows: &[row("000", "vanilla"), row("000", "5.17-rc3"), row("004", "vanilla")],
         unmerged: false,
+        mainline: Mainline::Ran("5.17-rc3"),
         policy: HPC_VANILLA,
     },
     Preset {
@@ -278,6 +306,7 @@ pub const PRESETS: &[Preset] = &[
             row("004", "mm-reverthighpcp-v1"),
         ],
         unmerged: false,
+        mainline: Mainline::Never,
         policy: HPC_REVERT,
     },
     Preset {
@@ -286,6 +315,7 @@ pub const PRESETS: &[Preset] = &[
                   for 5.18)",
         rows: &[row("004", "mm-highpcpopt-v2")],
         unmerged: false,
+        mainline: Mainline::MergedIn("5.18"),
         policy: HPC_OPT,
     },
     Preset {
@@ -294,6 +324,7 @@ pub const PRESETS: &[Preset] = &[
                   starts at the list after the overflowing one)",
         rows: &[row("000", "mm-highpcpopt-v1"), row("000", "mm-highpcpopt-v1r4")],
         unmerged: true,
+        mainline: Mainline::Never,
         policy: HPC_OPT_V1,
     },
     Preset {
@@ -302,6 +333,7 @@ pub const PRESETS: &[Preset] = &[
                   for 5.18, prefetch kept)",
         rows: &[],
         unmerged: false,
+        mainline: Mainline::MergedIn("5.18"),
         policy: HPC_LIMIT,
     },
     Preset {
@@ -313,6 +345,7 @@ pub const PRESETS: &[Preset] = &[
             row("000", "5.17-full-series"),
         ],
         unmerged: true,
+        mainline: Mainline::Never,
         policy: HPC_LIMIT_V1,
     },
     Preset {
@@ -320,6 +353,7 @@ pub const PRESETS: &[Preset] = &[
         summary: "6.6, the base of \"mm: PCP high auto-tuning\"",
         rows: &[row("001", "base")],
         unmerged: false,
+        mainline: Mainline::Ran("6.6"),
         policy: TUNE_BASE,
     },
     Preset {
@@ -327,6 +361,7 @@ pub const PRESETS: &[Preset] = &[
         summary: "6.6 + PCP auto-tuning v1 patch 1 (no full drain at process exit)",
         rows: &[row("001", "patch1")],
         unmerged: false,
+        mainline: Mainline::MergedIn("6.7"),
         policy: TUNE_P1,
     },
     Preset {
@@ -334,6 +369,7 @@ pub const PRESETS: &[Preset] = &[
         summary: "6.6 + PCP auto-tuning v1 patches 1-3 (FREE_HIGH_BATCH, data-slice rule)",
         rows: &[row("001", "patch3")],
         unmerged: true,
+        mainline: Mainline::Never,
         policy: TUNE_P3,
     },
     Preset {
@@ -341,6 +377,7 @@ pub const PRESETS: &[Preset] = &[
         summary: "6.6 + PCP auto-tuning v1 patches 1-5 (scale cap, alloc_factor)",
         rows: &[row("001", "patch5")],
         unmerged: true,
+        mainline: Mainline::Never,
         policy: TUNE_P5,
     },
     Preset {
@@ -348,6 +385,7 @@ pub const PRESETS: &[Preset] = &[
         summary: "6.6 + PCP auto-tuning v1 patches 1-7 (auto-tuned high, decay to 4/5)",
         rows: &[row("001", "patch7")],
         unmerged: true,
+        mainline: Mainline::Never,
         policy: TUNE_P7,
     },
     Preset {
@@ -355,6 +393,7 @@ pub const PRESETS: &[Preset] = &[
         summary: "6.6 + PCP auto-tuning v1 patches 1-9 (ZONE_BELOW_HIGH, count_min decay)",
         rows: &[row("001", "patch9")],
         unmerged: true,
+        mainline: Mainline::Never,
         policy: TUNE_P9,
     },
     Preset {
@@ -362,6 +401,7 @@ pub const PRESETS: &[Preset] = &[
         summary: "6.6 + PCP auto-tuning v1 patches 1-10 (free_count)",
         rows: &[row("001", "patch10")],
         unmerged: true,
+        mainline: Mainline::Never,
         policy: TUNE_P10,
     },
     Preset {
@@ -369,6 +409,7 @@ pub const PRESETS: &[Preset] = &[
         summary: "4.20-rc3: order-0 PCP, high 6*batch, no ALLOC_NOFRAGMENT, no boosting",
         rows: &[row("002", "vanilla"), row("002", "4.20-rc3")],
         unmerged: false,
+        mainline: Mainline::Ran("4.20-rc3"),
         policy: FRAG_VANILLA,
     },
     Preset {
@@ -377,6 +418,7 @@ pub const PRESETS: &[Preset] = &[
                   (ALLOC_NOFRAGMENT)",
         rows: &[row("002", "lowzone-v5r8"), row("002", "4.20-rc3+patch"), row("002", "patch")],
         unmerged: false,
+        mainline: Mainline::MergedIn("5.0"),
         policy: FRAG_LOWZONE,
     },
     Preset {
@@ -384,6 +426,7 @@ pub const PRESETS: &[Preset] = &[
         summary: "4.19: page_frag_free frees every order straight to the buddy lists",
         rows: &[],
         unmerged: false,
+        mainline: Mainline::Ran("4.19"),
         policy: PFRAG_BUDDY,
     },
     Preset {
@@ -391,6 +434,7 @@ pub const PRESETS: &[Preset] = &[
         summary: "4.19 + 65895b67ad27 backport: order-0 page_frag pages freed through the PCP",
         rows: &[],
         unmerged: false,
+        mainline: Mainline::MergedIn("4.19.y stable (mainline 65895b67ad27, believed 5.0)"),
         policy: PFRAG_PCP,
     },
     Preset {
@@ -399,6 +443,7 @@ pub const PRESETS: &[Preset] = &[
                   high_min/2 freed pages",
         rows: &[],
         unmerged: false,
+        mainline: Mainline::Ran("6.16"),
         policy: FHIGH,
     },
     Preset {
@@ -407,6 +452,7 @@ pub const PRESETS: &[Preset] = &[
                   free_high waits for 5*batch freed pages",
         rows: &[],
         unmerged: true,
+        mainline: Mainline::Never,
         policy: FHIGH_V2,
     },
     Preset {
@@ -415,6 +461,7 @@ pub const PRESETS: &[Preset] = &[
                   4.19, d8a759b57035)",
         rows: &[],
         unmerged: false,
+        mainline: Mainline::Ran("4.18"),
         policy: LEGACY_4_18,
     },
 ];

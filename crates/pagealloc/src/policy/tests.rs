@@ -574,3 +574,19 @@ fn print_matrices() {
         std::println!("{}", matrix(group));
     }
 }
+
+/// A preset that models a posted-but-unmerged form never claims a mainline release, and one
+/// that mainline ran or merged is not flagged unmerged.
+#[test]
+fn mainline_agrees_with_unmerged() {
+    for p in PRESETS {
+        if p.unmerged {
+            assert_eq!(p.mainline, Mainline::Never, "{}", p.name);
+        }
+        assert!(!p.mainline.to_string().is_empty());
+    }
+    let merged = |n| Preset::get(n).map(|p| p.mainline);
+    assert_eq!(merged("hpc-opt"), Some(Mainline::MergedIn("5.18")));
+    assert_eq!(merged("fhigh"), Some(Mainline::Ran("6.16")));
+    assert_eq!(merged("fhigh-v2"), Some(Mainline::Never));
+}
