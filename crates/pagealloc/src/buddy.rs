@@ -48,7 +48,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
                     pfn,
                     order,
                     migratetype: mt,
-                    percpu_refill: crate::pcp_allowed_order(order) && mt.is_mergeable(),
+                    percpu_refill: crate::types::pcp_allowed_order(order) && mt.is_mergeable(),
                 });
             }
             return Some(pfn);

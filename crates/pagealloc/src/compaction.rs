@@ -19,6 +19,7 @@
 
 use crate::sync::RawLock;
 
+use crate::compact_state::last_block;
 use crate::error::CompactError;
 use crate::events::{EventSink, MetaLine};
 use crate::gfp::AllocFlags;
@@ -27,7 +28,7 @@ use crate::mem_map::{FrameInfo, FrameState};
 use crate::migratetype::MigrateType;
 use crate::page_alloc::{Cpu, PageAllocator, Walk};
 use crate::stats::Counter;
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use crate::sync::Ordering::Relaxed;
 use crate::types::{NodeId, ZoneIdx};
 use crate::types::{
     Order, Pfn, ZoneType, MAX_PAGE_ORDER, NR_PAGE_ORDERS, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER,
@@ -158,49 +159,6 @@ pub struct CompactOutcome {
     pub result: CompactResult,
     /// What it did.
     pub stats: CompactStats,
-}
-
-/// A zone's compaction state: where the scanners left off, and deferral after failures.
-/// Atomics read and written without a lock, as the kernel's zone fields are: hints that a
-/// racing compaction may overwrite, never a correctness matter.
-#[derive(Debug)]
-pub(crate) struct CompactState {
-    /// Where the migrate scanner resumes: [async, sync] (kernel `compact_cached_migrate_pfn`).
-    cached_migrate: [AtomicU64; 2],
-    /// Where the free scanner resumes: a pageblock's first frame (`compact_cached_free_pfn`).
-    cached_free: AtomicU64,
-    /// Attempts considered since the last deferral (`compact_considered`).
-    considered: AtomicU32,
-    /// Attempts are deferred 2^shift times (`compact_defer_shift`).
-    defer_shift: AtomicU32,
-    /// The lowest order that failed (`compact_order_failed`); lower orders are not deferred.
-    order_failed: AtomicU32,
-    /// The scanners met in a direct compaction: clear the skip hints when kcompactd next
-    /// goes to sleep (`compact_blockskip_flush`).
-    blockskip_flush: AtomicBool,
-}
-
-/// The first frame of the last pageblock a zone `start..end` touches.
-fn last_block(start: Pfn, end: Pfn) -> u64 {
-    if end.0 > start.0 {
-        (end.0 - 1) & !(PAGEBLOCK_NR_PAGES - 1)
-    } else {
-        start.0 & !(PAGEBLOCK_NR_PAGES - 1)
-    }
-}
-
-impl CompactState {
-    /// The state of a fresh zone spanning `start..end`.
-    pub(crate) fn new(start: Pfn, end: Pfn) -> CompactState {
-        CompactState {
-            cached_migrate: [AtomicU64::new(start.0), AtomicU64::new(start.0)],
-            cached_free: AtomicU64::new(last_block(start, end)),
-            considered: AtomicU32::new(0),
-            defer_shift: AtomicU32::new(0),
-            order_failed: AtomicU32::new(u32::from(MAX_PAGE_ORDER) + 1),
-            blockskip_flush: AtomicBool::new(false),
-        }
-    }
 }
 
 /// Free memory of a zone by block size (kernel `struct contig_page_info`).

@@ -55,7 +55,7 @@ impl fmt::Display for AllocError {
             AllocError::FragTooLarge { size } => write!(
                 f,
                 "a fragment of {size} bytes is larger than the largest page_frag page ({} bytes)",
-                crate::page_frag::PAGE_FRAG_CACHE_MAX_SIZE
+                crate::types::PAGE_FRAG_CACHE_MAX_SIZE
             ),
             AllocError::ForeignFragCache => {
                 f.write_str("the page_frag cache holds a page of another allocator")

@@ -245,6 +245,7 @@ extern crate alloc;
 extern crate std;
 
 mod buddy;
+mod compact_state;
 pub mod compaction;
 pub mod debug;
 pub mod error;
@@ -272,6 +273,7 @@ pub mod watermark;
 #[cfg(feature = "x86_64")]
 pub mod x86_64_frames;
 mod zone;
+pub mod zone_flags;
 
 pub use crate::compaction::{
     CompactMode, CompactOutcome, CompactResult, CompactStats, Migrate, Target,
@@ -288,23 +290,11 @@ pub use crate::pcp::{PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
 pub use crate::policy::{Policy, Tunables};
 pub use crate::stats::{Counter, VmEvents};
 pub use crate::sync::{RawLock, RawSpinLock, SpinMutex, SpinMutexGuard};
-pub use crate::types::{CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType};
+pub use crate::types::{pcp_allowed_order, CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType};
 pub use crate::zone::{Zone, WMARK_HIGH, WMARK_LOW, WMARK_MIN, WMARK_PROMO};
 /// `lock_api`, whose `RawMutex` a lock of the allocator implements (re-exported so a user's
 /// lock is written against the same version).
 pub use lock_api;
-
-/// Zone flag bits (kernel `zone_flags`), for [`Zone::test_flag`].
-pub mod zone_flags {
-    pub use crate::zone::flags::{BELOW_HIGH, BOOSTED_WATERMARK, RECLAIM_ACTIVE};
-}
-
-/// May blocks of this order sit on the per-CPU lists of a modern kernel? Orders 0..=3 and the
-/// THP order (kernel `pcp_allowed_order`; the policy's `pcp_lists` decides what is cached).
-#[inline]
-pub const fn pcp_allowed_order(order: Order) -> bool {
-    order.0 <= types::PAGE_ALLOC_COSTLY_ORDER || order.0 == types::PAGEBLOCK_ORDER
-}
 
 /// The crate README's example, compiled and run as a doc test.
 #[cfg(doctest)]

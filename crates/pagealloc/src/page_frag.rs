@@ -27,8 +27,7 @@ use crate::{Cpu, PageAllocator};
 #[cfg(doc)]
 use crate::policy::Policy;
 
-/// The size the cache tries to refill with (PAGE_FRAG_CACHE_MAX_SIZE): 32 KiB.
-pub const PAGE_FRAG_CACHE_MAX_SIZE: u32 = 32768;
+pub use crate::types::PAGE_FRAG_CACHE_MAX_SIZE;
 /// Its order.
 pub const PAGE_FRAG_CACHE_MAX_ORDER: Order = Order(3);
 /// References the cache keeps on the page it carves: its own and a spare, so the page's count

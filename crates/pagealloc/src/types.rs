@@ -300,6 +300,17 @@ pub const fn mult_frac(x: u64, n: u64, d: u64) -> u64 {
     }
 }
 
+/// The size a page_frag cache tries to refill with (PAGE_FRAG_CACHE_MAX_SIZE): 32 KiB. Here
+/// rather than in `page_frag` so that the errors below it can name it.
+pub const PAGE_FRAG_CACHE_MAX_SIZE: u32 = 32768;
+
+/// May blocks of this order sit on the per-CPU lists of a modern kernel? Orders 0..=3 and the
+/// THP order (kernel `pcp_allowed_order`; the policy's `pcp_lists` decides what is cached).
+#[inline]
+pub const fn pcp_allowed_order(order: Order) -> bool {
+    order.0 <= PAGE_ALLOC_COSTLY_ORDER || order.0 == PAGEBLOCK_ORDER
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 
 use crate::sync::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 
+use crate::compact_state::CompactState;
 use crate::events::{EventSink, MetaLine};
 use crate::hot::frames_unchecked;
 use crate::list::ListHead;
@@ -22,16 +23,7 @@ use crate::types::{
     CpuId, NodeId, NrPages, Order, Pfn, ZoneIdx, ZoneType, NR_PAGE_ORDERS, NR_ZONE_TYPES,
 };
 
-/// Zone flag bits (kernel `zone_flags`).
-pub mod flags {
-    /// A fragmenting fallback boosted the watermark; the next allocation wakes kswapd.
-    pub const BOOSTED_WATERMARK: u32 = 1 << 0;
-    /// Background reclaim is running on this zone.
-    pub const RECLAIM_ACTIVE: u32 = 1 << 1;
-    /// A fast watermark check against HIGH failed; cleared by a PCP drain that lifts the zone
-    /// back above HIGH (6.7+).
-    pub const BELOW_HIGH: u32 = 1 << 2;
-}
+pub(crate) use crate::zone_flags as flags;
 
 /// Watermark indices (kernel `enum zone_watermarks`).
 pub const WMARK_MIN: usize = 0;
@@ -106,7 +98,7 @@ pub struct Zone<L: RawLock = RawSpinLock> {
     /// One pageset per CPU, indexed by CPU number.
     pub(crate) pcp: Table<PcpSlot<L>>,
     /// Where compaction's scanners left off and its deferral state.
-    pub(crate) compact: crate::compaction::CompactState,
+    pub(crate) compact: CompactState,
 }
 
 impl<L: RawLock> Zone<L> {
@@ -150,7 +142,7 @@ impl<L: RawLock> Zone<L> {
             flags: AtomicU32::new(0),
             counters: Counters::default(),
             pcp,
-            compact: crate::compaction::CompactState::new(start, end),
+            compact: CompactState::new(start, end),
         })
     }
 

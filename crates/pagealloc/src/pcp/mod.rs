@@ -27,7 +27,7 @@ use crate::sizing::{self, PcpSizes};
 use crate::stats::Counters;
 use crate::sync::{AtomicU64, Mutex, RawLock, RawSpinLock};
 use crate::types::{Order, NR_PAGE_ORDERS};
-use crate::zone::flags;
+use crate::zone_flags as flags;
 
 #[cfg(doc)]
 use crate::policy::PcpLocking;
