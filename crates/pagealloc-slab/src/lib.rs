@@ -7,7 +7,7 @@
 //!
 //! Like the page allocator it manages frame numbers, not memory: an object is (its slab's
 //! first frame, its index), and no byte is touched. It is `no_std` (it needs `alloc`) and
-//! thread-safe; see `cache.rs` for the lock order.
+//! thread-safe; see `cache/mod.rs` for the lock order.
 //!
 //! ```
 //! use pagealloc::{CpuId, Gfp, MemoryMap, PageAllocator, Policy, Tunables};

@@ -14,7 +14,7 @@ use pagealloc::RawLock;
 use pagealloc::{CpuId, NodeId, Order, Pfn};
 
 /// Where a slab is. The lock of the list it is on is needed to change this, besides the
-/// slab's own lock (see the lock order in `cache.rs`).
+/// slab's own lock (see the lock order in `cache/mod.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Place {
     /// The CPU's active slab (kernel `c->slab`, "frozen").
