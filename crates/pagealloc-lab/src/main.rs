@@ -30,6 +30,7 @@ mod runs;
 mod scoreboard;
 mod stress;
 mod trace;
+mod validation;
 mod workload;
 mod zone_check;
 mod zoneinfo;

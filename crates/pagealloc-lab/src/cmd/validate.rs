@@ -12,15 +12,15 @@
 use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
-use pagealloc::Counter;
 use serde_json::json;
 
 use super::run::QUICK_SCALE;
-use crate::machine::{CacheLevel, Machine};
+use crate::machine::Machine;
 use crate::model::cost::CostProfile;
 use crate::preset_file::resolve;
 use crate::results;
-use crate::runs::{self, RunResult, RunSpec, Runner};
+use crate::runs::{self, RunSpec, Runner};
+use crate::validation::{host_machine, Compared, METRICS, PLANS, TOLERANCE};
 use crate::workload;
 
 /// Arguments of `pagealloc validate`.
@@ -63,150 +63,6 @@ pub struct Args {
     /// Directory for result rows (JSON lines).
     #[arg(long, default_value = "results", value_name = "DIR")]
     pub results: std::path::PathBuf,
-}
-
-/// Each workload's parameters on a small host (2 CPUs; thpfioscale's fio thread and THP thread
-/// need 3), and its CPUs: (workload, CPUs, overrides, scale).
-const PLANS: &[(&str, u32, &[&str], f64)] = &[
-    ("trunc", 2, &[], 0.1),
-    ("page-fault1", 2, &["processes=2"], 0.1),
-    ("kbuild", 2, &["mem_node=-1", "parallel=2"], 0.02),
-    ("netperf-tcp", 2, &[], 0.2),
-    ("netperf-sctp-stream-many", 2, &["pairs=1"], 0.2),
-    ("lmbench-unix", 2, &["pairs=1"], 0.2),
-    ("page-frag-rx", 2, &["rx_cpus=1", "tx_cpus=1"], 0.2),
-    ("thpfioscale", 3, &["fio_threads=1"], 0.1),
-    ("hackbench", 2, &["groups=1", "fds=4"], 0.1),
-    ("netperf-udp", 2, &[], 0.2),
-    ("vm-scalability", 2, &["tasks=2"], 0.01),
-];
-
-/// How far the model may be from the real median on the judged metrics: ±15 %.
-pub const TOLERANCE: f64 = 0.15;
-
-/// The metrics compared: (name, judged for the verdict, what it is).
-const METRICS: &[(&str, bool, &str)] = &[
-    ("elapsed_s", true, "run time: virtual in the model, wall in the real runner, s"),
-    ("calls", false, "allocator calls (allocations and frees)"),
-    ("zone_lock_acquire", true, "zone-lock acquisitions"),
-    ("zone_lock_held_pct", false, "time holding zone locks / CPU time, %"),
-    ("zone_lock_pct", false, "time waiting for zone locks / CPU time, %"),
-    ("refills", true, "pageset refills from the zone (rmqueue_bulk calls)"),
-    ("alloc_zone", false, "pages moved from the zone into pagesets"),
-    ("drains", true, "pageset drains of every reason"),
-    ("free_high", false, "drains triggered by free_high"),
-    ("cold_touches", false, "pages touched out of the LLC (model only)"),
-];
-
-/// The value of compared metric `name` in `r` (NaN: not measured by that runner).
-fn value(name: &str, r: &RunResult, real: bool) -> f64 {
-    let e = &r.outcome.events;
-    let metric = |n: &str| r.metrics.iter().find(|m| m.name == n).map_or(f64::NAN, |m| m.value);
-    match name {
-        "calls" => (r.outcome.ops.allocs + r.outcome.ops.frees) as f64,
-        "refills" => e.get(Counter::PcpRefill) as f64,
-        "drains" => [
-            Counter::DrainHigh,
-            Counter::DrainFreeHigh,
-            Counter::DrainBelowHigh,
-            Counter::DrainReclaim,
-            Counter::DrainDecay,
-            Counter::DrainRemote,
-        ]
-        .iter()
-        .map(|&c| e.get(c))
-        .sum::<u64>() as f64,
-        "cold_touches" if real => f64::NAN,
-        "cold_touches" => r.outcome.touches.1 as f64,
-        other => metric(other),
-    }
-}
-
-/// Is `model` within [`TOLERANCE`] of `real`? Both zero agrees; one zero does not.
-pub fn within(model: f64, real: f64) -> bool {
-    if model == real {
-        return true;
-    }
-    if real == 0.0 || !model.is_finite() || !real.is_finite() {
-        return false;
-    }
-    // The epsilon keeps a ratio of exactly 0.85 or 1.15 inside despite rounding.
-    (model / real - 1.0).abs() <= TOLERANCE + 1e-12
-}
-
-/// The median of `v` (NaN if empty).
-fn median(v: &[f64]) -> f64 {
-    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-/// This host as the model sees it: `cpus` CPUs and `bytes` of memory in one Normal zone, the
-/// caches sysfs reports, and `like`'s memory hierarchy.
-fn host_machine(cpus: u32, bytes: u64, like: &Machine) -> Result<Machine> {
-    let mut m = Machine::host(cpus, bytes)?;
-    let sysfs = std::path::Path::new("/sys/devices/system/cpu");
-    let level = |l: u32| {
-        crate::cacheinfo::level(sysfs, 0, l)
-            .map(|(bytes, n)| CacheLevel { bytes, shared_by: (n as u32).clamp(1, cpus) })
-    };
-    // The model needs a private cache: sysfs's L2, else the reference machine's.
-    let like_l2 = like.nodes.iter().find_map(|n| n.l2);
-    m.nodes[0].l2 =
-        level(2).or(like_l2).map(|c| CacheLevel { shared_by: c.shared_by.min(cpus), ..c });
-    m.nodes[0].l1d = level(1);
-    m.hierarchy = Some(like.hierarchy()?.clone());
-    m.name = format!("host-model ({})", like.name);
-    m.assumptions.push(format!(
-        "memory hierarchy: machine `{}`'s figures{}",
-        like.name,
-        if like.file.is_some() { "" } else { " (the reference VM's, measured by calibrate)" }
-    ));
-    m.validate().map_err(|e| anyhow::anyhow!("the model of this host: {e}"))?;
-    Ok(m)
-}
-
-/// One workload's comparison.
-#[derive(Debug)]
-struct Compared {
-    name: &'static str,
-    params: Vec<String>,
-    model: RunResult,
-    real: Vec<RunResult>,
-}
-
-impl Compared {
-    /// (metric, model, real values, real median, within tolerance).
-    fn table(&self) -> Vec<(&'static str, f64, Vec<f64>, f64, bool)> {
-        METRICS
-            .iter()
-            .map(|&(name, _, _)| {
-                let m = value(name, &self.model, false);
-                let r: Vec<f64> = self.real.iter().map(|r| value(name, r, true)).collect();
-                let med = median(&r);
-                (name, m, r, med, within(m, med))
-            })
-            .collect()
-    }
-
-    /// The judged metrics outside the tolerance; empty when the model agrees.
-    fn misses(&self) -> Vec<&'static str> {
-        self.table()
-            .into_iter()
-            .filter(|(name, _, _, _, ok)| {
-                !ok && METRICS.iter().any(|&(n, judged, _)| n == *name && judged)
-            })
-            .map(|t| t.0)
-            .collect()
-    }
 }
 
 /// Run the command.
@@ -414,42 +270,4 @@ fn to_json(c: &[Compared], like: &Machine, quick: Option<&str>) -> serde_json::V
         "workloads": workloads,
         "agree": c.iter().filter(|w| w.misses().is_empty()).count(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tolerance_is_relative_to_the_real_median() {
-        assert!(within(115.0, 100.0) && within(85.0, 100.0));
-        assert!(!within(116.0, 100.0) && !within(84.0, 100.0));
-        assert!(within(0.0, 0.0), "both zero agree");
-        assert!(!within(1.0, 0.0) && !within(0.0, 1.0), "one side zero does not");
-        assert!(!within(f64::NAN, 1.0));
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert!(median(&[f64::NAN]).is_nan());
-    }
-
-    #[test]
-    fn every_workload_has_a_plan() {
-        for w in workload::WORKLOADS {
-            assert!(PLANS.iter().any(|p| p.0 == w.name), "{} has no plan", w.name);
-        }
-        for &(name, _, overrides, scale) in PLANS {
-            let w = workload::find(name).unwrap();
-            let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-            w.params(&o, scale).unwrap();
-        }
-    }
-
-    #[test]
-    fn the_model_of_this_host_is_one_normal_zone_with_a_hierarchy() {
-        let like = Machine::builtin("lab-2cpu").unwrap();
-        let m = host_machine(2, 512 << 20, &like).unwrap();
-        assert_eq!(m.zone_spans().len(), 1);
-        assert!(m.nodes[0].l2.is_some());
-        assert_eq!(m.hierarchy, like.hierarchy);
-    }
 }
