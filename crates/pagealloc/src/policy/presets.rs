@@ -1,5 +1,7 @@
 //! The named presets: the kernel (or patch set) that each column of a seed table ran, and the
 //! forms merged or posted after the seeds.
+//!
+//! Section numbers (§) in this file are those of `docs/preset-history.md`.
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
