@@ -80,6 +80,9 @@ pub struct ModelSink {
     handoffs: [AtomicU64; 4],
     /// Zone-lock hold time by what it was spent on, [`HeldPart`] order (ps).
     held_parts: [AtomicU64; 4],
+    /// Metadata lines touched while a zone lock is held, by where each was found ([`Found`]
+    /// order): how many of a hold's lines cost anything, and how much each level adds.
+    held_found: [AtomicU64; 7],
     /// Allocations per frame number, when asked for (unset otherwise).
     pfn_allocs: OnceLock<Vec<AtomicU32>>,
     /// Who hears the records, if anyone.
@@ -125,6 +128,7 @@ impl ModelSink {
             prefetch_filter: Default::default(),
             handoffs: Default::default(),
             held_parts: Default::default(),
+            held_found: Default::default(),
             pfn_allocs: OnceLock::new(),
             observer: OnceLock::new(),
         }
@@ -252,6 +256,7 @@ impl ModelSink {
                 _ => HeldPart::OtherLines,
             };
             bump(&self.held_parts[part as usize], ps);
+            bump(&self.held_found[found as usize], 1);
         }
         self.charge(ps);
     }
@@ -266,6 +271,12 @@ impl ModelSink {
     /// Zone-lock hold time so far by what it was spent on ([`HeldPart`] order, ps).
     pub fn held_parts(&self) -> [u64; 4] {
         std::array::from_fn(|i| self.held_parts[i].load(Relaxed))
+    }
+
+    /// Metadata lines touched under zone locks so far, by where each was found ([`Found`]
+    /// order).
+    pub fn held_lines(&self) -> [u64; 7] {
+        std::array::from_fn(|i| self.held_found[i].load(Relaxed))
     }
 
     /// How often each frame was allocated, most used first (at most `n`).
@@ -358,10 +369,14 @@ impl EventSink for ModelSink {
             self.touch_beyond_l2(lines, cpu, line);
         } else if self.nr_prefetched.load(Relaxed) != 0 || self.prices.of_access(Found::L2) != 0 {
             self.charge_touch(line, Found::L2);
+        } else if self.holding.load(Relaxed) != 0 {
+            // Free, but counted: a hold's lines by where they were found.
+            bump(&self.held_found[Found::L2 as usize], 1);
         }
         // Otherwise (most touches): a line in the private cache and no prefetch in flight
         // costs nothing beyond the fixed work, and adding nothing to the clocks is all the
-        // rest would do. Both other paths are calls, so this one needs no stack frame.
+        // rest would do. The other paths are calls or a store, so this one needs no stack
+        // frame.
     }
 
     /// Start the transfer now; the CPU does not wait for it.
@@ -500,6 +515,12 @@ mod tests {
         let (found, _) = s.traffic();
         assert_eq!(found[Found::RemoteNode as usize], 63);
         assert_eq!(found[Found::DramLocal as usize], 63, "CPU 0 found them in memory");
+        // Only the hold's touches count as held lines: the 63 transfers and the 63 repeats,
+        // which found their line in CPU 2's L2 (CPU 0's touches were outside any lock).
+        let mut held = [0; 7];
+        held[Found::L2 as usize] = 63;
+        held[Found::RemoteNode as usize] = 63;
+        assert_eq!(s.held_lines(), held);
     }
 
     #[test]
