@@ -266,7 +266,7 @@ pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
             held_lines as f64,
             "lines",
             Better::Lower,
-            "metadata lines touched while a zone lock is held (model)",
+            "metadata lines touched (or prefetched) while a zone lock is held (model)",
         ),
         (
             "hold_lines_l2_pct",

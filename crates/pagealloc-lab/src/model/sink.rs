@@ -81,8 +81,11 @@ pub struct ModelSink {
     /// Zone-lock hold time by what it was spent on, [`HeldPart`] order (ps).
     held_parts: [AtomicU64; 4],
     /// Metadata lines touched while a zone lock is held, by where each was found ([`Found`]
-    /// order): how many of a hold's lines cost anything, and how much each level adds.
+    /// order): how many of a hold's lines cost anything. Counted per hold from the line
+    /// model's own counts (`held_mark`), so the touch's hot path does no extra work.
     held_found: [AtomicU64; 7],
+    /// The line model's access counts when the running hold began.
+    held_mark: [AtomicU64; 7],
     /// Allocations per frame number, when asked for (unset otherwise).
     pfn_allocs: OnceLock<Vec<AtomicU32>>,
     /// Who hears the records, if anyone.
@@ -129,6 +132,7 @@ impl ModelSink {
             handoffs: Default::default(),
             held_parts: Default::default(),
             held_found: Default::default(),
+            held_mark: Default::default(),
             pfn_allocs: OnceLock::new(),
             observer: OnceLock::new(),
         }
@@ -256,7 +260,6 @@ impl ModelSink {
                 _ => HeldPart::OtherLines,
             };
             bump(&self.held_parts[part as usize], ps);
-            bump(&self.held_found[found as usize], 1);
         }
         self.charge(ps);
     }
@@ -338,13 +341,21 @@ impl EventSink for ModelSink {
         bump(&self.held, handoff);
         bump(&self.held_parts[HeldPart::Handoff as usize], handoff);
         self.holding.store(1, Relaxed);
+        for (mark, n) in self.held_mark.iter().zip(lines.found()) {
+            mark.store(n, Relaxed);
+        }
     }
 
     /// The hold's fixed work and list-operation instructions (its lines were charged as they
     /// were touched). The lock is free when it ends.
     #[inline]
     fn zone_lock_released(&self, _cpu: CpuId, zone: ZoneIdx, list_ops: u32) {
-        let Some(lock) = self.lock(zone) else { return };
+        let (Some(lock), Some(lines)) = (self.lock(zone), self.lines.get()) else { return };
+        // Every line access since the hold began was one of its touches (or prefetches):
+        // the model runs one call at a time.
+        for ((held, mark), n) in self.held_found.iter().zip(&self.held_mark).zip(lines.found()) {
+            bump(held, n - mark.load(Relaxed));
+        }
         let fixed = self.cost.lock_base + u64::from(list_ops) * self.cost.list_op;
         self.charge(fixed);
         bump(&self.held_parts[HeldPart::Fixed as usize], fixed);
@@ -369,14 +380,10 @@ impl EventSink for ModelSink {
             self.touch_beyond_l2(lines, cpu, line);
         } else if self.nr_prefetched.load(Relaxed) != 0 || self.prices.of_access(Found::L2) != 0 {
             self.charge_touch(line, Found::L2);
-        } else if self.holding.load(Relaxed) != 0 {
-            // Free, but counted: a hold's lines by where they were found.
-            bump(&self.held_found[Found::L2 as usize], 1);
         }
         // Otherwise (most touches): a line in the private cache and no prefetch in flight
         // costs nothing beyond the fixed work, and adding nothing to the clocks is all the
-        // rest would do. The other paths are calls or a store, so this one needs no stack
-        // frame.
+        // rest would do. Both other paths are calls, so this one needs no stack frame.
     }
 
     /// Start the transfer now; the CPU does not wait for it.
