@@ -90,6 +90,11 @@ pub fn of_real_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
                 | "handoffs_remote_pct"
                 | "hold_frame_lines_pct"
                 | "hold_fixed_pct"
+                | "hold_lines"
+                | "hold_lines_l2_pct"
+                | "hold_lines_node_pct"
+                | "hold_lines_remote_pct"
+                | "hold_lines_dram_pct"
         )
     });
     for m in &mut v {
@@ -114,6 +119,8 @@ pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
     let extfrag = |mt| e.get(Counter::extfrag(mt, true)) as f64;
     let lines: u64 = o.lines_found.iter().sum();
     let found = |f: Found| o.lines_found[f as usize];
+    let held_lines: u64 = o.held_lines.iter().sum();
+    let held = |fs: &[Found]| pct(fs.iter().map(|&f| o.held_lines[f as usize]).sum(), held_lines);
     let generic = [
         ("elapsed_s", o.elapsed_ps as f64 / 1e12, "s", Better::Lower, "virtual time of the run"),
         (
@@ -253,6 +260,41 @@ pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
             Better::Lower,
             "zone-lock hold time spent on the cost profile's fixed work (model); the rest is \
              hand-offs and free-area and pageset lines",
+        ),
+        (
+            "hold_lines",
+            held_lines as f64,
+            "lines",
+            Better::Lower,
+            "metadata lines touched (or prefetched) while a zone lock is held (model)",
+        ),
+        (
+            "hold_lines_l2_pct",
+            held(&[Found::L2]),
+            "%",
+            Better::Higher,
+            "… found in the holder's own L2: nothing beyond the fixed work (model)",
+        ),
+        (
+            "hold_lines_node_pct",
+            held(&[Found::Llc, Found::SameLlcCore, Found::OtherLlc]),
+            "%",
+            Better::Lower,
+            "… found in another cache of the holder's node (model)",
+        ),
+        (
+            "hold_lines_remote_pct",
+            held(&[Found::RemoteNode]),
+            "%",
+            Better::Lower,
+            "… found in a cache of another node (model)",
+        ),
+        (
+            "hold_lines_dram_pct",
+            held(&[Found::DramLocal, Found::DramRemote]),
+            "%",
+            Better::Lower,
+            "… found in no cache: from memory, local or remote (model)",
         ),
         (
             "alloc_failures",

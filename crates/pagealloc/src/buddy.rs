@@ -278,6 +278,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
 #[cfg(test)]
 mod tests {
     use super::Fpi;
+    use crate::events::{EventSink, MetaLine, TraceEvent};
     use crate::migratetype::MigrateType;
     use crate::types::{CpuId, Order, Pfn};
     use crate::{MemoryMap, PageAllocator, Policy, Tunables};
@@ -333,5 +334,63 @@ mod tests {
         // Fpi::ToTail overrides: B+208 goes to the tail although no merge is likely.
         zl.free_one_page_locked(at(208), Order(4), mt, Fpi::ToTail);
         assert_eq!(ends(&zl, 4).1, Some(at(208)));
+    }
+
+    /// Every metadata line a sink is told about, in order.
+    #[derive(Debug, Default)]
+    struct Lines(std::sync::Mutex<std::vec::Vec<MetaLine>>);
+
+    impl EventSink for Lines {
+        fn record(&self, _: &TraceEvent) {}
+        fn touch(&self, _: CpuId, line: MetaLine) {
+            self.0.lock().unwrap().push(line);
+        }
+    }
+
+    /// A merge reports the lines the kernel's `__free_one_page` touches for it
+    /// (docs/reproduction.md, 001-kbuild, the audit table): the freed block's `struct page`,
+    /// the buddy's (`page_is_buddy`), the buddy again with both of its free-list neighbours
+    /// and the free area when it is unlinked, the next buddy that is not free, the
+    /// enclosing block's buddy (`buddy_merge_likely`), then the merged block, the list's old
+    /// first entry and the free area when it is listed.
+    #[test]
+    fn a_merge_reports_the_buddy_and_its_list_neighbours() {
+        let map = MemoryMap::single_node(1, 32 << 20).unwrap();
+        let pa = PageAllocator::with_events(
+            map,
+            Tunables::default(),
+            Policy::modern(),
+            Lines::default(),
+        )
+        .unwrap();
+        let z = pa.zone_by_type(crate::NodeId(0), crate::ZoneType::Dma32).unwrap();
+        let mut zl = z.lock(CpuId(0), &pa.events, &pa.cfg);
+        let mt = MigrateType::Movable;
+        let b = zl.rmqueue_smallest(Order(10), mt).unwrap();
+        let at = |off: u64| Pfn(b.0 + off);
+        // The order-1 list becomes [B+18, B+2, B+10]: B+2, the buddy of B, has a neighbour
+        // on each side.
+        for off in [10, 2, 18] {
+            zl.free_one_page_locked(at(off), Order(1), mt, Fpi::None);
+        }
+        let old_head = zl.first_free(Order(2), mt);
+        pa.events.0.lock().unwrap().clear();
+        zl.free_one_page_locked(at(0), Order(1), mt, Fpi::None);
+        let f = |off| MetaLine::Frame(at(off));
+        let mut want = std::vec![
+            f(0),
+            f(2),
+            f(2),
+            f(18),
+            f(10),
+            MetaLine::FreeArea(z.idx, Order(1)),
+            f(4),
+            f(8),
+            f(0),
+        ];
+        want.extend(old_head.map(MetaLine::Frame));
+        want.push(MetaLine::FreeArea(z.idx, Order(2)));
+        assert_eq!(*pa.events.0.lock().unwrap(), want);
+        assert_eq!(zl.first_free(Order(2), mt), Some(at(0)), "merged to order 2, at the head");
     }
 }

@@ -664,6 +664,8 @@ pub struct RunOutcome {
     pub handoffs: [u64; 4],
     /// Zone-lock hold time by what it went to ([`sink::HeldPart`] order, ps).
     pub held_parts: [u64; 4],
+    /// Metadata lines touched under zone locks, by where each was found ([`Found`] order).
+    pub held_lines: [u64; 7],
     /// Most allocated frames (frame, allocations), when counted.
     pub most_used_frames: Vec<(u64, u32)>,
     /// The workload's own metrics.
@@ -918,6 +920,7 @@ impl Model {
         self.give_back(w)?;
         let (lines_found, handoffs) = self.pa.events().traffic();
         let held_parts = self.pa.events().held_parts();
+        let held_lines = self.pa.events().held_lines();
         let (busy, waited, held) =
             self.cpus.iter().fold((0, 0, 0), |(b, w, h), v| (b + v.busy, w + v.waited, h + v.held));
         Ok(RunOutcome {
@@ -936,6 +939,7 @@ impl Model {
             lines_found,
             handoffs,
             held_parts,
+            held_lines,
             most_used_frames,
             workload: w.metrics(),
             steps,

@@ -80,6 +80,12 @@ pub struct ModelSink {
     handoffs: [AtomicU64; 4],
     /// Zone-lock hold time by what it was spent on, [`HeldPart`] order (ps).
     held_parts: [AtomicU64; 4],
+    /// Metadata lines touched while a zone lock is held, by where each was found ([`Found`]
+    /// order): how many of a hold's lines cost anything. Counted per hold from the line
+    /// model's own counts (`held_mark`), so the touch's hot path does no extra work.
+    held_found: [AtomicU64; 7],
+    /// The line model's access counts when the running hold began.
+    held_mark: [AtomicU64; 7],
     /// Allocations per frame number, when asked for (unset otherwise).
     pfn_allocs: OnceLock<Vec<AtomicU32>>,
     /// Who hears the records, if anyone.
@@ -125,6 +131,8 @@ impl ModelSink {
             prefetch_filter: Default::default(),
             handoffs: Default::default(),
             held_parts: Default::default(),
+            held_found: Default::default(),
+            held_mark: Default::default(),
             pfn_allocs: OnceLock::new(),
             observer: OnceLock::new(),
         }
@@ -268,6 +276,12 @@ impl ModelSink {
         std::array::from_fn(|i| self.held_parts[i].load(Relaxed))
     }
 
+    /// Metadata lines touched under zone locks so far, by where each was found ([`Found`]
+    /// order).
+    pub fn held_lines(&self) -> [u64; 7] {
+        std::array::from_fn(|i| self.held_found[i].load(Relaxed))
+    }
+
     /// How often each frame was allocated, most used first (at most `n`).
     pub fn most_used_frames(&self, n: usize) -> Vec<(u64, u32)> {
         let Some(counts) = self.pfn_allocs.get() else { return Vec::new() };
@@ -327,13 +341,21 @@ impl EventSink for ModelSink {
         bump(&self.held, handoff);
         bump(&self.held_parts[HeldPart::Handoff as usize], handoff);
         self.holding.store(1, Relaxed);
+        for (mark, n) in self.held_mark.iter().zip(lines.found()) {
+            mark.store(n, Relaxed);
+        }
     }
 
     /// The hold's fixed work and list-operation instructions (its lines were charged as they
     /// were touched). The lock is free when it ends.
     #[inline]
     fn zone_lock_released(&self, _cpu: CpuId, zone: ZoneIdx, list_ops: u32) {
-        let Some(lock) = self.lock(zone) else { return };
+        let (Some(lock), Some(lines)) = (self.lock(zone), self.lines.get()) else { return };
+        // Every line access since the hold began was one of its touches (or prefetches):
+        // the model runs one call at a time.
+        for ((held, mark), n) in self.held_found.iter().zip(&self.held_mark).zip(lines.found()) {
+            bump(held, n - mark.load(Relaxed));
+        }
         let fixed = self.cost.lock_base + u64::from(list_ops) * self.cost.list_op;
         self.charge(fixed);
         bump(&self.held_parts[HeldPart::Fixed as usize], fixed);
@@ -500,6 +522,12 @@ mod tests {
         let (found, _) = s.traffic();
         assert_eq!(found[Found::RemoteNode as usize], 63);
         assert_eq!(found[Found::DramLocal as usize], 63, "CPU 0 found them in memory");
+        // Only the hold's touches count as held lines: the 63 transfers and the 63 repeats,
+        // which found their line in CPU 2's L2 (CPU 0's touches were outside any lock).
+        let mut held = [0; 7];
+        held[Found::L2 as usize] = 63;
+        held[Found::RemoteNode as usize] = 63;
+        assert_eq!(s.held_lines(), held);
     }
 
     #[test]
