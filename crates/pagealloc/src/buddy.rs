@@ -305,12 +305,17 @@ mod tests {
         PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap()
     }
 
+    /// The DMA32 zone of [`allocator`]'s machine, where every test here works.
+    fn dma32(pa: &PageAllocator) -> &crate::Zone {
+        pa.zone_by_type(crate::NodeId(0), crate::ZoneType::Dma32).unwrap()
+    }
+
     /// `expand` puts each upper half at the head of its list, so the next small request takes
     /// the neighbour of the block just carved.
     #[test]
     fn expand_puts_upper_halves_at_the_head() {
         let pa = allocator();
-        let z = pa.zone_by_type(crate::NodeId(0), crate::ZoneType::Dma32).unwrap();
+        let z = dma32(&pa);
         let mut zl = z.lock(CpuId(0), &pa.events, &pa.cfg);
         let mt = MigrateType::Movable;
         let a = zl.rmqueue_smallest(Order(0), mt).unwrap();
@@ -339,7 +344,7 @@ mod tests {
     fn the_bitmap_of_non_empty_lists_follows_every_list_operation() {
         use crate::gfp::AllocFlags;
         let pa = allocator();
-        let z = pa.zone_by_type(crate::NodeId(0), crate::ZoneType::Dma32).unwrap();
+        let z = dma32(&pa);
         let mut zl = z.lock(CpuId(0), &pa.events, &pa.cfg);
         let mv = MigrateType::Movable;
         assert_bitmap_matches(&zl, "boot");
@@ -377,7 +382,7 @@ mod tests {
     #[test]
     fn merge_likely_blocks_go_to_the_tail() {
         let pa = allocator();
-        let z = pa.zone_by_type(crate::NodeId(0), crate::ZoneType::Dma32).unwrap();
+        let z = dma32(&pa);
         let mut zl = z.lock(CpuId(0), &pa.events, &pa.cfg);
         let mt = MigrateType::Movable;
         let b = zl.rmqueue_smallest(Order(10), mt).unwrap();
