@@ -4,6 +4,7 @@
 
 use crate::events::{EventSink, TraceEvent};
 use crate::gfp::AllocFlags;
+use crate::hot::frames_unchecked;
 use crate::mem_map::FrameState;
 use crate::migratetype::MigrateType;
 use crate::sync::RawLock;
@@ -21,39 +22,53 @@ pub(crate) enum Fpi {
 }
 
 impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
-    /// Split the free block at `pfn` of order `high` down to `low`, putting each upper half on
-    /// the head of the `mt` list of its order (kernel `expand`). Returns `pfn`, now the head of
-    /// an order-`low` block that is on no list.
-    pub(crate) fn expand(&mut self, pfn: Pfn, low: Order, high: Order, mt: MigrateType) {
+    /// Split the free block at `pfn` (on no list) of order `high` down to `low`, putting each
+    /// upper half on the head of the `mt` list of its order (kernel `expand`). `pfn` is then
+    /// the head of an order-`low` block that is on no list. Returns the pages put on the
+    /// lists, which the caller accounts once with the block it took, as the kernel's
+    /// `page_del_and_expand` does since 6.10 (the free counters end the same; nothing reads
+    /// them between the levels).
+    #[allow(unsafe_code)]
+    pub(crate) fn expand(&mut self, pfn: Pfn, low: Order, high: Order, mt: MigrateType) -> i64 {
+        let zone = self.zone;
+        let idx = zone.index_of(pfn);
+        debug_assert!(zone.spans(pfn) && zone.spans(Pfn(pfn.0 + high.nr_pages().0 - 1)));
+        // SAFETY: `pfn` heads an order-`high` block taken off this zone's free lists, and
+        // every frame of such a block is the zone's (hot.rs, F): so is each upper half.
+        let at = unsafe { frames_unchecked(&zone.mem_map) };
         let mut o = high.0;
         while o > low.0 {
             o -= 1;
-            let half = pfn.add(Order(o).nr_pages());
-            self.add_to_free_list(half, Order(o), mt, false);
-            self.account_freepages(mt, 1 << o);
+            self.add_at(&at, idx + (1 << o), Order(o), mt, false);
         }
+        (1i64 << high.0) - (1i64 << low.0)
+    }
+
+    /// The smallest order ≥ `order` whose `mt` list has a block: one bit scan of the zone's
+    /// bitmap of non-empty lists, exact under the lock.
+    #[inline]
+    fn smallest_free_order(&self, order: Order, mt: MigrateType) -> Option<Order> {
+        let above = self.zone.free_orders(mt).checked_shr(u32::from(order.0)).unwrap_or(0);
+        (above != 0).then(|| Order(order.0 + above.trailing_zeros() as u8))
     }
 
     /// Take the head block of the smallest order ≥ `order` on `mt`'s lists and split it
     /// (kernel `__rmqueue_smallest`).
     pub(crate) fn rmqueue_smallest(&mut self, order: Order, mt: MigrateType) -> Option<Pfn> {
-        for o in order.0..=MAX_PAGE_ORDER {
-            let Some(pfn) = self.first_free(Order(o), mt) else { continue };
-            self.del_from_free_list(pfn, Order(o), mt);
-            self.account_freepages(mt, -(1 << o));
-            self.expand(pfn, order, Order(o), mt);
-            if E::ENABLED {
-                self.events.record(&TraceEvent::PageAllocZoneLocked {
-                    cpu: self.cpu,
-                    pfn,
-                    order,
-                    migratetype: mt,
-                    percpu_refill: crate::types::pcp_allowed_order(order) && mt.is_mergeable(),
-                });
-            }
-            return Some(pfn);
+        let o = self.smallest_free_order(order, mt)?;
+        let pfn = self.zone.pfn_of(self.pop_free_head(o, mt)?);
+        let added = self.expand(pfn, order, o, mt);
+        self.account_freepages(mt, added - (1 << o.0));
+        if E::ENABLED {
+            self.events.record(&TraceEvent::PageAllocZoneLocked {
+                cpu: self.cpu,
+                pfn,
+                order,
+                migratetype: mt,
+                percpu_refill: crate::types::pcp_allowed_order(order) && mt.is_mergeable(),
+            });
         }
-        None
+        Some(pfn)
     }
 
     /// One block of `order` for a `mt` request, from this zone's buddy lists, falling back to
@@ -121,6 +136,9 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         // Until the merged block is listed, no frame of it heads anything.
         zone.frame(pfn).set_info(crate::mem_map::FrameInfo::TAIL);
         self.touch_frame(pfn);
+        // SAFETY: called only with frames the zone spans (the buddies below are tested) and
+        // with members of its lists (hot.rs, F).
+        let at = unsafe { frames_unchecked(&zone.mem_map) };
         let (mut pfn, mut order) = (pfn, order);
         let mut buddy = pfn.buddy(order);
         while order.0 < MAX_PAGE_ORDER {
@@ -129,8 +147,8 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
                 break;
             }
             self.touch_frame(buddy);
-            // SAFETY: the zone spans `buddy` (tested above; hot.rs, F).
-            let info = unsafe { zone.frame_of(buddy) }.info();
+            let bidx = zone.index_of(buddy);
+            let info = at(bidx).info();
             if info.state != FrameState::Buddy || info.order != order {
                 break;
             }
@@ -142,7 +160,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
                 // Reserves, CMA and isolated blocks keep their pages to themselves.
                 break;
             }
-            self.del_from_free_list(buddy, order, buddy_mt);
+            self.del_at(&at, bidx, order, buddy_mt);
             if buddy_mt != mt {
                 let pages = order.nr_pages().0 as i64;
                 self.account_freepages(buddy_mt, -pages);
@@ -288,12 +306,17 @@ mod tests {
         PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap()
     }
 
+    /// The DMA32 zone of [`allocator`]'s machine, where every test here works.
+    fn dma32(pa: &PageAllocator) -> &crate::Zone {
+        pa.zone_by_type(crate::NodeId(0), crate::ZoneType::Dma32).unwrap()
+    }
+
     /// `expand` puts each upper half at the head of its list, so the next small request takes
     /// the neighbour of the block just carved.
     #[test]
     fn expand_puts_upper_halves_at_the_head() {
         let pa = allocator();
-        let z = pa.zone_by_type(crate::NodeId(0), crate::ZoneType::Dma32).unwrap();
+        let z = dma32(&pa);
         let mut zl = z.lock(CpuId(0), &pa.events, &pa.cfg);
         let mt = MigrateType::Movable;
         let a = zl.rmqueue_smallest(Order(0), mt).unwrap();
@@ -303,13 +326,64 @@ mod tests {
         assert_eq!(zl.rmqueue_smallest(Order(9), mt), Some(Pfn(a.0 + 512)));
     }
 
+    /// Each word of the bitmap of non-empty lists as the lists say it must be, against the
+    /// bitmap the zone keeps; `what` names the step for the failure message.
+    fn assert_bitmap_matches(zl: &crate::zone::ZoneLocked<'_, crate::NoEvents>, what: &str) {
+        for mt in MigrateType::ALL {
+            let want = (0..crate::types::NR_PAGE_ORDERS)
+                .filter(|&o| !zl.free.area[o].lists[mt.index()].is_empty())
+                .fold(0u32, |w, o| w | 1 << o);
+            assert_eq!(zl.zone.free_orders(mt), want, "{mt} after {what}");
+        }
+    }
+
+    /// The bitmap follows every kind of list change: a split (lists of the lower orders go
+    /// non-empty), a take that empties a list, a merge (lists empty as buddies leave them),
+    /// a move between types, a fallback steal, the split of a block larger than a
+    /// pageblock, and taking every block of an order.
+    #[test]
+    fn the_bitmap_of_non_empty_lists_follows_every_list_operation() {
+        use crate::gfp::AllocFlags;
+        let pa = allocator();
+        let z = dma32(&pa);
+        let mut zl = z.lock(CpuId(0), &pa.events, &pa.cfg);
+        let mv = MigrateType::Movable;
+        assert_bitmap_matches(&zl, "boot");
+        assert_eq!(zl.zone.free_orders(mv), 1 << 10, "only order-10 blocks at first");
+        let a = zl.rmqueue_smallest(Order(0), mv).unwrap();
+        assert_bitmap_matches(&zl, "a split from order 10");
+        assert_eq!(zl.zone.free_orders(mv) & 0x3ff, 0x3ff, "one upper half per order");
+        let b = zl.rmqueue_smallest(Order(0), mv).unwrap();
+        assert_bitmap_matches(&zl, "a take that empties the order-0 list");
+        assert_eq!(zl.zone.free_orders(mv) & 1, 0);
+        zl.free_one_page_locked(b, Order(0), mv, Fpi::None);
+        assert_bitmap_matches(&zl, "a free without a merge");
+        zl.free_one_page_locked(a, Order(0), mv, Fpi::None);
+        assert_bitmap_matches(&zl, "a free merging back to order 10");
+        assert_eq!(zl.zone.free_orders(mv), 1 << 10);
+        let c = zl.rmqueue_smallest(Order(3), mv).unwrap();
+        zl.move_to_free_list(Pfn(c.0 + 8), Order(3), mv, MigrateType::Reclaimable);
+        assert_bitmap_matches(&zl, "a move between types");
+        let d = zl.rmqueue(Order(0), MigrateType::Unmovable, AllocFlags::WMARK_LOW).unwrap();
+        assert_bitmap_matches(&zl, "a fallback steal");
+        zl.free_one_page_locked(d, Order(0), zl.zone.pageblocks.get(d), Fpi::None);
+        zl.free_one_page_locked(c, Order(3), zl.zone.pageblocks.get(c), Fpi::None);
+        assert_bitmap_matches(&zl, "frees after the steal");
+        let e = zl.first_free(Order(10), mv).unwrap();
+        zl.split_covering_buddy(e);
+        assert_bitmap_matches(&zl, "the split of a block larger than a pageblock");
+        while zl.rmqueue_smallest(Order(9), mv).is_some() {}
+        assert_bitmap_matches(&zl, "taking every block of order 9 and above");
+        assert_eq!(zl.zone.free_orders(mv) >> 9, 0);
+    }
+
     /// A freed block goes to the tail of its list when its enclosing block's buddy is free
     /// (a merge is one free away), otherwise to the head. Built directly under the zone lock
     /// from one order-10 block carved off the free lists, so every neighbour is known.
     #[test]
     fn merge_likely_blocks_go_to_the_tail() {
         let pa = allocator();
-        let z = pa.zone_by_type(crate::NodeId(0), crate::ZoneType::Dma32).unwrap();
+        let z = dma32(&pa);
         let mut zl = z.lock(CpuId(0), &pa.events, &pa.cfg);
         let mt = MigrateType::Movable;
         let b = zl.rmqueue_smallest(Order(10), mt).unwrap();

@@ -513,18 +513,20 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
         let steal_now = mt == MigrateType::Movable
             || self.req.mode == CompactMode::Async
             || self.migrate_pfn == block_start(self.migrate_pfn);
-        let fallback_bits: u8 = mt.fallbacks().iter().fold(0, |b, f| b | 1 << *f as u8);
+        // The orders with a free block of the requester's own type (or CMA for a movable
+        // request), and of a type in its fallback row: the zone's bitmap of non-empty lists.
+        let mut own = zone.free_orders(mt);
+        if mt == MigrateType::Movable {
+            own |= zone.free_orders(MigrateType::Cma);
+        }
+        let fallback = mt.fallbacks().iter().fold(0, |b, &f| b | zone.free_orders(f));
         for o in order.0..=MAX_PAGE_ORDER {
-            let mask = zone.free_list_mask(Order(o));
-            if mask & (1 << mt as u8) != 0 {
-                return Some(CompactResult::Success);
-            }
-            if mt == MigrateType::Movable && mask & (1 << MigrateType::Cma as u8) != 0 {
+            if own & (1 << o) != 0 {
                 return Some(CompactResult::Success);
             }
             // A block another type may give up whole (kernel: a suitable fallback that can
             // be stolen).
-            if mask & fallback_bits != 0
+            if fallback & (1 << o) != 0
                 && crate::fallback::can_steal(Order(o), mt, self.cfg.grouping_disabled)
             {
                 return steal_now.then_some(CompactResult::Success);

@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 use crate::error::FreeError;
 use crate::events::EventSink;
 use crate::mem_map::FrameState;
-use crate::migratetype::{MigrateType, MIGRATE_TYPES};
+use crate::migratetype::MigrateType;
 use crate::pcp::PerCpuPages;
 use crate::types::{Order, Pfn, ZoneIdx, MAX_PAGE_ORDER, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
 use crate::zone::Zone;
@@ -187,19 +187,18 @@ pub fn validate_zone<E: EventSink, L: RawLock>(
                 }
                 sum += u64::from(n);
             }
-            if sum != area.nr_free {
+            if z.nr_free(order) != sum {
                 return Err(fail(
                     z,
-                    format!("order {o}: nr_free {} but lists hold {sum}", area.nr_free),
+                    format!("order {o}: nr_free {} but lists hold {sum}", z.nr_free(order)),
                 ));
             }
-            if z.nr_free(order) != area.nr_free {
-                return Err(fail(z, format!("order {o}: published nr_free is stale")));
-            }
-            for mt in 0..MIGRATE_TYPES {
-                let published = z.has_free(order, MigrateType::ALL[mt]);
-                if published == area.lists[mt].is_empty() {
-                    return Err(fail(z, format!("order {o}: published list mask is stale")));
+            for mt in MigrateType::ALL {
+                if z.has_free(order, mt) == area.lists[mt.index()].is_empty() {
+                    return Err(fail(
+                        z,
+                        format!("order {o}: the bitmap of non-empty lists is wrong for {mt}"),
+                    ));
                 }
             }
             listed_blocks += sum;

@@ -34,14 +34,19 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         o: Order,
         start_mt: MigrateType,
     ) -> Option<(MigrateType, bool)> {
-        if self.free.area[o.index()].nr_free == 0 {
-            return None;
-        }
         start_mt
             .fallbacks()
             .iter()
-            .find(|mt| !self.free.area[o.index()].lists[mt.index()].is_empty())
+            .find(|&&mt| self.zone.free_orders(mt) & (1 << o.0) != 0)
             .map(|&mt| (mt, self.can_steal(o, start_mt)))
+    }
+
+    /// The orders ≥ `min` at which some type of `start_mt`'s fallback row has a free block,
+    /// as a bitmap (bit `o`): the union of the rows' words of the zone's bitmap of non-empty
+    /// lists, so the search below scans bits instead of probing every (order, type) list.
+    fn fallback_orders(&self, start_mt: MigrateType, min: u8) -> u32 {
+        let any = start_mt.fallbacks().iter().fold(0, |m, &mt| m | self.zone.free_orders(mt));
+        any & u32::MAX.checked_shl(u32::from(min)).unwrap_or(0)
     }
 
     /// Take an `order` block for `start_mt` from another type (kernel `__rmqueue_fallback`).
@@ -61,23 +66,18 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
             order.0
         };
         // Largest first: the biggest free block is likely in the emptiest pageblock.
-        let mut found = None;
-        for o in (min_order..=MAX_PAGE_ORDER).rev() {
-            if let Some((fb, steal)) = self.find_suitable_fallback(Order(o), start_mt) {
-                found = Some((Order(o), fb, steal));
-                break;
-            }
+        let orders = self.fallback_orders(start_mt, min_order);
+        if orders == 0 {
+            return None;
         }
-        let (mut o, mut fb, mut steal) = found?;
+        let mut o = Order((u32::BITS - 1 - orders.leading_zeros()) as u8);
+        let (mut fb, mut steal) = self.find_suitable_fallback(o, start_mt)?;
         if !steal && start_mt == MigrateType::Movable && o > order {
             // A movable request that cannot claim the block scatters least by taking the
-            // smallest block that fits.
-            for so in order.0..=MAX_PAGE_ORDER {
-                if let Some((f, s)) = self.find_suitable_fallback(Order(so), start_mt) {
-                    (o, fb, steal) = (Order(so), f, s);
-                    break;
-                }
-            }
+            // smallest block that fits (there is one: `o` itself).
+            let smallest = self.fallback_orders(start_mt, order.0);
+            o = Order(smallest.trailing_zeros() as u8);
+            (fb, steal) = self.find_suitable_fallback(o, start_mt)?;
         }
         let block = self.first_free(o, fb)?;
         if !self.cfg.hygiene {
@@ -183,7 +183,8 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
                     p = p.add(NrPages(PAGEBLOCK_NR_PAGES));
                 }
                 self.count(Counter::PageblockClaim, 1 << (o.0 - PAGEBLOCK_ORDER));
-                self.expand(block, order, o, start_mt);
+                let added = self.expand(block, order, o, start_mt);
+                self.account_freepages(start_mt, added);
                 return block;
             }
             if self.boost_watermark() && flags.has(AllocFlags::KSWAPD) {
@@ -204,8 +205,8 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         }
         // Single-page steal: the remainders stay on the block's own lists, label unchanged.
         self.del_from_free_list(block, o, block_type);
-        self.account_freepages(block_type, -(1 << o.0));
-        self.expand(block, order, o, block_type);
+        let added = self.expand(block, order, o, block_type);
+        self.account_freepages(block_type, added - (1 << o.0));
         block
     }
 

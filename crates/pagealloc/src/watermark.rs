@@ -6,7 +6,7 @@ use crate::sync::RawLock;
 
 use crate::gfp::AllocFlags;
 use crate::migratetype::MigrateType;
-use crate::types::{Order, ZoneType, MAX_PAGE_ORDER};
+use crate::types::{Order, ZoneType};
 use crate::zone::{Zone, WMARK_MIN};
 
 impl<L: RawLock> Zone<L> {
@@ -61,21 +61,20 @@ impl<L: RawLock> Zone<L> {
             return true;
         }
         // Enough pages in total; is there a block of at least `order` on a list it may use?
-        // The lists it may use, as a mask over the per-order non-empty bits: the PCP types,
-        // CMA with ALLOC_CMA, HIGHATOMIC with ALLOC_HIGHATOMIC or ALLOC_OOM.
-        let mut usable: u8 = 0;
+        // The orders with a block on such a list, from the zone's bitmap of non-empty lists
+        // (racy, as the kernel's `free_area_empty` test): the PCP types, CMA with ALLOC_CMA,
+        // HIGHATOMIC with ALLOC_HIGHATOMIC or ALLOC_OOM.
+        let mut usable = 0;
         for mt in MigrateType::PCPTYPES {
-            usable |= 1 << mt as u8;
+            usable |= self.free_orders(mt);
         }
         if flags.has(AllocFlags::CMA) {
-            usable |= 1 << MigrateType::Cma as u8;
+            usable |= self.free_orders(MigrateType::Cma);
         }
         if flags.has(AllocFlags(AllocFlags::HIGHATOMIC.0 | AllocFlags::OOM.0)) {
-            usable |= 1 << MigrateType::HighAtomic as u8;
+            usable |= self.free_orders(MigrateType::HighAtomic);
         }
-        (order.0..=MAX_PAGE_ORDER)
-            .map(Order)
-            .any(|o| self.nr_free(o) != 0 && self.free_list_mask(o) & usable != 0)
+        usable.checked_shr(u32::from(order.0)).unwrap_or(0) != 0
     }
 
     /// The full check against NR_FREE_PAGES (kernel `zone_watermark_ok`).

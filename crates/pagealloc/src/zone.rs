@@ -6,7 +6,7 @@
 //! watermarks, flags) are written under it, or by sizing updates, and read racily by
 //! watermark checks, as the kernel reads them.
 
-use crate::sync::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use crate::sync::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use crate::compact_state::CompactState;
 use crate::events::{EventSink, MetaLine};
@@ -34,12 +34,11 @@ pub const WMARK_HIGH: usize = 2;
 /// The promotion watermark.
 pub const WMARK_PROMO: usize = 3;
 
-/// Free blocks of one order: a list per migratetype.
-/// Invariant: `nr_free == Σ lists[mt].len()`.
+/// Free blocks of one order: a list per migratetype. The order's block count is the zone's
+/// `area_nr_free` (invariant: it equals `Σ lists[mt].len()`).
 #[derive(Debug, Default)]
 pub struct FreeArea {
     pub(crate) lists: [ListHead; MIGRATE_TYPES],
-    pub(crate) nr_free: u64,
 }
 
 /// What the zone lock protects.
@@ -77,10 +76,28 @@ pub struct Zone<L: RawLock = RawSpinLock> {
     pub(crate) nr_free_cma: AtomicU64,
     /// Free pages on HIGHATOMIC lists (6.12+ watermark math).
     pub(crate) nr_free_highatomic: AtomicU64,
-    /// Racy-read copy of each order's `nr_free`.
+    /// Free blocks of each order, all lists (the kernel's `free_area[order].nr_free`): the
+    /// one count, changed by the zone-lock holder on every list insertion and removal.
+    ///
+    /// Memory ordering: only the zone-lock holder writes it (a load and a store, no
+    /// read-modify-write: the lock serialises writers), so a reader holding the lock sees the
+    /// exact count (the lock's acquire orders it after the previous holder's stores). Readers
+    /// without the lock (`nr_free`: compaction's fragmentation index, `/proc/buddyinfo`) get
+    /// some recent value, `Relaxed`, as the kernel reads `nr_free` without the lock; nothing
+    /// derives an address or a list operation from such a read.
     area_nr_free: [AtomicU64; NR_PAGE_ORDERS],
-    /// Racy-read bitmask of each order's non-empty migratetype lists.
-    area_mask: [AtomicU8; NR_PAGE_ORDERS],
+    /// The bitmap of non-empty free lists: bit `o` of word `mt` is set iff the (`o`, `mt`)
+    /// list has a member. Toggled only when a list goes empty or non-empty (`list_toggled`),
+    /// not on every insertion and removal; 6 words of 32 bits per zone.
+    ///
+    /// Memory ordering, as for `area_nr_free`: written only under the zone lock, so under the
+    /// lock it is exact and the buddy code decides by it (`rmqueue_smallest` finds its order,
+    /// and the fallback search its order and type, by a bit scan instead of probing each
+    /// list; a set bit promises a list head). Lock-free readers (`has_free`, the watermark
+    /// check's "a block of this order on a usable list", compaction's finish test) read it
+    /// `Relaxed` as a hint, as the kernel reads `free_area_empty()` racily, and act on it only
+    /// by taking the lock, where it is exact again.
+    free_orders: [AtomicU32; MIGRATE_TYPES],
     /// Unboosted watermarks, indexed by `WMARK_*`.
     pub(crate) watermark: [AtomicU64; 4],
     pub(crate) watermark_boost: AtomicU64,
@@ -134,7 +151,7 @@ impl<L: RawLock> Zone<L> {
             nr_free_cma: AtomicU64::new(0),
             nr_free_highatomic: AtomicU64::new(0),
             area_nr_free: core::array::from_fn(|_| AtomicU64::new(0)),
-            area_mask: core::array::from_fn(|_| AtomicU8::new(0)),
+            free_orders: core::array::from_fn(|_| AtomicU32::new(0)),
             watermark: core::array::from_fn(|_| AtomicU64::new(0)),
             watermark_boost: AtomicU64::new(0),
             fast_floor: AtomicU64::new(u64::MAX),
@@ -253,13 +270,14 @@ impl<L: RawLock> Zone<L> {
     /// `MAX_PAGE_ORDER`.
     #[inline]
     pub fn has_free(&self, order: Order, mt: MigrateType) -> bool {
-        self.area_mask.get(order.index()).is_some_and(|m| m.load(Relaxed) & (1 << mt as u8) != 0)
+        order.index() < NR_PAGE_ORDERS && self.free_orders(mt) & (1 << order.0) != 0
     }
 
-    /// Bit `mt` set for each migratetype whose `order` free list is non-empty. Racy.
+    /// Bit `o` set for each order `o` whose `mt` free list is non-empty. Racy without the
+    /// zone lock, exact under it (see the field).
     #[inline]
-    pub(crate) fn free_list_mask(&self, order: Order) -> u8 {
-        self.area_mask[order.index()].load(Relaxed)
+    pub(crate) fn free_orders(&self, mt: MigrateType) -> u32 {
+        self.free_orders[mt.index()].load(Relaxed)
     }
 
     /// Is flag bit `f` (see [`zone_flags`](crate::zone_flags)) set?
@@ -446,6 +464,11 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
             a.store(a.load(Relaxed).wrapping_add_signed(d), Relaxed);
         }
         let z = self.zone;
+        // The PCP types first: the common case in one comparison.
+        if mt.index() < crate::migratetype::MIGRATE_PCPTYPES {
+            bump(&z.nr_free_pages, pages);
+            return;
+        }
         match mt {
             MigrateType::Isolate => {}
             MigrateType::Cma => {
@@ -462,45 +485,59 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         }
     }
 
-    /// Publish one list's change to the racy-read summaries (its order's `nr_free` and the
-    /// list's bit in the non-empty mask).
-    #[inline]
-    fn publish_area(&self, order: Order, mt: MigrateType) {
-        let area = &self.free.area[order.index()];
-        self.zone.area_nr_free[order.index()].store(area.nr_free, Relaxed);
-        let mask = &self.zone.area_mask[order.index()];
-        let bit = 1u8 << mt as u8;
-        let old = mask.load(Relaxed);
-        let new = if area.lists[mt.index()].is_empty() { old & !bit } else { old | bit };
-        if new != old {
-            mask.store(new, Relaxed);
-        }
+    /// A list of (`order`, `mt`) went from empty to non-empty or back: flip its bit in the
+    /// bitmap of non-empty lists. The callers know the transition from the neighbours the
+    /// list operation returned, so nothing is read or written when a list merely grows or
+    /// shrinks.
+    #[inline(always)]
+    fn list_toggled(&self, order: Order, mt: MigrateType) {
+        let word = &self.zone.free_orders[mt.index()];
+        word.store(word.load(Relaxed) ^ (1 << order.0), Relaxed);
+    }
+
+    /// Add `d` (±1) to the block count of `order`.
+    #[inline(always)]
+    fn bump_nr_free(&self, order: Order, d: i64) {
+        let n = &self.zone.area_nr_free[order.index()];
+        n.store(n.load(Relaxed).wrapping_add_signed(d), Relaxed);
     }
 
     /// Put the free block at `pfn` on the (`order`, `mt`) list, at the tail or the head.
-    /// Does not touch the free-page counters. Always inlined: the buddy loops call it once
-    /// or twice per page moved, and `tail` is usually a constant there.
+    /// Does not touch the free-page counters.
     #[inline(always)]
     #[allow(unsafe_code)]
     pub(crate) fn add_to_free_list(&mut self, pfn: Pfn, order: Order, mt: MigrateType, tail: bool) {
         let zone = self.zone;
         let idx = zone.index_of(pfn);
-        // Checked: this index is what puts the frame on a list (hot.rs, F).
-        zone.mem_map[idx as usize].set_info(FrameInfo {
-            state: FrameState::Buddy,
-            order,
-            list: mt as u8,
-        });
+        // Checked: the caller names the block by pfn; this index is what puts the frame on a
+        // list (hot.rs, F).
+        assert!((idx as usize) < zone.mem_map.len(), "{pfn:?} is outside the zone");
         // SAFETY: `idx` was just checked and the list's members are the zone's frames (F).
         let at = unsafe { frames_unchecked(&zone.mem_map) };
-        let area = &mut self.free.area[order.index()];
-        let neighbour = if tail {
-            area.lists[mt.index()].push_tail_with(at, idx)
-        } else {
-            area.lists[mt.index()].push_head_with(at, idx)
-        };
-        area.nr_free += 1;
-        self.publish_area(order, mt);
+        self.add_at(at, idx, order, mt, tail);
+    }
+
+    /// [`add_to_free_list`](Self::add_to_free_list) of the frame of index `idx`, the frames
+    /// looked up by `at` (checked, or unchecked where the caller has proved `idx` in bounds).
+    /// Always inlined: the buddy loops call it once or twice per page moved, and `tail` is
+    /// usually a constant there.
+    #[inline(always)]
+    pub(crate) fn add_at<'m>(
+        &mut self,
+        at: impl Fn(u32) -> &'m Frame,
+        idx: u32,
+        order: Order,
+        mt: MigrateType,
+        tail: bool,
+    ) {
+        at(idx).set_info(FrameInfo { state: FrameState::Buddy, order, list: mt as u8 });
+        let list = &mut self.free.area[order.index()].lists[mt.index()];
+        let neighbour =
+            if tail { list.push_tail_with(at, idx) } else { list.push_head_with(at, idx) };
+        if neighbour == NIL {
+            self.list_toggled(order, mt);
+        }
+        self.bump_nr_free(order, 1);
         if E::ENABLED {
             self.list_ops += 1;
             self.touch_list_op(order, idx, [neighbour, NIL]);
@@ -537,14 +574,49 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         let zone = self.zone;
         let idx = zone.index_of(pfn);
         // Checked: the caller names the block by pfn (hot.rs, F); its neighbours are members.
-        let frame = &zone.mem_map[idx as usize];
+        assert!((idx as usize) < zone.mem_map.len(), "{pfn:?} is outside the zone");
         // SAFETY: `idx` was just checked and the list's members are the zone's frames (F).
         let at = unsafe { frames_unchecked(&zone.mem_map) };
-        let area = &mut self.free.area[order.index()];
-        let neighbours = area.lists[mt.index()].unlink_with(at, idx);
-        area.nr_free -= 1;
-        frame.set_info(FrameInfo::TAIL);
-        self.publish_area(order, mt);
+        self.del_at(at, idx, order, mt);
+    }
+
+    /// [`del_from_free_list`](Self::del_from_free_list) of the frame of index `idx`, the
+    /// frames looked up by `at`.
+    #[inline(always)]
+    pub(crate) fn del_at<'m>(
+        &mut self,
+        at: impl Fn(u32) -> &'m Frame,
+        idx: u32,
+        order: Order,
+        mt: MigrateType,
+    ) {
+        let neighbours = self.free.area[order.index()].lists[mt.index()].unlink_with(&at, idx);
+        at(idx).set_info(FrameInfo::TAIL);
+        self.delisted(order, mt, idx, neighbours);
+    }
+
+    /// Take the head block off the (`order`, `mt`) list; its head becomes `Tail`. Returns
+    /// the block's frame index, `None` if the list is empty. Cheaper than
+    /// [`del_at`](Self::del_at): the head has no predecessor to relink.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub(crate) fn pop_free_head(&mut self, order: Order, mt: MigrateType) -> Option<u32> {
+        // SAFETY: a list's members are the zone's frames (hot.rs, F).
+        let at = unsafe { frames_unchecked(&self.zone.mem_map) };
+        let (idx, next) = self.free.area[order.index()].lists[mt.index()].pop_head_with(&at)?;
+        at(idx).set_info(FrameInfo::TAIL);
+        self.delisted(order, mt, idx, [NIL, next]);
+        Some(idx)
+    }
+
+    /// The bookkeeping of a removal from the (`order`, `mt`) list: its bit when the list went
+    /// empty (no neighbour left), the order's count, the sink.
+    #[inline(always)]
+    fn delisted(&mut self, order: Order, mt: MigrateType, idx: u32, neighbours: [u32; 2]) {
+        if neighbours == [NIL, NIL] {
+            self.list_toggled(order, mt);
+        }
+        self.bump_nr_free(order, -1);
         if E::ENABLED {
             self.list_ops += 1;
             self.touch_list_op(order, idx, neighbours);
