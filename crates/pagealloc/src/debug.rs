@@ -312,7 +312,10 @@ fn check_pageset<L: RawLock>(
 }
 
 /// Two free buddies of the same order must have merged, unless they sit in pageblocks whose
-/// types refuse merging.
+/// types refuse merging, or both sit in isolated pageblocks: isolating a block moves its free
+/// blocks onto the isolate lists without merging them (as the kernel's `move_freepages_block`
+/// does), so two adjacent isolated blocks keep their halves apart until given back, when
+/// `unisolate_pageblock` frees them again and they merge.
 fn check_unmerged_buddy<L: RawLock>(
     z: &Zone<L>,
     pfn: Pfn,
@@ -324,8 +327,9 @@ fn check_unmerged_buddy<L: RawLock>(
         return Ok(());
     }
     let bmt = MigrateType::from_u8(z.frame(buddy).info().list).unwrap_or(MigrateType::Movable);
-    let refuses =
-        order.0 >= PAGEBLOCK_ORDER && bmt != mt && (!mt.is_mergeable() || !bmt.is_mergeable());
+    let both_isolated = mt == MigrateType::Isolate && bmt == MigrateType::Isolate;
+    let refuses = order.0 >= PAGEBLOCK_ORDER
+        && (both_isolated || (bmt != mt && (!mt.is_mergeable() || !bmt.is_mergeable())));
     if refuses {
         Ok(())
     } else {

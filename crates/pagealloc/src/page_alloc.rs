@@ -1234,6 +1234,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if z.pageblocks.get(pfn) != MigrateType::Isolate {
             return Err(IsolateError::NotIsolated(pfn));
         }
+        // Two adjacent isolated blocks may have merged on the isolate lists (a free into one
+        // merges with an isolated buddy, as in the kernel): split such a block first, so only
+        // this pageblock's pages change type and the other stays isolated.
+        zl.split_covering_buddy(pfn);
         let (start, _, _) = zl.pageblock_census(pfn).ok_or(IsolateError::PartialBlock(pfn))?;
         // Take the block's free pages off the isolate lists and free them again as `mt`, so
         // they merge with neighbours outside the block (kernel unset_migratetype_isolate).
