@@ -5,6 +5,7 @@
 
 pub mod hackbench;
 pub mod kbuild;
+pub(crate) mod kswapd;
 pub mod lmbench_unix;
 pub(crate) mod net;
 pub mod netperf_sctp;

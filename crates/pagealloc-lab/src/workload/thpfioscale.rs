@@ -40,10 +40,12 @@
 //!   the zonelist is above its LOW watermark (+ lowmem reserve) the fast path would fail, so the
 //!   kswapd of every node of the zonelist that is not balanced is woken; if none is above MIN
 //!   either, the allocating CPU reclaims `SWAP_CLUSTER_MAX` pages itself (direct reclaim,
-//!   charged to it) until one is. kswapd, on its own CPU, runs passes until some zone of its
-//!   node is above HIGH (+ reserve), 4.20's `pgdat_balanced`; each pass evicts the sum of the
-//!   node's high watermarks (4.20 `kswapd_shrink_node`'s `nr_to_reclaim`), so it overshoots
-//!   and the lower zones get their share of the freed pages. Each batch of 32 also scans
+//!   charged to it) until one is. kswapd, on its own CPU, follows 4.20's rules
+//!   (`workload::kswapd`): passes from priority 12 down, each scanning `lru >> priority` of
+//!   the node's page cache in batches of 32 and stopping at the sum of the node's high
+//!   watermarks reclaimed (`kswapd_shrink_node`), with the balance check (`pgdat_balanced`:
+//!   some zone above HIGH + reserve at the woken order) before each pass; balanced, it clears
+//!   the skip hints, naps 100 ms and sleeps if still balanced. Each batch of 32 also scans
 //!   the node's file LRU (dentry + inode as one unit, in instantiation order, second chance for
 //!   referenced files): 4.20's `do_shrink_slab` scans `freeable >> priority × 4 / seeks` objects
 //!   while the LRU scans `lru >> priority` pages, so with DEFAULT_SEEKS = 2 the model scans
@@ -55,8 +57,9 @@
 //!   `defrag=madvise` without madvise, no reclaim, no compaction; `TRANSHUGE` with
 //!   `madv_hugepage=1`, which, if the request fails, follows 4.20's slow path for a costly
 //!   request: an async direct compaction and a try, then direct reclaim of `compact_gap` =
-//!   1024 pages, going on until compaction could run in some zone (4.20
-//!   `should_continue_reclaim`), a try, and a sync-light compaction (the default priority)
+//!   1024 pages from each node with a zone that is not `compaction_ready` (above HIGH +
+//!   `compact_gap`, or able to serve the order: 4.20 `shrink_zones`), going on until
+//!   compaction could run in some zone (4.20 `should_continue_reclaim`), a try, and a sync-light compaction (the default priority)
 //!   and try, after which a costly request gives up (with `compaction=0`: the reclaim and one try)) plus a
 //!   page-table page; on failure 512 order-0 movable faults, one
 //!   per step of the runner. Each step is zeroed and
@@ -95,6 +98,8 @@ use pagealloc::{AllocFlags, CompactMode, Gfp, Migrate, NodeId, Order, Pfn, Targe
 use pagealloc::{WMARK_HIGH, WMARK_LOW, WMARK_MIN};
 use pagealloc_testkit::rng::Rng;
 
+use super::kswapd::SWAP_CLUSTER_MAX;
+use super::kswapd::{compact_gap, compaction_ready, Kswapd, KswapdNext, KswapdNode};
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload, PS_PER_S};
 
@@ -363,11 +368,9 @@ const PARAMS: &[ParamSpec] = &[
 const MAX_FILE_PAGES: usize = 16;
 /// No frame / no slab / no file.
 const NONE: u32 = u32::MAX;
-/// Pages a reclaim pass evicts (kernel SWAP_CLUSTER_MAX).
-const SWAP_CLUSTER_MAX: u64 = 32;
 /// Pages direct reclaim frees for a failed order-9 request before compaction would run
 /// (kernel 4.20 `compact_gap(order)` = 2 << order, the target of `should_continue_reclaim`).
-const COMPACT_GAP_ORDER9: u64 = 2 << 9;
+const COMPACT_GAP_ORDER9: u64 = compact_gap(HPAGE_ORDER);
 /// Slab objects scanned per page-cache page scanned, relative to their population (4.20
 /// `do_shrink_slab`: `freeable >> priority × 4 / seeks` with DEFAULT_SEEKS = 2).
 const SLAB_SCAN_RATIO: f64 = 4.0 / 2.0;
@@ -634,9 +637,8 @@ pub struct ThpFioScale {
     jobs: Vec<Job>,
     thp: Vec<ThpThread>,
     kswapd_cpu: Vec<u32>,
-    kswapd_running: Vec<bool>,
-    /// Pages left in kswapd's current reclaim pass, per node.
-    kswapd_left: Vec<u64>,
+    /// Per node: its kswapd (4.20's rules, `workload::kswapd`).
+    kswapd: Vec<Kswapd>,
     writers_done: usize,
     thp_done: usize,
     stop: bool,
@@ -651,9 +653,12 @@ pub struct ThpFioScale {
     reads: u64,
     read_misses: u64,
     lookups: u64,
-    kswapd_pages: u64,
     direct_pages: u64,
     kswapd_wakes: u64,
+    /// Madvised THP faults whose direct reclaim found a zone `compaction_ready`, and those
+    /// that found every zone ready and reclaimed nothing.
+    reclaim_compaction_ready: u64,
+    reclaim_skipped: u64,
     inode_evictions: u64,
     pagecache_failures: u64,
     pages_written: u64,
@@ -713,8 +718,7 @@ impl ThpFioScale {
             jobs: Vec::new(),
             thp: Vec::new(),
             kswapd_cpu: Vec::new(),
-            kswapd_running: Vec::new(),
-            kswapd_left: Vec::new(),
+            kswapd: Vec::new(),
             writers_done: 0,
             thp_done: 0,
             stop: false,
@@ -727,9 +731,10 @@ impl ThpFioScale {
             reads: 0,
             read_misses: 0,
             lookups: 0,
-            kswapd_pages: 0,
             direct_pages: 0,
             kswapd_wakes: 0,
+            reclaim_compaction_ready: 0,
+            reclaim_skipped: 0,
             inode_evictions: 0,
             pagecache_failures: 0,
             pages_written: 0,
@@ -803,22 +808,29 @@ impl ThpFioScale {
         })
     }
 
-    /// 4.20 `pgdat_balanced`: some zone of the node is above HIGH (+ reserve).
-    fn balanced(&self, ctx: &Ctx<'_>, node: usize) -> bool {
-        Self::any_above(ctx, &self.node_zones[node], WMARK_HIGH)
-    }
-
     /// What the kernel does before (and in the slow path of) a request that may reclaim:
-    /// wake the kswapds if the fast path would fail, reclaim directly while no zone is above
-    /// MIN.
-    fn prepare(&mut self, ctx: &mut Ctx<'_>) -> Result<()> {
+    /// wake the kswapds if the fast path would fail (4.20 `wakeup_kswapd` with the request's
+    /// order and highest zone), reclaim directly while no zone is above MIN. A kswapd whose
+    /// nap has ended is looked at first (see [`Kswapd::nap_over`]).
+    fn prepare(&mut self, ctx: &mut Ctx<'_>, gfp: Gfp, order: Order) -> Result<()> {
         let node = self.cpu_node[ctx.cpu() as usize] as usize;
+        for m in 0..self.nr_nodes {
+            let now = ctx.now();
+            let mut k = std::mem::take(&mut self.kswapd[m]);
+            let wake = k.nap_over(&NodeReclaim { w: self, ctx, node: m }, now);
+            self.kswapd[m] = k;
+            if wake {
+                ctx.wake(self.kswapd_cpu[m], now);
+            }
+        }
         if Self::any_above(ctx, &self.zonelist[node], WMARK_LOW) {
             return Ok(());
         }
         for m in 0..self.nr_nodes {
-            if !self.kswapd_running[m] && !self.balanced(ctx, m) {
-                self.kswapd_running[m] = true;
+            let mut k = std::mem::take(&mut self.kswapd[m]);
+            let wake = k.wake(&NodeReclaim { w: self, ctx, node: m }, order, gfp.zone());
+            self.kswapd[m] = k;
+            if wake {
                 self.kswapd_wakes += 1;
                 let now = ctx.now();
                 ctx.wake(self.kswapd_cpu[m], now);
@@ -838,9 +850,24 @@ impl ThpFioScale {
 
     /// Direct reclaim of `want` pages on this CPU: the local node first, then the others.
     fn direct_reclaim(&mut self, ctx: &mut Ctx<'_>, node: usize, want: u64) -> Result<u64> {
+        self.direct_reclaim_from(ctx, node, want, u64::MAX)
+    }
+
+    /// Direct reclaim of `want` pages on this CPU from the nodes in the mask `nodes` (bit
+    /// `m` for node `m`): the local node first, then the others.
+    fn direct_reclaim_from(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        node: usize,
+        want: u64,
+        nodes: u64,
+    ) -> Result<u64> {
         let mut got = 0;
         for k in 0..self.nr_nodes {
             let m = (node + k) % self.nr_nodes;
+            if nodes & 1 << m == 0 {
+                continue;
+            }
             got += self.reclaim(ctx, m, want - got)?;
             if got >= want {
                 break;
@@ -858,7 +885,7 @@ impl ThpFioScale {
         gfp: Gfp,
         order: Order,
     ) -> Result<Option<Pfn>> {
-        self.prepare(ctx)?;
+        self.prepare(ctx, gfp, order)?;
         for _ in 0..8 {
             if let Some(p) = ctx.alloc(gfp, order) {
                 return Ok(Some(p));
@@ -874,15 +901,29 @@ impl ThpFioScale {
     /// Evict up to `want` of node `node`'s oldest page-cache pages on this CPU, then scan the
     /// node's files in proportion. Returns the pages evicted.
     fn reclaim(&mut self, ctx: &mut Ctx<'_>, node: usize, want: u64) -> Result<u64> {
-        let mut got = 0;
+        Ok(self.reclaim_scan(ctx, node, want, u64::MAX)?.1)
+    }
+
+    /// Scan node `node`'s page-cache LRU from its oldest page on this CPU until `want` pages
+    /// are evicted or `scan` pages were looked at (an active page is scanned and goes round
+    /// once more), then scan the node's files in proportion. Returns (scanned, evicted).
+    fn reclaim_scan(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        node: usize,
+        want: u64,
+        scan: u64,
+    ) -> Result<(u64, u64)> {
+        let (mut got, mut scanned) = (0, 0);
         let lru_before = self.cached_pages[node];
-        while got < want {
+        while got < want && scanned < scan {
             let Some(e) = self.fifo[node].pop_front() else { break };
             let (f, b, g) = ((e >> 16) as usize, ((e >> 8) & 0xff) as usize, (e & 0xff) as u8);
             let file = &mut self.files[f];
             if file.pages[b] == NONE || file.gen[b] != g {
                 continue;
             }
+            scanned += 1;
             let bit = 1u16 << b;
             if file.active & bit != 0 {
                 // An active page is deactivated, not evicted: it goes round once more.
@@ -915,7 +956,8 @@ impl ThpFioScale {
                 self.shrink_credit[node] = self.shrink_credit[node].min(1.0);
             }
         }
-        Ok(got)
+        self.kswapd[node].reclaimed(got);
+        Ok((scanned, got))
     }
 
     /// Scan the oldest file of the node's file LRU: rotate it if it is in use, referenced or
@@ -1346,25 +1388,57 @@ impl ThpFioScale {
         if let Some(p) = ctx.compact_and_alloc(gfp, HPAGE_ORDER, CompactMode::Async, self) {
             return Ok(Some(p));
         }
-        self.direct_reclaim(ctx, node, COMPACT_GAP_ORDER9)?;
-        self.reclaim_for_compaction(ctx, node, gfp)?;
+        self.costly_direct_reclaim(ctx, node, gfp)?;
         if let Some(p) = ctx.alloc(gfp, HPAGE_ORDER) {
             return Ok(Some(p));
         }
         Ok(ctx.compact_and_alloc(gfp, HPAGE_ORDER, CompactMode::SyncLight, self))
     }
 
-    /// 4.20 `should_continue_reclaim` for a costly order with compaction: reclaim goes on
-    /// past `compact_gap` until compaction could run in some zone of the node's zonelist
-    /// (`compaction_suitable`), or reclaim finds nothing more to evict.
-    fn reclaim_for_compaction(&mut self, ctx: &mut Ctx<'_>, node: usize, gfp: Gfp) -> Result<()> {
+    /// 4.20 `try_to_free_pages` for a THP fault that may compact: `shrink_zones` leaves a
+    /// zone that is `compaction_ready` alone and shrinks each node of the zonelist that has a
+    /// zone that is not (a node with a zone not ready is shrunk whole: its LRU is the node's);
+    /// a shrunk node gives `compact_gap` pages and more until compaction could run (4.20
+    /// `should_continue_reclaim`). With every zone ready nothing is reclaimed. (Once a zone
+    /// was ready, 4.20's `do_try_to_free_pages` makes no second round at a higher priority;
+    /// the model's direct reclaim makes one round anyway.)
+    fn costly_direct_reclaim(&mut self, ctx: &mut Ctx<'_>, node: usize, gfp: Gfp) -> Result<()> {
+        let zones = ctx.allocator().zones();
+        let (mut shrink, mut ready) = (0u64, false);
+        for &i in &self.zonelist[node] {
+            if compaction_ready(&zones[i], HPAGE_ORDER, gfp.zone()) {
+                ready = true;
+            } else {
+                shrink |= 1 << zones[i].node().index();
+            }
+        }
+        self.reclaim_compaction_ready += u64::from(ready);
+        if shrink == 0 {
+            self.reclaim_skipped += 1;
+            return Ok(());
+        }
+        self.direct_reclaim_from(ctx, node, COMPACT_GAP_ORDER9, shrink)?;
+        self.reclaim_for_compaction(ctx, node, gfp, shrink)
+    }
+
+    /// 4.20 `should_continue_reclaim` for a costly order with compaction: reclaim of the
+    /// nodes in the mask `nodes` goes on past `compact_gap` until compaction could run in
+    /// some zone of the node's zonelist (`compaction_suitable`), or reclaim finds nothing
+    /// more to evict.
+    fn reclaim_for_compaction(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        node: usize,
+        gfp: Gfp,
+        nodes: u64,
+    ) -> Result<()> {
         let threshold = ctx.allocator().tunables().extfrag_threshold;
         let suitable = |ctx: &Ctx<'_>, list: &[usize]| {
             let zones = ctx.allocator().zones();
             list.iter().any(|&i| zones[i].compaction_suitable(HPAGE_ORDER, gfp.zone(), threshold))
         };
         while !suitable(ctx, &self.zonelist[node]) {
-            if self.direct_reclaim(ctx, node, SWAP_CLUSTER_MAX)? == 0 {
+            if self.direct_reclaim_from(ctx, node, SWAP_CLUSTER_MAX, nodes)? == 0 {
                 break;
             }
         }
@@ -1380,42 +1454,23 @@ impl ThpFioScale {
         }
     }
 
+    /// One step of node `node`'s kswapd (`workload::kswapd`): a batch of reclaim, the balance
+    /// check between passes, or sleep.
     fn step_kswapd(&mut self, ctx: &mut Ctx<'_>, node: usize) -> Result<Next> {
         if self.stop {
             return Ok(Next::Done);
         }
-        if !self.zones_ready || !self.kswapd_running[node] {
+        if !self.zones_ready {
             return Ok(Next::Block);
         }
-        // balance_pgdat: while the node is unbalanced, passes of kswapd_shrink_node, each
-        // reclaiming the sum of the node's high watermarks (4.20 `nr_to_reclaim`), 32 pages
-        // per step of the runner.
-        if self.kswapd_left[node] == 0 && !self.balanced(ctx, node) {
-            let pa = ctx.allocator();
-            self.kswapd_left[node] = self.node_zones[node]
-                .iter()
-                .map(|&z| pa.zones()[z].wmark_pages(WMARK_HIGH).max(SWAP_CLUSTER_MAX))
-                .sum();
-            for &z in &self.node_zones[node] {
-                pa.set_reclaim_active(pa.zones()[z].idx(), true);
-            }
-        }
-        if self.kswapd_left[node] > 0 {
-            let want = self.kswapd_left[node].min(SWAP_CLUSTER_MAX);
-            let got = self.reclaim(ctx, node, want)?;
-            self.kswapd_pages += got;
-            self.kswapd_left[node] = if got == 0 { 0 } else { self.kswapd_left[node] - got };
-            if got > 0 {
-                return Ok(Next::Continue);
-            }
-        }
-        for &z in &self.node_zones[node] {
-            let pa = ctx.allocator();
-            pa.set_reclaim_active(pa.zones()[z].idx(), false);
-        }
-        self.kswapd_running[node] = false;
-        self.wake_kcompactd(ctx, node)?;
-        Ok(Next::Block)
+        let now = ctx.now();
+        let mut k = std::mem::take(&mut self.kswapd[node]);
+        let next = k.step(&mut NodeReclaim { w: self, ctx, node }, now);
+        self.kswapd[node] = k;
+        Ok(match next? {
+            KswapdNext::Continue => Next::Continue,
+            KswapdNext::Block => Next::Block,
+        })
     }
 
     /// As kswapd goes to sleep it clears the skip hints of zones where a direct compaction's
@@ -1434,6 +1489,60 @@ impl ThpFioScale {
         }
         ctx.kcompactd(node as u32, self)?;
         Ok(())
+    }
+}
+
+/// A node of the run as its kswapd sees it: the workload's LRU and the allocator's zones.
+struct NodeReclaim<'w, 'c, 'a> {
+    w: &'w mut ThpFioScale,
+    ctx: &'c mut Ctx<'a>,
+    node: usize,
+}
+
+impl NodeReclaim<'_, '_, '_> {
+    /// The node's managed zones up to `classzone`.
+    fn zones(&self, classzone: ZoneType) -> impl Iterator<Item = &pagealloc::Zone> + '_ {
+        let zones = self.ctx.allocator().zones();
+        self.w.node_zones[self.node]
+            .iter()
+            .map(move |&i| &zones[i])
+            .filter(move |z| z.zone_type() <= classzone)
+    }
+}
+
+impl KswapdNode for NodeReclaim<'_, '_, '_> {
+    fn balanced(&self, order: Order, classzone: ZoneType) -> bool {
+        let mut any = false;
+        for z in self.zones(classzone) {
+            any = true;
+            if z.watermark_ok(order, z.wmark_pages(WMARK_HIGH), classzone, AllocFlags::default()) {
+                return true;
+            }
+        }
+        !any
+    }
+
+    fn lru_pages(&self) -> u64 {
+        self.w.cached_pages[self.node]
+    }
+
+    fn reclaim_target(&self, classzone: ZoneType) -> u64 {
+        self.zones(classzone).map(|z| z.wmark_pages(WMARK_HIGH).max(SWAP_CLUSTER_MAX)).sum()
+    }
+
+    fn shrink(&mut self, scan: u64) -> Result<(u64, u64)> {
+        self.w.reclaim_scan(self.ctx, self.node, u64::MAX, scan)
+    }
+
+    fn set_reclaim_active(&mut self, active: bool) {
+        let pa = self.ctx.allocator();
+        for &z in &self.w.node_zones[self.node] {
+            pa.set_reclaim_active(pa.zones()[z].idx(), active);
+        }
+    }
+
+    fn going_to_sleep(&mut self) -> Result<()> {
+        self.w.wake_kcompactd(self.ctx, self.node)
     }
 }
 
@@ -1510,6 +1619,9 @@ impl SerialWorkload for ThpFioScale {
         } else {
             ((per_node_cpus as usize).saturating_sub(self.fio_threads) / 4).max(1)
         };
+        if self.nr_nodes > 64 {
+            bail!("thpfioscale models at most 64 nodes (its reclaim names nodes in a mask)");
+        }
         let needed = self.fio_threads + thp_threads + self.nr_nodes;
         if needed > self.nr_cpus {
             bail!(
@@ -1617,8 +1729,7 @@ impl SerialWorkload for ThpFioScale {
         self.file_lru = vec![VecDeque::new(); self.nr_nodes];
         self.files_with_slab = vec![0; self.nr_nodes];
         self.shrink_credit = vec![0.0; self.nr_nodes];
-        self.kswapd_running = vec![false; self.nr_nodes];
-        self.kswapd_left = vec![0; self.nr_nodes];
+        self.kswapd = vec![Kswapd::default(); self.nr_nodes];
         let mut cpus: Vec<u32> =
             (0..info.nr_cpus).filter(|&c| self.roles[c as usize] != Role::Idle).collect();
         cpus.sort_unstable();
@@ -1681,7 +1792,11 @@ impl SerialWorkload for ThpFioScale {
             ("read_misses".into(), self.read_misses as f64),
             ("lookups".into(), self.lookups as f64),
             ("kswapd_wakes".into(), self.kswapd_wakes as f64),
-            ("kswapd_pages".into(), self.kswapd_pages as f64),
+            ("kswapd_pages".into(), self.kswapd.iter().map(|k| k.pages).sum::<u64>() as f64),
+            ("kswapd_runs".into(), self.kswapd.iter().map(|k| k.runs).sum::<u64>() as f64),
+            ("kswapd_passes".into(), self.kswapd.iter().map(|k| k.passes).sum::<u64>() as f64),
+            ("reclaim_compaction_ready".into(), self.reclaim_compaction_ready as f64),
+            ("reclaim_skipped".into(), self.reclaim_skipped as f64),
             ("direct_reclaim_pages".into(), self.direct_pages as f64),
             ("inode_evictions".into(), self.inode_evictions as f64),
             ("slab_pages_peak".into(), self.slab_pages_peak as f64),
@@ -1913,25 +2028,34 @@ mod tests {
         assert!(w.hold(1, Pfn(42), Order(0)).is_err());
     }
 
-    /// `compaction=0` is the run before compaction came: these figures are the same test
-    /// setup's output at the branch point (dfa2e97), madvised (its direct-reclaim path is
-    /// the one the change touched) and not.
+    /// `compaction=0` pins the workload's decisions: the same test setup's figures, madvised
+    /// and not, as of the change that gave it 4.20's kswapd. Before that change (and at the
+    /// branch point before compaction, dfa2e97) kswapd reclaimed the node's high watermarks
+    /// per pass: madvised fault-base 1847.04 µs, 48 530 kswapd and 46 080 direct-reclaim
+    /// pages; not madvised 77 648 kswapd pages.
     #[test]
-    fn compaction_off_is_the_run_before_compaction() {
-        let o = run("frag-vanilla", 2, &["madv_hugepage=1", "compaction=0"]);
-        assert_eq!(metric(&o, "fault_base_us"), 1847.0448062222224);
-        assert_eq!(metric(&o, "fault_huge_us"), 294.5408706666667);
-        assert_eq!(metric(&o, "huge_pct"), 6.25);
-        assert_eq!(metric(&o, "reads"), 19264.0);
-        assert_eq!(metric(&o, "kswapd_pages"), 48530.0);
-        assert_eq!(metric(&o, "direct_reclaim_pages"), 46080.0);
-        assert_eq!(metric(&o, "inode_evictions"), 5624.0);
-        assert_eq!((o.ops.allocs, o.ops.alloc_failures, o.ops.frees), (131976, 90, 118401));
-        assert_eq!(o.elapsed_ps, 1_094_910_970_355);
-        let o = run("frag-vanilla", 2, &["madv_hugepage=0", "compaction=0"]);
-        assert_eq!(metric(&o, "fault_base_us"), 1205.5284301333334);
-        assert_eq!(metric(&o, "kswapd_pages"), 77648.0);
-        assert_eq!((o.ops.allocs, o.ops.frees), (132761, 101349));
-        assert_eq!(o.elapsed_ps, 1_066_987_011_350);
+    fn compaction_off_figures_are_pinned() {
+        let figures = |madv: &str| {
+            let o = run("frag-vanilla", 2, &[madv, "compaction=0"]);
+            let m = |k| metric(&o, k);
+            format!(
+                "{:?}",
+                (
+                    [m("fault_base_us"), m("fault_huge_us"), m("huge_pct"), m("reads")],
+                    [m("kswapd_pages"), m("kswapd_runs"), m("direct_reclaim_pages")],
+                    m("inode_evictions"),
+                    (o.ops.allocs, o.ops.alloc_failures, o.ops.frees, o.elapsed_ps),
+                )
+            )
+        };
+        assert_eq!(
+            [figures("madv_hugepage=1"), figures("madv_hugepage=0")],
+            [
+                "([1846.3738800869564, 905.544204, 4.166666666666667, 20371.0], [47307.0, 66.0, \
+                 48128.0], 5584.0, (132370, 93, 119525, 1097782232878))",
+                "([1118.5920254565217, 299.363858, 4.166666666666667, 22208.0], [74212.0, 95.0, 0.0], \
+                 4167.0, (132992, 46, 98180, 1063022837940))"
+            ]
+        );
     }
 }
