@@ -167,6 +167,7 @@ impl Carver {
     ///
     /// # Safety
     /// The all-zero bit pattern must be a valid `T` (atomics, integers, `Frame`).
+    #[cfg(not(loom))] // loom's atomics are not all-zero values: its frame tables are built
     pub(crate) unsafe fn zeroed<T>(&mut self, n: usize) -> Option<Table<T>> {
         let (ptr, heap) = self.raw::<T>(n, true)?;
         Some(Table { ptr, len: n, heap, _owns: PhantomData })
