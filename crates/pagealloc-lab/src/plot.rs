@@ -337,6 +337,133 @@ pub fn grouped_bar_chart(
     out
 }
 
+/// What a dot of a [`pareto_chart`] stands for, which decides how it is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DotKind {
+    /// A point of the grid, dominated: a small grey circle.
+    Grid,
+    /// A point on the Pareto front: a filled circle, joined to the rest of the front.
+    Front,
+}
+
+/// One dot of a [`pareto_chart`].
+#[derive(Clone, Debug)]
+pub struct Dot {
+    /// Memory held (x).
+    pub x: f64,
+    /// The objective (y).
+    pub y: f64,
+    /// Grid point or on the front.
+    pub kind: DotKind,
+    /// A label drawn beside the dot and a ring around it: the kernel default or a merged
+    /// preset (`None`: a plain grid point).
+    pub mark: Option<String>,
+    /// The default (drawn as a diamond) rather than a preset (a square).
+    pub is_default: bool,
+}
+
+/// A scatter plot of a sweep: every point as a dot, the Pareto front joined in x order, the
+/// kernel default and the merged presets marked and labelled. Non-finite dots are left out.
+pub fn pareto_chart(title: &str, x_label: &str, y_label: &str, dots: &[Dot]) -> String {
+    let ok: Vec<&Dot> = dots.iter().filter(|d| d.x.is_finite() && d.y.is_finite()).collect();
+    let span = |v: &mut dyn Iterator<Item = f64>| {
+        let (lo, hi) = v.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| (l.min(x), h.max(x)));
+        if !lo.is_finite() {
+            return (0.0, 1.0);
+        }
+        let pad = if hi > lo { (hi - lo) * 0.08 } else { lo.abs().max(1.0) * 0.1 };
+        ((lo - pad).max(if lo >= 0.0 { 0.0 } else { f64::MIN }), hi + pad)
+    };
+    let (x0, x1) = span(&mut ok.iter().map(|d| d.x));
+    let (y0, y1) = span(&mut ok.iter().map(|d| d.y));
+    let mut out = String::new();
+    header(&mut out, title);
+    let (sx, sy) = axes(&mut out, (x0, x1), (y0, y1), x_label, y_label);
+    let mut front: Vec<&Dot> = ok.iter().copied().filter(|d| d.kind == DotKind::Front).collect();
+    front.sort_by(|a, b| a.x.total_cmp(&b.x).then(a.y.total_cmp(&b.y)));
+    if front.len() > 1 {
+        let path: Vec<String> =
+            front.iter().map(|d| format!("{:.1},{:.1}", sx(d.x), sy(d.y))).collect();
+        let _ = write!(
+            out,
+            r#"<polyline fill="none" stroke="{}" stroke-width="1.6" points="{}"/>"#,
+            PALETTE[1],
+            path.join(" ")
+        );
+    }
+    for d in &ok {
+        let (px, py) = (sx(d.x), sy(d.y));
+        let _ = match d.kind {
+            DotKind::Grid => write!(
+                out,
+                r##"<circle cx="{px:.1}" cy="{py:.1}" r="3" fill="#999" fill-opacity="0.7"/>"##
+            ),
+            DotKind::Front => {
+                write!(out, r#"<circle cx="{px:.1}" cy="{py:.1}" r="4" fill="{}"/>"#, PALETTE[1])
+            }
+        };
+        let Some(label) = &d.mark else { continue };
+        let colour = if d.is_default { PALETTE[0] } else { PALETTE[2] };
+        let shape = if d.is_default {
+            format!(
+                r#"<polygon points="{px:.1},{:.1} {:.1},{py:.1} {px:.1},{:.1} {:.1},{py:.1}" fill="none" stroke="{colour}" stroke-width="2"/>"#,
+                py - 8.0,
+                px + 8.0,
+                py + 8.0,
+                px - 8.0
+            )
+        } else {
+            format!(
+                r#"<rect x="{:.1}" y="{:.1}" width="12" height="12" fill="none" stroke="{colour}" stroke-width="1.6"/>"#,
+                px - 6.0,
+                py - 6.0
+            )
+        };
+        let _ = write!(
+            out,
+            r#"{shape}<text x="{:.1}" y="{:.1}" font-size="10" fill="{colour}">{}</text>"#,
+            px + 9.0,
+            py - 6.0,
+            esc(label)
+        );
+    }
+    let legend: [(&str, String); 4] = [
+        ("grid point", r##"<circle cx="{X}" cy="{Y}" r="3" fill="#999"/>"##.to_owned()),
+        ("Pareto front", format!(r#"<circle cx="{{X}}" cy="{{Y}}" r="4" fill="{}"/>"#, PALETTE[1])),
+        (
+            "kernel default",
+            format!(
+                r#"<rect x="{{X0}}" y="{{Y0}}" width="10" height="10" transform="rotate(45 {{X}} {{Y}})" fill="none" stroke="{}" stroke-width="2"/>"#,
+                PALETTE[0]
+            ),
+        ),
+        (
+            "merged preset",
+            format!(
+                r#"<rect x="{{X0}}" y="{{Y0}}" width="10" height="10" fill="none" stroke="{}" stroke-width="1.6"/>"#,
+                PALETTE[2]
+            ),
+        ),
+    ];
+    for (i, (name, shape)) in legend.iter().enumerate() {
+        let (lx, ly) = (W - MR + 16.0, MT + 14.0 + 16.0 * i as f64);
+        let shape = shape
+            .replace("{X0}", &format!("{:.1}", lx - 5.0))
+            .replace("{Y0}", &format!("{:.1}", ly - 5.0))
+            .replace("{X}", &format!("{lx:.1}"))
+            .replace("{Y}", &format!("{ly:.1}"));
+        let _ = write!(
+            out,
+            r#"{shape}<text x="{:.1}" y="{:.1}">{}</text>"#,
+            lx + 14.0,
+            ly + 4.0,
+            esc(name)
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,6 +536,31 @@ mod tests {
         assert!(ticks(0.0, f64::MAX, nice_step(f64::MAX, 5.0)).len() <= MAX_TICKS);
         assert_eq!(ticks(0.0, 1.0, 0.0), vec![0.0, 1.0]);
         assert_eq!(fmt_tick(1e300), "1.00e300");
+    }
+
+    #[test]
+    fn pareto_charts_join_the_front_and_label_the_marks() {
+        let dot = |x, y, kind, mark: Option<&str>, is_default| Dot {
+            x,
+            y,
+            kind,
+            mark: mark.map(str::to_owned),
+            is_default,
+        };
+        let dots = [
+            dot(1.0, 10.0, DotKind::Front, Some("modern"), true),
+            dot(2.0, 5.0, DotKind::Grid, None, false),
+            dot(3.0, 20.0, DotKind::Front, Some("hpc-opt"), false),
+            dot(f64::NAN, 1.0, DotKind::Grid, None, false),
+        ];
+        let svg = pareto_chart("t", "MiB", "ops/s", &dots);
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<polyline").count(), 1, "the front, joined once");
+        // Three finite dots and the legend's two circles.
+        assert_eq!(svg.matches("<circle").count(), 5);
+        assert!(svg.contains(">modern<") && svg.contains(">hpc-opt<"));
+        assert!(!svg.contains("NaN") && !svg.contains("{X"));
+        assert!(pareto_chart("t", "x", "y", &[]).contains("</svg>"));
     }
 
     #[test]

@@ -415,6 +415,7 @@ pub fn rows(spec: &RunSpec, r: &RunResult, revision: &str) -> Vec<Row> {
         cpu,
         revision: revision.to_string(),
         wall_s: r.wall_s,
+        explore: None,
     };
     let mut out: Vec<Row> =
         r.metrics.iter().map(|m| row(&m.name, m.value, m.unit, m.better, None, None)).collect();
