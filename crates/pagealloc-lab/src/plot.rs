@@ -88,7 +88,9 @@ fn fmt_tick(v: f64) -> String {
     if v.abs() >= 1e9 {
         format!("{v:.2e}")
     } else if v.abs() >= 1e6 {
-        format!("{:.1}M", v / 1e6)
+        // Three decimals, trailing zeros dropped: ticks 1.05M and 1.1M stay apart.
+        let m = format!("{:.3}", v / 1e6);
+        format!("{}M", m.trim_end_matches('0').trim_end_matches('.'))
     } else if v.abs() >= 1e4 {
         format!("{:.0}k", v / 1e3)
     } else if v.fract().abs() < 1e-9 {
@@ -536,6 +538,8 @@ mod tests {
         assert!(ticks(0.0, f64::MAX, nice_step(f64::MAX, 5.0)).len() <= MAX_TICKS);
         assert_eq!(ticks(0.0, 1.0, 0.0), vec![0.0, 1.0]);
         assert_eq!(fmt_tick(1e300), "1.00e300");
+        assert_eq!(fmt_tick(1.05e6), "1.05M");
+        assert_eq!(fmt_tick(2e6), "2M");
     }
 
     #[test]

@@ -43,6 +43,16 @@ fn sweep(dir: &Path, out: &str, extra: &[&str]) -> String {
     stdout(&a)
 }
 
+/// `explore merge FILES… --out x.jsonl` in `dir`, failing or not.
+fn merge(dir: &Path, files: &[&str]) -> assert_cmd::assert::Assert {
+    pagealloc()
+        .current_dir(dir)
+        .args(["explore", "merge"])
+        .args(files)
+        .args(["--out", "x.jsonl"])
+        .assert()
+}
+
 #[test]
 fn shards_merged_equal_the_whole_sweep_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
@@ -84,25 +94,12 @@ fn shards_merged_equal_the_whole_sweep_byte_for_byte() {
     assert!(html.contains("<svg") && html.contains("axis high_decay: seven-eighths, off"));
 
     // A shard left out, a shard given twice, and a shard of another grid are refused.
-    let e = pagealloc()
-        .current_dir(d)
-        .args(["explore", "merge", "s0.jsonl", "s1.jsonl", "--out", "x.jsonl"])
-        .assert()
-        .failure();
+    let e = merge(d, &["s0.jsonl", "s1.jsonl"]).failure();
     assert!(stderr(&e).contains("missing: 2"), "{}", stderr(&e));
-    let e = pagealloc()
-        .current_dir(d)
-        .args(["explore", "merge", "s0.jsonl", "s1.jsonl", "s2.jsonl", "s1.jsonl"])
-        .args(["--out", "x.jsonl"])
-        .assert()
-        .failure();
+    let e = merge(d, &["s0.jsonl", "s1.jsonl", "s2.jsonl", "s1.jsonl"]).failure();
     assert!(stderr(&e).contains("is in s1.jsonl and in s1.jsonl"), "{}", stderr(&e));
     sweep(d, "other.jsonl", &["--shard", "1/3", "--seed", "7"]);
-    let e = pagealloc()
-        .current_dir(d)
-        .args(["explore", "merge", "s0.jsonl", "other.jsonl", "s2.jsonl", "--out", "x.jsonl"])
-        .assert()
-        .failure();
+    let e = merge(d, &["s0.jsonl", "other.jsonl", "s2.jsonl"]).failure();
     assert!(stderr(&e).contains("other.jsonl is a shard of grid"), "{}", stderr(&e));
     assert!(stderr(&e).contains("do not merge"), "{}", stderr(&e));
 }
@@ -133,17 +130,9 @@ fn bad_axes_shards_and_merge_inputs_name_what_is_wrong() {
         assert!(stderr(&a).contains(wanted), "{args:?}: {}", stderr(&a));
     }
     std::fs::write(d.join("plain.jsonl"), "").unwrap();
-    let a = pagealloc()
-        .current_dir(d)
-        .args(["explore", "merge", "plain.jsonl", "--out", "x.jsonl"])
-        .assert()
-        .failure();
+    let a = merge(d, &["plain.jsonl"]).failure();
     assert!(stderr(&a).contains("plain.jsonl: no rows"), "{}", stderr(&a));
-    let a = pagealloc()
-        .current_dir(d)
-        .args(["explore", "merge", "absent.jsonl", "--out", "x"])
-        .assert()
-        .failure();
+    let a = merge(d, &["absent.jsonl"]).failure();
     assert!(stderr(&a).contains("absent.jsonl"), "{}", stderr(&a));
     let grid = d.join("g.toml");
     std::fs::write(&grid, "workloads = [\"trunc\"]\n[axes]\nhigh_decay = [\"fast\"]\n").unwrap();

@@ -18,7 +18,7 @@ use crate::explore::{self, pareto, GridSpec, DEFAULT_MARK};
 use crate::mmtests::{self, Better};
 use crate::plot::{Dot, DotKind};
 use crate::results::{self, GridTag, Row};
-use crate::runs::{self, RunResult, RunSpec, Runner};
+use crate::runs::{self, RunResult, RunSpec};
 
 /// The machine of `explore --quick`: two CPUs, so the sweep fits two minutes here.
 pub const QUICK_MACHINE: &str = "lab-2cpu";
@@ -149,24 +149,10 @@ pub fn run(args: &Args) -> Result<()> {
     let mut specs = Vec::new();
     for &k in &mine {
         let p = &points[k];
-        for i in 0..iterations {
-            specs.push(RunSpec {
-                runner: Runner::Model,
-                workload: p.workload,
-                params: p.params.clone(),
-                preset: p.preset.clone(),
-                preset_name: p.preset.name.clone(),
-                machine: p.machine.clone(),
-                seed: args.common.seed.wrapping_add(u64::from(i)),
-                sample: i,
-                cost: cost.clone(),
-                count_frames: false,
-                table: None,
-                show: Vec::new(),
-                layout: crate::procfs::ProcLayout::default(),
-                trace: None,
-            });
-        }
+        let seed = args.common.seed;
+        specs.extend(runs::model_samples(
+            p.workload, &p.params, &p.preset, &p.machine, &cost, seed, iterations,
+        ));
     }
     let label = if shards > 1 { format!("explore {shard}/{shards}") } else { "explore".into() };
     if !args.common.json {
