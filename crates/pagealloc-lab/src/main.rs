@@ -121,7 +121,8 @@ enum Command {
     /// `explore merge FILES… --out F` joins the shards' rows into those of the unsharded
     /// sweep, byte for byte. `--quick` alone: a small built-in grid on lab-2cpu.
     /// docs/explore.md has the grid file, the rows and Slurm and Kubernetes fan-outs.
-    Explore(cmd::explore::Args),
+    // Boxed: its many flags would make every variant as large as it.
+    Explore(Box<cmd::explore::Args>),
     /// Reproduce the seed tables: our rows beside the published rows, with whether each change
     /// from the baseline goes the published way.
     Reproduce(cmd::reproduce::Args),

@@ -393,6 +393,9 @@ pub fn pareto_chart(title: &str, x_label: &str, y_label: &str, dots: &[Dot]) -> 
             path.join(" ")
         );
     }
+    // Labels already drawn at each spot (to the pixel): presets with the same figures stack
+    // their names downwards instead of printing them over each other.
+    let mut labelled: Vec<((i64, i64), f64)> = Vec::new();
     for d in &ok {
         let (px, py) = (sx(d.x), sy(d.y));
         let _ = match d.kind {
@@ -421,11 +424,22 @@ pub fn pareto_chart(title: &str, x_label: &str, y_label: &str, dots: &[Dot]) -> 
                 py - 6.0
             )
         };
+        let spot = (px.round() as i64, py.round() as i64);
+        let below = match labelled.iter_mut().find(|(s, _)| *s == spot) {
+            Some((_, n)) => {
+                *n += 11.0;
+                *n
+            }
+            None => {
+                labelled.push((spot, 0.0));
+                0.0
+            }
+        };
         let _ = write!(
             out,
             r#"{shape}<text x="{:.1}" y="{:.1}" font-size="10" fill="{colour}">{}</text>"#,
             px + 9.0,
-            py - 6.0,
+            py - 6.0 + below,
             esc(label)
         );
     }
@@ -564,6 +578,19 @@ mod tests {
         assert_eq!(svg.matches("<circle").count(), 5);
         assert!(svg.contains(">modern<") && svg.contains(">hpc-opt<"));
         assert!(!svg.contains("NaN") && !svg.contains("{X"));
+        // Two presets at one spot: the second name is drawn 11 px below the first.
+        let same = [
+            dot(1.0, 1.0, DotKind::Front, Some("a"), false),
+            dot(1.0, 1.0, DotKind::Front, Some("b"), false),
+        ];
+        let svg = pareto_chart("t", "x", "y", &same);
+        let y_of = |name: &str| {
+            let at = svg.find(&format!(">{name}</text>")).unwrap();
+            let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+            let y = tag.split("y=\"").nth(1).unwrap().split('"').next().unwrap();
+            y.parse::<f64>().unwrap()
+        };
+        assert_eq!(y_of("b") - y_of("a"), 11.0);
         assert!(pareto_chart("t", "x", "y", &[]).contains("</svg>"));
     }
 

@@ -241,6 +241,6 @@ pub fn explore_page(what: &str, grid: &[String], table: &str, svgs: &[&str]) -> 
     for svg in svgs {
         let _ = write!(h, "<figure>{svg}</figure>");
     }
-    let _ = write!(h, "<h2>Every point</h2><pre>{}</pre></body></html>\n", esc(table));
+    let _ = writeln!(h, "<h2>Every point</h2><pre>{}</pre></body></html>", esc(table));
     h
 }
