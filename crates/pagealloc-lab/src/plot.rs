@@ -393,9 +393,9 @@ pub fn pareto_chart(title: &str, x_label: &str, y_label: &str, dots: &[Dot]) -> 
             path.join(" ")
         );
     }
-    // Labels already drawn at each spot (to the pixel): presets with the same figures stack
-    // their names downwards instead of printing them over each other.
-    let mut labelled: Vec<((i64, i64), f64)> = Vec::new();
+    // Where labels are already drawn: a label that would overlap one (presets with the same
+    // or nearly the same figures) moves down below it instead of printing over it.
+    let mut labelled: Vec<(f64, f64)> = Vec::new();
     for d in &ok {
         let (px, py) = (sx(d.x), sy(d.y));
         let _ = match d.kind {
@@ -424,22 +424,23 @@ pub fn pareto_chart(title: &str, x_label: &str, y_label: &str, dots: &[Dot]) -> 
                 py - 6.0
             )
         };
-        let spot = (px.round() as i64, py.round() as i64);
-        let below = match labelled.iter_mut().find(|(s, _)| *s == spot) {
-            Some((_, n)) => {
-                *n += 11.0;
-                *n
-            }
-            None => {
-                labelled.push((spot, 0.0));
-                0.0
-            }
-        };
+        let (lx, mut ly) = (px + 9.0, py - 6.0);
+        while labelled.iter().any(|&(x, y)| (x - lx).abs() < 60.0 && (y - ly).abs() < 11.0) {
+            ly += 11.0;
+        }
+        labelled.push((lx, ly));
+        if ly > py - 6.0 {
+            // Moved down: a thin leader back to its dot.
+            let _ = write!(
+                out,
+                r#"<line x1="{px:.1}" y1="{py:.1}" x2="{:.1}" y2="{:.1}" stroke="{colour}" stroke-width="0.5"/>"#,
+                lx - 1.0,
+                ly - 3.0
+            );
+        }
         let _ = write!(
             out,
-            r#"{shape}<text x="{:.1}" y="{:.1}" font-size="10" fill="{colour}">{}</text>"#,
-            px + 9.0,
-            py - 6.0 + below,
+            r#"{shape}<text x="{lx:.1}" y="{ly:.1}" font-size="10" fill="{colour}">{}</text>"#,
             esc(label)
         );
     }
@@ -578,10 +579,13 @@ mod tests {
         assert_eq!(svg.matches("<circle").count(), 5);
         assert!(svg.contains(">modern<") && svg.contains(">hpc-opt<"));
         assert!(!svg.contains("NaN") && !svg.contains("{X"));
-        // Two presets at one spot: the second name is drawn 11 px below the first.
+        // Two presets at one spot: the second name is drawn 11 px below the first; a third
+        // 5 px off (nearly the same figures) goes below both.
         let same = [
             dot(1.0, 1.0, DotKind::Front, Some("a"), false),
             dot(1.0, 1.0, DotKind::Front, Some("b"), false),
+            dot(1.0, 0.999, DotKind::Front, Some("c"), false),
+            dot(0.0, 0.0, DotKind::Front, None, false),
         ];
         let svg = pareto_chart("t", "x", "y", &same);
         let y_of = |name: &str| {
@@ -591,6 +595,7 @@ mod tests {
             y.parse::<f64>().unwrap()
         };
         assert_eq!(y_of("b") - y_of("a"), 11.0);
+        assert!(y_of("c") - y_of("b") >= 11.0, "{} {}", y_of("b"), y_of("c"));
         assert!(pareto_chart("t", "x", "y", &[]).contains("</svg>"));
     }
 
