@@ -9,6 +9,7 @@ mod charts;
 // The measurements of `pagealloc calibrate`.
 mod calibrate;
 mod cmd;
+mod explore;
 // The one module allowed unsafe code: real memory (mmap, raw blocks) and the few OS calls
 // around it (CPU affinity, SIGPIPE, the model's cache prefetch hint).
 #[allow(unsafe_code)]
@@ -116,6 +117,16 @@ enum Command {
     /// Run a workload under several presets, a few samples each, and print the mmtests
     /// comparison table (the first preset is the baseline).
     Compare(cmd::compare::Args),
+    /// Sweep a grid of switches and tunables × workloads × machines on the model; print the
+    /// Pareto front of pageset memory against the workload's result (or zone-lock share),
+    /// with the kernel default and the merged presets marked.
+    ///
+    /// `--shard I/N` runs points k with k % N == I (I 0-based) as an independent process;
+    /// `explore merge FILES… --out F` joins the shards' rows into those of the unsharded
+    /// sweep, byte for byte. `--quick` alone: a small built-in grid on lab-2cpu.
+    /// docs/explore.md has the grid file, the rows and Slurm and Kubernetes fan-outs.
+    // Boxed: its many flags would make every variant as large as it.
+    Explore(Box<cmd::explore::Args>),
     /// Reproduce the seed tables: our rows beside the published rows, with whether each change
     /// from the baseline goes the published way.
     Reproduce(cmd::reproduce::Args),
@@ -188,6 +199,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Run(args) => cmd::run::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
         Command::Compare(args) => cmd::compare::run(&args),
+        Command::Explore(args) => cmd::explore::run(&args),
         Command::Reproduce(args) => cmd::reproduce::run(&args),
         Command::Workloads(args) => cmd::workloads::run(&args),
         Command::Plot(args) => cmd::plot::run(&args),

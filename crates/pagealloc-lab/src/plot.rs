@@ -88,7 +88,9 @@ fn fmt_tick(v: f64) -> String {
     if v.abs() >= 1e9 {
         format!("{v:.2e}")
     } else if v.abs() >= 1e6 {
-        format!("{:.1}M", v / 1e6)
+        // Three decimals, trailing zeros dropped: ticks 1.05M and 1.1M stay apart.
+        let m = format!("{:.3}", v / 1e6);
+        format!("{}M", m.trim_end_matches('0').trim_end_matches('.'))
     } else if v.abs() >= 1e4 {
         format!("{:.0}k", v / 1e3)
     } else if v.fract().abs() < 1e-9 {
@@ -337,6 +339,148 @@ pub fn grouped_bar_chart(
     out
 }
 
+/// What a dot of a [`pareto_chart`] stands for, which decides how it is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DotKind {
+    /// A point of the grid, dominated: a small grey circle.
+    Grid,
+    /// A point on the Pareto front: a filled circle, joined to the rest of the front.
+    Front,
+}
+
+/// One dot of a [`pareto_chart`].
+#[derive(Clone, Debug)]
+pub struct Dot {
+    /// Memory held (x).
+    pub x: f64,
+    /// The objective (y).
+    pub y: f64,
+    /// Grid point or on the front.
+    pub kind: DotKind,
+    /// A label drawn beside the dot and a ring around it: the kernel default or a merged
+    /// preset (`None`: a plain grid point).
+    pub mark: Option<String>,
+    /// The default (drawn as a diamond) rather than a preset (a square).
+    pub is_default: bool,
+}
+
+/// A scatter plot of a sweep: every point as a dot, the Pareto front joined in x order, the
+/// kernel default and the merged presets marked and labelled. Non-finite dots are left out.
+pub fn pareto_chart(title: &str, x_label: &str, y_label: &str, dots: &[Dot]) -> String {
+    let ok: Vec<&Dot> = dots.iter().filter(|d| d.x.is_finite() && d.y.is_finite()).collect();
+    let span = |v: &mut dyn Iterator<Item = f64>| {
+        let (lo, hi) = v.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| (l.min(x), h.max(x)));
+        if !lo.is_finite() {
+            return (0.0, 1.0);
+        }
+        let pad = if hi > lo { (hi - lo) * 0.08 } else { lo.abs().max(1.0) * 0.1 };
+        ((lo - pad).max(if lo >= 0.0 { 0.0 } else { f64::MIN }), hi + pad)
+    };
+    let (x0, x1) = span(&mut ok.iter().map(|d| d.x));
+    let (y0, y1) = span(&mut ok.iter().map(|d| d.y));
+    let mut out = String::new();
+    header(&mut out, title);
+    let (sx, sy) = axes(&mut out, (x0, x1), (y0, y1), x_label, y_label);
+    let mut front: Vec<&Dot> = ok.iter().copied().filter(|d| d.kind == DotKind::Front).collect();
+    front.sort_by(|a, b| a.x.total_cmp(&b.x).then(a.y.total_cmp(&b.y)));
+    if front.len() > 1 {
+        let path: Vec<String> =
+            front.iter().map(|d| format!("{:.1},{:.1}", sx(d.x), sy(d.y))).collect();
+        let _ = write!(
+            out,
+            r#"<polyline fill="none" stroke="{}" stroke-width="1.6" points="{}"/>"#,
+            PALETTE[1],
+            path.join(" ")
+        );
+    }
+    // Where labels are already drawn: a label that would overlap one (presets with the same
+    // or nearly the same figures) moves down below it instead of printing over it.
+    let mut labelled: Vec<(f64, f64)> = Vec::new();
+    for d in &ok {
+        let (px, py) = (sx(d.x), sy(d.y));
+        let _ = match d.kind {
+            DotKind::Grid => write!(
+                out,
+                r##"<circle cx="{px:.1}" cy="{py:.1}" r="3" fill="#999" fill-opacity="0.7"/>"##
+            ),
+            DotKind::Front => {
+                write!(out, r#"<circle cx="{px:.1}" cy="{py:.1}" r="4" fill="{}"/>"#, PALETTE[1])
+            }
+        };
+        let Some(label) = &d.mark else { continue };
+        let colour = if d.is_default { PALETTE[0] } else { PALETTE[2] };
+        let shape = if d.is_default {
+            format!(
+                r#"<polygon points="{px:.1},{:.1} {:.1},{py:.1} {px:.1},{:.1} {:.1},{py:.1}" fill="none" stroke="{colour}" stroke-width="2"/>"#,
+                py - 8.0,
+                px + 8.0,
+                py + 8.0,
+                px - 8.0
+            )
+        } else {
+            format!(
+                r#"<rect x="{:.1}" y="{:.1}" width="12" height="12" fill="none" stroke="{colour}" stroke-width="1.6"/>"#,
+                px - 6.0,
+                py - 6.0
+            )
+        };
+        let (lx, mut ly) = (px + 9.0, py - 6.0);
+        while labelled.iter().any(|&(x, y)| (x - lx).abs() < 60.0 && (y - ly).abs() < 11.0) {
+            ly += 11.0;
+        }
+        labelled.push((lx, ly));
+        if ly > py - 6.0 {
+            // Moved down: a thin leader back to its dot.
+            let _ = write!(
+                out,
+                r#"<line x1="{px:.1}" y1="{py:.1}" x2="{:.1}" y2="{:.1}" stroke="{colour}" stroke-width="0.5"/>"#,
+                lx - 1.0,
+                ly - 3.0
+            );
+        }
+        let _ = write!(
+            out,
+            r#"{shape}<text x="{lx:.1}" y="{ly:.1}" font-size="10" fill="{colour}">{}</text>"#,
+            esc(label)
+        );
+    }
+    let legend: [(&str, String); 4] = [
+        ("grid point", r##"<circle cx="{X}" cy="{Y}" r="3" fill="#999"/>"##.to_owned()),
+        ("Pareto front", format!(r#"<circle cx="{{X}}" cy="{{Y}}" r="4" fill="{}"/>"#, PALETTE[1])),
+        (
+            "kernel default",
+            format!(
+                r#"<rect x="{{X0}}" y="{{Y0}}" width="10" height="10" transform="rotate(45 {{X}} {{Y}})" fill="none" stroke="{}" stroke-width="2"/>"#,
+                PALETTE[0]
+            ),
+        ),
+        (
+            "merged preset",
+            format!(
+                r#"<rect x="{{X0}}" y="{{Y0}}" width="10" height="10" fill="none" stroke="{}" stroke-width="1.6"/>"#,
+                PALETTE[2]
+            ),
+        ),
+    ];
+    for (i, (name, shape)) in legend.iter().enumerate() {
+        let (lx, ly) = (W - MR + 16.0, MT + 14.0 + 16.0 * i as f64);
+        let shape = shape
+            .replace("{X0}", &format!("{:.1}", lx - 5.0))
+            .replace("{Y0}", &format!("{:.1}", ly - 5.0))
+            .replace("{X}", &format!("{lx:.1}"))
+            .replace("{Y}", &format!("{ly:.1}"));
+        let _ = write!(
+            out,
+            r#"{shape}<text x="{:.1}" y="{:.1}">{}</text>"#,
+            lx + 14.0,
+            ly + 4.0,
+            esc(name)
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,6 +553,50 @@ mod tests {
         assert!(ticks(0.0, f64::MAX, nice_step(f64::MAX, 5.0)).len() <= MAX_TICKS);
         assert_eq!(ticks(0.0, 1.0, 0.0), vec![0.0, 1.0]);
         assert_eq!(fmt_tick(1e300), "1.00e300");
+        assert_eq!(fmt_tick(1.05e6), "1.05M");
+        assert_eq!(fmt_tick(2e6), "2M");
+    }
+
+    #[test]
+    fn pareto_charts_join_the_front_and_label_the_marks() {
+        let dot = |x, y, kind, mark: Option<&str>, is_default| Dot {
+            x,
+            y,
+            kind,
+            mark: mark.map(str::to_owned),
+            is_default,
+        };
+        let dots = [
+            dot(1.0, 10.0, DotKind::Front, Some("modern"), true),
+            dot(2.0, 5.0, DotKind::Grid, None, false),
+            dot(3.0, 20.0, DotKind::Front, Some("hpc-opt"), false),
+            dot(f64::NAN, 1.0, DotKind::Grid, None, false),
+        ];
+        let svg = pareto_chart("t", "MiB", "ops/s", &dots);
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<polyline").count(), 1, "the front, joined once");
+        // Three finite dots and the legend's two circles.
+        assert_eq!(svg.matches("<circle").count(), 5);
+        assert!(svg.contains(">modern<") && svg.contains(">hpc-opt<"));
+        assert!(!svg.contains("NaN") && !svg.contains("{X"));
+        // Two presets at one spot: the second name is drawn 11 px below the first; a third
+        // 5 px off (nearly the same figures) goes below both.
+        let same = [
+            dot(1.0, 1.0, DotKind::Front, Some("a"), false),
+            dot(1.0, 1.0, DotKind::Front, Some("b"), false),
+            dot(1.0, 0.999, DotKind::Front, Some("c"), false),
+            dot(0.0, 0.0, DotKind::Front, None, false),
+        ];
+        let svg = pareto_chart("t", "x", "y", &same);
+        let y_of = |name: &str| {
+            let at = svg.find(&format!(">{name}</text>")).unwrap();
+            let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+            let y = tag.split("y=\"").nth(1).unwrap().split('"').next().unwrap();
+            y.parse::<f64>().unwrap()
+        };
+        assert_eq!(y_of("b") - y_of("a"), 11.0);
+        assert!(y_of("c") - y_of("b") >= 11.0, "{} {}", y_of("b"), y_of("c"));
+        assert!(pareto_chart("t", "x", "y", &[]).contains("</svg>"));
     }
 
     #[test]

@@ -374,7 +374,7 @@ impl Source<'_> {
     /// Convert a TOML value of `[section] key` to a [`SwitchValue`]; kinds the library has no
     /// value for (floats, date-times, tables, mixed arrays) are refused here with what `key`
     /// accepts.
-    fn value(
+    pub(crate) fn value(
         &self,
         section: &str,
         key: &str,
@@ -414,16 +414,53 @@ impl Source<'_> {
         value: &Spanned<DeValue<'_>>,
         e: &PolicyError,
     ) -> anyhow::Error {
-        let msg = match e {
-            PolicyError::WrongKind { key, got, accepted } => {
-                let article =
-                    if matches!(got, pagealloc::policy::ValueKind::Int) { "an" } else { "a" };
-                format!("`{key}` takes {accepted}, not {article} {got}")
-            }
-            other => other.to_string(),
-        };
-        self.error(value.span(), format_args!("[{section}]: {msg}"))
+        self.error(value.span(), format_args!("[{section}]: {}", describe(e)))
     }
+}
+
+/// What the library's refusal `e` says, in the words preset files (and `explore --axis`)
+/// print: `` `key` takes …, not a … `` for a value of the wrong kind.
+pub(crate) fn describe(e: &PolicyError) -> String {
+    match e {
+        PolicyError::WrongKind { key, got, accepted } => {
+            let article = if matches!(got, pagealloc::policy::ValueKind::Int) { "an" } else { "a" };
+            format!("`{key}` takes {accepted}, not {article} {got}")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// What switch or tunable `key` accepts.
+///
+/// # Errors
+/// `key` is neither a switch nor a tunable; the message lists both.
+pub fn accepted(key: &str) -> Result<Accepted> {
+    Policy::accepted(key).or_else(|| Tunables::accepted(key)).ok_or_else(|| {
+        anyhow!(
+            "no switch or tunable `{key}`; switches: {}; tunables: {}",
+            Policy::KEYS.join(", "),
+            Tunables::KEYS.join(", ")
+        )
+    })
+}
+
+/// Set switch or tunable `key` of `preset` to `value` through the library's setters, as a
+/// preset file's `[switches]` and `[tunables]` lines do, and record it among the overrides
+/// (what `explore` does for each axis of its grid).
+///
+/// # Errors
+/// A key that is neither a switch nor a tunable (listing both), or a value the library
+/// refuses; the message names the key and what it accepts.
+pub fn apply_override(preset: &mut ResolvedPreset, key: &str, value: &SwitchValue) -> Result<()> {
+    accepted(key)?;
+    let result = if Policy::KEYS.contains(&key) {
+        preset.policy.set(key, value.clone())
+    } else {
+        preset.tunables.set(key, value.clone())
+    };
+    result.map_err(|e| anyhow!(describe(&e)))?;
+    preset.overrides.push((key.to_owned(), value.to_string()));
+    Ok(())
 }
 
 #[cfg(test)]

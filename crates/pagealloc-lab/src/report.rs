@@ -218,3 +218,28 @@ pub fn compare_page(title: &str, table: &str, rows: &[Row]) -> String {
     h.push_str("</body></html>\n");
     h
 }
+
+/// The `explore --report` page: the grid, the table of every point with the front marked,
+/// and one Pareto plot per workload and machine.
+pub fn explore_page(what: &str, grid: &[String], table: &str, svgs: &[&str]) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>pagealloc \
+         explore</title><style>{STYLE}</style></head><body><h1>pagealloc explore — {}</h1>",
+        esc(what)
+    );
+    if !grid.is_empty() {
+        h.push_str("<h2>The grid</h2><ul>");
+        for line in grid {
+            let _ = write!(h, "<li>{}</li>", esc(line));
+        }
+        h.push_str("</ul>");
+    }
+    h.push_str("<h2>Pareto fronts</h2>");
+    for svg in svgs {
+        let _ = write!(h, "<figure>{svg}</figure>");
+    }
+    let _ = writeln!(h, "<h2>Every point</h2><pre>{}</pre></body></html>", esc(table));
+    h
+}

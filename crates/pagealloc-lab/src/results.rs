@@ -48,8 +48,34 @@ pub struct Row {
     pub cpu: Option<u32>,
     /// Code revision the lab was built from (`git describe`), or "unknown".
     pub revision: String,
-    /// Wall-clock seconds the run took (not part of any deterministic output).
+    /// Wall-clock seconds the run took (not part of any deterministic output). 0 in the rows
+    /// of `explore`, whose sweep files must be byte-identical however the sweep was sharded.
     pub wall_s: f64,
+    /// For a row of an `explore` sweep: which point of which grid it measures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explore: Option<GridTag>,
+}
+
+/// Where a row of an `explore` sweep sits in its grid, so that `explore merge` can put shards
+/// back in the unsharded order and refuse duplicates, gaps and shards of another grid.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GridTag {
+    /// Fingerprint of the grid (its points, seeds, scale, cost profile and the lab's
+    /// revision), 16 hex digits.
+    pub grid: String,
+    /// The point's index in the grid's deterministic order, 0-based.
+    pub point: u32,
+    /// How many points the grid has.
+    pub points: u32,
+    /// How many seeds each point runs (samples 0..samples).
+    pub samples: u32,
+    /// The point's coordinates: each axis and its value, in axis order (empty for a preset
+    /// run as it is).
+    pub coords: Vec<(String, String)>,
+    /// What the point also is: `default` (the base preset at the kernel's defaults) and the
+    /// names of the merged built-in presets it equals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<String>,
 }
 
 /// The revision the lab was built from (`git describe --always --dirty` of its tree at build
@@ -70,14 +96,19 @@ pub fn save(dir: &Path, stem: &str, rows: &[Row]) -> Result<PathBuf> {
     let stem: String =
         stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
     let path = dir.join(format!("{stem}-{}.jsonl", utc_stamp(secs)));
-    let f = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    write(&path, rows)?;
+    Ok(path)
+}
+
+/// Write `rows` to `path` (created or truncated), one JSON object a line.
+pub fn write(path: &Path, rows: &[Row]) -> Result<()> {
+    let f = File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut w = BufWriter::new(f);
     for r in rows {
         serde_json::to_writer(&mut w, r)?;
         w.write_all(b"\n")?;
     }
-    w.flush()?;
-    Ok(path)
+    w.flush().with_context(|| format!("writing {}", path.display()))
 }
 
 /// Read every row of a JSON-lines file. A bad line is an error naming the file and line.
@@ -154,6 +185,7 @@ mod tests {
             cpu: None,
             revision: "abc".into(),
             wall_s: 0.1,
+            explore: None,
         };
         let path = save(dir.path(), "run trunc/modern", &[row.clone(), row.clone()]).unwrap();
         assert!(path.file_name().unwrap().to_str().unwrap().starts_with("run_trunc_modern-"));

@@ -84,6 +84,36 @@ pub struct RunSpec {
     pub trace: Option<PathBuf>,
 }
 
+/// `n` samples of one configuration on the model, seeds `seed`, `seed + 1`, …, nothing
+/// recorded beyond the metrics (no frame counts, table, views or trace): the runs of one
+/// preset in `compare` and of one point in `explore`.
+pub fn model_samples<'a>(
+    workload: &'static WorkloadInfo,
+    params: &'a Params,
+    preset: &'a ResolvedPreset,
+    machine: &'a Machine,
+    cost: &'a CostProfile,
+    seed: u64,
+    n: u32,
+) -> impl Iterator<Item = RunSpec> + 'a {
+    (0..n).map(move |i| RunSpec {
+        runner: Runner::Model,
+        workload,
+        params: params.clone(),
+        preset: preset.clone(),
+        preset_name: preset.name.clone(),
+        machine: machine.clone(),
+        seed: seed.wrapping_add(u64::from(i)),
+        sample: i,
+        cost: cost.clone(),
+        count_frames: false,
+        table: None,
+        show: Vec::new(),
+        layout: procfs::ProcLayout::default(),
+        trace: None,
+    })
+}
+
 /// A `/proc` file the lab can render from a model's state, in the kernel's byte layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProcView {
@@ -415,6 +445,7 @@ pub fn rows(spec: &RunSpec, r: &RunResult, revision: &str) -> Vec<Row> {
         cpu,
         revision: revision.to_string(),
         wall_s: r.wall_s,
+        explore: None,
     };
     let mut out: Vec<Row> =
         r.metrics.iter().map(|m| row(&m.name, m.value, m.unit, m.better, None, None)).collect();

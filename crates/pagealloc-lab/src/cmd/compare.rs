@@ -9,7 +9,7 @@ use serde_json::json;
 use super::run::{machine_for, Common};
 use crate::mmtests::{self, MetricSamples, RowSet, Significance, TableOptions};
 use crate::preset_file::resolve;
-use crate::runs::{self, RunSpec, Runner};
+use crate::runs;
 use crate::{results, workload};
 
 /// The runner metrics a comparison shows besides the workload's own (seed 001's columns).
@@ -83,25 +83,17 @@ pub fn run(args: &Args) -> Result<()> {
                  the columns can be told apart"
             );
         }
-        labels.push(name.clone());
-        for i in 0..args.iterations {
-            specs.push(RunSpec {
-                runner: Runner::Model,
-                workload: w,
-                params: params.clone(),
-                preset: preset.clone(),
-                preset_name: name.clone(),
-                machine: machine.clone(),
-                seed: args.common.seed.wrapping_add(u64::from(i)),
-                sample: i,
-                cost: cost.clone(),
-                count_frames: false,
-                table: None,
-                show: Vec::new(),
-                layout: crate::procfs::ProcLayout::default(),
-                trace: None,
-            });
-        }
+        labels.push(name);
+        let seed = args.common.seed;
+        specs.extend(runs::model_samples(
+            w,
+            &params,
+            &preset,
+            &machine,
+            &cost,
+            seed,
+            args.iterations,
+        ));
     }
     let label = format!("{} on {}", w.name, machine.name);
     let results = runs::execute_all(&specs, &label, args.common.json)?;

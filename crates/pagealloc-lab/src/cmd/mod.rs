@@ -4,6 +4,7 @@ pub mod bench;
 pub mod calibrate;
 pub mod compare;
 pub mod exercise;
+pub mod explore;
 pub mod machines;
 pub mod plot;
 pub mod presets;
