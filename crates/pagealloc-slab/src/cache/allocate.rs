@@ -157,9 +157,13 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         let serial = self.next_serial.fetch_add(1, Relaxed);
         let slab = Arc::new(Slab::new(pfn, oo.order, oo.objects, node, serial));
         let n = &self.node[node.index()];
+        // Into the directory and the node's counts together, under the directory lock, so a
+        // validator's snapshot of the two agrees.
+        let mut dir = self.slabs.lock();
         n.nr_slabs.fetch_add(1, Relaxed);
         n.total_objects.fetch_add(u64::from(oo.objects), Relaxed);
-        self.slabs.lock().insert(pfn.0, Arc::clone(&slab));
+        dir.insert(pfn.0, Arc::clone(&slab));
+        drop(dir);
         self.stats.inc(SlabStat::AllocSlab);
         Ok(slab)
     }

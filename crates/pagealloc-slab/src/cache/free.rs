@@ -211,10 +211,13 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     pub(super) fn discard_all(&self, cpu: Cpu, discards: Discards<L>) -> Result<(), SlabError> {
         let mut result = Ok(());
         for slab in discards {
-            self.slabs.lock().remove(&slab.pfn.0);
             let n = &self.node[slab.node.index()];
+            // Out of the directory and the node's counts together (see `new_slab`).
+            let mut dir = self.slabs.lock();
+            dir.remove(&slab.pfn.0);
             n.nr_slabs.fetch_sub(1, Relaxed);
             n.total_objects.fetch_sub(u64::from(slab.objects), Relaxed);
+            drop(dir);
             self.stats.inc(SlabStat::FreeSlab);
             if let Err(e) = self.pa.free_pages(cpu, slab.pfn, slab.order) {
                 result = Err(SlabError::PageFree(e));

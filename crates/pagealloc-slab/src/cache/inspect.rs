@@ -67,10 +67,22 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     /// its `place` says and nowhere else, its freelists hold exactly its free objects, and the
     /// node counts match. Takes every lock, so it sees a consistent state even while other
     /// threads run.
+    ///
+    /// A slab marked `Discarded` may still be in the directory: it left its list under the
+    /// list's lock, and leaves the directory and the node's counts (together, under the
+    /// directory lock) once its discarder holds no list lock. The validator takes the
+    /// directory and the counts in one snapshot, so such a slab is in both or in neither.
     pub fn validate(&self) -> Result<(), String> {
         let cpus: Vec<_> = self.cpu_slab.iter().map(|c| c.0.lock()).collect();
         let nodes: Vec<_> = self.node.iter().map(|n| n.list_lock.lock()).collect();
-        let all: Vec<Arc<Slab<L>>> = self.slabs.lock().values().cloned().collect();
+        let dir = self.slabs.lock();
+        let counts: Vec<(u64, u64)> = self
+            .node
+            .iter()
+            .map(|n| (n.nr_slabs.load(Relaxed), n.total_objects.load(Relaxed)))
+            .collect();
+        let all: Vec<Arc<Slab<L>>> = dir.values().cloned().collect();
+        drop(dir);
         let mut per_node = alloc::vec![(0u64, 0u64); self.node.len()];
         let mut listed = 0usize;
         for slab in &all {
@@ -90,12 +102,13 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
                     nodes[slab.node.index()].list.get(&key).is_some_and(|s| Arc::ptr_eq(s, slab))
                 }
                 Place::Full => st.inuse == slab.objects,
-                Place::Discarded => false,
+                // On its way out (see above): on no list, and empty.
+                Place::Discarded => st.inuse == 0,
             };
             if !on_list {
                 return Err(format!("slab {} is not where it says: {:?}", slab.pfn, st.place));
             }
-            listed += usize::from(!matches!(st.place, Place::Full));
+            listed += usize::from(!matches!(st.place, Place::Full | Place::Discarded));
             if matches!(st.place, Place::CpuPartial(_) | Place::NodePartial(_)) && st.nr_free() == 0
             {
                 return Err(format!("slab {} is listed as partial but full", slab.pfn));
@@ -107,8 +120,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         if on_lists != listed {
             return Err(format!("{on_lists} list entries for {listed} listed slabs"));
         }
-        for (i, n) in self.node.iter().enumerate() {
-            let counted = (n.nr_slabs.load(Relaxed), n.total_objects.load(Relaxed));
+        for (i, &counted) in counts.iter().enumerate() {
             if counted != per_node[i] {
                 return Err(format!("node {i}: counts {counted:?}, slabs hold {:?}", per_node[i]));
             }
