@@ -8,6 +8,7 @@ mod cacheinfo;
 mod charts;
 // The measurements of `pagealloc calibrate`.
 mod calibrate;
+mod calibration;
 mod cmd;
 mod explore;
 // The one module allowed unsafe code: real memory (mmap, raw blocks) and the few OS calls

@@ -14,7 +14,9 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::run::Common;
-use crate::explore::{self, pareto, GridSpec, DEFAULT_MARK};
+use crate::explore::{
+    self, groups, point_rows, summarize, Group, GridSpec, DEFAULT_MARK, PCP_MEAN,
+};
 use crate::mmtests::{self, Better};
 use crate::plot::{Dot, DotKind};
 use crate::results::{self, GridTag, Row};
@@ -33,8 +35,6 @@ pub const QUICK_AXES: &[&str] = &[
 
 /// The memory side of the front unless `--memory` says otherwise.
 pub const DEFAULT_MEMORY: &str = "pcp_peak_mib";
-/// The metric explore adds to each run's: the mean of the pagesets' memory over the run.
-pub const PCP_MEAN: &str = "pcp_mean_mib";
 
 /// Arguments of `pagealloc explore`.
 #[derive(Debug, clap::Args)]
@@ -243,40 +243,6 @@ fn grid_spec(args: &Args) -> Result<(GridSpec, u32)> {
     Ok((spec, args.iterations.or(file_iterations).unwrap_or(1)))
 }
 
-/// The rows of one run of a point: every metric of the run (no time series) and the mean
-/// pageset memory, tagged with the point, and without the wall time (0), so that the rows are
-/// the same bytes in whatever shard and on whatever host they ran.
-fn point_rows(spec: &RunSpec, r: &RunResult, revision: &str, tag: &GridTag) -> Vec<Row> {
-    let mut rows: Vec<Row> = runs::rows(spec, r, revision)
-        .into_iter()
-        .filter(|x| x.t.is_none() && x.cpu.is_none())
-        .collect();
-    let mut mean =
-        rows.iter().find(|x| x.metric == "pcp_peak_mib").cloned().expect("every run has it");
-    mean.metric = PCP_MEAN.into();
-    mean.value = pcp_mean_mib(&r.outcome);
-    rows.push(mean);
-    for x in &mut rows {
-        x.wall_s = 0.0;
-        x.explore = Some(tag.clone());
-    }
-    rows
-}
-
-/// The mean of the memory held by all pagesets over the run: the samples of the ticks while
-/// the workload ran (not the idle cool-down after it) and the count when it ended, MiB.
-fn pcp_mean_mib(o: &crate::model::RunOutcome) -> f64 {
-    let end_s = o.elapsed_ps / 1_000_000_000_000;
-    let pages: Vec<u64> = o
-        .pcp_pages
-        .iter()
-        .filter(|(t, _)| u64::from(*t) <= end_s)
-        .map(|&(_, p)| p)
-        .chain([o.pcp_end_pages])
-        .collect();
-    pages.iter().sum::<u64>() as f64 / pages.len() as f64 / 256.0
-}
-
 /// The grid, one line each, for the report.
 fn grid_lines(spec: &GridSpec, iterations: u32, scale: f64) -> Vec<String> {
     let or_default = |v: &[String], d: &str| if v.is_empty() { d.to_owned() } else { v.join(", ") };
@@ -302,74 +268,11 @@ fn grid_lines(spec: &GridSpec, iterations: u32, scale: f64) -> Vec<String> {
 /// `explore merge`: check the shards, put their rows in the grid's order, write them, show
 /// the front.
 fn merge(args: &MergeArgs) -> Result<()> {
-    let mut all: Vec<(usize, Row)> = Vec::new();
-    for (f, path) in args.files.iter().enumerate() {
-        let rows = results::load(path)?;
-        if rows.is_empty() {
-            bail!("{}: no rows", path.display());
-        }
-        for r in rows {
-            if r.explore.is_none() {
-                bail!(
-                    "{}: a row of `{}` is not from `explore` (no grid tag)",
-                    path.display(),
-                    r.workload
-                );
-            }
-            all.push((f, r));
-        }
+    let mut files = Vec::new();
+    for path in &args.files {
+        files.push((path.display().to_string(), results::load(path)?));
     }
-    let tag0 = all[0].1.explore.clone().expect("checked");
-    let mut seen: BTreeMap<(u32, u32, String), usize> = BTreeMap::new();
-    for (f, r) in &all {
-        let t = r.explore.as_ref().expect("checked");
-        if (t.grid.as_str(), t.points, t.samples) != (tag0.grid.as_str(), tag0.points, tag0.samples)
-        {
-            bail!(
-                "{} is a shard of grid {} ({} points × {} seeds), {} one of grid {} ({} × {}): \
-                 shards of different sweeps do not merge",
-                args.files[*f].display(),
-                t.grid,
-                t.points,
-                t.samples,
-                args.files[0].display(),
-                tag0.grid,
-                tag0.points,
-                tag0.samples
-            );
-        }
-        if let Some(g) = seen.insert((t.point, r.sample, r.metric.clone()), *f) {
-            bail!(
-                "point {} (sample {}, {}) is in {} and in {}: a shard given twice, or shards \
-                 of different --shard N",
-                t.point,
-                r.sample,
-                r.metric,
-                args.files[g].display(),
-                args.files[*f].display()
-            );
-        }
-    }
-    let have: BTreeSet<(u32, u32)> = seen.keys().map(|(p, s, _)| (*p, *s)).collect();
-    let missing: Vec<String> = (0..tag0.points)
-        .flat_map(|p| (0..tag0.samples).map(move |s| (p, s)))
-        .filter(|k| !have.contains(k))
-        .map(|(p, s)| if tag0.samples > 1 { format!("{p} (seed {s})") } else { p.to_string() })
-        .collect();
-    if !missing.is_empty() {
-        let shown: Vec<&str> = missing.iter().take(10).map(String::as_str).collect();
-        bail!(
-            "{} of grid {}'s {} point runs are missing: {}{}; is a shard's file left out?",
-            missing.len(),
-            tag0.grid,
-            tag0.points * tag0.samples,
-            shown.join(", "),
-            if missing.len() > shown.len() { ", …" } else { "" }
-        );
-    }
-    let mut rows: Vec<Row> = all.into_iter().map(|(_, r)| r).collect();
-    // Stable: within one run the rows keep the order the run wrote them in.
-    rows.sort_by_key(|r| (r.explore.as_ref().map_or(0, |t| t.point), r.sample));
+    let (rows, tag0) = explore::merge_rows(files)?;
     results::write(&args.out, &rows)?;
     if !args.json {
         eprintln!(
@@ -383,128 +286,12 @@ fn merge(args: &MergeArgs) -> Result<()> {
     show(&rows, &args.view, args.json, &what, &[])
 }
 
-/// One point's means over its seeds.
-#[derive(Clone, Debug)]
-struct Summary {
-    point: u32,
-    workload: String,
-    machine: String,
-    label: String,
-    marks: Vec<String>,
-    /// (metric, unit, better, mean) in the run's metric order.
-    metrics: Vec<(String, String, Better, f64)>,
-}
-
-impl Summary {
-    fn get(&self, name: &str) -> f64 {
-        self.metrics.iter().find(|m| m.0 == name).map_or(f64::NAN, |m| m.3)
-    }
-}
-
-/// The rows' points, in point order, each metric summarised over the seeds as mmtests does
-/// (arithmetic mean, harmonic for rates).
-fn summarize(rows: &[Row]) -> Vec<Summary> {
-    let mut by_point: BTreeMap<u32, Vec<&Row>> = BTreeMap::new();
-    for r in rows {
-        if let Some(t) = &r.explore {
-            by_point.entry(t.point).or_default().push(r);
-        }
-    }
-    by_point
-        .into_iter()
-        .map(|(point, rs)| {
-            let first = rs[0];
-            let mut names: Vec<&str> = Vec::new();
-            for r in &rs {
-                if !names.contains(&r.metric.as_str()) {
-                    names.push(&r.metric);
-                }
-            }
-            let metrics = names
-                .iter()
-                .map(|n| {
-                    let of: Vec<&&Row> = rs.iter().filter(|r| r.metric == *n).collect();
-                    let v: Vec<f64> = of.iter().map(|r| r.value).collect();
-                    let better = of[0].better;
-                    let mean = mmtests::summarize(&v, better).map_or(f64::NAN, |s| s.mean);
-                    ((*n).to_owned(), of[0].unit.clone(), better, mean)
-                })
-                .collect();
-            Summary {
-                point,
-                workload: first.workload.clone(),
-                machine: first.machine.clone(),
-                label: first.preset.clone(),
-                marks: first.explore.as_ref().map(|t| t.marks.clone()).unwrap_or_default(),
-                metrics,
-            }
-        })
-        .collect()
-}
-
-/// One (workload, machine) of the sweep with its front.
-struct Group {
-    workload: String,
-    machine: String,
-    points: Vec<Summary>,
-    objective: (String, String, Better),
-    memory: (String, String),
-    /// Indices into `points` on the front.
-    front: Vec<usize>,
-}
-
-/// Split the points by (workload, machine), in first-seen order, and find each front.
-fn groups(sums: Vec<Summary>, view: &View) -> Result<Vec<Group>> {
-    let mut out: Vec<Group> = Vec::new();
-    for s in sums {
-        match out.iter_mut().find(|g| g.workload == s.workload && g.machine == s.machine) {
-            Some(g) => g.points.push(s),
-            None => {
-                let pick = |name: &str| {
-                    s.metrics.iter().find(|m| m.0 == name).cloned().ok_or_else(|| {
-                        let all: Vec<&str> = s.metrics.iter().map(|m| m.0.as_str()).collect();
-                        anyhow::anyhow!(
-                            "no metric `{name}` in the runs of {}; its metrics are: {}",
-                            s.workload,
-                            all.join(", ")
-                        )
-                    })
-                };
-                let objective = match &view.objective {
-                    Some(n) => pick(n)?,
-                    None => s
-                        .metrics
-                        .iter()
-                        .find(|m| crate::metrics::is_result(&s.workload, &m.0))
-                        .cloned()
-                        .map_or_else(|| pick("elapsed_s"), Ok)?,
-                };
-                let memory = pick(&view.memory)?;
-                out.push(Group {
-                    workload: s.workload.clone(),
-                    machine: s.machine.clone(),
-                    objective: (objective.0, objective.1, objective.2),
-                    memory: (memory.0, memory.1),
-                    points: vec![s],
-                    front: Vec::new(),
-                });
-            }
-        }
-    }
-    for g in &mut out {
-        let xy: Vec<(f64, f64)> =
-            g.points.iter().map(|p| (p.get(&g.memory.0), p.get(&g.objective.0))).collect();
-        g.front = pareto::front(&xy, g.objective.2);
-    }
-    Ok(out)
-}
-
 /// The columns of the table besides the objective and the memory.
 const TABLE_METRICS: &[&str] = &["zone_lock_pct", "pcp_peak_mib", PCP_MEAN, "free_high"];
 
 /// Print the table (or the JSON document), write the plots and the page.
 fn show(rows: &[Row], view: &View, json: bool, what: &str, grid: &[String]) -> Result<()> {
-    let groups = groups(summarize(rows), view)?;
+    let groups = groups(summarize(rows), view.objective.as_deref(), &view.memory)?;
     let mut svgs = Vec::new();
     for g in &groups {
         svgs.push((format!("pareto-{}-{}", g.workload, g.machine), chart(g)));

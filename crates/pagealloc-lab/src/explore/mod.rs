@@ -4,7 +4,12 @@
 //! each with an index and the grid's fingerprint, so that any slice of them (`--shard I/N`)
 //! can run as its own process and `explore merge` can put the slices back together.
 
+mod front;
 pub mod pareto;
+mod rows;
+
+pub use front::{groups, summarize, Group, Summary};
+pub use rows::{merge_rows, point_rows};
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -16,6 +21,9 @@ use toml::de::{DeTable, DeValue};
 use crate::machine::Machine;
 use crate::preset_file::{self, in_file_order, kind_of, ResolvedPreset, Source};
 use crate::workload::{self, Params, WorkloadInfo};
+
+/// The metric explore adds to each run's: the mean of the pagesets' memory over the run.
+pub const PCP_MEAN: &str = "pcp_mean_mib";
 
 /// The mark of the point that is a base preset at the kernel's defaults.
 pub const DEFAULT_MARK: &str = "default";

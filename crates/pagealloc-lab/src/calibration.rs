@@ -1,0 +1,229 @@
+//! What a calibration becomes: the cost profile's figures (a row per field, with its spread
+//! and what the model does with it), the memory hierarchy measured on this host, and the
+//! machine file of this host (`calibrate --machine-out`). The command (`cmd/calibrate.rs`)
+//! measures through [`crate::calibrate`], then writes and prints these.
+
+use anyhow::{Context, Result};
+
+use crate::calibrate::{Calibration, Summary};
+use crate::machine::hierarchy::{Hierarchy, Level, Sourced};
+use crate::machine::{Arch, CacheLevel, Machine, NodeSpec};
+use crate::model::cost::CostProfile;
+
+/// One row of the table: a profile field, its figure and what the model does with it.
+pub struct Row {
+    pub field: &'static str,
+    /// The value written (clamped at 0 for differences that came out negative).
+    pub value: f64,
+    pub spread: Option<Summary>,
+    /// The raw value when it was clamped.
+    pub clamped_from: Option<f64>,
+    pub used_for: &'static str,
+}
+
+/// The profile's rows: each field's figure, its spread and what the model does with it.
+pub fn rows(c: &Calibration) -> Vec<Row> {
+    let row = |field, s: Summary, used_for| Row {
+        field,
+        value: round1(s.median.max(0.0)),
+        spread: Some(s),
+        clamped_from: (s.median < 0.0).then_some(s.median),
+        used_for,
+    };
+    let list_op = Summary { median: c.holds.per_op_ns, ..c.holds.round_slopes };
+    // The per-pass fits' spread through the same floor (monotone, so it maps quantiles to
+    // quantiles); the notes print the hook-visible part before the floor.
+    let vis = c.hook_visible_base();
+    let lock = c.lock_uncontended.median;
+    let base_spread = Summary {
+        median: c.zone_lock_base(),
+        p10: vis.p10.max(0.0) + lock,
+        p90: vis.p90.max(0.0) + lock,
+        n: vis.n,
+    };
+    vec![
+        row("pcp_alloc_ns", c.pcp.alloc, "every allocation call, outside any zone lock"),
+        row("pcp_free_ns", c.pcp.free, "every free call, outside any zone lock"),
+        Row {
+            field: "zone_lock_base_ns",
+            value: round1(c.zone_lock_base()),
+            spread: Some(base_spread),
+            clamped_from: None,
+            used_for: "every zone-lock hold, fixed part",
+        },
+        row("zone_list_op_ns", list_op, "each free-list insertion/removal under the lock"),
+        row("slab_alloc_ns", c.slab.alloc, "every slab object allocation (model workloads)"),
+        row("slab_free_ns", c.slab.free, "every slab object free (model workloads)"),
+    ]
+}
+
+/// The hierarchy's figures this machine measured, as (figure, value, spread, how).
+pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
+    let lat = &c.latency;
+    let kib = |b: u64| b >> 10;
+    let gbps = |s: Summary| {
+        // A page of 4096 bytes in t ns is 4096 / t GB/s; the spread maps inversely.
+        let r = |ns: f64| round2(4096.0 / ns);
+        (r(s.median), Summary { median: r(s.median), p10: r(s.p90), p90: r(s.p10), n: s.n })
+    };
+    let (hot, hot_s) = gbps(c.touch.hot);
+    let (cold, cold_s) = gbps(c.touch.cold);
+    vec![
+        (
+            Level::L2Hit,
+            round1(lat.l2.median),
+            lat.l2,
+            format!("pointer chase over a {} KiB region (half the L2)", kib(lat.bytes[0])),
+        ),
+        (
+            Level::LlcHit,
+            round1(lat.llc.median),
+            lat.llc,
+            format!("pointer chase over a {} KiB region", kib(lat.bytes[1])),
+        ),
+        (
+            Level::C2cSameLlc,
+            round1(c.handoff.flag_one_way.median),
+            c.handoff.flag_one_way,
+            "a flag ping-ponged by two threads, one way".into(),
+        ),
+        (
+            Level::DramLocal,
+            round1(lat.dram.median),
+            lat.dram,
+            format!(
+                "pointer chase over a {} MiB region (4 KiB pages: TLB misses included)",
+                lat.bytes[2] >> 20
+            ),
+        ),
+        (
+            Level::HandoffSameLlc,
+            round1(c.handoff.handoff.median.max(0.0)),
+            c.handoff.handoff,
+            "two threads taking turns at a chain of 16 spin locks, per acquisition less an \
+             uncontended lock+unlock"
+                .into(),
+        ),
+        (
+            Level::WriteLlc,
+            hot,
+            hot_s,
+            format!(
+                "4 KiB page writes over a {} MiB region (1/4 of the LLC)",
+                c.touch.hot_bytes >> 20
+            ),
+        ),
+        (
+            Level::WriteDram,
+            cold,
+            cold_s,
+            format!(
+                "4 KiB page writes over a {} MiB region after an eviction",
+                c.touch.cold_bytes >> 20
+            ),
+        ),
+    ]
+}
+
+/// To 0.01.
+pub fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// To 0.1 ns: the spreads are wider than that.
+pub fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// The profile the figures make.
+pub fn profile(c: &Calibration, method: String) -> CostProfile {
+    let rows = rows(c);
+    let v = |name: &str| rows.iter().find(|r| r.field == name).map_or(f64::NAN, |r| r.value);
+    CostProfile {
+        machine: c.machine.describe(),
+        method,
+        pcp_alloc_ns: v("pcp_alloc_ns"),
+        pcp_free_ns: v("pcp_free_ns"),
+        zone_lock_base_ns: v("zone_lock_base_ns"),
+        zone_list_op_ns: v("zone_list_op_ns"),
+        slab_alloc_ns: v("slab_alloc_ns"),
+        slab_free_ns: v("slab_free_ns"),
+    }
+}
+
+/// This host as a machine file: one node with its CPUs, memory (MemTotal, whole MiB) and
+/// caches (sysfs), and the hierarchy measured here.
+///
+/// # Errors
+/// More than one NUMA node or LLC (the figures between them are not measured), or sysfs and
+/// /proc do not describe the caches or the memory.
+pub fn host_machine(c: &Calibration, date: &str, command: &str) -> Result<Machine> {
+    let m = &c.machine;
+    if m.nodes > 1 {
+        anyhow::bail!(
+            "--machine-out: this host has {} NUMA nodes; calibrate measures within one node \
+             only, so write the machine file by hand (`pagealloc machines --help`) with the \
+             figures printed here and sourced ones across the nodes",
+            m.nodes
+        );
+    }
+    let sysfs = std::path::Path::new("/sys/devices/system/cpu");
+    let cpus = m.cpus as u32;
+    let (_, llc_bytes, llc_sharers) = crate::cacheinfo::last_level(sysfs, 0)
+        .context("--machine-out: sysfs does not describe CPU 0's caches")?;
+    if (llc_sharers as u32) < cpus {
+        anyhow::bail!(
+            "--machine-out: the LLC is shared by {llc_sharers} of {cpus} CPUs; transfers \
+             between LLCs are not measured, so write the machine file by hand"
+        );
+    }
+    let level = |l: u32| {
+        crate::cacheinfo::level(sysfs, 0, l)
+            .map(|(bytes, n)| CacheLevel { bytes, shared_by: (n as u32).clamp(1, cpus) })
+    };
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("--machine-out: no MemTotal in /proc/meminfo")?;
+    let mut hierarchy = Hierarchy::default();
+    for (level, value, spread, how) in hierarchy_rows(c) {
+        let source = format!(
+            "this host ({}), measured by `{command}` on {date}: {how}; median of {} windows \
+             (p10..p90 {:.1}..{:.1})",
+            m.describe(),
+            spread.n,
+            spread.p10,
+            spread.p90
+        );
+        hierarchy.set(level, Sourced { value, source });
+    }
+    let machine = Machine {
+        name: "host".into(),
+        description: format!("this host as `pagealloc calibrate` measured it on {date}"),
+        source: format!("/proc and sysfs of this host: {}", m.describe()),
+        arch: if cfg!(target_arch = "aarch64") { Arch::Arm64 } else { Arch::X86_64 },
+        nodes: vec![NodeSpec {
+            cpus,
+            memory_bytes: (kib >> 10) << 20,
+            llc_bytes,
+            llc_shared_by: cpus,
+            l2: level(2),
+            l1d: level(1),
+        }],
+        min_free_kbytes: None,
+        watermark_scale_factor: None,
+        frame_bytes: 16,
+        assumptions: vec![
+            "memory: MemTotal rounded down to a whole MiB, laid out from 0".into(),
+            "frame_bytes 16: the library's own frames, as over the real runner's arena; 64 \
+             prices a kernel's struct page instead"
+                .into(),
+        ],
+        hierarchy: Some(hierarchy),
+        file: None,
+    };
+    machine.validate().map_err(|e| anyhow::anyhow!("--machine-out: {e}"))?;
+    Ok(machine)
+}
