@@ -11,9 +11,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use crate::calibrate::{self, Calibration, Plan, Summary};
-use crate::calibration::{host_machine, hierarchy_rows, profile, rows, round1};
-use crate::machine::hierarchy::{Hierarchy, Level, Sourced};
-use crate::machine::{Arch, CacheLevel, Machine, NodeSpec};
+use crate::calibration::{hierarchy_rows, host_machine, profile, round1, rows};
+use crate::machine::hierarchy::Level;
 use crate::model::cost::CostProfile;
 
 /// Arguments of `pagealloc calibrate`.

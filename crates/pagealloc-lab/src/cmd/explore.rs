@@ -6,7 +6,6 @@
 //! byte. docs/explore.md has the grid format, the rows and the fan-out on Slurm and
 //! Kubernetes.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -15,12 +14,12 @@ use serde_json::json;
 
 use super::run::Common;
 use crate::explore::{
-    self, groups, point_rows, summarize, Group, GridSpec, DEFAULT_MARK, PCP_MEAN,
+    self, groups, point_rows, summarize, GridSpec, Group, DEFAULT_MARK, PCP_MEAN,
 };
-use crate::mmtests::{self, Better};
+use crate::mmtests::Better;
 use crate::plot::{Dot, DotKind};
 use crate::results::{self, GridTag, Row};
-use crate::runs::{self, RunResult, RunSpec};
+use crate::runs;
 
 /// The machine of `explore --quick`: two CPUs, so the sweep fits two minutes here.
 pub const QUICK_MACHINE: &str = "lab-2cpu";

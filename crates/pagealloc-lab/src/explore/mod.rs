@@ -8,7 +8,7 @@ mod front;
 pub mod pareto;
 mod rows;
 
-pub use front::{groups, summarize, Group, Summary};
+pub use front::{groups, summarize, Group};
 pub use rows::{merge_rows, point_rows};
 
 use std::fmt::Write as _;
