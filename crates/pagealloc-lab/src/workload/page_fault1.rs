@@ -52,6 +52,34 @@ fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
     super::fit_cpus("threads_per_core", p, m)
 }
 
+/// Kernel work per base-page fault (also vm-scalability's: the same fault path).
+pub(crate) const FAULT_NS: ParamSpec = ParamSpec {
+    name: "fault_ns",
+    default: 600.0,
+    min: 0.0,
+    max: 1e6,
+    unit: "ns",
+    doc: "kernel work per fault besides the allocation and clearing the page: exception \
+          entry and exit, page-table walk, memcg charge, LRU add, rmap, PTE set",
+    source: "assumed: a few hundred ns of fault path on a 2019 server core (with the \
+             mitigations of a 5.17 kernel); no public per-fault breakdown",
+    scaled: false,
+    whole: false,
+};
+
+/// munmap's work per page (also vm-scalability's: the same unmap path).
+pub(crate) const UNMAP_PAGE_NS: ParamSpec = ParamSpec {
+    name: "unmap_page_ns",
+    default: 100.0,
+    min: 0.0,
+    max: 1e6,
+    unit: "ns",
+    doc: "munmap's work per page besides the free: PTE zap, rmap, memcg uncharge, LRU removal",
+    source: "assumed: as trunc's truncation work per page (a few tens of ns per step)",
+    scaled: false,
+    whole: false,
+};
+
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "processes",
@@ -88,30 +116,8 @@ const PARAMS: &[ParamSpec] = &[
         scaled: false,
         whole: true,
     },
-    ParamSpec {
-        name: "fault_ns",
-        default: 600.0,
-        min: 0.0,
-        max: 1e6,
-        unit: "ns",
-        doc: "kernel work per fault besides the allocation and clearing the page: exception \
-              entry and exit, page-table walk, memcg charge, LRU add, rmap, PTE set",
-        source: "assumed: a few hundred ns of fault path on a 2019 server core (with the \
-                 mitigations of a 5.17 kernel); no public per-fault breakdown",
-        scaled: false,
-        whole: false,
-    },
-    ParamSpec {
-        name: "unmap_page_ns",
-        default: 100.0,
-        min: 0.0,
-        max: 1e6,
-        unit: "ns",
-        doc: "munmap's work per page besides the free: PTE zap, rmap, memcg uncharge, LRU removal",
-        source: "assumed: as trunc's truncation work per page (a few tens of ns per step)",
-        scaled: false,
-        whole: false,
-    },
+    FAULT_NS,
+    UNMAP_PAGE_NS,
     ParamSpec {
         name: "timeslice_ms",
         default: 24.0,

@@ -72,28 +72,8 @@ const PARAMS: &[ParamSpec] = &[
         scaled: true,
         whole: false,
     },
-    ParamSpec {
-        name: "fault_ns",
-        default: 600.0,
-        min: 0.0,
-        max: 1e6,
-        unit: "ns",
-        doc: "kernel work per fault besides the allocation and clearing the page",
-        source: "assumed: as page-fault1's fault_ns",
-        scaled: false,
-        whole: false,
-    },
-    ParamSpec {
-        name: "unmap_page_ns",
-        default: 100.0,
-        min: 0.0,
-        max: 1e6,
-        unit: "ns",
-        doc: "munmap's work per page besides the free",
-        source: "assumed: as page-fault1's unmap_page_ns",
-        scaled: false,
-        whole: false,
-    },
+    super::page_fault1::FAULT_NS,
+    super::page_fault1::UNMAP_PAGE_NS,
 ];
 
 /// One usemem process.
