@@ -120,6 +120,18 @@ pub fn summarize(samples: &[f64], better: Better) -> Option<Summary> {
     Some(Summary { n, min, max, mean, stddev, coeff_var, bmean })
 }
 
+/// The median of the finite values of `x` (the mean of the middle two for an even count),
+/// `None` if there are none. One rule for the scoreboard, `validate` and `bench`.
+pub fn median(x: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = x.iter().copied().filter(|v| v.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
 /// Arithmetic mean; NaN for no samples.
 pub fn amean(x: &[f64]) -> f64 {
     if x.is_empty() {

@@ -220,7 +220,7 @@ impl Score {
                 s.flat_agree += u32::from(c.agrees());
             }
         }
-        s.median_ratio = median(&mut ratios);
+        s.median_ratio = mmtests::median(&ratios);
         s
     }
 
@@ -247,16 +247,6 @@ impl Score {
         }
         s
     }
-}
-
-/// The median of `v` (sorted in place), `None` if empty.
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 #[cfg(test)]

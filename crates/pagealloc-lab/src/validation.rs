@@ -77,21 +77,6 @@ pub fn within(model: f64, real: f64) -> bool {
     (model / real - 1.0).abs() <= TOLERANCE + 1e-12
 }
 
-/// The median of `v` (NaN if empty).
-pub(crate) fn median(v: &[f64]) -> f64 {
-    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// This host as the model sees it: `cpus` CPUs and `bytes` of memory in one Normal zone, the
 /// caches sysfs reports, and `like`'s memory hierarchy.
 pub(crate) fn host_machine(cpus: u32, bytes: u64, like: &Machine) -> Result<Machine> {
@@ -134,7 +119,7 @@ impl Compared {
             .map(|&(name, _, _)| {
                 let m = value(name, &self.model, false);
                 let r: Vec<f64> = self.real.iter().map(|r| value(name, r, true)).collect();
-                let med = median(&r);
+                let med = crate::mmtests::median(&r).unwrap_or(f64::NAN);
                 (name, m, r, med, within(m, med))
             })
             .collect()
@@ -164,9 +149,10 @@ mod tests {
         assert!(within(0.0, 0.0), "both zero agree");
         assert!(!within(1.0, 0.0) && !within(0.0, 1.0), "one side zero does not");
         assert!(!within(f64::NAN, 1.0));
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert!(median(&[f64::NAN]).is_nan());
+        use crate::mmtests::median;
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[f64::NAN]), None);
     }
 
     #[test]

@@ -381,15 +381,12 @@ pub fn median_stddev(xs: &[f64]) -> (f64, f64) {
     if xs.is_empty() {
         return (f64::NAN, f64::NAN);
     }
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    let median = if v.len() % 2 == 1 { v[m] } else { (v[m - 1] + v[m]) / 2.0 };
-    if v.len() < 2 {
+    let median = crate::mmtests::median(xs).unwrap_or(f64::NAN);
+    if xs.len() < 2 {
         return (median, 0.0);
     }
-    let mean = v.iter().sum::<f64>() / v.len() as f64;
-    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (v.len() - 1) as f64;
+    let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (xs.len() - 1) as f64;
     (median, var.sqrt())
 }
 
