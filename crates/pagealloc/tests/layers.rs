@@ -8,7 +8,8 @@
 //! - `compaction.rs` holds `impl PageAllocator` blocks (compaction is part of the allocator's
 //!   API, in a file of its own for size), so it and `page_alloc.rs` count as one node.
 //!
-//! A file is a node (`pcp/alloc.rs` is `pcp/alloc`); `crate::pcp::X` names `pcp/mod` unless
+//! Every `crate::` path counts, doc links included (a link up the layers sends a reader up
+//! them too). A file is a node (`pcp/alloc.rs` is `pcp/alloc`); `crate::pcp::X` names `pcp/mod` unless
 //! `X` is one of its files, and `super::` inside `pcp/` or `policy/` names that directory's
 //! `mod.rs`. The crate root re-exports everything and is left out.
 
