@@ -500,10 +500,90 @@ struct Progress {
     runs: usize,
     /// (runs done, last plain line's time in whole seconds since the start).
     state: Mutex<(usize, u64)>,
+    /// What is known of each run's cost, for the time left.
+    eta: Mutex<Eta>,
+}
+
+/// The time left of a batch whose runs differ widely in cost (a `reproduce` runs hundreds of
+/// one-second runs, then a few dozen of a minute each): each run not finished is expected to
+/// take as long as the finished runs of its kind (workload and machine) took on average, or
+/// the finished runs of any kind if none of its own has finished; a running one, that less
+/// the time it has run. The total is shared by the workers.
+struct Eta {
+    /// Per spec: its kind (index into `kinds`).
+    kind_of: Vec<usize>,
+    /// Per kind: (seconds of its finished runs, how many).
+    kinds: Vec<(f64, u32)>,
+    /// Per spec: when it started, until it finishes.
+    running: Vec<Option<Instant>>,
+    /// Per spec: finished.
+    finished: Vec<bool>,
+    workers: usize,
+}
+
+impl Eta {
+    fn new(specs: &[RunSpec], workers: usize) -> Eta {
+        let mut names: Vec<(&str, &str)> = Vec::new();
+        let kind_of = specs
+            .iter()
+            .map(|s| {
+                let k = (s.workload.name, s.machine.name.as_str());
+                names.iter().position(|n| *n == k).unwrap_or_else(|| {
+                    names.push(k);
+                    names.len() - 1
+                })
+            })
+            .collect();
+        Eta {
+            kind_of,
+            kinds: vec![(0.0, 0); names.len()],
+            running: vec![None; specs.len()],
+            finished: vec![false; specs.len()],
+            workers: workers.max(1),
+        }
+    }
+
+    fn started(&mut self, i: usize) {
+        self.running[i] = Some(Instant::now());
+    }
+
+    fn finished(&mut self, i: usize) {
+        let secs = self.running[i].take().map_or(0.0, |t| t.elapsed().as_secs_f64());
+        self.record(i, secs);
+    }
+
+    /// Spec `i` finished after `secs`.
+    fn record(&mut self, i: usize, secs: f64) {
+        let k = &mut self.kinds[self.kind_of[i]];
+        k.0 += secs;
+        k.1 += 1;
+        self.finished[i] = true;
+    }
+
+    /// Seconds left, NaN before any run finished.
+    fn left(&self) -> f64 {
+        let (all_s, all_n) = self.kinds.iter().fold((0.0, 0), |(s, n), k| (s + k.0, n + k.1));
+        if all_n == 0 {
+            return f64::NAN;
+        }
+        let any = all_s / f64::from(all_n);
+        let mut total = 0.0;
+        for (i, &k) in self.kind_of.iter().enumerate() {
+            if self.finished[i] {
+                continue;
+            }
+            let (s, n) = self.kinds[k];
+            let each = if n > 0 { s / f64::from(n) } else { any };
+            let ran = self.running[i].map_or(0.0, |t| t.elapsed().as_secs_f64());
+            total += (each - ran).max(0.0);
+        }
+        total / self.workers as f64
+    }
 }
 
 impl Progress {
-    fn new(label: &str, runs: usize, quiet: bool) -> Progress {
+    fn new(label: &str, specs: &[RunSpec], workers: usize, quiet: bool) -> Progress {
+        let runs = specs.len();
         use std::io::IsTerminal as _;
         let terminal = std::io::stderr().is_terminal();
         let bar = if quiet || runs == 0 || !terminal {
@@ -526,21 +606,27 @@ impl Progress {
             started: Instant::now(),
             runs,
             state: Mutex::new((0, 0)),
+            eta: Mutex::new(Eta::new(specs, workers)),
         }
     }
 
-    /// A run finished (`what` names it).
-    fn finished(&self, what: &str) {
+    /// Spec `i` started.
+    fn started(&self, i: usize) {
+        self.eta.lock().expect("no panics while held").started(i);
+    }
+
+    /// Spec `i` finished (`what` names it).
+    fn finished(&self, i: usize, what: &str) {
         let mut st = self.state.lock().expect("no panics while held");
         st.0 += 1;
         let done = st.0;
         self.bar.set_message(format!("{done}/{} runs done, last {what}", self.runs));
         let secs = self.started.elapsed().as_secs();
+        let mut eta = self.eta.lock().expect("no panics while held");
+        eta.finished(i);
         if self.plain && (secs >= st.1 + PLAIN_PROGRESS_EVERY_S || done == self.runs) {
             st.1 = secs;
-            let frac = self.bar.position() as f64 / (self.runs as f64 * 1000.0);
-            let frac = if self.bar.is_hidden() { done as f64 / self.runs as f64 } else { frac };
-            let left = if frac > 0.0 { secs as f64 * (1.0 - frac) / frac } else { f64::NAN };
+            let left = eta.left();
             eprintln!(
                 "{}: {done}/{} runs done, {} left, {} elapsed, about {} to go (last: {what})",
                 self.label,
@@ -578,7 +664,7 @@ where
     F: FnMut(usize, &RunResult) + Send,
 {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(specs.len());
-    let progress = Progress::new(label, specs.len(), quiet);
+    let progress = Progress::new(label, specs, workers.max(1), quiet);
     let bar = &progress.bar;
     let on_done = Mutex::new(on_done);
     let next = AtomicUsize::new(0);
@@ -599,9 +685,10 @@ where
                         p[i] = now;
                     }
                 };
+                progress.started(i);
                 let r = execute(spec, &mut report);
                 report(1.0);
-                progress.finished(&what);
+                progress.finished(i, &what);
                 if let Ok(r) = &r {
                     (on_done.lock().expect("no panics while held"))(i, r);
                 }
@@ -615,4 +702,31 @@ where
         .into_iter()
         .map(|r| r.expect("every spec ran"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_time_left_weighs_each_run_by_its_kind() {
+        // Two kinds of two runs each, two workers.
+        let mut e = Eta {
+            kind_of: vec![0, 0, 1, 1],
+            kinds: vec![(0.0, 0); 2],
+            running: vec![None; 4],
+            finished: vec![false; 4],
+            workers: 2,
+        };
+        assert!(e.left().is_nan(), "nothing to go by yet");
+        e.record(0, 1.0);
+        // Run 1 as long as run 0; runs 2 and 3 of an unseen kind as long as any.
+        assert_eq!(e.left(), (1.0 + 1.0 + 1.0) / 2.0);
+        e.record(2, 10.0);
+        assert_eq!(e.left(), (1.0 + 10.0) / 2.0);
+        e.record(1, 3.0);
+        assert_eq!(e.left(), 10.0 / 2.0, "kind 0 done; one run of kind 1 left");
+        e.record(3, 10.0);
+        assert_eq!(e.left(), 0.0);
+    }
 }
