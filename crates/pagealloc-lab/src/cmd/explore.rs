@@ -23,14 +23,14 @@ use crate::runs;
 
 /// The machine of `explore --quick`: two CPUs, so the sweep fits two minutes here.
 pub const QUICK_MACHINE: &str = "lab-2cpu";
-/// The workload of `explore --quick`.
-pub const QUICK_WORKLOADS: &[&str] = &["page-fault1"];
-/// The axes of `explore --quick`: the pageset's size and batch scale, its decay.
-pub const QUICK_AXES: &[&str] = &[
-    "percpu_pagelist_high_fraction=0,8,64",
-    "pcp_batch_scale_max=0,5",
-    "high_decay=seven-eighths,off",
-];
+/// The workloads of `explore --quick`: one that only faults and frees its own pages, one
+/// whose pages move between two CPUs.
+pub const QUICK_WORKLOADS: &[&str] = &["page-fault1", "lmbench-unix"];
+/// The axes of `explore --quick`: the pageset's size and its batch scale, at values that bind
+/// on two CPUs (a fraction of 8 gives a `high` above anything these runs hold, and the decay
+/// never runs in runs shorter than a vmstat tick: docs/explore.md §1).
+pub const QUICK_AXES: &[&str] =
+    &["percpu_pagelist_high_fraction=0,64,256", "pcp_batch_scale_max=0,5"];
 
 /// The memory side of the front unless `--memory` says otherwise.
 pub const DEFAULT_MEMORY: &str = "pcp_peak_mib";
