@@ -33,7 +33,7 @@ use pagealloc_testkit::rng::Rng;
 
 use self::cache::LlcModel;
 use self::cost::{CostProfile, CostPs};
-use self::lines::{CacheMap, Prices};
+use self::lines::{CacheMap, Prices, LINES_PER_PAGE};
 use self::sink::ModelSink;
 use self::slab::{CacheId, SlabSet, SlabSetup};
 use crate::machine::hierarchy::Hierarchy;
@@ -365,6 +365,21 @@ impl Ctx<'_> {
                 v.busy = v.busy.saturating_add(ps);
             }
             Clock::Real { t, .. } => t.debt_ps = t.debt_ps.saturating_add(ps),
+        }
+    }
+
+    /// Work for `ps` that brings `lines` cache lines of the task's own data through the CPU's
+    /// L2 and LLC (a compiler walking its working set between faults): it pushes the
+    /// allocator's metadata lines and the workload's pages out of this CPU's caches as page
+    /// writes do ([`Ctx::touch`]). The page-level LLC model ages by the nearest whole number
+    /// of pages. On the real runner the work is just time; the host's caches do the rest.
+    pub fn compute(&mut self, ps: u64, lines: u64) {
+        self.work(ps);
+        if let Clock::Virtual { llc, cache, .. } = &mut self.clock {
+            cache.advance(*llc, (lines + LINES_PER_PAGE / 2) / LINES_PER_PAGE);
+            if let Some(l) = self.pa.events().lines() {
+                l.advance_lines(self.cpu.id(), lines);
+            }
         }
     }
 
