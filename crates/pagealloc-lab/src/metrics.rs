@@ -120,6 +120,7 @@ pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
     let lines: u64 = o.lines_found.iter().sum();
     let found = |f: Found| o.lines_found[f as usize];
     let held_lines: u64 = o.held_lines.iter().sum();
+    let held_all: u64 = o.held_parts.iter().sum();
     let held = |fs: &[Found]| pct(fs.iter().map(|&f| o.held_lines[f as usize]).sum(), held_lines);
     let generic = [
         ("elapsed_s", o.elapsed_ps as f64 / 1e12, "s", Better::Lower, "virtual time of the run"),
@@ -248,14 +249,15 @@ pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
         ),
         (
             "hold_frame_lines_pct",
-            pct(o.held_parts[HeldPart::FrameLines as usize], o.lock_held_ps),
+            pct(o.held_parts[HeldPart::FrameLines as usize], held_all),
             "%",
             Better::Lower,
-            "zone-lock hold time spent on frame metadata lines (struct pages) (model)",
+            "zone-lock hold time spent on frame metadata lines (struct pages), of all holds: \
+             the workload's calls and the vmstat ticks' (model)",
         ),
         (
             "hold_fixed_pct",
-            pct(o.held_parts[HeldPart::Fixed as usize], o.lock_held_ps),
+            pct(o.held_parts[HeldPart::Fixed as usize], held_all),
             "%",
             Better::Lower,
             "zone-lock hold time spent on the cost profile's fixed work (model); the rest is \

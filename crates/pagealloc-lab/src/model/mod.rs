@@ -677,7 +677,8 @@ pub struct RunOutcome {
     pub lines_found: [u64; 7],
     /// Zone-lock hand-offs by distance: same core, same LLC, other LLC, other node.
     pub handoffs: [u64; 4],
-    /// Zone-lock hold time by what it went to ([`sink::HeldPart`] order, ps).
+    /// Zone-lock hold time by what it went to ([`sink::HeldPart`] order, ps): every hold of
+    /// the run, the vmstat ticks' included (which `lock_held_ps`, the CPUs' own, leaves out).
     pub held_parts: [u64; 4],
     /// Metadata lines touched under zone locks, by where each was found ([`Found`] order).
     pub held_lines: [u64; 7],
@@ -930,12 +931,14 @@ impl Model {
         let events = self.pa.vm_events().since(&start_events);
         let most_used_frames =
             if self.count_frames { self.pa.events().most_used_frames(5) } else { Vec::new() };
-        slabs.shrink_all(&self.pa, CpuId(running.first().copied().unwrap_or(0)))?;
-        drop(slabs);
-        self.give_back(w)?;
+        // The line and hold breakdowns describe the run, as the CPUs' held time does: read
+        // them before the teardown's frees take the locks again.
         let (lines_found, handoffs) = self.pa.events().traffic();
         let held_parts = self.pa.events().held_parts();
         let held_lines = self.pa.events().held_lines();
+        slabs.shrink_all(&self.pa, CpuId(running.first().copied().unwrap_or(0)))?;
+        drop(slabs);
+        self.give_back(w)?;
         let (busy, waited, held) =
             self.cpus.iter().fold((0, 0, 0), |(b, w, h), v| (b + v.busy, w + v.waited, h + v.held));
         Ok(RunOutcome {
@@ -1146,6 +1149,18 @@ pub(crate) mod tests {
         // One CPU at a time: nobody ever waits for the zone lock.
         assert_eq!(o.lock_wait_ps, 0);
         assert!(o.lock_held_ps > 0);
+    }
+
+    #[test]
+    fn the_hold_breakdown_adds_up_to_the_holds_it_describes() {
+        let o = run_trunc(1);
+        let parts: u64 = o.held_parts.iter().sum();
+        // The CPUs' own holds are part of it; the ticks' holds are the rest.
+        assert!(parts >= o.lock_held_ps && o.lock_held_ps > 0, "{parts} {}", o.lock_held_ps);
+        let m = crate::metrics::of_outcome("trunc", &o);
+        let v = |n: &str| m.iter().find(|x| x.name == n).unwrap().value;
+        let shares = v("hold_frame_lines_pct") + v("hold_fixed_pct");
+        assert!(shares > 0.0 && shares <= 100.0, "{shares}");
     }
 
     #[test]
