@@ -259,6 +259,11 @@ pub(crate) const FRAG_BYTES: ParamSpec = ParamSpec {
     whole: true,
 };
 
+/// `skbuff_small_head`'s object size (the lab host's, Linux 6.18; docs/workloads.md §12.2).
+pub(crate) const SMALL_HEAD: u64 = 576;
+/// `skbuff_head_cache`'s stride.
+pub(crate) const SKB_BYTES: u64 = 256;
+
 /// A page frag page (`netperf-tcp`, `netperf-udp`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FragPage {
