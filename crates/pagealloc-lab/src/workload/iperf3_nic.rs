@@ -40,7 +40,7 @@ use pagealloc::{Frag, Gfp, Order, PageFragCache, Pfn};
 use pagealloc_slab::{SlabFlags, SlabObject, SlubConfig};
 use pagealloc_testkit::rng::Rng;
 
-use super::net::{PageCursor, SKB_BYTES, SMALL_HEAD};
+use super::net::{PageCursor, SKB_BYTES, SMALL_HEAD, WAKE_NS};
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload, PS_PER_S};
@@ -243,21 +243,11 @@ const PARAMS: &[ParamSpec] = &[
         max: 1e7,
         unit: "ns",
         doc: "reader's work per recvmsg besides the copies and frees",
-        source: "assumed: as netperf-tcp's recv_ns",
+        source: "assumed: as netperf-udp's recv_ns (netperf-tcp's 400 ns and a dequeue)",
         scaled: false,
         whole: false,
     },
-    ParamSpec {
-        name: "wake_ns",
-        default: 2000.0,
-        min: 0.0,
-        max: 1e9,
-        unit: "ns",
-        doc: "delay from waking a sleeping reader or RX queue to its running",
-        source: "assumed: as netperf-tcp's wake_ns",
-        scaled: false,
-        whole: false,
-    },
+    WAKE_NS,
 ];
 
 /// napi_alloc_frag's flags: GFP_ATOMIC (the page_frag refill adds `__GFP_COMP`, `NOWARN`
