@@ -46,6 +46,9 @@ pub fn workload_metric_meta(workload: &str, name: &str) -> (&'static str, Better
             ("KiB/s", Better::Higher, "bytes written / writing time, summed over tasks")
         }
         ("vm-scalability", "free_ms") => ("ms", Better::Lower, "mean time of a task's munmap"),
+        ("iperf3-nic", "throughput") => {
+            ("Gbit/s", Better::Higher, "TCP payload received, all streams")
+        }
         ("hackbench", "time") => ("s", Better::Lower, "from the start signal to the last exit"),
         ("page-frag-rx", "throughput") => ("pkt/s", Better::Higher, "packets forwarded per second"),
         ("thpfioscale", "fault_base_us") => {

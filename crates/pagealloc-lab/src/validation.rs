@@ -22,6 +22,7 @@ pub(crate) const PLANS: &[(&str, u32, &[&str], f64)] = &[
     ("hackbench", 2, &["groups=1", "fds=4"], 0.1),
     ("netperf-udp", 2, &[], 0.2),
     ("vm-scalability", 2, &["tasks=2"], 0.01),
+    ("iperf3-nic", 2, &["streams=1"], 0.001),
 ];
 
 /// How far the model may be from the real median on the judged metrics: ±15 %.

@@ -24,8 +24,8 @@ use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
 use anyhow::{anyhow, bail, Context, Result};
 use pagealloc::{
-    CompactMode, CompactOutcome, Cpu, CpuId, Gfp, MemoryMap, Migrate, NodeId, Order, PageAllocator,
-    Pfn, Policy, Target, Tunables, VmEvents,
+    CompactMode, CompactOutcome, Cpu, CpuId, Frag, Gfp, MemoryMap, Migrate, NodeId, Order,
+    PageAllocator, PageFragCache, Pfn, Policy, Target, Tunables, VmEvents,
 };
 
 use pagealloc_slab::{SlabObject, SlabStat};
@@ -559,6 +559,37 @@ impl Ctx<'_> {
         self.charge(|c| c.pcp_free);
         self.counts.frees += 1;
         r.map_err(|e| anyhow!("cpu {}: page_frag_free of {page:?}: {e}", self.cpu()))
+    }
+
+    /// Carve `bytes` from the page_frag cache `cache` on this CPU (kernel
+    /// `napi_alloc_frag`/`netdev_alloc_frag`: an order-3 page, order 0 as the fallback,
+    /// refilled when the page is used up; the core's [`PageFragCache`]). `None` if no page
+    /// could be had (counted) or the fragment is larger than the cache's pages. Carving from
+    /// the current page costs only the lines it touches; a refill is one accounted
+    /// allocation.
+    pub fn frag_alloc(&mut self, cache: &mut PageFragCache, bytes: u32, gfp: Gfp) -> Option<Frag> {
+        self.begin();
+        let before = cache.page();
+        let r = cache.alloc(self.pa, self.cpu, bytes, gfp, 1);
+        let refilled = cache.page() != before || r.is_err();
+        self.charge(|c| if refilled { c.pcp_alloc } else { 0 });
+        if refilled {
+            self.counts.allocs += 1;
+            if r.is_err() {
+                self.counts.alloc_failures += 1;
+            }
+        }
+        r.ok()
+    }
+
+    /// Give back the references `cache` still holds on its page, freeing it if no fragment
+    /// is out (kernel `page_frag_cache_drain`, when a driver closes its queue).
+    pub fn frag_drain(&mut self, cache: &mut PageFragCache) -> Result<()> {
+        self.begin();
+        let r = cache.drain(self.pa, self.cpu);
+        self.charge(|c| c.pcp_free);
+        self.counts.frees += 1;
+        r.map_err(|e| anyhow!("cpu {}: page_frag_cache_drain: {e}", self.cpu()))
     }
 
     /// Write `bytes` starting at the first page of the block at `pfn` (pages after the first

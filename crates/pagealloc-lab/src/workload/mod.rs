@@ -4,6 +4,7 @@
 //! never from the seed tables' results.
 
 pub mod hackbench;
+pub mod iperf3_nic;
 pub mod kbuild;
 pub(crate) mod kswapd;
 pub mod lmbench_unix;
@@ -166,6 +167,7 @@ pub const WORKLOADS: &[WorkloadInfo] = &[
     hackbench::INFO,
     netperf_udp::INFO,
     vm_scalability::INFO,
+    iperf3_nic::INFO,
 ];
 
 /// The workload called `name`.

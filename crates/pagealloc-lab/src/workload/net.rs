@@ -259,6 +259,26 @@ pub(crate) const FRAG_BYTES: ParamSpec = ParamSpec {
     whole: true,
 };
 
+/// The delay of a cross-CPU wake-up, a parameter of the socket workloads whose tasks sleep
+/// (`netperf-tcp`, `iperf3-nic`).
+pub(crate) const WAKE_NS: ParamSpec = ParamSpec {
+    name: "wake_ns",
+    default: 2000.0,
+    min: 0.0,
+    max: 1e9,
+    unit: "ns",
+    doc: "delay from waking a sleeping sender or receiver to its running",
+    source: "assumed: a cross-CPU wake-up (IPI, exit from a shallow idle state, context \
+             switch), a few µs",
+    scaled: false,
+    whole: false,
+};
+
+/// `skbuff_small_head`'s object size (the lab host's, Linux 6.18; docs/workloads.md §12.2).
+pub(crate) const SMALL_HEAD: u64 = 576;
+/// `skbuff_head_cache`'s stride.
+pub(crate) const SKB_BYTES: u64 = 256;
+
 /// A page frag page (`netperf-tcp`, `netperf-udp`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FragPage {

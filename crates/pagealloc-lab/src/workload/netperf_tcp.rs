@@ -46,7 +46,7 @@ use std::collections::VecDeque;
 use anyhow::Result;
 use pagealloc::{Order, Pfn};
 
-use super::net::{PageCursor, PageFrag, Tasks, FRAG_BYTES};
+use super::net::{PageCursor, PageFrag, Tasks, FRAG_BYTES, WAKE_NS};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 
@@ -149,18 +149,7 @@ const PARAMS: &[ParamSpec] = &[
         scaled: false,
         whole: false,
     },
-    ParamSpec {
-        name: "wake_ns",
-        default: 2000.0,
-        min: 0.0,
-        max: 1e9,
-        unit: "ns",
-        doc: "delay from waking a sleeping sender or receiver to its running",
-        source: "assumed: a cross-CPU wake-up (IPI, exit from a shallow idle state, context \
-                 switch), a few µs",
-        scaled: false,
-        whole: false,
-    },
+    WAKE_NS,
     ParamSpec {
         name: "migrate_prob",
         default: 0.0,

@@ -35,7 +35,7 @@ use anyhow::{anyhow, Result};
 use pagealloc::{Gfp, Order, Pfn};
 use pagealloc_slab::{SlabFlags, SlabObject, SlubConfig};
 
-use super::net::{order_of, PageCursor, PageFrag, Tasks, FRAG_BYTES};
+use super::net::{order_of, PageCursor, PageFrag, Tasks, FRAG_BYTES, SKB_BYTES, SMALL_HEAD};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
@@ -162,10 +162,6 @@ const ALLOC_EXTRA: u64 = 16 + 15;
 const SHINFO: u64 = 320;
 /// `SKB_MAX_ALLOC`: `SKB_WITH_OVERHEAD(PAGE_SIZE << 2)`, the largest linear datagram.
 const SKB_MAX_ALLOC: u64 = (4096 << 2) - SHINFO;
-/// `skbuff_small_head`'s object size (the lab host's, Linux 6.18; docs/workloads.md §12.2).
-const SMALL_HEAD: u64 = 576;
-/// `skbuff_head_cache`'s stride.
-const SKB_BYTES: u64 = 256;
 /// The largest kmalloc cache (two pages); larger heads are large kmallocs.
 const KMALLOC_MAX_CACHE: u64 = 8192;
 const SKB_CACHE: CacheId = CacheId(0);
