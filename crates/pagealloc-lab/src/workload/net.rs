@@ -260,7 +260,7 @@ pub(crate) const FRAG_BYTES: ParamSpec = ParamSpec {
 };
 
 /// The delay of a cross-CPU wake-up, a parameter of the socket workloads whose tasks sleep
-/// (`netperf-tcp`, `iperf3-nic`).
+/// (`netperf-tcp`, `netperf-sctp-stream-many`, `iperf3-nic`).
 pub(crate) const WAKE_NS: ParamSpec = ParamSpec {
     name: "wake_ns",
     default: 2000.0,

@@ -180,18 +180,7 @@ const PARAMS: &[ParamSpec] = &[
         scaled: false,
         whole: false,
     },
-    ParamSpec {
-        name: "wake_ns",
-        default: 2000.0,
-        min: 0.0,
-        max: 1e9,
-        unit: "ns",
-        doc: "delay from waking a sleeping sender or receiver to its running",
-        source: "assumed: a cross-CPU wake-up (IPI, exit from a shallow idle state, context \
-                 switch), a few µs on 2019-2023 Xeons with the performance governor",
-        scaled: false,
-        whole: false,
-    },
+    super::net::WAKE_NS,
     ParamSpec {
         name: "migrate_prob",
         default: 1e-3,
