@@ -7,6 +7,7 @@ pub mod hackbench;
 pub mod kbuild;
 pub(crate) mod kswapd;
 pub mod lmbench_unix;
+pub(crate) mod memcg;
 pub(crate) mod net;
 pub mod netperf_sctp;
 pub mod netperf_tcp;
