@@ -139,7 +139,11 @@ mod tests {
             // is always cache to reclaim).
             let cache = rng.below(3) == 0;
             let nr = if cache { 1 } else { 1 + rng.below(2) };
-            groups[g].charge(nr, |p| Ok(freed.push(p))).unwrap();
+            let record = |p| {
+                freed.push(p);
+                Ok(())
+            };
+            groups[g].charge(nr, record).unwrap();
             assert_eq!(freed[..], want[..freed.len()], "oldest first, own pages only");
             // Whole passes of 32, unless the cache ran out.
             assert!(freed.len() as u64 % SWAP_CLUSTER_MAX == 0 || freed.len() == want.len());
