@@ -33,6 +33,11 @@ pub fn workload_metric_meta(workload: &str, name: &str) -> (&'static str, Better
     match (workload, name) {
         ("trunc", "elapsed") => ("ms", Better::Lower, "system time of rm's truncation"),
         ("kbuild", "build_time") => ("s", Better::Lower, "until the build's last job ends"),
+        ("kbuild", "build_time_max") => ("s", Better::Lower, "until the last build ends"),
+        ("kbuild", "memcg_reclaim") => ("passes", Better::Lower, "memcg reclaim passes"),
+        ("kbuild", "memcg_reclaimed") => ("pages", Better::Lower, "pages memcg reclaim freed"),
+        ("kbuild", "memcg_overruns") => ("", Better::Lower, "charges over the limit (memcg OOM)"),
+        ("kbuild", "memcg_peak_mib") => ("MiB", Better::Lower, "largest cgroup usage"),
         ("netperf-sctp-stream-many", "score") => {
             ("Mbit/s", Better::Higher, "payload throughput of all pairs")
         }

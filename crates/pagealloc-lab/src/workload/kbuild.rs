@@ -60,6 +60,19 @@
 //! by its children's steps (an idle CPU with callbacks keeps its tick). With `fork = 0` each
 //! process allocates and frees all its objects on its own CPU at once, as before.
 //!
+//! Builds in memory cgroups (§1.5; `cgroups`, `memcg_limit_mib`): LKP's kbuild8 runs 8 builds
+//! side by side, each `make -j 28` in its own cgroup. With `cgroups = n` the run is n builds,
+//! each with its own make (on its first slot's parent CPU), its share of the jobs (job numbers
+//! `b·jobs/n ..`, so a job is the same whichever build runs it), its own link (of
+//! `link_mib / n`: each build's link scales with its jobs) and its own [`Memcg`]. The slots are
+//! placed as one build's and dealt round the builds (slot i to build i mod n): nothing binds a
+//! cgroup's tasks to CPUs. Every page a build allocates — anonymous, page cache, page tables,
+//! PGD — is charged to its cgroup after the allocation and uncharged when freed; a charge
+//! over `memcg_limit_mib` first reclaims the cgroup's oldest object files, 32 pages a pass, on
+//! the charging CPU, each freed through that CPU's pageset after `reclaim_page_ns` of work.
+//! `build_time` is then the mean of the builds' times (LKP's per-iteration mean over
+//! instances); `cgroups = 1` without a limit is the single build, unchanged.
+//!
 //! Known biases: one task per slot CPU, never migrating (≈ 10 K migrations/s machine-wide
 //! in the real run are not modelled); the parents never migrate either (make on one CPU, each
 //! slot's shell and driver on one other); hyperthread siblings share no pipeline (the 112 busy
@@ -80,6 +93,7 @@ use pagealloc::{Gfp, Order, Pfn};
 use pagealloc_slab::{OrderRule, SlabObject, SlubConfig};
 use pagealloc_testkit::rng::Rng;
 
+use super::memcg::Memcg;
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
@@ -390,6 +404,46 @@ const PARAMS: &[ParamSpec] = &[
         scaled: true,
         whole: false,
     },
+    ParamSpec {
+        name: "cgroups",
+        default: 1.0,
+        min: 1.0,
+        max: 256.0,
+        unit: "builds",
+        doc: "builds run side by side, each its own make in its own memory cgroup: the jobs, \
+              the slots (`parallel`, dealt round the builds) and the link split between them",
+        source: "LKP's kbuild8: 8 instances in 8 cgroups, `make -j 28` each on 224 CPUs \
+                 (lkp-tests jobs/kbuild8.yaml; the v2 and v3 covers of Huang Ying's PCP \
+                 auto-tuning series), docs/workloads.md §1.1 and §1.5",
+        scaled: false,
+        whole: true,
+    },
+    ParamSpec {
+        name: "memcg_limit_mib",
+        default: 0.0,
+        min: 0.0,
+        max: 1e7,
+        unit: "MiB",
+        doc: "memory.max of each build's cgroup (0: no limit); a charge over it reclaims the \
+              cgroup's oldest page cache, 32 pages a pass, on the charging CPU",
+        source: "assumed: kbuild8 sets no memory.max (docs/workloads.md §1.1); a limit is the \
+                 setting of a build service that packs builds into containers, §1.5",
+        scaled: false,
+        whole: false,
+    },
+    ParamSpec {
+        name: "reclaim_page_ns",
+        default: 300.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "ns",
+        doc: "memcg reclaim's work per page-cache page besides its free: LRU isolation, \
+              reference check, removal from the page cache, uncharge",
+        source: "assumed: shrink_folio_list's per-folio steps (LRU isolation, rmap and \
+                 reference check, xarray delete, uncharge), a few hundred ns on a server core",
+        scaled: false,
+        whole: false,
+    },
 ];
 
 /// Pages covered by one PTE page (x86-64, 4 KiB pages).
@@ -443,8 +497,8 @@ const VM_AREA: CacheId = CacheId(8);
 const ANON_VMA: CacheId = CacheId(9);
 /// One per writable private VMA.
 const ANON_VMA_CHAIN: CacheId = CacheId(10);
-/// Slab objects: GFP_KERNEL (the kernel adds __GFP_ACCOUNT for these caches; memcg is not
-/// modelled).
+/// Slab objects: GFP_KERNEL (the kernel adds __GFP_ACCOUNT for these caches; the model's
+/// memory cgroups, §1.5, charge pages only, not slab objects).
 const GFP_SLAB: Gfp = Gfp::KERNEL;
 
 /// What a process is doing.
@@ -523,6 +577,8 @@ type Spare = (Vec<Pfn>, Vec<Pfn>, Vec<Obj>);
 #[derive(Debug)]
 struct Slot {
     cpu: u32,
+    /// The build (and memory cgroup) it belongs to.
+    build: usize,
     /// The CPU the job's shell and compiler driver run on (with `fork`).
     parent: u32,
     /// Its process waits for its fork.
@@ -536,6 +592,25 @@ struct Slot {
     /// This slot is running the final link.
     linking: bool,
     done: bool,
+}
+
+/// One of the builds run side by side (`cgroups`): its make, its share of the jobs, its
+/// link and its memory cgroup.
+#[derive(Debug)]
+struct Build {
+    /// Its next job and the end of its share, in the whole run's job numbering.
+    next_job: u64,
+    end_job: u64,
+    /// Jobs in its share, and of those finished.
+    jobs: u64,
+    jobs_done: u64,
+    link_done: bool,
+    /// The CPU its make runs on: its first slot's parent CPU.
+    make_cpu: u32,
+    /// When its last slot finished, ps: its build time.
+    end_ps: u64,
+    /// Every page it allocates is charged here; its page cache is the reclaimable part.
+    memcg: Memcg,
 }
 
 /// One run.
@@ -561,8 +636,6 @@ pub struct Kbuild {
     cross: bool,
     /// Grace period, ps.
     rcu_gp: u64,
-    /// The CPU make runs on: the first slot's parent CPU.
-    make_cpu: u32,
     /// Forks and reaps asked of each CPU, in order.
     requests: Vec<VecDeque<Request>>,
     /// Each CPU's RCU callbacks with the time they are due, in that order.
@@ -581,16 +654,17 @@ pub struct Kbuild {
     cpu_slots: Vec<Vec<usize>>,
     /// Next slot each CPU runs a step of.
     cpu_turn: Vec<usize>,
-    next_job: u64,
-    jobs_done: u64,
     jobs_running: u64,
-    link_done: bool,
-    end_ps: u64,
-    /// Page cache written, with the CPU that wrote it (freed after the build).
-    page_cache: Vec<(u32, Pfn)>,
+    /// Builds side by side (`cgroups`), made by `start`.
+    nr_builds: u32,
+    builds: Vec<Build>,
+    /// memory.max of each build's cgroup, pages (0: none).
+    memcg_limit: u64,
+    /// Reclaim's work per page, ps.
+    reclaim_page: u64,
     processes: u64,
     faults: u64,
-    /// Page-cache pages written (`page_cache` is emptied by `held`).
+    /// Page-cache pages written (reclaimed ones included).
     cache_pages: u64,
     failed: u64,
 }
@@ -613,11 +687,11 @@ impl Kbuild {
             obj_pages: (p.get("obj_kib") / 4.0).ceil() as u64,
             write_page: ns(p.get("write_page_ns")),
             exit_page: ns(p.get("exit_page_ns")),
-            link_pages: (p.get("link_mib") * 256.0).round() as u64,
+            // Each build links its own share: the link scales with the build's jobs.
+            link_pages: (p.get("link_mib") * 256.0 / p.count("cgroups") as f64).round() as u64,
             slab: p.get("slab").round() != 0.0,
             cross: p.get("slab").round() != 0.0 && p.get("fork").round() != 0.0,
             rcu_gp: ns(p.get("rcu_gp_ms") * 1e6),
-            make_cpu: 0,
             requests: Vec::new(),
             rcu: Vec::new(),
             asleep: Vec::new(),
@@ -631,12 +705,11 @@ impl Kbuild {
             slots: Vec::new(),
             cpu_slots: Vec::new(),
             cpu_turn: Vec::new(),
-            next_job: 0,
-            jobs_done: 0,
             jobs_running: 0,
-            link_done: false,
-            end_ps: 0,
-            page_cache: Vec::new(),
+            nr_builds: p.count("cgroups") as u32,
+            builds: Vec::new(),
+            memcg_limit: (p.get("memcg_limit_mib") * 256.0).round() as u64,
+            reclaim_page: ns(p.get("reclaim_page_ns")),
             processes: 0,
             faults: 0,
             cache_pages: 0,
@@ -674,15 +747,35 @@ impl Kbuild {
         q
     }
 
-    fn alloc(&mut self, ctx: &mut Ctx<'_>, gfp: Gfp, order: Order) -> Option<Pfn> {
+    /// Allocate a page for build `b` and charge it to the build's cgroup, which may first
+    /// reclaim the cgroup's oldest page cache on this CPU (§1.5).
+    fn alloc(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        b: usize,
+        gfp: Gfp,
+        order: Order,
+    ) -> Result<Option<Pfn>> {
         let p = match self.mem_node {
             Some(n) => ctx.alloc_node(n, gfp, order),
             None => ctx.alloc(gfp, order),
         };
         if p.is_none() {
             self.failed += 1;
+            return Ok(None);
         }
-        p
+        let work = self.reclaim_page;
+        self.builds[b].memcg.charge(order.nr_pages().0, |page| {
+            ctx.work(work);
+            ctx.free(page, Order(0))
+        })?;
+        Ok(p)
+    }
+
+    /// Free a page of build `b` and uncharge it.
+    fn free(&mut self, ctx: &mut Ctx<'_>, b: usize, page: Pfn, order: Order) -> Result<()> {
+        self.builds[b].memcg.uncharge(order.nr_pages().0);
+        ctx.free(page, order)
     }
 
     /// Start the slot's next process, taking a new job (or the link) when its job is over.
@@ -692,14 +785,15 @@ impl Kbuild {
         let spec = match slot.queue.pop_front() {
             Some(spec) => spec,
             None => {
+                let build = &mut self.builds[slot.build];
                 if slot.linking {
-                    self.link_done = true;
+                    build.link_done = true;
                     slot.linking = false;
                     return false;
                 }
-                if self.next_job < self.jobs {
-                    let j = self.next_job;
-                    self.next_job += 1;
+                if build.next_job < build.end_job {
+                    let j = build.next_job;
+                    build.next_job += 1;
                     self.jobs_running += 1;
                     let mut q = self.job(j);
                     let Some(first) = q.pop_front() else { return false };
@@ -716,7 +810,7 @@ impl Kbuild {
         tables.clear();
         objs.clear();
         anon.reserve(spec.anon as usize);
-        let parent = if spec.by_make { self.make_cpu } else { slot.parent };
+        let parent = if spec.by_make { self.builds[slot.build].make_cpu } else { slot.parent };
         slot.cur = Some(Proc {
             spec,
             phase: if self.cross { Phase::Fork } else { Phase::Exec },
@@ -739,8 +833,9 @@ impl Kbuild {
             return;
         }
         self.jobs_running -= 1;
-        self.jobs_done += 1;
-        if self.jobs_done == self.jobs && self.link_pages > 0 && !self.link_done {
+        let build = &mut self.builds[self.slots[s].build];
+        build.jobs_done += 1;
+        if build.jobs_done == build.jobs && self.link_pages > 0 && !build.link_done {
             let slot = &mut self.slots[s];
             slot.linking = true;
             let (vmas, anon_vmas) = self.vmas[0];
@@ -836,7 +931,7 @@ impl Kbuild {
     /// idle CPU with callbacks keeps its tick, which the model stands in for by waking it
     /// from the child's steps once one is due.
     fn kick_parents(&mut self, s: usize, ctx: &mut Ctx<'_>) {
-        for x in [self.slots[s].parent, self.make_cpu] {
+        for x in [self.slots[s].parent, self.builds[self.slots[s].build].make_cpu] {
             let due = self.rcu.get(x as usize).and_then(|q| q.front()).map_or(u64::MAX, |r| r.0);
             if due <= ctx.now() {
                 self.wake(x, ctx);
@@ -922,10 +1017,9 @@ impl Kbuild {
             return Next::Done;
         }
         let waits = self.cpu_slots[c].iter().any(|&s| !self.slots[s].done);
-        let parent = self
-            .slots
-            .iter()
-            .any(|s| !s.done && (s.parent as usize == c || self.make_cpu as usize == c));
+        let parent = self.slots.iter().any(|s| {
+            !s.done && (s.parent as usize == c || self.builds[s.build].make_cpu as usize == c)
+        });
         if waits || parent {
             self.asleep[c] = true;
             return Next::Block;
@@ -939,6 +1033,7 @@ impl Kbuild {
     /// One step of slot `s`'s running process.
     fn run_proc(&mut self, s: usize, ctx: &mut Ctx<'_>) -> Result<()> {
         let Some(mut p) = self.slots[s].cur.take() else { return Ok(()) };
+        let b = self.slots[s].build;
         match p.phase {
             Phase::Fork => {
                 // Ask the parent to fork it, and wait.
@@ -951,9 +1046,9 @@ impl Kbuild {
             }
             Phase::Exec => {
                 self.exec_objects(ctx, &mut p)?;
-                p.pgd = self.alloc(ctx, Gfp::KERNEL, PGD_ORDER);
+                p.pgd = self.alloc(ctx, b, Gfp::KERNEL, PGD_ORDER)?;
                 for _ in 0..self.fixed_pt {
-                    if let Some(t) = self.alloc(ctx, GFP_PGTABLE, Order(0)) {
+                    if let Some(t) = self.alloc(ctx, b, GFP_PGTABLE, Order(0))? {
                         ctx.touch(t, 4096);
                         p.tables.push(t);
                     }
@@ -964,12 +1059,12 @@ impl Kbuild {
                 ctx.compute(self.fault, self.fault_lines);
                 // The first fault in each 2 MiB needs a PTE page first.
                 if p.count % PTRS_PER_PTE == 0 {
-                    if let Some(t) = self.alloc(ctx, GFP_PGTABLE, Order(0)) {
+                    if let Some(t) = self.alloc(ctx, b, GFP_PGTABLE, Order(0))? {
                         ctx.touch(t, 4096);
                         p.tables.push(t);
                     }
                 }
-                if let Some(page) = self.alloc(ctx, Gfp::HIGHUSER_MOVABLE, Order(0)) {
+                if let Some(page) = self.alloc(ctx, b, Gfp::HIGHUSER_MOVABLE, Order(0))? {
                     // The fault clears the whole page.
                     ctx.touch(page, 4096);
                     p.anon.push(page);
@@ -983,9 +1078,9 @@ impl Kbuild {
             }
             Phase::Write => {
                 if p.count < p.spec.obj {
-                    if let Some(page) = self.alloc(ctx, Gfp::HIGHUSER_MOVABLE, Order(0)) {
+                    if let Some(page) = self.alloc(ctx, b, Gfp::HIGHUSER_MOVABLE, Order(0))? {
                         ctx.touch(page, 4096);
-                        self.page_cache.push((ctx.cpu(), page));
+                        self.builds[b].memcg.add_cache(ctx.cpu(), page);
                         self.cache_pages += 1;
                     }
                     ctx.work(self.write_page);
@@ -1002,7 +1097,7 @@ impl Kbuild {
                     }
                     let page = p.anon[i];
                     ctx.work(self.exit_page);
-                    ctx.free(page, Order(0))?;
+                    self.free(ctx, b, page, Order(0))?;
                 }
                 p.freed = end;
                 if end == p.anon.len() {
@@ -1014,12 +1109,14 @@ impl Kbuild {
                 // exit_mmap: free_pgtables unlinks the anon_vmas, then the page tables go,
                 // then remove_vma frees each VMA; __mmdrop frees the PGD, then the mm.
                 self.free_objects(ctx, &mut p.objs, |c| c == ANON_VMA_CHAIN || c == ANON_VMA)?;
-                for t in p.tables.drain(..) {
-                    ctx.free(t, Order(0))?;
+                let mut tables = std::mem::take(&mut p.tables);
+                for t in tables.drain(..) {
+                    self.free(ctx, b, t, Order(0))?;
                 }
+                p.tables = tables;
                 self.free_objects(ctx, &mut p.objs, |c| c == VM_AREA)?;
                 if let Some(pgd) = p.pgd.take() {
-                    ctx.free(pgd, PGD_ORDER)?;
+                    self.free(ctx, b, pgd, PGD_ORDER)?;
                 }
                 self.free_objects(ctx, &mut p.objs, |c| c == MM_STRUCT)?;
                 if self.cross {
@@ -1065,6 +1162,14 @@ impl SerialWorkload for Kbuild {
         if cpus.is_empty() {
             bail!("kbuild: no CPU to place the jobs on");
         }
+        let nb = u64::from(self.nr_builds);
+        if nb > u64::from(self.parallel) || nb > self.jobs {
+            bail!(
+                "kbuild: {nb} cgroups need a slot and a job each: parallel is {} and jobs {}",
+                self.parallel,
+                self.jobs
+            );
+        }
         // Slot i on the i-th of `parallel` evenly spaced CPUs: one per core when parallel is
         // half the CPUs and siblings are numbered apart, wrapping round when it exceeds them.
         let n = cpus.len() as u64;
@@ -1075,6 +1180,9 @@ impl SerialWorkload for Kbuild {
                 let cpu = cpus[((i % n) * n / j.min(n)) as usize % cpus.len()];
                 Slot {
                     cpu,
+                    // Dealt round the builds: make does not pick CPUs, so every build's
+                    // tasks spread over the machine as one build's do.
+                    build: (i % nb) as usize,
                     parent: cpu,
                     waiting: false,
                     queue: VecDeque::new(),
@@ -1089,20 +1197,36 @@ impl SerialWorkload for Kbuild {
             self.cpu_slots[s.cpu as usize].push(i);
         }
         self.cpu_turn = vec![0; info.nr_cpus as usize];
-        self.page_cache.reserve((self.jobs * self.obj_pages) as usize);
         let mut running: Vec<u32> = self.slots.iter().map(|s| s.cpu).collect();
+        let mut make_cpus = running.clone();
         if self.cross {
             let parents = parent_cpus(&running, &info.cpu_node);
             for (s, &p) in self.slots.iter_mut().zip(&parents) {
                 s.parent = p;
             }
-            self.make_cpu = parents.first().copied().unwrap_or(0);
+            make_cpus.clone_from(&parents);
             running.extend(parents);
             let n = info.nr_cpus as usize;
             self.requests = (0..n).map(|_| VecDeque::new()).collect();
             self.rcu = (0..n).map(|_| VecDeque::new()).collect();
             self.asleep = vec![false; n];
         }
+        // Build b has jobs b·jobs/n .. (b+1)·jobs/n and its make on its first slot's parent.
+        self.builds = (0..nb)
+            .map(|b| {
+                let (first, end) = (b * self.jobs / nb, (b + 1) * self.jobs / nb);
+                Build {
+                    next_job: first,
+                    end_job: end,
+                    jobs: end - first,
+                    jobs_done: 0,
+                    link_done: false,
+                    make_cpu: make_cpus[b as usize],
+                    end_ps: 0,
+                    memcg: Memcg::new(self.memcg_limit),
+                }
+            })
+            .collect();
         running.sort_unstable();
         running.dedup();
         Ok(running)
@@ -1132,10 +1256,11 @@ impl SerialWorkload for Kbuild {
         self.cpu_turn[c] = turn;
         if self.slots[s].cur.is_none() && !self.start_next(s) {
             self.slots[s].done = true;
-            self.end_ps = self.end_ps.max(ctx.now());
+            let build = &mut self.builds[self.slots[s].build];
+            build.end_ps = build.end_ps.max(ctx.now());
             if self.cross {
                 // Its parents may be waiting only for it.
-                let (parent, make) = (self.slots[s].parent, self.make_cpu);
+                let (parent, make) = (self.slots[s].parent, build.make_cpu);
                 self.wake(parent, ctx);
                 self.wake(make, ctx);
                 return Ok(Next::Continue);
@@ -1167,8 +1292,10 @@ impl SerialWorkload for Kbuild {
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
-        let mut v: Vec<(u32, Pfn, Order)> =
-            self.page_cache.drain(..).map(|(c, p)| (c, p, Order(0))).collect();
+        let mut v: Vec<(u32, Pfn, Order)> = Vec::new();
+        for b in &mut self.builds {
+            v.extend(b.memcg.take_cache().map(|(c, p)| (c, p, Order(0))));
+        }
         for s in &mut self.slots {
             if let Some(p) = s.cur.take() {
                 let cpu = s.cpu;
@@ -1181,22 +1308,39 @@ impl SerialWorkload for Kbuild {
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
-        vec![
-            ("build_time".into(), self.end_ps as f64 / 1e12),
-            ("jobs".into(), self.jobs_done as f64),
+        let sum = |f: fn(&Build) -> u64| self.builds.iter().map(f).sum::<u64>();
+        // LKP's buildtime_per_iteration: the mean over the instances of each one's build time.
+        let build_time = sum(|b| b.end_ps) as f64 / 1e12 / self.builds.len().max(1) as f64;
+        let mut m: Vec<(String, f64)> = vec![
+            ("build_time".into(), build_time),
+            ("jobs".into(), sum(|b| b.jobs_done) as f64),
             ("processes".into(), self.processes as f64),
             ("faults".into(), self.faults as f64),
             ("page_cache_pages".into(), self.cache_pages as f64),
             ("alloc_failures".into(), self.failed as f64),
             ("rcu_frees".into(), self.rcu_frees as f64),
             ("remote_frees".into(), self.remote_frees as f64),
-        ]
+        ];
+        if self.builds.len() > 1 || self.memcg_limit > 0 {
+            let peak = self.builds.iter().map(|b| b.memcg.peak()).max().unwrap_or(0);
+            let last = self.builds.iter().map(|b| b.end_ps).max().unwrap_or(0);
+            m.extend([
+                ("memcg_reclaim".into(), sum(|b| b.memcg.reclaims()) as f64),
+                ("memcg_reclaimed".into(), sum(|b| b.memcg.reclaimed()) as f64),
+                ("memcg_overruns".into(), sum(|b| b.memcg.overruns()) as f64),
+                ("memcg_peak_mib".into(), peak as f64 / 256.0),
+                ("build_time_max".into(), last as f64 / 1e12),
+            ]);
+        }
+        m
     }
 
     fn progress(&self) -> f64 {
         let link = if self.link_pages > 0 { 1.0 } else { 0.0 };
-        (self.jobs_done as f64 + if self.link_done { link } else { 0.0 })
-            / (self.jobs as f64 + link).max(1.0)
+        let links = link * self.builds.len() as f64;
+        let linked = link * self.builds.iter().filter(|b| b.link_done).count() as f64;
+        (self.builds.iter().map(|b| b.jobs_done).sum::<u64>() as f64 + linked)
+            / (self.jobs as f64 + links).max(1.0)
     }
 }
 
@@ -1495,6 +1639,47 @@ mod tests {
         assert_eq!(metric(&o, "jobs"), 12.0);
         let spread = run("tune-base", 4, &["parallel=5"], 2);
         assert!(metric(&spread, "build_time") < metric(&o, "build_time"));
+    }
+
+    /// Two builds in memory cgroups whose limit is below what they write (§1.5): each one's
+    /// usage stays within its limit (so within one reclaim batch of it), reclaim runs on the
+    /// charging CPUs and frees only page cache: every page the run took comes back, and the
+    /// frees during the run are the processes' own plus exactly the reclaimed pages.
+    #[test]
+    fn builds_in_memcgs_reclaim_page_cache_within_their_limit() {
+        let limit_mib = 10.0;
+        let extra = ["parallel=4", "cgroups=2", "slab=0", "obj_kib=2048", "memcg_limit_mib=10"];
+        let o = run("tune-base", 4, &extra, 1);
+        assert_eq!(metric(&o, "jobs"), 12.0);
+        assert_eq!(metric(&o, "memcg_overruns"), 0.0);
+        let peak = metric(&o, "memcg_peak_mib");
+        let batch_mib = crate::workload::kswapd::SWAP_CLUSTER_MAX as f64 / 256.0;
+        assert!(peak <= limit_mib + batch_mib, "{peak} MiB");
+        // 12 jobs of 2 MiB of objects: 24 MiB written by two cgroups limited to 10 MiB each.
+        let (passes, reclaimed) = (metric(&o, "memcg_reclaim"), metric(&o, "memcg_reclaimed"));
+        assert!(passes > 0.0 && reclaimed >= 24.0 * 256.0 - 2.0 * limit_mib * 256.0, "{reclaimed}");
+        assert!(reclaimed <= passes * 32.0);
+        let cache = metric(&o, "page_cache_pages");
+        assert_eq!(o.ops.allocs as f64 - (cache - reclaimed), o.ops.frees as f64);
+        assert!(metric(&o, "build_time_max") >= metric(&o, "build_time"));
+        // The same run without a limit reclaims nothing.
+        let free = run("tune-base", 4, &extra[..4], 1);
+        assert_eq!(metric(&free, "memcg_reclaim"), 0.0);
+        assert_eq!(free.ops.allocs as f64 - cache, free.ops.frees as f64);
+    }
+
+    /// `cgroups` needs a job and a slot per build.
+    #[test]
+    fn more_cgroups_than_slots_is_an_error() {
+        let info = ModelInfo {
+            nr_cpus: 4,
+            nr_nodes: 1,
+            cpu_node: vec![0; 4],
+            node_managed_pages: vec![1 << 16],
+            seed: 1,
+        };
+        let p = INFO.params(&["parallel=2".into(), "cgroups=3".into()], 1.0).unwrap();
+        assert!(Kbuild::new(&p).start(&info).is_err());
     }
 
     /// Seed 001 patch 1: an exit's order-0 burst followed by the PGD's order-1 free drains the
