@@ -9,9 +9,9 @@ use std::sync::{Barrier, Mutex};
 
 use pagealloc::debug::validate;
 use pagealloc::policy::{
-    BatchCap, BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHigh, FreeHighBatch, FreeHighDrain,
-    FreeHighThreshold, HighDecay, NoFragment, PageFragFree, PcpHigh, PcpLists, PcpLocking,
-    PgfreeUnit, ReclaimActiveLimit, RefillSizing,
+    BatchCap, BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHigh, FreeHighBatch,
+    FreeHighDrain, FreeHighThreshold, HighDecay, NoFragment, PageFragFree, PcpHigh, PcpLists,
+    PcpLocking, PgfreeUnit, ReclaimActiveLimit, RefillSizing,
 };
 use pagealloc::zone_flags::BELOW_HIGH;
 use pagealloc::PCPF_FREE_HIGH_BATCH;
@@ -1007,7 +1007,8 @@ fn flush_under(form: BulkFreeCallers) -> (u64, u64, u64, i32, VmEvents, Vec<u64>
     let pages = alloc_n(&pa, cpu(&pa, 1), Gfp::KERNEL, Order(0), 3132);
     let c0 = cpu(&pa, 0);
     free_all(&pa, c0, &pages[..3131], Order(0));
-    let (taken, yields, before) = (sink.taken.load(SeqCst), sink.yields.load(SeqCst), pa.vm_events());
+    let (taken, yields, before) =
+        (sink.taken.load(SeqCst), sink.yields.load(SeqCst), pa.vm_events());
     pa.free_pages(c0, pages[3131], Order(0)).unwrap();
     let taken = sink.taken.load(SeqCst) - taken;
     let yields = sink.yields.load(SeqCst) - yields;

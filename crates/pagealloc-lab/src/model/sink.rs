@@ -514,13 +514,7 @@ impl ModelSink {
     /// Take the lock at a chunk boundary of another CPU's batched free, if this request came
     /// before one that is still ahead (true: the hold has begun). A request once the lock is
     /// free forgets the boundaries, unless it is the yielding CPU's own next chunk.
-    fn take_at_yield(
-        &self,
-        lock: &LockClock,
-        lines: &LineCache,
-        cpu: CpuId,
-        now: u64,
-    ) -> bool {
+    fn take_at_yield(&self, lock: &LockClock, lines: &LineCache, cpu: CpuId, now: u64) -> bool {
         let mut ys = lock.yields.lock().expect("no panics while held");
         if now >= lock.free_at.load(Relaxed) {
             if ys.last().is_none_or(|y| y.breaker != cpu.0) {

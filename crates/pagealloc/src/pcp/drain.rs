@@ -7,8 +7,8 @@ use crate::sync::Ordering::Relaxed;
 use crate::sync::RawLock;
 
 use crate::events::EventSink;
-use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH};
 use crate::pcp::free::Flush;
+use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH};
 use crate::policy::{BulkFreeCallers, HighDecay};
 use crate::stats::{Counter, DrainReason};
 use crate::types::{CpuId, ZoneIdx};

@@ -11,8 +11,8 @@ use crate::mem_map::{FrameInfo, FrameState, NIL};
 use crate::migratetype::MigrateType;
 use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
 use crate::policy::{
-    BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHigh, FreeHighDrain, PgfreeUnit, Policy,
-    ReclaimActiveLimit, RefillSizing,
+    BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHigh, FreeHighDrain, PgfreeUnit,
+    Policy, ReclaimActiveLimit, RefillSizing,
 };
 use crate::sizing::pcp_clamp;
 use crate::stats::{Counter, DrainReason};
@@ -298,7 +298,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let n = pcp.nr_pcp_free(policy, s, high, free_high);
         let flush = Flush { start: pindex, reason, high, free_high };
         match policy.bulk_free_callers {
-            BulkFreeCallers::Whole => self.free_pcppages_bulk(cpu, zone, slot, pcp, n, pindex, reason),
+            BulkFreeCallers::Whole => {
+                self.free_pcppages_bulk(cpu, zone, slot, pcp, n, pindex, reason)
+            }
             form => self.free_pcppages_chunked(cpu, zone, slot, pcp, n, form, flush),
         }
         if !recheck_high(policy.bulk_free_callers) {

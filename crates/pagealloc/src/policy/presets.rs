@@ -245,8 +245,7 @@ pub(super) const FHIGH_V2: Policy =
     Policy { free_high_threshold: FreeHighThreshold::FiveBatches, ..MODERN };
 
 /// `modern` with Joshua Hahn's batched callers of free_pcppages_bulk as merged for 6.19 (v5).
-pub(super) const BBATCH: Policy =
-    Policy { bulk_free_callers: BulkFreeCallers::Batched, ..MODERN };
+pub(super) const BBATCH: Policy = Policy { bulk_free_callers: BulkFreeCallers::Batched, ..MODERN };
 /// `modern` with the posted v4 of that series (the flush stops below `high`).
 pub(super) const BBATCH_V4: Policy =
     Policy { bulk_free_callers: BulkFreeCallers::BatchedStopBelowHigh, ..MODERN };
