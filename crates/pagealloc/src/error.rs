@@ -227,6 +227,32 @@ impl fmt::Display for CompactError {
     }
 }
 
+/// Why a `zone_pcp_disable` or `zone_pcp_enable` was refused. Nothing was changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PcpDisableError {
+    /// The CPU handle is not one of this allocator's.
+    InvalidCpu(CpuId),
+    /// No zone has this index.
+    InvalidZone(ZoneIdx),
+    /// `zone_pcp_enable` on a zone whose pagesets are not disabled.
+    NotDisabled(ZoneIdx),
+}
+
+impl fmt::Display for PcpDisableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PcpDisableError::InvalidCpu(c) => {
+                write!(f, "cpu {} is not one of this allocator's", c.0)
+            }
+            PcpDisableError::InvalidZone(z) => write!(f, "zone {} does not exist", z.0),
+            PcpDisableError::NotDisabled(z) => {
+                write!(f, "the pagesets of zone {} are not disabled: nothing to enable", z.0)
+            }
+        }
+    }
+}
+
 /// Why a run-time setting was refused. The setting in force stays as it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -257,3 +283,4 @@ impl core::error::Error for FreeError {}
 impl core::error::Error for IsolateError {}
 impl core::error::Error for CompactError {}
 impl core::error::Error for SettingError {}
+impl core::error::Error for PcpDisableError {}

@@ -184,6 +184,13 @@ pub trait EventSink: Sync {
     #[inline]
     fn zone_lock_released(&self, _cpu: CpuId, _zone: ZoneIdx, _list_ops: u32) {}
 
+    /// `cpu` released `zone`'s lock between two chunks of one batched bulk free
+    /// ([`crate::policy::BulkFreeCallers`]) and will take it again at once: CPUs already
+    /// waiting for the lock get it first. Not a tracepoint: a model whose zone locks live in
+    /// virtual time lets earlier waiters in here instead of after the whole free.
+    #[inline]
+    fn zone_lock_yield(&self, _cpu: CpuId, _zone: ZoneIdx) {}
+
     /// `cpu` did `ops` list operations on its pageset outside any zone lock: the first pass
     /// of the pre-5.18 two-pass bulk free (probing lists round-robin, moving the chosen
     /// blocks to a local list). Not a tracepoint; a model charges the time.
@@ -231,6 +238,11 @@ impl<T: EventSink> EventSink for &T {
     #[inline]
     fn zone_lock_released(&self, cpu: CpuId, zone: ZoneIdx, list_ops: u32) {
         (**self).zone_lock_released(cpu, zone, list_ops);
+    }
+
+    #[inline]
+    fn zone_lock_yield(&self, cpu: CpuId, zone: ZoneIdx) {
+        (**self).zone_lock_yield(cpu, zone);
     }
 
     #[inline]

@@ -221,6 +221,7 @@
 //! Types that a later kernel or a later version of this crate will extend are
 //! `#[non_exhaustive]`, so adding to them is not a breaking change: every error enum
 //! ([`AllocError`], [`FreeError`], [`IsolateError`], [`CompactError`], [`SettingError`],
+//! [`PcpDisableError`],
 //! [`BuildError`], [`MapError`], [`policy::PolicyError`], [`sizing::SizingError`]), the
 //! counters ([`Counter`]), the trace records ([`TraceEvent`]), the drain reasons
 //! ([`stats::DrainReason`]), compaction's results ([`CompactResult`], [`CompactStats`],
@@ -278,7 +279,9 @@ pub mod zone_flags;
 pub use crate::compaction::{
     CompactMode, CompactOutcome, CompactResult, CompactStats, Migrate, Target,
 };
-pub use crate::error::{AllocError, CompactError, FreeError, IsolateError, SettingError};
+pub use crate::error::{
+    AllocError, CompactError, FreeError, IsolateError, PcpDisableError, SettingError,
+};
 pub use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 pub use crate::gfp::{AllocFlags, Gfp};
 pub use crate::memory_map::{CacheInfo, MapError, MemoryMap, ZoneLimits};

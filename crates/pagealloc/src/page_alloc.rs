@@ -9,7 +9,7 @@ use core::sync::atomic::AtomicU64 as CoreAtomicU64;
 
 use crate::buddy::Fpi;
 use crate::compaction::{CompactMode, CompactResult, Migrate};
-use crate::error::{AllocError, FreeError, IsolateError, SettingError};
+use crate::error::{AllocError, FreeError, IsolateError, PcpDisableError, SettingError};
 use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 use crate::gfp::{slowpath_alloc_flags, AllocFlags, Gfp};
 use crate::mem_map::{Frame, FrameInfo, FrameState, Unclaimed};
@@ -192,6 +192,9 @@ pub struct PageAllocator<E: EventSink = NoEvents, L: RawLock = RawSpinLock> {
     pub(crate) cpu_ticks: Table<AtomicU64>,
     /// Serialises drain_all_pages.
     pub(crate) drain_mutex: Mutex<L, ()>,
+    /// Serialises changes of the pagesets' sizes with `zone_pcp_disable`/`enable` (kernel
+    /// `pcp_batch_high_lock`).
+    pcp_batch_high: Mutex<L, ()>,
 }
 
 impl PageAllocator<NoEvents> {
@@ -348,6 +351,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             events,
             cpu_ticks,
             drain_mutex: Mutex::new(()),
+            pcp_batch_high: Mutex::new(()),
         };
         pa.populate(map);
         pa.init_min_free_kbytes();
@@ -611,23 +615,97 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     }
 
     /// Push batch, high_min and high_max to every pageset (kernel
-    /// `zone_set_pageset_high_and_batch`, run after every watermark change).
+    /// `zone_set_pageset_high_and_batch`, run after every watermark change). A zone whose
+    /// pagesets are disabled keeps high 0 and batch 1 until `zone_pcp_enable`.
     fn zone_pcp_update(&self) {
-        let online = self.nr_cpus();
+        let _serialised = self.pcp_batch_high.lock();
         for z in self.zones.iter() {
-            let node_cpus = self.nodes[z.node.index()].nr_cpus;
-            let sizes = crate::pcp::zone_pcp_sizes(
-                &self.policy,
-                &self.tunables,
-                z.managed_pages(),
-                z.wmark_pages(WMARK_LOW),
-                node_cpus,
-                online,
-            );
-            for slot in z.pcp.iter() {
-                slot.pcp.lock().update(sizes, self.tunables.pcp_batch_scale_max);
+            if z.pcp_disabled.load(Relaxed) == 0 {
+                self.zone_set_pageset_sizes(z, self.zone_pcp_computed(z));
             }
         }
+    }
+
+    /// The sizes the policy and tunables give `z`'s pagesets now.
+    fn zone_pcp_computed(&self, z: &Zone<L>) -> sizing::PcpSizes {
+        crate::pcp::zone_pcp_sizes(
+            &self.policy,
+            &self.tunables,
+            z.managed_pages(),
+            z.wmark_pages(WMARK_LOW),
+            self.nodes[z.node.index()].nr_cpus,
+            self.nr_cpus(),
+        )
+    }
+
+    /// Give every pageset of `z` these sizes.
+    fn zone_set_pageset_sizes(&self, z: &Zone<L>, sizes: sizing::PcpSizes) {
+        for slot in z.pcp.iter() {
+            slot.pcp.lock().update(sizes, self.tunables.pcp_batch_scale_max);
+        }
+    }
+
+    /// Stop `zone`'s pagesets from holding pages (kernel `zone_pcp_disable`, 5.11, used
+    /// around memory offlining): every pageset gets high 0 and batch 1, so a free goes
+    /// straight on to the buddy lists, then all are drained once (by `caller`). Calls nest:
+    /// the pagesets stay disabled until as many [`zone_pcp_enable`](Self::zone_pcp_enable)
+    /// calls. While disabled, recomputations of the sizes (a watermark change) leave them
+    /// at 0 and 1. Vlastimil Babka, "mm, page_alloc: disable pcplists during memory
+    /// offline", ec6e8c7e0314. Before it, offlining could only drain, and frees refilled the
+    /// pagesets between drains.
+    ///
+    /// # Errors
+    /// [`PcpDisableError::InvalidCpu`] for a `caller` of another allocator,
+    /// [`PcpDisableError::InvalidZone`] for an unknown zone.
+    pub fn zone_pcp_disable(&self, caller: Cpu, zone: ZoneIdx) -> Result<(), PcpDisableError> {
+        let z = self.pcp_zone(caller, zone)?;
+        {
+            let _serialised = self.pcp_batch_high.lock();
+            if z.pcp_disabled.load(Relaxed) == 0 {
+                let off = sizing::PcpSizes { batch: 1, high_min: 0, high_max: 0 };
+                self.zone_set_pageset_sizes(z, off);
+                for slot in z.pcp.iter() {
+                    slot.pcp.lock().high = 0;
+                }
+            }
+            z.pcp_disabled.store(z.pcp_disabled.load(Relaxed) + 1, Relaxed);
+        }
+        self.drain_all_pages(caller, Some(zone));
+        Ok(())
+    }
+
+    /// Undo one [`zone_pcp_disable`](Self::zone_pcp_disable) (kernel `zone_pcp_enable`): the
+    /// last one gives the pagesets the sizes computed now (their `high` grows back from
+    /// `high_min` as in the kernel).
+    ///
+    /// # Errors
+    /// [`PcpDisableError::NotDisabled`] if the zone's pagesets are not disabled;
+    /// [`PcpDisableError::InvalidCpu`], [`PcpDisableError::InvalidZone`] as for disable.
+    pub fn zone_pcp_enable(&self, caller: Cpu, zone: ZoneIdx) -> Result<(), PcpDisableError> {
+        let z = self.pcp_zone(caller, zone)?;
+        let _serialised = self.pcp_batch_high.lock();
+        let n = z.pcp_disabled.load(Relaxed);
+        if n == 0 {
+            return Err(PcpDisableError::NotDisabled(zone));
+        }
+        z.pcp_disabled.store(n - 1, Relaxed);
+        if n == 1 {
+            self.zone_set_pageset_sizes(z, self.zone_pcp_computed(z));
+        }
+        Ok(())
+    }
+
+    /// Whether `zone_pcp_disable` is in force on `zone` (false for an unknown zone).
+    pub fn zone_pcp_disabled(&self, zone: ZoneIdx) -> bool {
+        self.zones.get(zone.index()).is_some_and(|z| z.pcp_disabled.load(Relaxed) != 0)
+    }
+
+    /// The zone a disable or enable names, checking the caller's handle.
+    fn pcp_zone(&self, caller: Cpu, zone: ZoneIdx) -> Result<&Zone<L>, PcpDisableError> {
+        if !self.owns(caller) {
+            return Err(PcpDisableError::InvalidCpu(caller.id));
+        }
+        self.zones.get(zone.index()).ok_or(PcpDisableError::InvalidZone(zone))
     }
 
     fn mobility_grouping_disabled(&self) -> bool {

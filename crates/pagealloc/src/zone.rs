@@ -116,6 +116,10 @@ pub struct Zone<L: RawLock = RawSpinLock> {
     pub(crate) pcp: Table<PcpSlot<L>>,
     /// Where compaction's scanners left off and its deferral state.
     pub(crate) compact: CompactState,
+    /// `zone_pcp_disable` calls not yet matched by `zone_pcp_enable`: while non-zero every
+    /// pageset of the zone has high 0 and batch 1. Written under the allocator's
+    /// `pcp_batch_high` lock.
+    pub(crate) pcp_disabled: AtomicU32,
 }
 
 impl<L: RawLock> Zone<L> {
@@ -160,6 +164,7 @@ impl<L: RawLock> Zone<L> {
             counters: Counters::default(),
             pcp,
             compact: CompactState::new(start, end),
+            pcp_disabled: AtomicU32::new(0),
         })
     }
 

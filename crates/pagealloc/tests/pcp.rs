@@ -9,9 +9,9 @@ use std::sync::{Barrier, Mutex};
 
 use pagealloc::debug::validate;
 use pagealloc::policy::{
-    BatchCap, BuddyPrefetch, BulkFree, FreeBatchSizing, FreeHigh, FreeHighBatch, FreeHighDrain,
-    FreeHighThreshold, HighDecay, NoFragment, PageFragFree, PcpHigh, PcpLists, PcpLocking,
-    PgfreeUnit, ReclaimActiveLimit, RefillSizing,
+    BatchCap, BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHigh, FreeHighBatch,
+    FreeHighDrain, FreeHighThreshold, HighDecay, NoFragment, PageFragFree, PcpHigh, PcpLists,
+    PcpLocking, PgfreeUnit, ReclaimActiveLimit, RefillSizing,
 };
 use pagealloc::zone_flags::BELOW_HIGH;
 use pagealloc::PCPF_FREE_HIGH_BATCH;
@@ -308,6 +308,7 @@ fn every_policy_switch_has_a_behavioural_test() {
             "free_high_drain",
             "refill_sizing",
             "bulk_free",
+            "bulk_free_callers",
             "bulk_free_prefetch",
             "drain_pages_chunked",
             "pgfree_unit",
@@ -973,6 +974,126 @@ fn drain_pages_chunked_drains_in_batch_shl_s_chunks() {
         assert_eq!(d.get(Counter::DrainExplicitPages), 2500);
         assert_eq!(d.get(Counter::DrainExplicit), if chunked { 3 } else { 1 });
         assert_eq!(pcp(&pa, 0).count, 0);
+        check(&pa);
+    }
+}
+
+/// Counts zone-lock acquisitions and the yields between the chunks of a batched bulk free.
+#[derive(Debug, Default)]
+struct YieldCount {
+    taken: std::sync::atomic::AtomicU64,
+    yields: std::sync::atomic::AtomicU64,
+}
+
+impl EventSink for YieldCount {
+    fn record(&self, _event: &TraceEvent) {}
+    fn zone_lock_taken(&self, _cpu: CpuId, _zone: pagealloc::ZoneIdx) {
+        self.taken.fetch_add(1, SeqCst);
+    }
+    fn zone_lock_yield(&self, _cpu: CpuId, _zone: pagealloc::ZoneIdx) {
+        self.yields.fetch_add(1, SeqCst);
+    }
+}
+
+/// What the 3132nd order-0 free on a fresh CPU 0 pageset of the §2.9 machine does under
+/// `form` (the §5.5 flush: 2016 pages, batch 63): zone-lock acquisitions and yields during
+/// that free, pages drained, the pageset's count after it, and the counters of the whole run
+/// but the lock's.
+fn flush_under(form: BulkFreeCallers) -> (u64, u64, u64, i32, VmEvents, Vec<u64>) {
+    let policy = Policy::modern().with(|p| p.bulk_free_callers = form);
+    let sink = YieldCount::default();
+    let pa = PageAllocator::with_events(spec_machine_map(), spec_tunables(), policy, &sink)
+        .expect("valid allocator");
+    let pages = alloc_n(&pa, cpu(&pa, 1), Gfp::KERNEL, Order(0), 3132);
+    let c0 = cpu(&pa, 0);
+    free_all(&pa, c0, &pages[..3131], Order(0));
+    let (taken, yields, before) =
+        (sink.taken.load(SeqCst), sink.yields.load(SeqCst), pa.vm_events());
+    pa.free_pages(c0, pages[3131], Order(0)).unwrap();
+    let taken = sink.taken.load(SeqCst) - taken;
+    let yields = sink.yields.load(SeqCst) - yields;
+    let drained = moved(&pa, &before, Counter::DrainHighPages);
+    assert_eq!(moved(&pa, &before, Counter::DrainHigh), 1, "one drain, however many chunks");
+    check(&pa);
+    let free: Vec<u64> = (0..=10).map(|o| normal(&pa).nr_free(Order(o))).collect();
+    (taken, yields, drained, pcp(&pa, 0).count, pa.vm_events(), free)
+}
+
+/// bulk_free_callers: Joshua Hahn's 2025 series. A flush of N·batch pages takes the zone lock
+/// N times (yielding between chunks) instead of once, and frees the same pages into the same
+/// free lists; v4 stopped as soon as the pageset was below high, freeing one batch.
+#[test]
+fn bulk_free_callers_flush_in_batches_with_the_lock_released_between() {
+    let (taken, yields, drained, count, whole_ev, whole_free) = flush_under(BulkFreeCallers::Whole);
+    assert_eq!((taken, yields, drained, count), (1, 0, 2016, 1116));
+    let (taken, yields, drained, count, ev, free) = flush_under(BulkFreeCallers::Batched);
+    assert_eq!((taken, yields, drained, count), (32, 31, 2016, 1116), "2016 = 32 × 63");
+    assert_eq!(free, whole_free, "the same pages reach the same free lists");
+    let d = |e: &VmEvents| {
+        let mut v: Vec<(Counter, u64)> = Counter::ALL.iter().map(|&c| (c, e.get(c))).collect();
+        v.retain(|(c, _)| *c != Counter::ZoneLockAcquire);
+        v
+    };
+    assert_eq!(d(&ev), d(&whole_ev), "every counter but the lock's is unchanged");
+    assert_eq!(ev.get(Counter::ZoneLockAcquire), whole_ev.get(Counter::ZoneLockAcquire) + 31);
+    // v4 (and v1–v3, whose recomputed threshold is still 3132 here) stop below high.
+    for form in [
+        BulkFreeCallers::BatchedStopBelowHigh,
+        BulkFreeCallers::BatchedRecheckHigh,
+        BulkFreeCallers::BatchedRecheckHighBatchDrains,
+    ] {
+        let (taken, yields, drained, count, _, _) = flush_under(form);
+        assert_eq!((taken, yields, drained, count), (1, 0, 63, 3069), "{form}");
+    }
+}
+
+/// bulk_free_callers: the decay of high frees `count − high` in chunks of batch in every
+/// batched form, the same pages as one bulk free.
+#[test]
+fn bulk_free_callers_decay_in_batches() {
+    let run = |form: BulkFreeCallers| {
+        let sink = YieldCount::default();
+        let policy = Policy::modern().with(|p| p.bulk_free_callers = form);
+        let pa = normal_machine_with(policy, 512, Tunables::default(), &sink);
+        let c0 = cpu(&pa, 0);
+        let mut pages = grow_high_on_cpu0(&pa);
+        pages.extend(alloc_n(&pa, cpu(&pa, 1), Gfp::KERNEL, Order(0), 3400));
+        free_all(&pa, c0, &pages, Order(0));
+        let s = pcp(&pa, 0);
+        assert_eq!((s.count, s.high, s.batch), (6345, 6465, 31));
+        let (taken, before) = (sink.taken.load(SeqCst), pa.vm_events());
+        pa.tick(c0);
+        let taken = sink.taken.load(SeqCst) - taken;
+        let drained = moved(&pa, &before, Counter::DrainDecayPages);
+        assert_eq!(moved(&pa, &before, Counter::DrainDecay), 1);
+        check(&pa);
+        (taken, sink.yields.load(SeqCst), drained, pcp(&pa, 0).count)
+    };
+    // high 6465 → 5657: 688 pages above it, 23 chunks (22 × 31 + 6).
+    assert_eq!(run(BulkFreeCallers::Whole), (1, 0, 688, 5657));
+    for form in &BulkFreeCallers::ALL[1..] {
+        assert_eq!(run(*form), (23, 22, 688, 5657), "{form}");
+    }
+}
+
+/// bulk_free_callers: v1 and v2 also cut explicit drains to chunks of batch (31 here) instead
+/// of batch << S (992); later versions left drain_pages_zone alone.
+#[test]
+fn bulk_free_callers_v1_drains_in_chunks_of_batch() {
+    for (form, chunks) in [
+        (BulkFreeCallers::BatchedRecheckHighBatchDrains, 81),
+        (BulkFreeCallers::BatchedRecheckHigh, 3),
+        (BulkFreeCallers::Batched, 3),
+    ] {
+        let pa = normal_machine(Policy::modern().with(|p| p.bulk_free_callers = form), 512);
+        let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
+        let pages = alloc_n(&pa, c1, Gfp::KERNEL, Order(0), 2500);
+        free_all(&pa, c0, &pages, Order(0));
+        let before = pa.vm_events();
+        pa.drain_pages_zone(c1, CpuId(0), normal(&pa).idx());
+        let d = pa.vm_events().since(&before);
+        assert_eq!(d.get(Counter::DrainExplicitPages), 2500, "{form}");
+        assert_eq!(d.get(Counter::DrainExplicit), chunks, "{form}: ⌈2500 / chunk⌉");
         check(&pa);
     }
 }

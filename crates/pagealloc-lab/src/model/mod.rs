@@ -395,9 +395,13 @@ impl Ctx<'_> {
         }
     }
 
-    /// Start an allocator call on the model's clock.
-    fn begin(&self) {
-        if let Clock::Virtual { v, .. } = &self.clock {
+    /// Start an allocator call on the model's clock, first paying what this CPU owes for
+    /// CPUs let in at the chunk boundaries of its earlier batched frees (time it waited).
+    fn begin(&mut self) {
+        if let Clock::Virtual { v, .. } = &mut self.clock {
+            let debt = self.pa.events().take_debt(self.cpu.id().0);
+            v.now = v.now.saturating_add(debt);
+            v.waited += debt;
             self.pa.events().begin(v.now);
         }
     }
@@ -1000,7 +1004,7 @@ impl Model {
     fn tick_all(&self, at: u64, sampled: &[u32], rec: &mut Recorder) {
         for c in 0..self.cpus.len() {
             let cpu = self.pa.cpu(CpuId(c as u32)).expect("every CPU exists");
-            self.pa.events().begin(at);
+            self.pa.events().begin_tick(at);
             self.pa.tick(cpu);
         }
         sample_pagesets(&self.pa, (at / PS_PER_S) as u32, sampled, rec);

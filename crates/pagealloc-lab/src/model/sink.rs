@@ -27,6 +27,51 @@ struct LockClock {
     free_at: AtomicU64,
     /// The CPU that held it last.
     last_holder: AtomicU32,
+    /// The chunk boundaries of batched bulk frees still ahead of `free_at`, oldest first
+    /// (empty unless a policy batches them).
+    yields: Mutex<Vec<Yield>>,
+    /// `yields.len()`, readable without the lock.
+    nr_yields: AtomicU32,
+}
+
+impl LockClock {
+    fn new() -> LockClock {
+        LockClock {
+            free_at: AtomicU64::new(0),
+            last_holder: AtomicU32::new(NOBODY),
+            yields: Mutex::new(Vec::new()),
+            nr_yields: AtomicU32::new(0),
+        }
+    }
+}
+
+/// The most chunk boundaries a lock remembers; older ones are forgotten (a CPU whose clock is
+/// that far behind waits for the lock's end as without them).
+const MAX_YIELDS: usize = 4096;
+
+/// A chunk boundary of a batched bulk free: its holder released the lock at `at` and asked for
+/// it again at once. The lock is a fair (queued) spinlock, so a CPU that asked before `at`
+/// gets it there first. The model runs CPUs one at a time, so the holder's later chunks were
+/// already placed when such a CPU is run: it is let in at `served` (after those let in before
+/// it), and everything the holder did afterwards moves later by its hold (the holder's clock
+/// pays it as a debt at its next call).
+#[derive(Clone, Copy, Debug)]
+struct Yield {
+    /// When the holder asked for the lock again (ps): a request before it goes first.
+    at: u64,
+    /// When the CPUs let in here so far are done (ps).
+    served: u64,
+    /// The CPU that yielded.
+    breaker: u32,
+    /// Whether that CPU's clock pays the delay (a workload call; ticks are not charged).
+    charged: bool,
+}
+
+/// A hold the running call got at a chunk boundary of another CPU's batched free.
+#[derive(Clone, Copy, Debug)]
+struct LetIn {
+    yield_index: usize,
+    start: u64,
 }
 
 /// Hears every trace record with the virtual time it happened at (ps): `run --trace` writes
@@ -90,6 +135,17 @@ pub struct ModelSink {
     pfn_allocs: OnceLock<Vec<AtomicU32>>,
     /// Who hears the records, if anyone.
     observer: OnceLock<ObserverSlot>,
+    /// 1 while the running call is a workload call, whose CPU's clock pays what it is
+    /// delayed by CPUs let in at its chunk boundaries; 0 for ticks.
+    charged: AtomicU32,
+    /// The running call's hold, when it was let in at a chunk boundary.
+    let_in: Mutex<Option<LetIn>>,
+    /// 1 while `let_in` is set, readable without its lock.
+    nr_let_in: AtomicU32,
+    /// What each CPU's clock still owes for CPUs let in at its chunk boundaries (ps).
+    debts: Mutex<Vec<u64>>,
+    /// 1 once any debt was recorded (most runs never do).
+    any_debt: AtomicU32,
 }
 
 /// What a zone-lock hold's time goes to.
@@ -135,6 +191,11 @@ impl ModelSink {
             held_mark: Default::default(),
             pfn_allocs: OnceLock::new(),
             observer: OnceLock::new(),
+            charged: AtomicU32::new(1),
+            let_in: Mutex::new(None),
+            nr_let_in: AtomicU32::new(0),
+            debts: Mutex::new(Vec::new()),
+            any_debt: AtomicU32::new(0),
         }
     }
 
@@ -149,10 +210,7 @@ impl ModelSink {
     /// of each frame. Called once, right after the allocator is built and before anything is
     /// allocated.
     pub fn attach(&self, zones: &[(u64, u64, u32)], nr_frames: u64, count_frames: bool) {
-        let locks = zones
-            .iter()
-            .map(|_| LockClock { free_at: AtomicU64::new(0), last_holder: AtomicU32::new(NOBODY) })
-            .collect();
+        let locks = zones.iter().map(|_| LockClock::new()).collect();
         assert!(self.locks.set(locks).is_ok(), "ModelSink::attach is called once");
         let lines = LineCache::new(self.map.clone(), nr_frames, zones);
         assert!(self.lines.set(lines).is_ok(), "ModelSink::attach is called once");
@@ -176,9 +234,33 @@ impl ModelSink {
         &self.prices
     }
 
-    /// Start an allocator call on a CPU whose clock reads `now`.
+    /// Start a workload's allocator call on a CPU whose clock reads `now`.
     #[inline]
     pub fn begin(&self, now: u64) {
+        self.charged.store(1, Relaxed);
+        self.start(now);
+    }
+
+    /// Start a tick's allocator call at `now`: no CPU's clock pays for it.
+    pub fn begin_tick(&self, now: u64) {
+        self.charged.store(0, Relaxed);
+        self.start(now);
+    }
+
+    /// What `cpu`'s clock owes for CPUs let in at the chunk boundaries of its batched frees
+    /// since the last call (ps), now paid.
+    #[inline]
+    pub fn take_debt(&self, cpu: u32) -> u64 {
+        if self.any_debt.load(Relaxed) == 0 {
+            return 0;
+        }
+        let mut d = self.debts.lock().expect("no panics while held");
+        d.get_mut(cpu as usize).map_or(0, std::mem::take)
+    }
+
+    /// Reset the per-call clocks.
+    #[inline]
+    fn start(&self, now: u64) {
         self.now.store(now, Relaxed);
         self.waited.store(0, Relaxed);
         self.held.store(0, Relaxed);
@@ -327,6 +409,9 @@ impl EventSink for ModelSink {
     fn zone_lock_taken(&self, cpu: CpuId, zone: ZoneIdx) {
         let (Some(lock), Some(lines)) = (self.lock(zone), self.lines.get()) else { return };
         let now = self.now.load(Relaxed);
+        if lock.nr_yields.load(Relaxed) != 0 && self.take_at_yield(lock, lines, cpu, now) {
+            return;
+        }
         let start = now.max(lock.free_at.load(Relaxed));
         bump(&self.waited, start - now);
         let last = lock.last_holder.swap(cpu.0, Relaxed);
@@ -359,8 +444,30 @@ impl EventSink for ModelSink {
         let fixed = self.cost.lock_base + u64::from(list_ops) * self.cost.list_op;
         self.charge(fixed);
         bump(&self.held_parts[HeldPart::Fixed as usize], fixed);
-        lock.free_at.store(self.now.load(Relaxed), Relaxed);
         self.holding.store(0, Relaxed);
+        let let_in = if self.nr_let_in.swap(0, Relaxed) == 0 {
+            None
+        } else {
+            self.let_in.lock().expect("no panics while held").take()
+        };
+        match let_in {
+            Some(l) => self.release_at_yield(lock, l),
+            None => lock.free_at.store(self.now.load(Relaxed), Relaxed),
+        }
+    }
+
+    /// The lock was just released between two chunks of `cpu`'s batched free: remember the
+    /// boundary, so a CPU that asked for the lock before it goes first.
+    fn zone_lock_yield(&self, cpu: CpuId, zone: ZoneIdx) {
+        let Some(lock) = self.lock(zone) else { return };
+        let at = lock.free_at.load(Relaxed);
+        let mut ys = lock.yields.lock().expect("no panics while held");
+        if ys.len() == MAX_YIELDS {
+            ys.remove(0);
+        }
+        let charged = self.charged.load(Relaxed) != 0;
+        ys.push(Yield { at, served: at, breaker: cpu.0, charged });
+        lock.nr_yields.store(ys.len() as u32, Relaxed);
     }
 
     /// The instructions of the pre-5.18 bulk free's staging pass (its lines are touches).
@@ -400,6 +507,67 @@ impl EventSink for ModelSink {
         let (word, bit) = filter_bit(line);
         let w = &self.prefetch_filter[word];
         w.store(w.load(Relaxed) | bit, Relaxed);
+    }
+}
+
+impl ModelSink {
+    /// Take the lock at a chunk boundary of another CPU's batched free, if this request came
+    /// before one that is still ahead (true: the hold has begun). A request once the lock is
+    /// free forgets the boundaries, unless it is the yielding CPU's own next chunk.
+    fn take_at_yield(&self, lock: &LockClock, lines: &LineCache, cpu: CpuId, now: u64) -> bool {
+        let mut ys = lock.yields.lock().expect("no panics while held");
+        if now >= lock.free_at.load(Relaxed) {
+            if ys.last().is_none_or(|y| y.breaker != cpu.0) {
+                ys.clear();
+                lock.nr_yields.store(0, Relaxed);
+            }
+            return false;
+        }
+        let Some(i) = ys.iter().position(|y| y.at >= now && y.breaker != cpu.0) else {
+            return false;
+        };
+        let y = ys[i];
+        drop(ys);
+        bump(&self.waited, y.served - now);
+        let d = lines.distance(CpuId(y.breaker), cpu);
+        bump(&self.handoffs[d as usize], 1);
+        let handoff = self.prices.handoff(d);
+        self.now.store(y.served + handoff, Relaxed);
+        bump(&self.held, handoff);
+        bump(&self.held_parts[HeldPart::Handoff as usize], handoff);
+        self.holding.store(1, Relaxed);
+        for (mark, n) in self.held_mark.iter().zip(lines.found()) {
+            mark.store(n, Relaxed);
+        }
+        *self.let_in.lock().expect("no panics while held") =
+            Some(LetIn { yield_index: i, start: y.served });
+        self.nr_let_in.store(1, Relaxed);
+        true
+    }
+
+    /// The end of a hold let in at a chunk boundary: what the yielding CPU did after it,
+    /// and the lock's end, move later by the hold, and that CPU's clock owes it.
+    fn release_at_yield(&self, lock: &LockClock, l: LetIn) {
+        let end = self.now.load(Relaxed);
+        let shift = end.saturating_sub(l.start);
+        let mut ys = lock.yields.lock().expect("no panics while held");
+        let Some(y) = ys.get_mut(l.yield_index) else { return };
+        y.served = end;
+        let (breaker, charged) = (y.breaker, y.charged);
+        for later in ys.iter_mut().skip(l.yield_index + 1) {
+            later.at += shift;
+            later.served += shift;
+        }
+        drop(ys);
+        bump(&lock.free_at, shift);
+        if charged {
+            let mut d = self.debts.lock().expect("no panics while held");
+            if d.len() <= breaker as usize {
+                d.resize(breaker as usize + 1, 0);
+            }
+            d[breaker as usize] += shift;
+            self.any_debt.store(1, Relaxed);
+        }
     }
 }
 
@@ -460,6 +628,51 @@ mod tests {
         let s = ModelSink::new(map, cost(), p);
         s.attach(&[(0, 100, 0), (100, 200, 1)], 200, true);
         s
+    }
+
+    /// CPU 0 frees in two chunks with a yield between (hold 1 000..1 100, then its second).
+    fn two_chunks(s: &ModelSink, tick: bool) -> CallTime {
+        if tick {
+            s.begin_tick(1_000);
+        } else {
+            s.begin(1_000);
+        }
+        s.zone_lock_taken(CpuId(0), ZoneIdx(0));
+        s.zone_lock_released(CpuId(0), ZoneIdx(0), 0);
+        s.zone_lock_yield(CpuId(0), ZoneIdx(0));
+        s.zone_lock_taken(CpuId(0), ZoneIdx(0));
+        s.zone_lock_released(CpuId(0), ZoneIdx(0), 0);
+        s.end()
+    }
+
+    #[test]
+    fn a_cpu_that_asked_before_a_chunk_boundary_goes_first() {
+        let s = sink(prices(&[]));
+        let first = two_chunks(&s, false);
+        // CPU 1 asked at 1 050, during the first chunk: it gets the lock at the boundary.
+        s.begin(1_050);
+        s.zone_lock_taken(CpuId(1), ZoneIdx(0));
+        s.zone_lock_released(CpuId(1), ZoneIdx(0), 0);
+        assert_eq!(s.end(), CallTime { now: 1_100 + 5_000 + 100, waited: 50, held: 5_100 });
+        // CPU 0's second chunk moved later by that hold; its clock pays it once.
+        assert_eq!(s.take_debt(0), 5_100);
+        assert_eq!(s.take_debt(0), 0);
+        // A request after the boundary waits for the moved end of the free.
+        s.begin(1_200);
+        s.zone_lock_taken(CpuId(1), ZoneIdx(0));
+        s.zone_lock_released(CpuId(1), ZoneIdx(0), 0);
+        assert_eq!(s.end().waited, first.now + 5_100 - 1_200);
+    }
+
+    #[test]
+    fn a_tick_that_yields_owes_nothing() {
+        let s = sink(prices(&[]));
+        two_chunks(&s, true);
+        s.begin(1_050);
+        s.zone_lock_taken(CpuId(1), ZoneIdx(0));
+        s.zone_lock_released(CpuId(1), ZoneIdx(0), 0);
+        assert_eq!(s.end().waited, 50);
+        assert_eq!(s.take_debt(0), 0, "a tick's delay is on no CPU's clock");
     }
 
     #[test]

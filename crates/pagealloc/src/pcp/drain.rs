@@ -7,8 +7,9 @@ use crate::sync::Ordering::Relaxed;
 use crate::sync::RawLock;
 
 use crate::events::EventSink;
+use crate::pcp::free::Flush;
 use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH};
-use crate::policy::HighDecay;
+use crate::policy::{BulkFreeCallers, HighDecay};
 use crate::stats::{Counter, DrainReason};
 use crate::types::{CpuId, ZoneIdx};
 use crate::zone::Zone;
@@ -68,15 +69,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 let (to_drain, more) = pcp.decay_high(self.policy.high_decay, s);
                 todo += u32::from(more);
                 if to_drain > 0 {
-                    self.free_pcppages_bulk(
-                        cpu,
-                        zone,
-                        slot,
-                        &mut pcp,
-                        to_drain,
-                        0,
-                        DrainReason::Decay,
-                    );
+                    self.decay_drain(cpu, zone, slot, &mut pcp, to_drain);
                     todo += 1;
                 }
                 if self.policy.high_decay == HighDecay::CountMinLimited {
@@ -103,6 +96,26 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         todo
     }
 
+    /// Free the `n` pages a decay of `high` left above it: in one bulk free, or with a
+    /// batched [`BulkFreeCallers`] form in chunks of `batch` (every posted version chunked the
+    /// decay the same way, freeing the same pages).
+    fn decay_drain(
+        &self,
+        cpu: Cpu,
+        zone: &Zone<L>,
+        slot: &PcpSlot<L>,
+        pcp: &mut PerCpuPages,
+        n: i32,
+    ) {
+        let reason = DrainReason::Decay;
+        if !self.policy.bulk_free_callers.chunks() {
+            self.free_pcppages_bulk(cpu, zone, slot, pcp, n, 0, reason);
+            return;
+        }
+        let flush = Flush { start: 0, reason, high: pcp.high, free_high: false };
+        self.free_pcppages_chunked(cpu, zone, slot, pcp, n, BulkFreeCallers::Batched, flush);
+    }
+
     /// Empty `cpu`'s pageset for `zone` (kernel `drain_pages_zone`): in chunks of at most
     /// `batch << S` pages per lock hold when the policy says so, else in one go. May run on any
     /// CPU (the kernel drains remote pagesets from the caller since 6.0). An unknown zone or
@@ -124,7 +137,12 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 self.remote_free_collect(caller, zone, slot, &mut pcp);
             }
             let n = if self.policy.drain_pages_chunked {
-                pcp.count.min(pcp.batch << s.min(20))
+                // v1/v2 of the batched-callers series chunked by batch, not batch << S.
+                let shift = match self.policy.bulk_free_callers {
+                    BulkFreeCallers::BatchedRecheckHighBatchDrains => 0,
+                    _ => s.min(20),
+                };
+                pcp.count.min(pcp.batch << shift)
             } else {
                 pcp.count
             };

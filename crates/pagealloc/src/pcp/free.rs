@@ -11,8 +11,8 @@ use crate::mem_map::{FrameInfo, FrameState, NIL};
 use crate::migratetype::MigrateType;
 use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
 use crate::policy::{
-    BuddyPrefetch, BulkFree, FreeBatchSizing, FreeHigh, FreeHighDrain, PgfreeUnit, Policy,
-    ReclaimActiveLimit, RefillSizing,
+    BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHigh, FreeHighDrain, PgfreeUnit,
+    Policy, ReclaimActiveLimit, RefillSizing,
 };
 use crate::sizing::pcp_clamp;
 use crate::stats::{Counter, DrainReason};
@@ -169,6 +169,25 @@ impl PerCpuPages {
     }
 }
 
+/// What a free-path flush was decided with, for its chunks: the list that overflowed, why,
+/// the threshold `nr_pcp_high` gave and whether it is a free_high.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Flush {
+    pub(crate) start: usize,
+    pub(crate) reason: DrainReason,
+    pub(crate) high: i32,
+    pub(crate) free_high: bool,
+}
+
+/// Whether a batched form recomputes the threshold (and re-tests ZONE_BELOW_HIGH) after
+/// every chunk, as the posted v1–v3 did.
+const fn recheck_high(form: BulkFreeCallers) -> bool {
+    matches!(
+        form,
+        BulkFreeCallers::BatchedRecheckHigh | BulkFreeCallers::BatchedRecheckHighBatchDrains
+    )
+}
+
 /// `v << by` saturating at `i32::MAX` (a free_factor grows until the product passes high).
 #[inline]
 pub(crate) fn shl(v: i32, by: u8) -> i32 {
@@ -273,27 +292,85 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let policy = &self.policy;
         let s = self.tunables.pcp_batch_scale_max;
         let (high, reason) = pcp.nr_pcp_high(policy, s, zone_flags, free_high);
-        if pcp.count >= high {
-            let n = pcp.nr_pcp_free(policy, s, high, free_high);
-            self.free_pcppages_bulk(cpu, zone, slot, pcp, n, pindex, reason);
-            if policy.zone_below_high
-                && zone.test_flag(flags::BELOW_HIGH)
-                && zone.watermark_ok(
-                    Order(0),
-                    zone.wmark_pages(WMARK_HIGH),
-                    ZoneType::Movable,
-                    AllocFlags(0),
-                )
-            {
-                zone.clear_flag(flags::BELOW_HIGH);
+        if pcp.count < high {
+            return;
+        }
+        let n = pcp.nr_pcp_free(policy, s, high, free_high);
+        let flush = Flush { start: pindex, reason, high, free_high };
+        match policy.bulk_free_callers {
+            BulkFreeCallers::Whole => {
+                self.free_pcppages_bulk(cpu, zone, slot, pcp, n, pindex, reason)
+            }
+            form => self.free_pcppages_chunked(cpu, zone, slot, pcp, n, form, flush),
+        }
+        if !recheck_high(policy.bulk_free_callers) {
+            self.clear_below_high(zone);
+        }
+    }
+
+    /// Clear ZONE_BELOW_HIGH once a free-path drain has left the zone above its HIGH
+    /// watermark (order 0, as a Movable allocation would see it).
+    fn clear_below_high(&self, zone: &Zone<L>) {
+        if self.policy.zone_below_high
+            && zone.test_flag(flags::BELOW_HIGH)
+            && zone.watermark_ok(
+                Order(0),
+                zone.wmark_pages(WMARK_HIGH),
+                ZoneType::Movable,
+                AllocFlags(0),
+            )
+        {
+            zone.clear_flag(flags::BELOW_HIGH);
+        }
+    }
+
+    /// Free up to `n` pages in chunks of at most `batch`, releasing the zone lock between
+    /// chunks (each chunk is its own bulk free; the sink hears a yield before every chunk but
+    /// the first, so waiting CPUs go first). When to stop is the batched form's: `batched`
+    /// frees all `n` (or until the pageset is empty), exactly what one bulk free would; the
+    /// v4 form stops once `count < high`; the v1–v3 forms also recompute `high` after each
+    /// chunk and clear ZONE_BELOW_HIGH there. The drain counts as one drain event.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn free_pcppages_chunked(
+        &self,
+        cpu: Cpu,
+        zone: &Zone<L>,
+        slot: &PcpSlot<L>,
+        pcp: &mut PerCpuPages,
+        n: i32,
+        form: BulkFreeCallers,
+        flush: Flush,
+    ) {
+        let s = self.tunables.pcp_batch_scale_max;
+        let batch = pcp.batch.max(1);
+        let (mut to_free, mut high, mut first) = (n, flush.high, true);
+        loop {
+            let go = match form {
+                BulkFreeCallers::Whole | BulkFreeCallers::Batched => pcp.count > 0,
+                _ => pcp.count >= high,
+            };
+            if to_free <= 0 || !go {
+                return;
+            }
+            if !first && pcp.count > 0 && E::ENABLED {
+                self.events.zone_lock_yield(cpu.id, zone.idx);
+            }
+            let chunk = to_free.min(batch);
+            self.free_pcppages_part(cpu, zone, slot, pcp, chunk, flush.start, flush.reason, first);
+            first = false;
+            to_free -= chunk;
+            if recheck_high(form) {
+                self.clear_below_high(zone);
+                let zone_flags = zone.flags.load(crate::sync::Ordering::Relaxed);
+                high = pcp.nr_pcp_high(&self.policy, s, zone_flags, flush.free_high).0;
             }
         }
     }
 
     /// Return up to `n` pages from the pageset to the buddy lists, oldest blocks first
     /// (kernel `free_pcppages_bulk`). `start` is the list that overflowed (0 for drains).
-    #[allow(clippy::too_many_arguments, unsafe_code)]
-    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(crate) fn free_pcppages_bulk(
         &self,
         cpu: Cpu,
@@ -304,12 +381,32 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         start: usize,
         reason: DrainReason,
     ) {
+        self.free_pcppages_part(cpu, zone, slot, pcp, n, start, reason, true);
+    }
+
+    /// [`Self::free_pcppages_bulk`], counting a drain event only when `new_drain` (a chunk
+    /// after the first of a batched drain adds its pages to the same drain).
+    #[allow(clippy::too_many_arguments, unsafe_code)]
+    #[inline(never)]
+    fn free_pcppages_part(
+        &self,
+        cpu: Cpu,
+        zone: &Zone<L>,
+        slot: &PcpSlot<L>,
+        pcp: &mut PerCpuPages,
+        n: i32,
+        start: usize,
+        reason: DrainReason,
+        new_drain: bool,
+    ) {
         let mut n = n.min(pcp.count);
         if n <= 0 {
             return;
         }
         let (events, pages) = reason.counters();
-        slot.stats.add_locked(events, 1);
+        if new_drain {
+            slot.stats.add_locked(events, 1);
+        }
         slot.stats.add_locked(pages, n as u64);
         let layout = self.policy.pcp_lists;
         let nr_lists = layout.nr_lists();

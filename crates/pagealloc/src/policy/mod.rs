@@ -186,6 +186,10 @@ define_policy! {
         /// Block selection and zone-lock use in bulk free: two-pass round-robin (≤ 5.17),
         /// single pass from the overflowing list (5.18).
         pub bulk_free: BulkFree,
+        /// How the free-path flush and the decay of `high` split a large bulk free: whole
+        /// (≤ 6.18) or in chunks of `batch` with the zone lock released between them (6.19;
+        /// posted v1–v4 forms stop differently).
+        pub bulk_free_callers: BulkFreeCallers,
         /// Buddy frame touched during bulk free (a cache effect only).
         pub bulk_free_prefetch: BuddyPrefetch,
         /// Explicit full drains of a pageset (drain_pages_zone: drain_all_pages, CPU dead,

@@ -81,6 +81,7 @@ pub(super) const MODERN: Policy = Policy {
     free_high_drain: FreeHighDrain::CappedShrinkHigh,
     refill_sizing: RefillSizing::AllocFactor,
     bulk_free: BulkFree::SinglePassAtStart,
+    bulk_free_callers: BulkFreeCallers::Whole,
     bulk_free_prefetch: BuddyPrefetch::Off,
     drain_pages_chunked: true,
     pgfree_unit: PgfreeUnit::Pages,
@@ -108,6 +109,7 @@ pub(super) const HPC_VANILLA: Policy = Policy {
     free_high_drain: FreeHighDrain::All,
     refill_sizing: RefillSizing::Batch,
     bulk_free: BulkFree::TwoPassRoundRobin,
+    bulk_free_callers: BulkFreeCallers::Whole,
     bulk_free_prefetch: BuddyPrefetch::Order0Buddy,
     drain_pages_chunked: false,
     pgfree_unit: PgfreeUnit::Blocks,
@@ -125,6 +127,7 @@ pub(super) const HPC_REVERT: Policy = Policy { pcp_lists: PcpLists::Order0Only, 
 /// Series B v1 patches 1–4 (§2.1–2.3, §2.5): the seed-000 `mm-highpcpopt-v1` column.
 pub(super) const HPC_OPT_V1: Policy = Policy {
     bulk_free: BulkFree::SinglePassAfterStart,
+    bulk_free_callers: BulkFreeCallers::Whole,
     bulk_free_prefetch: BuddyPrefetch::OrderBuddy,
     ..HPC_VANILLA
 };
@@ -154,6 +157,7 @@ pub(super) const TUNE_BASE: Policy = Policy {
     free_high_drain: FreeHighDrain::All,
     refill_sizing: RefillSizing::Batch,
     bulk_free: BulkFree::SinglePassAtStart,
+    bulk_free_callers: BulkFreeCallers::Whole,
     bulk_free_prefetch: BuddyPrefetch::Off,
     drain_pages_chunked: false,
     pgfree_unit: PgfreeUnit::Pages,
@@ -208,6 +212,7 @@ pub(super) const FRAG_VANILLA: Policy = Policy {
     free_high_drain: FreeHighDrain::All,
     refill_sizing: RefillSizing::Batch,
     bulk_free: BulkFree::TwoPassRoundRobin,
+    bulk_free_callers: BulkFreeCallers::Whole,
     bulk_free_prefetch: BuddyPrefetch::Order0Buddy,
     drain_pages_chunked: false,
     pgfree_unit: PgfreeUnit::Blocks,
@@ -239,6 +244,18 @@ pub(super) const FHIGH: Policy =
 pub(super) const FHIGH_V2: Policy =
     Policy { free_high_threshold: FreeHighThreshold::FiveBatches, ..MODERN };
 
+/// `modern` with Joshua Hahn's batched callers of free_pcppages_bulk as merged for 6.19 (v5).
+pub(super) const BBATCH: Policy = Policy { bulk_free_callers: BulkFreeCallers::Batched, ..MODERN };
+/// `modern` with the posted v4 of that series (the flush stops below `high`).
+pub(super) const BBATCH_V4: Policy =
+    Policy { bulk_free_callers: BulkFreeCallers::BatchedStopBelowHigh, ..MODERN };
+/// `modern` with the posted v3 (the threshold recomputed after every chunk).
+pub(super) const BBATCH_V3: Policy =
+    Policy { bulk_free_callers: BulkFreeCallers::BatchedRecheckHigh, ..MODERN };
+/// `modern` with the posted v1 and v2 (as v3, and explicit drains in chunks of `batch`).
+pub(super) const BBATCH_V1: Policy =
+    Policy { bulk_free_callers: BulkFreeCallers::BatchedRecheckHighBatchDrains, ..MODERN };
+
 /// The most pages a pageset's remote-free list holds ([`Policy::remote_free`]): 2 MiB, one
 /// THP or eight batches of a typical pageset. A free that would take the owner's list past it
 /// frees to its own pageset, as without the switch, so an owner that stops allocating keeps
@@ -249,7 +266,8 @@ pub const REMOTE_FREE_MAX: u32 = 512;
 /// Every preset name, in [`PRESETS`] order: `modern`, then the seed rows series by series
 /// (bulk free, auto-tuning, fragmentation avoidance, page_frag), each `-v1` variant after the
 /// merged form it differs from; then kernel changes no seed measured (the 6.16 free_high
-/// threshold and its posted -V2, the pre-4.19 batch cap).
+/// threshold and its posted -V2, the pre-4.19 batch cap, the 6.19 batched callers of bulk free
+/// and their posted forms).
 pub const PRESET_NAMES: &[&str] = &[
     "modern",
     "hpc-vanilla",
@@ -272,6 +290,10 @@ pub const PRESET_NAMES: &[&str] = &[
     "fhigh",
     "fhigh-v2",
     "legacy-4.18",
+    "bbatch",
+    "bbatch-v4",
+    "bbatch-v3",
+    "bbatch-v1",
 ];
 
 /// Shorthand for the row tables below.
@@ -465,5 +487,41 @@ pub const PRESETS: &[Preset] = &[
         unmerged: false,
         mainline: Mainline::Ran("4.18"),
         policy: LEGACY_4_18,
+    },
+    Preset {
+        name: "bbatch",
+        summary: "modern + \"mm/page_alloc: Batch callers of free_pcppages_bulk\" v5 (merged \
+                  for 6.19): flush and decay free in chunks of batch, zone lock released between",
+        rows: &[],
+        unmerged: false,
+        mainline: Mainline::MergedIn("6.19"),
+        policy: BBATCH,
+    },
+    Preset {
+        name: "bbatch-v4",
+        summary: "modern + the same series v4 (13 Oct 2025, not merged): the chunked flush \
+                  stops once count < high",
+        rows: &[],
+        unmerged: true,
+        mainline: Mainline::Never,
+        policy: BBATCH_V4,
+    },
+    Preset {
+        name: "bbatch-v3",
+        summary: "modern + the same series v3 (2 Oct 2025, not merged): high recomputed after \
+                  every chunk of the flush",
+        rows: &[],
+        unmerged: true,
+        mainline: Mainline::Never,
+        policy: BBATCH_V3,
+    },
+    Preset {
+        name: "bbatch-v1",
+        summary: "modern + the same series v1/v2 (Sep 2025, not merged): as v3, and explicit \
+                  drains in chunks of batch",
+        rows: &[],
+        unmerged: true,
+        mainline: Mainline::Never,
+        policy: BBATCH_V1,
     },
 ];

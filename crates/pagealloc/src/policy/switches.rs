@@ -490,6 +490,49 @@ switch_enum! {
 }
 
 switch_enum! {
+    /// How the callers of free_pcppages_bulk that may free far more than a batch (the
+    /// free-path flush once `count ≥ high`, and the periodic decay of `high`) split their
+    /// work: in one bulk free under one zone-lock hold, or in chunks of at most `batch` pages
+    /// with the zone lock released between chunks, so CPUs waiting for it get it in between.
+    /// Joshua Hahn, "mm/page_alloc: Batch callers of free_pcppages_bulk" (v1 19 Sep 2025 … v5
+    /// 14 Oct 2025); merged for 6.19 (0acc67c4030c, fc4b909c368f). Every batched form chunks
+    /// the decay (`count − high` pages) the same way; they differ in when the flush stops. The
+    /// pageset lock stays held across chunks here (the kernel drops it too; docs/presets.md).
+    pub enum BulkFreeCallers {
+        /// One bulk free of everything the caller decided on. Kernels up to 6.18.
+        Whole => "whole",
+        /// Flush in chunks; after each chunk the flush threshold is recomputed (`nr_pcp_high`
+        /// again, with its side effects on `high`) and the flush stops once `count` is below
+        /// it. Explicit drains (`drain_pages_zone`) chunk by `batch` instead of `batch << S`
+        /// when [`Policy::drain_pages_chunked`] is on. v1 4/4 and 2/4
+        /// `<20250919195223.1560636-5-joshua.hahnjy@gmail.com>`, `<…-3-…>`, and v2 (the same
+        /// behaviour, `<20250924204409.1706524-5-joshua.hahnjy@gmail.com>`); never merged.
+        BatchedRecheckHighBatchDrains => "batched-recheck-high-batch-drains",
+        /// As `batched-recheck-high-batch-drains` without the explicit-drain change (dropped:
+        /// `drain_pages_zone` runs on every CPU from `drain_all_pages`). v3 3/3
+        /// `<20251002204636.4016712-4-joshua.hahnjy@gmail.com>`; never merged.
+        BatchedRecheckHigh => "batched-recheck-high",
+        /// The threshold computed once; the flush stops when `nr_pcp_free`'s pages are freed
+        /// or `count` drops below it, which frees less than `whole` (Vlastimil Babka's review
+        /// of v4 3/3). v4 3/3 `<20251013190812.787205-4-joshua.hahnjy@gmail.com>`; never
+        /// merged.
+        BatchedStopBelowHigh => "batched-stop-below-high",
+        /// The threshold computed once; the flush frees `nr_pcp_free`'s pages in full (or
+        /// until the pageset is empty), exactly what `whole` frees. v5 3/3
+        /// `<20251014145011.3427205-4-joshua.hahnjy@gmail.com>` with its fixlet; merged for
+        /// 6.19.
+        Batched => "batched",
+    }
+}
+
+impl BulkFreeCallers {
+    /// Whether the flush and the decay free in chunks of `batch` pages.
+    pub const fn chunks(self) -> bool {
+        !matches!(self, BulkFreeCallers::Whole)
+    }
+}
+
+switch_enum! {
     /// Which buddy frame bulk free touches (the kernel prefetches it) for the first `batch`
     /// blocks of a call. A cache effect only: it changes which frames are touched, never which
     /// pages are freed.

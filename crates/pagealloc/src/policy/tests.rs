@@ -222,6 +222,27 @@ fn legacy_4_18_differs_from_4_19_by_the_batch_cap_only() {
     assert_eq!(BatchCap::OneMib.cap_pages(), 256);
 }
 
+// Joshua Hahn's 2025 batched callers of free_pcppages_bulk (no seed column).
+
+#[test]
+fn bulk_free_callers_presets_differ_from_modern_by_the_switch_only() {
+    assert_eq!(p("modern").bulk_free_callers, BulkFreeCallers::Whole);
+    for (name, form) in [
+        ("bbatch", BulkFreeCallers::Batched),
+        ("bbatch-v4", BulkFreeCallers::BatchedStopBelowHigh),
+        ("bbatch-v3", BulkFreeCallers::BatchedRecheckHigh),
+        ("bbatch-v1", BulkFreeCallers::BatchedRecheckHighBatchDrains),
+    ] {
+        assert_delta("modern", name, &["bulk_free_callers"]);
+        assert_eq!(p(name).bulk_free_callers, form, "{name}");
+        assert_eq!(Preset::get(name).unwrap().unmerged, name != "bbatch", "{name}");
+    }
+    // Every earlier preset frees whole, as every kernel up to 6.18.
+    for preset in PRESETS.iter().filter(|p| !p.name.starts_with("bbatch")) {
+        assert_eq!(preset.policy.bulk_free_callers, BulkFreeCallers::Whole, "{}", preset.name);
+    }
+}
+
 #[test]
 fn free_high_threshold_pages() {
     // batch 63, high_min 3132 (docs/kernel-reference.md §2.9).
@@ -543,12 +564,13 @@ fn matrix(names: &[&str]) -> String {
     out
 }
 
-const MATRIX_GROUPS: [&[&str]; 5] = [
+const MATRIX_GROUPS: [&[&str]; 6] = [
     &["hpc-vanilla", "hpc-revert", "hpc-opt-v1", "hpc-opt", "hpc-limit-v1", "hpc-limit", "modern"],
     &["tune-base", "tune-p1", "tune-p3", "tune-p5", "tune-p7", "tune-p9", "tune-p10", "modern"],
     &["frag-vanilla", "frag-lowzone", "pfrag-buddy", "pfrag-pcp", "hpc-vanilla"],
     &["modern", "fhigh-v2", "fhigh"],
     &["frag-vanilla", "legacy-4.18"],
+    &["modern", "bbatch-v1", "bbatch-v3", "bbatch-v4", "bbatch"],
 ];
 
 #[test]
@@ -588,4 +610,5 @@ fn mainline_agrees_with_unmerged() {
     assert_eq!(merged("hpc-opt"), Some(Mainline::MergedIn("5.18")));
     assert_eq!(merged("fhigh"), Some(Mainline::Ran("6.16")));
     assert_eq!(merged("fhigh-v2"), Some(Mainline::Never));
+    assert_eq!(merged("bbatch"), Some(Mainline::MergedIn("6.19")));
 }
