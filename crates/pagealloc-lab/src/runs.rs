@@ -506,9 +506,10 @@ struct Progress {
 
 /// The time left of a batch whose runs differ widely in cost (a `reproduce` runs hundreds of
 /// one-second runs, then a few dozen of a minute each): each run not finished is expected to
-/// take as long as the finished runs of its kind (workload and machine) took on average, or
-/// the finished runs of any kind if none of its own has finished; a running one, that less
-/// the time it has run. The total is shared by the workers.
+/// take as long as the finished runs of its kind (workload and machine) took on average; if
+/// none of its kind has finished, as long as the finished runs of any kind, or as long as the
+/// longest-running run of its kind has run so far, whichever is more; a running one, that
+/// less the time it has run. The total is shared by the workers.
 struct Eta {
     /// Per spec: its kind (index into `kinds`).
     kind_of: Vec<usize>,
@@ -567,15 +568,20 @@ impl Eta {
             return f64::NAN;
         }
         let any = all_s / f64::from(all_n);
+        let ran = |i: usize| self.running[i].map_or(0.0, |t| t.elapsed().as_secs_f64());
+        // Per kind with nothing finished: the longest any of its runs has been running.
+        let mut longest = vec![0.0f64; self.kinds.len()];
+        for (i, &k) in self.kind_of.iter().enumerate() {
+            longest[k] = longest[k].max(ran(i));
+        }
         let mut total = 0.0;
         for (i, &k) in self.kind_of.iter().enumerate() {
             if self.finished[i] {
                 continue;
             }
             let (s, n) = self.kinds[k];
-            let each = if n > 0 { s / f64::from(n) } else { any };
-            let ran = self.running[i].map_or(0.0, |t| t.elapsed().as_secs_f64());
-            total += (each - ran).max(0.0);
+            let each = if n > 0 { s / f64::from(n) } else { any.max(longest[k]) };
+            total += (each - ran(i)).max(0.0);
         }
         total / self.workers as f64
     }
@@ -728,5 +734,22 @@ mod tests {
         assert_eq!(e.left(), 10.0 / 2.0, "kind 0 done; one run of kind 1 left");
         e.record(3, 10.0);
         assert_eq!(e.left(), 0.0);
+    }
+
+    #[test]
+    fn an_unseen_kind_is_expected_to_run_at_least_as_long_as_it_has() {
+        let mut e = Eta {
+            kind_of: vec![0, 1, 1],
+            kinds: vec![(0.0, 0); 2],
+            running: vec![None; 3],
+            finished: vec![false; 3],
+            workers: 1,
+        };
+        e.record(0, 1.0);
+        // Run 1 (kind 1) has been running for 50 s: run 2 of its kind will take at least
+        // that, not kind 0's one second.
+        e.running[1] = Instant::now().checked_sub(std::time::Duration::from_secs(50));
+        let left = e.left();
+        assert!((49.0..=51.0).contains(&left), "{left}");
     }
 }
