@@ -1,5 +1,7 @@
-//! `vm-scalability`: the vm-scalability suite's `case-anon-w-seq` (docs/workloads.md §14).
-//! Section numbers (§) in this file are those of `docs/workloads.md`.
+//! `vm-scalability`: the vm-scalability suite's `case-anon-w-seq` (`case=0`, the default,
+//! this file) and `case-lru-file-readonce` (`case=1`, [`super::lru_file_readonce`])
+//! (docs/workloads.md §14). Section numbers (§) in this file are those of
+//! `docs/workloads.md`.
 //!
 //! What it imitates: `usemem -n TASKS $((mem / TASKS / 2))`: `TASKS` processes, each maps
 //! its share of half the machine's memory (a private mapping of `/dev/zero`, anonymous memory
@@ -26,6 +28,7 @@ use anyhow::{bail, Result};
 use pagealloc::{Order, Pfn};
 use pagealloc_testkit::rng::Rng;
 
+use super::lru_file_readonce::ReadOnce;
 use super::page_fault1::AnonMap;
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
@@ -33,13 +36,35 @@ use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "vm-scalability",
-    summary: "vm-scalability case-anon-w-seq: one task per CPU faults in its share of half \
-              the memory, writing it once in order, then unmaps it all",
+    summary: "vm-scalability case-anon-w-seq (case=0): one task per CPU faults in its share \
+              of half the memory, writing it once in order, then unmaps it all; \
+              case-lru-file-readonce (case=1): one dd per CPU reads its sparse file once, \
+              page cache filling memory under reclaim",
     params: PARAMS,
     default_machine: "skylake-1s",
-    build: |p| Box::new(Serial::new(VmScalability::new(p))),
+    build,
     fit,
 };
+
+/// The case the parameters ask for.
+fn build(p: &Params) -> Box<dyn crate::model::Workload> {
+    if p.get("case") == 1.0 {
+        return Box::new(Serial::new(ReadOnce::new(p)));
+    }
+    Box::new(Serial::new(VmScalability::new(p)))
+}
+
+/// The CPUs of `tasks` busy tasks, one each, in an order drawn from the run's seed (the
+/// scheduler spreads busy tasks over idle CPUs).
+pub(crate) fn place_tasks(info: &ModelInfo, tasks: usize) -> Vec<u32> {
+    let mut cpus: Vec<u32> = (0..info.nr_cpus).collect();
+    let mut rng = Rng::new(info.seed ^ 0x766d_7363_616c_6521);
+    for i in (1..cpus.len()).rev() {
+        cpus.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    cpus.truncate(tasks);
+    cpus
+}
 
 /// One busy task per CPU: no more tasks than CPUs.
 fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
@@ -47,6 +72,17 @@ fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
 }
 
 const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "case",
+        default: 0.0,
+        min: 0.0,
+        max: 1.0,
+        unit: "case",
+        doc: "0 = case-anon-w-seq, 1 = case-lru-file-readonce",
+        source: "vm-scalability's case scripts (docs/workloads.md §14.1, §14.4)",
+        scaled: false,
+        whole: true,
+    },
     ParamSpec {
         name: "tasks",
         default: 8.0,
@@ -65,7 +101,7 @@ const PARAMS: &[ParamSpec] = &[
         min: 0.000_01,
         max: 0.9,
         unit: "of memory",
-        doc: "memory written by all tasks together, as a share of the machine's (each task \
+        doc: "anon case: memory written by all tasks together, as a share of the machine's (each task \
               writes its 1/tasks of it)",
         source: "case-anon-w-seq: usemem -n $nr_task $((mem / nr_task / 2)), mem = MemTotal \
                  (vm-scalability, docs/workloads.md §14.1)",
@@ -74,6 +110,9 @@ const PARAMS: &[ParamSpec] = &[
     },
     super::page_fault1::FAULT_NS,
     super::page_fault1::UNMAP_PAGE_NS,
+    super::lru_file_readonce::READ_SHARE,
+    super::lru_file_readonce::READ_PAGE_NS,
+    super::thpfioscale::RECLAIM_PAGE_NS,
 ];
 
 /// One usemem process.
@@ -128,12 +167,7 @@ impl SerialWorkload for VmScalability {
         let managed: u64 = info.node_managed_pages.iter().sum();
         self.per_task =
             ((managed as f64 * self.mem_share / self.tasks as f64).round() as u64).max(1);
-        let mut cpus: Vec<u32> = (0..info.nr_cpus).collect();
-        let mut rng = Rng::new(info.seed ^ 0x766d_7363_616c_6521);
-        for i in (1..cpus.len()).rev() {
-            cpus.swap(i, rng.below(i as u64 + 1) as usize);
-        }
-        cpus.truncate(self.tasks);
+        let cpus = place_tasks(info, self.tasks);
         self.on_cpu = vec![None; info.nr_cpus as usize];
         for (t, &c) in cpus.iter().enumerate() {
             self.on_cpu[c as usize] = Some(t);
