@@ -21,7 +21,8 @@
 //! Metrics: `throughput`, KiB/s summed over the tasks, each task's bytes over its own reading
 //! time (dd's `bytes/s` line, summed as LKP sums it); `reclaimed_pages`; and
 //! `min_free_margin`, the least, over every allocation, of the best zone's free pages above
-//! its MIN watermark just before the allocation (what reclaim guarantees).
+//! its MIN watermark and its reserve against movable requests, just before the allocation
+//! (what reclaim guarantees).
 //!
 //! Known biases: in the kernel kswapd does most of this reclaim on a CPU of its own, freeing
 //! into its own pageset, and the readers only fall to direct reclaim when kswapd lags; here
@@ -33,7 +34,7 @@
 
 use std::collections::VecDeque;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use pagealloc::{AllocFlags, Gfp, Order, Pfn, ZoneType, WMARK_LOW, WMARK_MIN};
 
 use super::kswapd::SWAP_CLUSTER_MAX;
@@ -127,11 +128,15 @@ impl ReadOnce {
         })
     }
 
-    /// The best zone's free pages above its MIN watermark.
+    /// The best zone's free pages above what a movable request must leave in it: its MIN
+    /// watermark plus its reserve against such requests (a lower zone's `lowmem_reserve`), as
+    /// the watermark check counts them.
     fn margin(ctx: &Ctx<'_>) -> i64 {
         let zones = ctx.allocator().zones();
         let m = zones.iter().filter(|z| z.managed_pages().0 > 0);
-        m.map(|z| z.free_pages().0 as i64 - z.wmark_pages(WMARK_MIN) as i64).max().unwrap_or(0)
+        let floor =
+            |z: &pagealloc::Zone| z.wmark_pages(WMARK_MIN) + z.lowmem_reserve(ZoneType::Movable);
+        m.map(|z| z.free_pages().0 as i64 - floor(z) as i64).max().unwrap_or(0)
     }
 
     /// Evict up to `want` of the oldest page-cache pages on this CPU, its own node's first.
@@ -183,25 +188,12 @@ impl ReadOnce {
 
 impl SerialWorkload for ReadOnce {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
-        if self.tasks > info.nr_cpus as usize {
-            bail!(
-                "vm-scalability: {} tasks need a CPU each, the machine has {}",
-                self.tasks,
-                info.nr_cpus
-            );
-        }
-        let managed: u64 = info.node_managed_pages.iter().sum();
-        self.per_task =
-            ((managed as f64 * self.read_share / self.tasks as f64).round() as u64).max(1);
-        let cpus = super::vm_scalability::place_tasks(info, self.tasks);
-        self.on_cpu = vec![None; info.nr_cpus as usize];
-        for (t, &c) in cpus.iter().enumerate() {
-            self.on_cpu[c as usize] = Some(t);
-        }
+        let p = super::vm_scalability::place(info, self.tasks, self.read_share)?;
+        (self.per_task, self.on_cpu) = (p.per_task, p.on_cpu);
         self.task = (0..self.tasks).map(|_| Task::default()).collect();
         self.lru = vec![VecDeque::new(); info.nr_nodes.max(1) as usize];
         self.cpu_node = info.cpu_node.clone();
-        Ok(cpus)
+        Ok(p.cpus)
     }
 
     fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {

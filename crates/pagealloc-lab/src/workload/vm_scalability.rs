@@ -54,16 +54,35 @@ fn build(p: &Params) -> Box<dyn crate::model::Workload> {
     Box::new(Serial::new(VmScalability::new(p)))
 }
 
-/// The CPUs of `tasks` busy tasks, one each, in an order drawn from the run's seed (the
-/// scheduler spreads busy tasks over idle CPUs).
-pub(crate) fn place_tasks(info: &ModelInfo, tasks: usize) -> Vec<u32> {
+/// Where a case's tasks run and how many pages each handles.
+pub(crate) struct Placement {
+    /// Pages each task handles: its 1/tasks of `share` of the machine's memory.
+    pub per_task: u64,
+    /// The CPUs that run, task `i` on `cpus[i]`.
+    pub cpus: Vec<u32>,
+    /// The task on each CPU.
+    pub on_cpu: Vec<Option<usize>>,
+}
+
+/// One busy task per CPU, the CPUs in an order drawn from the run's seed (the scheduler
+/// spreads busy tasks over idle CPUs); an error when there are more tasks than CPUs.
+pub(crate) fn place(info: &ModelInfo, tasks: usize, share: f64) -> Result<Placement> {
+    if tasks > info.nr_cpus as usize {
+        bail!("vm-scalability: {} tasks need a CPU each, the machine has {}", tasks, info.nr_cpus);
+    }
+    let managed: u64 = info.node_managed_pages.iter().sum();
+    let per_task = ((managed as f64 * share / tasks as f64).round() as u64).max(1);
     let mut cpus: Vec<u32> = (0..info.nr_cpus).collect();
     let mut rng = Rng::new(info.seed ^ 0x766d_7363_616c_6521);
     for i in (1..cpus.len()).rev() {
         cpus.swap(i, rng.below(i as u64 + 1) as usize);
     }
     cpus.truncate(tasks);
-    cpus
+    let mut on_cpu = vec![None; info.nr_cpus as usize];
+    for (t, &c) in cpus.iter().enumerate() {
+        on_cpu[c as usize] = Some(t);
+    }
+    Ok(Placement { per_task, cpus, on_cpu })
 }
 
 /// One busy task per CPU: no more tasks than CPUs.
@@ -157,23 +176,10 @@ impl VmScalability {
 
 impl SerialWorkload for VmScalability {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
-        if self.tasks > info.nr_cpus as usize {
-            bail!(
-                "vm-scalability: {} tasks need a CPU each, the machine has {}",
-                self.tasks,
-                info.nr_cpus
-            );
-        }
-        let managed: u64 = info.node_managed_pages.iter().sum();
-        self.per_task =
-            ((managed as f64 * self.mem_share / self.tasks as f64).round() as u64).max(1);
-        let cpus = place_tasks(info, self.tasks);
-        self.on_cpu = vec![None; info.nr_cpus as usize];
-        for (t, &c) in cpus.iter().enumerate() {
-            self.on_cpu[c as usize] = Some(t);
-        }
+        let p = place(info, self.tasks, self.mem_share)?;
+        (self.per_task, self.on_cpu) = (p.per_task, p.on_cpu);
         self.task = (0..self.tasks).map(|_| Task::default()).collect();
-        Ok(cpus)
+        Ok(p.cpus)
     }
 
     fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
