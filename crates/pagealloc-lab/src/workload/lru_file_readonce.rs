@@ -22,7 +22,8 @@
 //! time (dd's `bytes/s` line, summed as LKP sums it); `reclaimed_pages`; and
 //! `min_free_margin`, the least, over every allocation, of the best zone's free pages above
 //! its MIN watermark and its reserve against movable requests, just before the allocation
-//! (what reclaim guarantees).
+//! (negative when the pages reclaimed sit in the reader's pageset, or another reader's refill
+//! took a batch: reclaim keeps the zone plus the reader's pageset above MIN, not the zone).
 //!
 //! Known biases: in the kernel kswapd does most of this reclaim on a CPU of its own, freeing
 //! into its own pageset, and the readers only fall to direct reclaim when kswapd lags; here
