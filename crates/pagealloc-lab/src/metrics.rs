@@ -48,9 +48,15 @@ pub fn workload_metric_meta(workload: &str, name: &str) -> (&'static str, Better
         ("netperf-udp", "recv") => ("Mbit/s", Better::Higher, "payload received"),
         ("netperf-udp", "send") => ("Mbit/s", Better::Higher, "payload sent (dropped or not)"),
         ("vm-scalability", "throughput") => {
-            ("KiB/s", Better::Higher, "bytes written / writing time, summed over tasks")
+            ("KiB/s", Better::Higher, "bytes written (or read) / that time, summed over tasks")
         }
         ("vm-scalability", "free_ms") => ("ms", Better::Lower, "mean time of a task's munmap"),
+        ("vm-scalability", "reclaimed_pages") => {
+            ("pages", Better::Lower, "page cache the readers reclaimed")
+        }
+        ("vm-scalability", "min_free_margin") => {
+            ("pages", Better::Higher, "least free above MIN at an allocation")
+        }
         ("iperf3-nic", "throughput") => {
             ("Gbit/s", Better::Higher, "TCP payload received, all streams")
         }

@@ -8,6 +8,7 @@ pub mod iperf3_nic;
 pub mod kbuild;
 pub(crate) mod kswapd;
 pub mod lmbench_unix;
+pub mod lru_file_readonce;
 pub(crate) mod memcg;
 pub(crate) mod net;
 pub mod netperf_sctp;

@@ -140,6 +140,21 @@ fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
     vec![Fitted { name: "thp_threads", value: (room - fio.min(room - 1)) as f64, why }]
 }
 
+/// Reclaim's work per clean page-cache page (also vm-scalability's file case: the same
+/// eviction path).
+pub(crate) const RECLAIM_PAGE_NS: ParamSpec = ParamSpec {
+    name: "reclaim_page_ns",
+    default: 1000.0,
+    min: 0.0,
+    max: 1e6,
+    unit: "ns",
+    doc: "reclaim CPU work per evicted clean page-cache page besides the free (LRU \
+          isolation, rmap/mapping checks, deletion from the page cache)",
+    source: "assumed: kswapd reclaims clean page cache at roughly 1 GB/s per thread",
+    scaled: false,
+    whole: false,
+};
+
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "fio_threads",
@@ -325,18 +340,7 @@ const PARAMS: &[ParamSpec] = &[
         scaled: false,
         whole: false,
     },
-    ParamSpec {
-        name: "reclaim_page_ns",
-        default: 1000.0,
-        min: 0.0,
-        max: 1e6,
-        unit: "ns",
-        doc: "reclaim CPU work per evicted clean page-cache page besides the free (LRU \
-              isolation, rmap/mapping checks, deletion from the page cache)",
-        source: "assumed: kswapd reclaims clean page cache at roughly 1 GB/s per thread",
-        scaled: false,
-        whole: false,
-    },
+    RECLAIM_PAGE_NS,
     ParamSpec {
         name: "fault_ns",
         default: 600.0,

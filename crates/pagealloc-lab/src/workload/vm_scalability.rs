@@ -1,5 +1,7 @@
-//! `vm-scalability`: the vm-scalability suite's `case-anon-w-seq` (docs/workloads.md §14).
-//! Section numbers (§) in this file are those of `docs/workloads.md`.
+//! `vm-scalability`: the vm-scalability suite's `case-anon-w-seq` (`case=0`, the default,
+//! this file) and `case-lru-file-readonce` (`case=1`, [`super::lru_file_readonce`])
+//! (docs/workloads.md §14). Section numbers (§) in this file are those of
+//! `docs/workloads.md`.
 //!
 //! What it imitates: `usemem -n TASKS $((mem / TASKS / 2))`: `TASKS` processes, each maps
 //! its share of half the machine's memory (a private mapping of `/dev/zero`, anonymous memory
@@ -26,6 +28,7 @@ use anyhow::{bail, Result};
 use pagealloc::{Order, Pfn};
 use pagealloc_testkit::rng::Rng;
 
+use super::lru_file_readonce::ReadOnce;
 use super::page_fault1::AnonMap;
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
 use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
@@ -33,13 +36,54 @@ use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "vm-scalability",
-    summary: "vm-scalability case-anon-w-seq: one task per CPU faults in its share of half \
-              the memory, writing it once in order, then unmaps it all",
+    summary: "vm-scalability case-anon-w-seq (case=0): one task per CPU faults in its share \
+              of half the memory, writing it once in order, then unmaps it all; \
+              case-lru-file-readonce (case=1): one dd per CPU reads its sparse file once, \
+              page cache filling memory under reclaim",
     params: PARAMS,
     default_machine: "skylake-1s",
-    build: |p| Box::new(Serial::new(VmScalability::new(p))),
+    build,
     fit,
 };
+
+/// The case the parameters ask for.
+fn build(p: &Params) -> Box<dyn crate::model::Workload> {
+    if p.get("case") == 1.0 {
+        return Box::new(Serial::new(ReadOnce::new(p)));
+    }
+    Box::new(Serial::new(VmScalability::new(p)))
+}
+
+/// Where a case's tasks run and how many pages each handles.
+pub(crate) struct Placement {
+    /// Pages each task handles: its 1/tasks of `share` of the machine's memory.
+    pub per_task: u64,
+    /// The CPUs that run, task `i` on `cpus[i]`.
+    pub cpus: Vec<u32>,
+    /// The task on each CPU.
+    pub on_cpu: Vec<Option<usize>>,
+}
+
+/// One busy task per CPU, the CPUs in an order drawn from the run's seed (the scheduler
+/// spreads busy tasks over idle CPUs); an error when there are more tasks than CPUs.
+pub(crate) fn place(info: &ModelInfo, tasks: usize, share: f64) -> Result<Placement> {
+    if tasks > info.nr_cpus as usize {
+        bail!("vm-scalability: {} tasks need a CPU each, the machine has {}", tasks, info.nr_cpus);
+    }
+    let managed: u64 = info.node_managed_pages.iter().sum();
+    let per_task = ((managed as f64 * share / tasks as f64).round() as u64).max(1);
+    let mut cpus: Vec<u32> = (0..info.nr_cpus).collect();
+    let mut rng = Rng::new(info.seed ^ 0x766d_7363_616c_6521);
+    for i in (1..cpus.len()).rev() {
+        cpus.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    cpus.truncate(tasks);
+    let mut on_cpu = vec![None; info.nr_cpus as usize];
+    for (t, &c) in cpus.iter().enumerate() {
+        on_cpu[c as usize] = Some(t);
+    }
+    Ok(Placement { per_task, cpus, on_cpu })
+}
 
 /// One busy task per CPU: no more tasks than CPUs.
 fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
@@ -47,6 +91,17 @@ fn fit(p: &Params, m: Fit) -> Vec<Fitted> {
 }
 
 const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "case",
+        default: 0.0,
+        min: 0.0,
+        max: 1.0,
+        unit: "case",
+        doc: "0 = case-anon-w-seq, 1 = case-lru-file-readonce",
+        source: "vm-scalability's case scripts (docs/workloads.md §14.1, §14.4)",
+        scaled: false,
+        whole: true,
+    },
     ParamSpec {
         name: "tasks",
         default: 8.0,
@@ -65,7 +120,7 @@ const PARAMS: &[ParamSpec] = &[
         min: 0.000_01,
         max: 0.9,
         unit: "of memory",
-        doc: "memory written by all tasks together, as a share of the machine's (each task \
+        doc: "anon case: memory written by all tasks together, as a share of the machine's (each task \
               writes its 1/tasks of it)",
         source: "case-anon-w-seq: usemem -n $nr_task $((mem / nr_task / 2)), mem = MemTotal \
                  (vm-scalability, docs/workloads.md §14.1)",
@@ -74,6 +129,9 @@ const PARAMS: &[ParamSpec] = &[
     },
     super::page_fault1::FAULT_NS,
     super::page_fault1::UNMAP_PAGE_NS,
+    super::lru_file_readonce::READ_SHARE,
+    super::lru_file_readonce::READ_PAGE_NS,
+    super::thpfioscale::RECLAIM_PAGE_NS,
 ];
 
 /// One usemem process.
@@ -118,28 +176,10 @@ impl VmScalability {
 
 impl SerialWorkload for VmScalability {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
-        if self.tasks > info.nr_cpus as usize {
-            bail!(
-                "vm-scalability: {} tasks need a CPU each, the machine has {}",
-                self.tasks,
-                info.nr_cpus
-            );
-        }
-        let managed: u64 = info.node_managed_pages.iter().sum();
-        self.per_task =
-            ((managed as f64 * self.mem_share / self.tasks as f64).round() as u64).max(1);
-        let mut cpus: Vec<u32> = (0..info.nr_cpus).collect();
-        let mut rng = Rng::new(info.seed ^ 0x766d_7363_616c_6521);
-        for i in (1..cpus.len()).rev() {
-            cpus.swap(i, rng.below(i as u64 + 1) as usize);
-        }
-        cpus.truncate(self.tasks);
-        self.on_cpu = vec![None; info.nr_cpus as usize];
-        for (t, &c) in cpus.iter().enumerate() {
-            self.on_cpu[c as usize] = Some(t);
-        }
+        let p = place(info, self.tasks, self.mem_share)?;
+        (self.per_task, self.on_cpu) = (p.per_task, p.on_cpu);
         self.task = (0..self.tasks).map(|_| Task::default()).collect();
-        Ok(cpus)
+        Ok(p.cpus)
     }
 
     fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
