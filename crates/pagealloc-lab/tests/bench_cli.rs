@@ -2,11 +2,8 @@
 //! promised shape. (Nothing here is timed; the quick run only has to finish and pass its own
 //! checks.)
 
-use assert_cmd::Command;
-
-fn pagealloc() -> Command {
-    Command::cargo_bin("pagealloc").expect("binary built")
-}
+mod common;
+use common::{pagealloc, stderr, stdout};
 
 const PATTERNS: [&str; 7] =
     ["pair-1", "pair-64", "pair-1024", "pair-64-2t", "order3-64", "mix-0-10", "cross-thread"];
@@ -54,7 +51,7 @@ fn the_c_peers_are_named_when_left_out() {
         .args(["bench", "--quick", "--patterns", "pair-1", "--arena-mib", "128"])
         .assert()
         .success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let text = stdout(&out);
     let note = text.lines().find(|l| l.starts_with("left out:"));
     let asked = pagealloc()
         .args(["bench", "--quick", "--patterns", "pair-1", "--allocators", "mimalloc"])
@@ -79,7 +76,7 @@ fn table_names_the_work_and_the_ratio() {
         .args(["--allocators", "pagealloc,system"])
         .assert()
         .success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let text = stdout(&out);
     assert!(text.contains("8-byte tag"), "{text}");
     assert!(text.contains("bytes/frame"), "{text}");
     assert!(text.contains("pagealloc vs best peer"), "{text}");
@@ -91,10 +88,10 @@ fn table_names_the_work_and_the_ratio() {
 #[test]
 fn unknown_pattern_or_allocator_is_a_clear_error() {
     let out = pagealloc().args(["bench", "--quick", "--patterns", "pair-2"]).assert().failure();
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("unknown pattern `pair-2`"), "{err}");
     let out = pagealloc().args(["bench", "--quick", "--allocators", "tcmalloc"]).assert().failure();
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("unknown allocator `tcmalloc`"), "{err}");
 }
 
@@ -121,6 +118,6 @@ fn a_preset_file_is_accepted_and_a_misspelt_switch_refused() {
         .arg(&file)
         .assert()
         .failure();
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("remote_frees"), "{err}");
 }

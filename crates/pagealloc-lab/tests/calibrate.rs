@@ -2,11 +2,8 @@
 //! profile and a machine file the model loads (checked by running the model with them).
 //! Nothing here judges the figures: a quick run on a busy test machine is not a measurement.
 
-use assert_cmd::Command;
-
-fn pagealloc() -> Command {
-    Command::cargo_bin("pagealloc").expect("binary built")
-}
+mod common;
+use common::{pagealloc, stderr, stdout};
 
 /// The profile's cost fields, in file order.
 const COSTS: [&str; 6] = [
@@ -124,13 +121,13 @@ fn writes_a_loadable_profile_and_prints_the_table() {
     assert!(text.contains("calibrate --out crates/pagealloc-lab/data/cost-default.toml"), "{text}");
     assert!(text.contains("QUICK run"), "the method says it was a quick run: {text}");
 
-    let table = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let table = stdout(&out);
     for f in COSTS.iter().chain(&FIGURES) {
         assert!(table.lines().any(|l| l.starts_with(f)), "no row for {f}:\n{table}");
     }
     assert!(table.contains("p10..p90") && table.contains("QUICK RUN"), "{table}");
     assert!(table.contains("zone lock taken 0 times"), "{table}");
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("round 2/2") && err.contains("wrote"), "progress on stderr: {err}");
 }
 
@@ -140,8 +137,8 @@ fn without_out_the_toml_goes_to_stdout_and_json_has_every_spread() {
         .timeout(std::time::Duration::from_secs(120))
         .assert()
         .success();
-    check_profile(&String::from_utf8(out.get_output().stdout.clone()).unwrap());
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    check_profile(&stdout(&out));
+    let err = stderr(&out);
     assert!(err.contains("pcp_alloc_ns"), "the table goes to stderr: {err}");
 
     let out = pagealloc()
@@ -179,7 +176,7 @@ fn without_out_the_toml_goes_to_stdout_and_json_has_every_spread() {
 #[test]
 fn help_says_what_is_measured_and_where_the_toml_goes() {
     let out = pagealloc().args(["calibrate", "--help"]).assert().success();
-    let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let help = stdout(&out);
     assert!(help.contains("Without it the TOML goes to stdout"), "{help}");
     assert!(help.contains("zone_list_op_ns") && help.contains("--quick"), "{help}");
 }

@@ -1,10 +1,7 @@
 //! The `pagealloc` command on small inputs: output shape, JSON, and clear errors.
 
-use assert_cmd::Command;
-
-fn pagealloc() -> Command {
-    Command::cargo_bin("pagealloc").expect("binary built")
-}
+mod common;
+use common::{pagealloc, stderr, stdout};
 
 #[test]
 fn exercise_runs_a_small_checked_program() {
@@ -12,7 +9,7 @@ fn exercise_runs_a_small_checked_program() {
         .args(["exercise", "--mib", "64", "--ops", "3000", "--validate-every", "100"])
         .assert()
         .success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let text = stdout(&out);
     assert!(text.contains("no invariant broken"), "{text}");
     assert!(text.contains("Node 0, zone    DMA32"), "{text}");
 }
@@ -37,7 +34,7 @@ fn exercise_json_is_one_document() {
 #[test]
 fn unknown_preset_is_a_clear_error() {
     let out = pagealloc().args(["exercise", "--preset", "no-such"]).assert().failure();
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("unknown preset `no-such`"), "{err}");
 }
 
@@ -76,7 +73,7 @@ fn a_closed_stdout_ends_the_command_quietly() {
 fn the_version_and_the_rows_carry_the_built_revision() {
     let dir = std::env::temp_dir();
     let out = pagealloc().current_dir(&dir).arg("--version").assert().success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let text = stdout(&out);
     let want = format!("pagealloc {} (", env!("CARGO_PKG_VERSION"));
     assert!(text.starts_with(&want) && text.trim_end().ends_with(')'), "{text}");
     let revision = text.trim_end().trim_start_matches(&want).trim_end_matches(')').to_owned();
@@ -116,7 +113,7 @@ fn help_is_wrapped() {
     ];
     for c in commands {
         let out = pagealloc().args([c, "--help"]).assert().success();
-        let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        let text = stdout(&out);
         let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
         assert!(widest <= 100, "`pagealloc {c} --help` has a line of {widest} columns");
     }

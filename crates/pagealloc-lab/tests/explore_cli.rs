@@ -3,19 +3,8 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
-
-fn pagealloc() -> Command {
-    Command::cargo_bin("pagealloc").expect("binary built")
-}
-
-fn stdout(out: &assert_cmd::assert::Assert) -> String {
-    String::from_utf8(out.get_output().stdout.clone()).unwrap()
-}
-
-fn stderr(out: &assert_cmd::assert::Assert) -> String {
-    String::from_utf8(out.get_output().stderr.clone()).unwrap()
-}
+mod common;
+use common::{pagealloc, stderr, stdout};
 
 /// The tiny grid: trunc at the reduced scale on two CPUs, 2 × 2 points plus the reference
 /// points of three merged presets given as base presets (modern's default is a grid point).

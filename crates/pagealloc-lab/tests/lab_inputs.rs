@@ -5,11 +5,8 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
-
-fn pagealloc() -> Command {
-    Command::cargo_bin("pagealloc").expect("binary built")
-}
+mod common;
+use common::{pagealloc, stderr, stdout};
 
 /// `pagealloc run trunc --quick` (unless `args` sets `--scale`) with `args`: must fail with
 /// exit code 1; its stderr.
@@ -22,7 +19,7 @@ fn run_fails(args: &[&str]) -> String {
         .assert()
         .failure()
         .code(1);
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(out.get_output().stdout.is_empty(), "{args:?}: a run happened");
     assert!(!err.contains("panicked"), "{args:?}: {err}");
     err
@@ -211,7 +208,7 @@ fn workload_parameters_out_of_range_or_unknown() {
         .args(["--quick", "--no-save", "--param", "pagevec=0"])
         .assert()
         .failure();
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("--param pagevec=0: out of range; `pagevec` takes 1 to 4096"), "{err}");
 }
 
@@ -222,7 +219,7 @@ fn workload_parameters_out_of_range_or_unknown() {
 fn scaled_counts_run_rounded_and_say_so() {
     let args = ["run", "trunc", "--machine", "lab-2cpu", "--no-save", "--scale", "0.15"];
     let out = pagealloc().args(args).args(["--param", "file_mib=16"]).assert().success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let text = stdout(&out);
     assert!(text.contains("parameters: files=2 file_mib=16 "), "{text}");
     assert!(
         text.contains(
@@ -300,7 +297,7 @@ fn user_errors_print_without_backtraces() {
         .args(["run", "trunc", "--machine", "no-such-machine"])
         .assert()
         .code(1);
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.starts_with("Error: unknown machine `no-such-machine`"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(!err.contains("backtrace") && !err.contains("Backtrace"), "{err}");
@@ -311,20 +308,20 @@ fn user_errors_print_without_backtraces() {
 #[test]
 fn help_is_a_command() {
     let out = pagealloc().args(["help", "--help"]).assert().success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let text = stdout(&out);
     assert!(text.contains("Usage: pagealloc help"), "{text}");
     let out = pagealloc().args(["help", "reproduce"]).assert().success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let text = stdout(&out);
     assert!(text.contains("Usage: pagealloc reproduce"), "{text}");
     let out = pagealloc().args(["help", "nope"]).assert().code(1);
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("no command `nope`; the commands are: exercise"), "{err}");
 }
 
 /// `pagealloc ARGS` must fail with exit code `code`; its stderr.
 fn fails(args: &[&str], code: i32) -> String {
     let out = pagealloc().args(args).assert().failure().code(code);
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(!err.contains("panicked"), "{args:?}: {err}");
     err
 }
@@ -384,7 +381,7 @@ fn oversized_inputs_are_refused_naming_the_cap() {
         .args(["machines", &path])
         .assert()
         .failure();
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("a machine needs at least one node"), "{err}");
     // Lowered, a trace file and a trace on standard input over 1 MiB are refused.
     let trace = file(dir.path(), "trace.txt", &big);
@@ -402,7 +399,7 @@ fn oversized_inputs_are_refused_naming_the_cap() {
         .assert()
         .failure()
         .code(1);
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(
         err.contains("cannot read the trace on standard input: it is larger than 1 MiB, the limit PAGEALLOC_MAX_INPUT_MIB set"),
         "{err}"
@@ -412,7 +409,7 @@ fn oversized_inputs_are_refused_naming_the_cap() {
         .args(["machines", &path])
         .assert()
         .failure();
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("PAGEALLOC_MAX_INPUT_MIB=\"lots\": takes a whole number of MiB"), "{err}");
 }
 
@@ -571,7 +568,7 @@ fn iterations_out_of_range_are_refused() {
         }
         args.extend(["--quick", "--no-save", "--iterations", n]);
         let out = pagealloc().args(&args).assert().failure().code(1);
-        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        let err = stderr(&out);
         assert!(
             err.contains(&format!("--iterations {n}: takes 1 to 1000 samples per preset")),
             "{args:?}: {err}"

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+mod common;
+use common::{stderr_of, stdout_of};
 
 /// The built-in machines, sorted.
 const BUILTINS: [&str; 9] = [
@@ -16,22 +17,6 @@ const BUILTINS: [&str; 9] = [
     "unknown-micro",
     "unknown-trace",
 ];
-
-fn pagealloc() -> Command {
-    Command::cargo_bin("pagealloc").expect("binary built")
-}
-
-/// Run `pagealloc ARGS`, expect success, return stdout.
-fn stdout_of(args: &[&str]) -> String {
-    let out = pagealloc().args(args).assert().success();
-    String::from_utf8(out.get_output().stdout.clone()).unwrap()
-}
-
-/// Run `pagealloc ARGS`, expect failure, return stderr.
-fn stderr_of(args: &[&str]) -> String {
-    let out = pagealloc().args(args).assert().failure();
-    String::from_utf8(out.get_output().stderr.clone()).unwrap()
-}
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);

@@ -2,19 +2,8 @@
 //! shape, JSON, determinism, saved rows, and clear errors for what does not exist — and `run
 //! --runner real`, the workloads on OS threads over real memory.
 
-use assert_cmd::Command;
-
-fn pagealloc() -> Command {
-    Command::cargo_bin("pagealloc").expect("binary built")
-}
-
-fn stdout(out: &assert_cmd::assert::Assert) -> String {
-    String::from_utf8(out.get_output().stdout.clone()).unwrap()
-}
-
-fn stderr(out: &assert_cmd::assert::Assert) -> String {
-    String::from_utf8(out.get_output().stderr.clone()).unwrap()
-}
+mod common;
+use common::{pagealloc, stderr, stdout};
 
 #[test]
 fn run_prints_metrics_and_json() {
@@ -319,7 +308,7 @@ fn validate_quick_compares_model_and_real_per_workload() {
 fn reproduce_piped_reports_progress_and_says_quick() {
     let out =
         pagealloc().args(["reproduce", "000-trunc@v2", "--quick", "--no-save"]).assert().success();
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("runs done") && err.contains("to go"), "{err}");
     let text = stdout(&out);
     let table = text.find("== 000-trunc@v2").expect("the table");
@@ -354,7 +343,7 @@ fn preset_files_are_labelled_by_their_name() {
         .arg(&presets)
         .assert()
         .failure();
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("two of --presets are named `mine`"), "{err}");
 }
 
@@ -373,7 +362,7 @@ fn workloads_fit_small_machines_and_say_so() {
         .args(["run", "lmbench-unix", "--machine", "lab-2cpu", "--no-save", "--param", "pairs=4"])
         .assert()
         .failure();
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("--param pairs=4: does not fit"), "{err}");
     assert!(err.contains("pairs=1 does"), "{err}");
 }

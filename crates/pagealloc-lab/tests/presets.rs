@@ -3,25 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use pagealloc::policy::PRESET_NAMES;
 use pagealloc::{Policy, Tunables};
 
-fn pagealloc() -> Command {
-    Command::cargo_bin("pagealloc").expect("binary built")
-}
-
-/// Run `pagealloc ARGS`, expect success, return stdout.
-fn stdout_of(args: &[&str]) -> String {
-    let out = pagealloc().args(args).assert().success();
-    String::from_utf8(out.get_output().stdout.clone()).unwrap()
-}
-
-/// Run `pagealloc ARGS`, expect failure, return stderr.
-fn stderr_of(args: &[&str]) -> String {
-    let out = pagealloc().args(args).assert().failure();
-    String::from_utf8(out.get_output().stderr.clone()).unwrap()
-}
+mod common;
+use common::{stderr_of, stdout_of};
 
 /// The example of README.md and `pagealloc presets --help`.
 const EXAMPLE: &str = r#"# my-variant.toml

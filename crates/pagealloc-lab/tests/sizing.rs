@@ -11,12 +11,10 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-fn pagealloc() -> Command {
-    Command::cargo_bin("pagealloc").expect("binary built")
-}
+mod common;
+use common::{pagealloc, stderr, stdout};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
@@ -105,7 +103,7 @@ fn worked_example_of_section_2_9_has_no_mismatch() {
     );
     // The text form says the same.
     let out = pagealloc().arg("sizing").arg("--zoneinfo").arg(&file).assert().success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let text = stdout(&out);
     assert!(text.contains("27 of 27 compared fields match; 0 mismatches"), "{text}");
     assert!(text.contains("  high_min                   3132             3132  ✓\n"), "{text}");
     assert!(
@@ -480,7 +478,7 @@ fn errors_are_clear() {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
         let out = pagealloc().arg("sizing").arg("--zoneinfo").arg(&path).assert().code(2);
-        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        let err = stderr(&out);
         assert!(err.contains(wanted), "{name}: {err}");
         assert!(out.get_output().stdout.is_empty());
     }
@@ -492,7 +490,7 @@ fn errors_are_clear() {
         .args(["--high-fraction", "3"])
         .assert()
         .code(2);
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("percpu_pagelist_high_fraction 3 is invalid"), "{err}");
 
     let out = pagealloc()
@@ -502,7 +500,7 @@ fn errors_are_clear() {
         .args(["--node-cpus", "1,1"])
         .assert()
         .code(2);
-    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let err = stderr(&out);
     assert!(err.contains("--node-cpus lists 2 nodes"), "{err}");
 
     // Bad files: two pasted together, one cut short, a number no kernel prints.
@@ -526,7 +524,7 @@ fn errors_are_clear() {
         let path = dir.path().join(name);
         std::fs::write(&path, bad).unwrap();
         let out = pagealloc().arg("sizing").arg("--zoneinfo").arg(&path).assert().code(2);
-        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        let err = stderr(&out);
         assert!(err.contains(&wanted), "{name}: {err}");
         assert!(out.get_output().stdout.is_empty());
     }
@@ -544,7 +542,7 @@ fn errors_are_clear() {
             .args(args)
             .assert()
             .code(2);
-        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        let err = stderr(&out);
         assert!(err.contains(wanted), "{args:?}: {err}");
     }
 

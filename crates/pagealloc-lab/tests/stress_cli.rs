@@ -3,11 +3,8 @@
 //! documented fields; bad arguments are clear errors. That the checks fire on a real double
 //! ownership and on a foreign write is shown by the unit tests in `src/stress.rs`.
 
-use assert_cmd::Command;
-
-fn pagealloc() -> Command {
-    Command::cargo_bin("pagealloc").expect("binary built")
-}
+mod common;
+use common::{pagealloc, stderr, stdout};
 
 fn run_json(threads: &str, seconds: &str) -> serde_json::Value {
     let out = pagealloc()
@@ -72,7 +69,7 @@ fn text_report_says_what_ran_and_what_was_found() {
         .args(["--preset", "hpc-vanilla"])
         .assert()
         .success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let text = stdout(&out);
     assert!(text.contains("3 threads on"), "{text}");
     assert!(text.contains("preset hpc-vanilla"), "{text}");
     assert!(text.contains("exhaustion cycles"), "{text}");
@@ -91,7 +88,7 @@ fn bad_arguments_are_clear_errors() {
     ];
     for (args, needle) in cases {
         let out = pagealloc().arg("stress").args(*args).assert().failure();
-        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        let err = stderr(&out);
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }

@@ -4,23 +4,13 @@
 
 use std::path::PathBuf;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-fn pagealloc() -> Command {
-    Command::cargo_bin("pagealloc").expect("binary built")
-}
+mod common;
+use common::{pagealloc, stderr, stdout};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/traces").join(name)
-}
-
-fn stdout(out: &assert_cmd::assert::Assert) -> String {
-    String::from_utf8(out.get_output().stdout.clone()).unwrap()
-}
-
-fn stderr(out: &assert_cmd::assert::Assert) -> String {
-    String::from_utf8(out.get_output().stderr.clone()).unwrap()
 }
 
 /// `replay FILE --json` with `extra` arguments.

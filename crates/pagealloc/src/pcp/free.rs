@@ -329,7 +329,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// the first, so waiting CPUs go first). When to stop is the batched form's: `batched`
     /// frees all `n` (or until the pageset is empty), exactly what one bulk free would; the
     /// v4 form stops once `count < high`; the v1–v3 forms also recompute `high` after each
-    /// chunk and clear ZONE_BELOW_HIGH there. The drain counts as one drain event.
+    /// chunk and clear ZONE_BELOW_HIGH there. The drain counts as one drain event. Never
+    /// called with `Whole` (its callers take one bulk free instead).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn free_pcppages_chunked(
         &self,
@@ -341,12 +342,13 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         form: BulkFreeCallers,
         flush: Flush,
     ) {
+        debug_assert!(form.chunks(), "a whole bulk free is free_pcppages_bulk's");
         let s = self.tunables.pcp_batch_scale_max;
         let batch = pcp.batch.max(1);
         let (mut to_free, mut high, mut first) = (n, flush.high, true);
         loop {
             let go = match form {
-                BulkFreeCallers::Whole | BulkFreeCallers::Batched => pcp.count > 0,
+                BulkFreeCallers::Batched => pcp.count > 0,
                 _ => pcp.count >= high,
             };
             if to_free <= 0 || !go {
