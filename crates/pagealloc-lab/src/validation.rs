@@ -103,6 +103,33 @@ pub(crate) fn host_machine(cpus: u32, bytes: u64, like: &Machine) -> Result<Mach
     Ok(m)
 }
 
+/// Why `like`'s hierarchy may not describe this host: its caches differ in size from the
+/// host's (`host`, the model of this host built by [`host_machine`], whose LLC and private
+/// cache are this host's own). `None` when they match or the host reports no cache.
+///
+/// The hierarchy's prices were measured on `like`'s CPU; on another CPU every time-driven
+/// verdict compares this host's real runs with another CPU's prices (the reference VM itself
+/// has been handed different CPUs from one day to the next).
+pub(crate) fn hierarchy_mismatch(like: &Machine, host: &Machine) -> Option<String> {
+    let (l, h) = (like.nodes.first()?, host.nodes.first()?);
+    let l2 = |n: &crate::machine::NodeSpec| n.l2.map_or(0, |c| c.bytes);
+    if l.llc_bytes == h.llc_bytes && l2(l) == l2(h) {
+        return None;
+    }
+    let kib = |b: u64| b >> 10;
+    Some(format!(
+        "machine `{}`'s hierarchy is of a CPU with a {} KiB LLC and a {} KiB L2, this host has \
+         {} KiB and {} KiB: its prices describe another CPU. Measure this one with `pagealloc \
+         calibrate --out cost.toml --machine-out host.toml` and pass `--machine host.toml --cost \
+         cost.toml`",
+        like.name,
+        kib(l.llc_bytes),
+        kib(l2(l)),
+        kib(h.llc_bytes),
+        kib(l2(h)),
+    ))
+}
+
 /// One workload's comparison.
 #[derive(Debug)]
 pub(crate) struct Compared {
@@ -154,6 +181,20 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
         assert_eq!(median(&[f64::NAN]), None);
+    }
+
+    #[test]
+    fn a_hierarchy_of_other_caches_is_named_a_mismatch() {
+        let like = Machine::resolve("lab-2cpu").unwrap();
+        let mut host = like.clone();
+        assert_eq!(hierarchy_mismatch(&like, &host), None, "the same caches");
+        host.nodes[0].llc_bytes = 260 << 20;
+        let note = hierarchy_mismatch(&like, &host).expect("another LLC");
+        assert!(note.contains("32768 KiB LLC") && note.contains("266240 KiB"), "{note}");
+        assert!(note.contains("calibrate"), "{note}");
+        let mut host = like.clone();
+        host.nodes[0].l2 = None;
+        assert!(hierarchy_mismatch(&like, &host).is_some(), "another private cache");
     }
 
     #[test]

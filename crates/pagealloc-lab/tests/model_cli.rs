@@ -281,6 +281,11 @@ fn validate_quick_compares_model_and_real_per_workload() {
     let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(doc["quick"], true);
     assert_eq!(doc["hierarchy_of"], "lab-2cpu");
+    // The quick run says so first; a host whose caches are not lab-2cpu's is told to calibrate.
+    let notes: Vec<&str> =
+        doc["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(notes[0].starts_with("quick run"), "{notes:?}");
+    assert!(notes[1..].iter().all(|n| n.contains("pagealloc calibrate")), "{notes:?}");
     let ws = doc["workloads"].as_array().unwrap();
     assert_eq!(ws.len(), 2);
     for w in ws {

@@ -20,7 +20,7 @@ use crate::model::cost::CostProfile;
 use crate::preset_file::resolve;
 use crate::results;
 use crate::runs::{self, RunSpec, Runner};
-use crate::validation::{host_machine, Compared, METRICS, PLANS, TOLERANCE};
+use crate::validation::{hierarchy_mismatch, host_machine, Compared, METRICS, PLANS, TOLERANCE};
 use crate::workload;
 
 /// Arguments of `pagealloc validate`.
@@ -91,6 +91,11 @@ pub fn run(args: &Args) -> Result<()> {
         Some(p) => CostProfile::load(p)?,
         None => CostProfile::default_profile(),
     };
+    // Said first, so that a long run is not read without it.
+    let host_note = hierarchy_mismatch(&like, &host_machine(1, mib << 20, &like)?);
+    if let (Some(n), false) = (&host_note, args.json) {
+        eprintln!("validate: note: {n}");
+    }
     let mut compared = Vec::new();
     let mut rows = Vec::new();
     let revision = results::revision();
@@ -148,14 +153,22 @@ pub fn run(args: &Args) -> Result<()> {
             eprintln!("rows saved to {}", path.display());
         }
     }
-    let quick_note = args.quick.then_some(
-        "quick run: a tenth of each workload, one real run, a 512 MiB arena; too short to judge \
-         the model by",
-    );
+    let mut notes: Vec<String> = Vec::new();
+    if args.quick {
+        notes.push(
+            "quick run: a tenth of each workload, one real run, a 512 MiB arena; too short to \
+             judge the model by"
+                .into(),
+        );
+    }
+    notes.extend(host_note);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&to_json(&compared, &like, quick_note))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&to_json(&compared, &like, args.quick, &notes))?
+        );
     } else {
-        print!("{}", to_text(&compared, &like, runs, quick_note));
+        print!("{}", to_text(&compared, &like, runs, &notes));
     }
     Ok(())
 }
@@ -172,7 +185,7 @@ fn num(x: f64) -> String {
     }
 }
 
-fn to_text(c: &[Compared], like: &Machine, runs: u32, quick: Option<&str>) -> String {
+fn to_text(c: &[Compared], like: &Machine, runs: u32, notes: &[String]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -223,13 +236,13 @@ fn to_text(c: &[Compared], like: &Machine, runs: u32, quick: Option<&str>) -> St
         "\n{agree} of {} workloads agree (docs/performance.md says which cost each miss comes from)",
         c.len()
     );
-    if let Some(q) = quick {
-        let _ = writeln!(s, "{q}");
+    for n in notes {
+        let _ = writeln!(s, "note: {n}");
     }
     s
 }
 
-fn to_json(c: &[Compared], like: &Machine, quick: Option<&str>) -> serde_json::Value {
+fn to_json(c: &[Compared], like: &Machine, quick: bool, notes: &[String]) -> serde_json::Value {
     let finite = |x: f64| if x.is_finite() { json!(x) } else { serde_json::Value::Null };
     let workloads: Vec<_> = c
         .iter()
@@ -265,8 +278,8 @@ fn to_json(c: &[Compared], like: &Machine, quick: Option<&str>) -> serde_json::V
     json!({
         "hierarchy_of": like.name,
         "tolerance": TOLERANCE,
-        "quick": quick.is_some(),
-        "note": quick,
+        "quick": quick,
+        "notes": notes,
         "workloads": workloads,
         "agree": c.iter().filter(|w| w.misses().is_empty()).count(),
     })
