@@ -838,9 +838,28 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// and type is non-empty (so neither the zone-flag-dependent refill nor a fallback runs).
     /// The state changes are exactly those of that walk's PCP hit; anything else returns
     /// `None` untouched and the walk runs.
-    #[inline]
-    #[allow(unsafe_code)]
+    #[inline(always)]
     fn alloc_fast(
+        &self,
+        cpu: Cpu,
+        gfp: Gfp,
+        order: Order,
+        mt: MigrateType,
+        highest: ZoneType,
+    ) -> Option<Pfn> {
+        // Most allocations are of order 0: a copy with the order a constant folds its order
+        // tests and shifts away (the same steps, the same decisions).
+        if order.0 == 0 {
+            self.alloc_fast_of(cpu, gfp, Order(0), mt, highest)
+        } else {
+            self.alloc_fast_of(cpu, gfp, order, mt, highest)
+        }
+    }
+
+    /// [`Self::alloc_fast`] for one order.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn alloc_fast_of(
         &self,
         cpu: Cpu,
         gfp: Gfp,
@@ -853,14 +872,19 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let z = unsafe { self.preferred_zone(cpu, highest) }?;
         let flags =
             if mt == MigrateType::Movable { AllocFlags::CMA } else { AllocFlags::default() };
-        if z.test_flag(flags::BELOW_HIGH)
+        // One read of the zone's flags serves both tests: a pageset hit changes no zone flag.
+        let zone_flags = z.flags.load(Relaxed);
+        if zone_flags & flags::BELOW_HIGH != 0
             || !((order.0 == 0 && z.clears_high_fast(highest))
                 || z.watermark_fast(order, z.wmark_pages(WMARK_HIGH), highest, flags))
         {
             return None;
         }
         let p = self.pcp_take(cpu, z, order, pindex, mt)?;
-        if gfp.intersects(Gfp::KSWAPD_RECLAIM) && z.clear_flag(flags::BOOSTED_WATERMARK) {
+        if gfp.intersects(Gfp::KSWAPD_RECLAIM)
+            && zone_flags & flags::BOOSTED_WATERMARK != 0
+            && z.clear_flag(flags::BOOSTED_WATERMARK)
+        {
             self.counters.add_shared(Counter::KswapdWake, 1);
         }
         Some(p)
@@ -1166,7 +1190,13 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// drain frees the page ([`FreeError::StillReferenced`]). A page with a single reference
     /// left is freed, as dropping that reference does.
     pub fn free_pages(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
-        self.free_pages_routed(cpu, pfn, order, true)
+        // Most frees are of order 0: a copy of the path with the order a constant folds its
+        // shifts, alignment mask and order tests away (the same steps, the same decisions).
+        if order.0 == 0 {
+            self.free_pages_routed(cpu, pfn, Order(0), true)
+        } else {
+            self.free_pages_routed(cpu, pfn, order, true)
+        }
     }
 
     /// A hint that the block at `pfn` will be freed soon: start loading its frame's metadata,
@@ -1182,6 +1212,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 
     /// Free a block, through `cpu`'s pageset if `allow_pcp` and the policy caches its order,
     /// else straight to the buddy lists (kernel `free_unref_page` / `__free_pages_ok`).
+    #[inline(always)]
     pub(crate) fn free_pages_routed(
         &self,
         cpu: Cpu,
@@ -1189,19 +1220,19 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         order: Order,
         allow_pcp: bool,
     ) -> Result<(), FreeError> {
-        let zone = self.claim_for_free(cpu, pfn, order)?;
+        let (zone, frame) = self.claim_for_free(cpu, pfn, order)?;
         if E::ENABLED {
             self.events.record(&TraceEvent::PageFree { cpu: cpu.id, pfn, order });
         }
         if allow_pcp && self.policy.remote_free {
             // The claim kept the owner the allocation recorded in the head frame.
-            if let Some(owner) = zone.frame(pfn).owner().filter(|&o| o != cpu.id.0) {
+            if let Some(owner) = frame.owner().filter(|&o| o != cpu.id.0) {
                 if self.remote_free_push(cpu, zone, CpuId(owner), pfn, order) {
                     return Ok(());
                 }
             }
         }
-        if allow_pcp && self.free_unref_page(cpu, zone, pfn, order) {
+        if allow_pcp && self.free_unref_page(cpu, zone, frame, pfn, order) {
             return Ok(());
         }
         self.free_to_zone(cpu, zone, pfn, order);
@@ -1220,13 +1251,16 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// owns the block's head frame until it puts the block on a list. A page_frag page that
     /// others still reference (count 2 or more: a cache carves it, or more than one fragment
     /// is out) is refused; plain blocks hold 1, a page whose last fragment is being freed 0.
+    /// Returns the zone and the head frame (the free path writes it next without looking it
+    /// up again).
+    #[inline(always)]
     #[allow(unsafe_code)]
     pub(crate) fn claim_for_free(
         &self,
         cpu: Cpu,
         pfn: Pfn,
         order: Order,
-    ) -> Result<&Zone<L>, FreeError> {
+    ) -> Result<(&Zone<L>, &Frame), FreeError> {
         if !order.is_valid() {
             return Err(FreeError::InvalidOrder(order));
         }
@@ -1243,8 +1277,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         #[cfg(feature = "debug-vm")]
         crate::debug::check_free_block(zone, pfn, order)?;
         // SAFETY: `zone_of` found `pfn` in this zone's span (hot.rs, F).
-        match unsafe { zone.frame_of(pfn) }.claim_unreferenced(order) {
-            Ok(_) => Ok(zone),
+        let frame = unsafe { zone.frame_of(pfn) };
+        match frame.claim_unreferenced(order) {
+            Ok(_) => Ok((zone, frame)),
             Err(Unclaimed::Referenced(refs)) => Err(FreeError::StillReferenced { pfn, refs }),
             Err(Unclaimed::Was(info)) => Err(diagnose_bad_free(zone, pfn, order, info)),
         }

@@ -120,18 +120,33 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Lock a pageset on the local allocation or free path: only try under
     /// [`PcpLocking::SpinlockTrylock`] (a busy pageset sends the caller to the zone, as the
     /// kernel does), wait under [`PcpLocking::LocalIrqOff`].
-    #[inline]
+    ///
+    /// Both forms start with one try (a try, then a wait, takes the lock exactly as the wait
+    /// alone does), so an uncontended pageset costs no policy test; only a busy one looks at
+    /// the locking form, out of line.
+    #[inline(always)]
     pub(crate) fn lock_local_pcp<'a>(
+        &self,
+        slot: &'a crate::pcp::PcpSlot<L>,
+    ) -> Option<crate::sync::MutexGuard<'a, L, PerCpuPages>> {
+        match slot.pcp.try_lock() {
+            Some(g) => Some(g),
+            None => self.lock_local_pcp_busy(slot),
+        }
+    }
+
+    /// [`Self::lock_local_pcp`] after its first try found the pageset busy: give up and count
+    /// it under [`PcpLocking::SpinlockTrylock`], wait under [`PcpLocking::LocalIrqOff`].
+    #[cold]
+    #[inline(never)]
+    fn lock_local_pcp_busy<'a>(
         &self,
         slot: &'a crate::pcp::PcpSlot<L>,
     ) -> Option<crate::sync::MutexGuard<'a, L, PerCpuPages>> {
         match self.policy.pcp_locking {
             PcpLocking::SpinlockTrylock => {
-                let g = slot.pcp.try_lock();
-                if g.is_none() {
-                    self.counters.add_shared(Counter::PcpTrylockFail, 1);
-                }
-                g
+                self.counters.add_shared(Counter::PcpTrylockFail, 1);
+                None
             }
             PcpLocking::LocalIrqOff => Some(slot.pcp.lock()),
         }
@@ -139,7 +154,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 
     /// Take the head block of a non-empty list without refilling; `None` (and no state
     /// change) if the pageset is busy or the list is empty. The fast lane of `alloc_pages`.
-    #[inline]
+    #[inline(always)]
     #[allow(unsafe_code)]
     pub(crate) fn pcp_take(
         &self,
