@@ -176,6 +176,10 @@ pub struct PageAllocator<E: EventSink = NoEvents, L: RawLock = RawSpinLock> {
     pub(crate) zones: Table<Zone<L>>,
     /// (first frame, end, zone) sorted by first frame, for frame → zone lookup.
     by_pfn: Table<(Pfn, Pfn, ZoneIdx)>,
+    /// The first entry of `by_pfn` as (first frame, pages, zone), tested before any search:
+    /// one subtraction and one compare find a frame of that zone (with one zone, as every
+    /// `PageHeap` has, the only test). Pages 0 when there is no zone.
+    first_span: (u64, u64, ZoneIdx),
     pub(crate) nodes: Table<Node>,
     /// Node of each CPU.
     pub(crate) cpu_node: Table<NodeId>,
@@ -322,6 +326,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 return Err(MapError::InterleavedZones { zone, node_a, node_b }.into());
             }
         }
+        let first_span = by_pfn
+            .first()
+            .map_or((0, 0, ZoneIdx(0)), |&(start, end, idx)| (start.0, end.0 - start.0, idx));
         let mut cpu_node = carver.builder(nr_cpus as usize).ok_or_else(no_room)?;
         for n in 0..nodes.len() {
             (0..map.cpus_of(NodeId(n as u32))).for_each(|_| cpu_node.push(NodeId(n as u32)));
@@ -334,6 +341,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             id: NEXT_ALLOCATOR_ID.fetch_add(1, Relaxed),
             zones,
             by_pfn,
+            first_span,
             nodes,
             cpu_node,
             policy,
@@ -474,10 +482,13 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     #[inline]
     #[allow(unsafe_code)]
     pub fn zone_of(&self, pfn: Pfn) -> Option<&Zone<L>> {
-        if let [(start, end, idx)] = *self.by_pfn {
-            // One zone (every PageHeap): a range test instead of the search.
-            // SAFETY: the table holds the allocator's own zones (hot.rs, Z).
-            return (start <= pfn && pfn < end).then(|| unsafe { self.zone_at(idx) });
+        let (start, pages, idx) = self.first_span;
+        if pfn.0.wrapping_sub(start) < pages {
+            // SAFETY: `first_span` names the allocator's own zone (hot.rs, Z).
+            return Some(unsafe { self.zone_at(idx) });
+        }
+        if self.by_pfn.len() <= 1 {
+            return None;
         }
         let i = self.by_pfn.partition_point(|e| e.0 <= pfn);
         let (_, end, idx) = *self.by_pfn.get(i.checked_sub(1)?)?;

@@ -114,7 +114,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         {
             return None;
         }
-        self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt)
+        Some(self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt))
     }
 
     /// Lock a pageset on the local allocation or free path: only try under
@@ -172,11 +172,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             return None;
         }
         pcp.note_alloc(self.pcp_fast.alloc_decay);
-        self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt)
+        Some(self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt))
     }
 
-    /// Pop the head block of list `pindex` and hand it out (`None` only if it is empty) (the hit
-    /// half of `__rmqueue_pcplist`).
+    /// Pop the head block of list `pindex`, which the caller has seen is not empty (tested,
+    /// or just refilled), and hand it out (the hit half of `__rmqueue_pcplist`).
     #[inline(always)]
     #[allow(clippy::too_many_arguments, unsafe_code)]
     fn pcp_pop(
@@ -188,11 +188,12 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         order: Order,
         pindex: usize,
         mt: MigrateType,
-    ) -> Option<Pfn> {
+    ) -> Pfn {
         // SAFETY: `pindex` is from `PcpFast::pindex` (hot.rs, L) and the list holds this
         // zone's frames (F).
-        let (idx, next) =
-            unsafe { pcp.list_at(pindex).pop_head_with(frames_unchecked(&zone.mem_map)) }?;
+        let list = unsafe { pcp.list_at(pindex) };
+        // SAFETY: as above (hot.rs, F).
+        let (idx, next) = list.pop_head_nonempty_with(unsafe { frames_unchecked(&zone.mem_map) });
         if E::ENABLED {
             self.touch_pcp_op(cpu, zone, idx, next);
         }
@@ -212,7 +213,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         frame.aux().store(1, crate::sync::Ordering::Relaxed);
         slot.stats.add_locked(Counter::PcpAlloc, 1);
         slot.stats.add_locked(Counter::pgalloc(zone.ztype), order.nr_pages().0);
-        Some(zone.pfn_of(idx))
+        zone.pfn_of(idx)
     }
 
     /// Refill the empty list `pindex` (kernel `__rmqueue_pcplist`'s slow half): size the
