@@ -168,6 +168,14 @@ pub(crate) struct Node {
 /// be a static): it only numbers allocators and orders nothing.
 static NEXT_ALLOCATOR_ID: CoreAtomicU64 = CoreAtomicU64::new(1);
 
+/// A block a free has claimed ([`PageAllocator::claim_for_free`]): its zone, its head frame
+/// and that frame's index in the zone.
+pub(crate) struct Claimed<'a, L: RawLock> {
+    pub(crate) zone: &'a Zone<L>,
+    pub(crate) frame: &'a Frame,
+    pub(crate) idx: u32,
+}
+
 /// The page-frame allocator.
 #[derive(Debug)]
 pub struct PageAllocator<E: EventSink = NoEvents, L: RawLock = RawSpinLock> {
@@ -480,19 +488,28 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 
     /// The zone whose span holds `pfn`.
     #[inline]
-    #[allow(unsafe_code)]
     pub fn zone_of(&self, pfn: Pfn) -> Option<&Zone<L>> {
+        self.zone_and_index_of(pfn).map(|(zone, _)| zone)
+    }
+
+    /// The zone whose span holds `pfn` and `pfn`'s frame index in it: the first zone's by
+    /// the subtraction that tests its span, any other by the search.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn zone_and_index_of(&self, pfn: Pfn) -> Option<(&Zone<L>, u32)> {
         let (start, pages, idx) = self.first_span;
-        if pfn.0.wrapping_sub(start) < pages {
+        let off = pfn.0.wrapping_sub(start);
+        if off < pages {
             // SAFETY: `first_span` names the allocator's own zone (hot.rs, Z).
-            return Some(unsafe { self.zone_at(idx) });
+            return Some((unsafe { self.zone_at(idx) }, off as u32));
         }
         if self.by_pfn.len() <= 1 {
             return None;
         }
         let i = self.by_pfn.partition_point(|e| e.0 <= pfn);
         let (_, end, idx) = *self.by_pfn.get(i.checked_sub(1)?)?;
-        (pfn < end).then(|| &self.zones[idx.index()])
+        let zone = (pfn < end).then(|| &self.zones[idx.index()])?;
+        Some((zone, zone.index_of(pfn)))
     }
 
     /// The policy in force.
@@ -1206,8 +1223,16 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if order.0 == 0 {
             self.free_pages_routed(cpu, pfn, Order(0), true)
         } else {
-            self.free_pages_routed(cpu, pfn, order, true)
+            self.free_pages_any_order(cpu, pfn, order)
         }
+    }
+
+    /// [`free_pages`](Self::free_pages) of any order, out of line: the order-0 copy inlined
+    /// into callers stays small, and a higher-order free (which merges or fills a pageset
+    /// of larger blocks) pays one call.
+    #[inline(never)]
+    fn free_pages_any_order(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        self.free_pages_routed(cpu, pfn, order, true)
     }
 
     /// A hint that the block at `pfn` will be freed soon: start loading its frame's metadata,
@@ -1231,7 +1256,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         order: Order,
         allow_pcp: bool,
     ) -> Result<(), FreeError> {
-        let (zone, frame) = self.claim_for_free(cpu, pfn, order)?;
+        let Claimed { zone, frame, idx } = self.claim_for_free(cpu, pfn, order)?;
         if E::ENABLED {
             self.events.record(&TraceEvent::PageFree { cpu: cpu.id, pfn, order });
         }
@@ -1243,7 +1268,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 }
             }
         }
-        if allow_pcp && self.free_unref_page(cpu, zone, frame, pfn, order) {
+        if allow_pcp && self.free_unref_page(cpu, zone, frame, idx, pfn, order) {
             return Ok(());
         }
         self.free_to_zone(cpu, zone, pfn, order);
@@ -1262,8 +1287,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// owns the block's head frame until it puts the block on a list. A page_frag page that
     /// others still reference (count 2 or more: a cache carves it, or more than one fragment
     /// is out) is refused; plain blocks hold 1, a page whose last fragment is being freed 0.
-    /// Returns the zone and the head frame (the free path writes it next without looking it
-    /// up again).
+    /// Returns the zone, the head frame and its index (the free path writes the frame next
+    /// without looking it up again).
     #[inline(always)]
     #[allow(unsafe_code)]
     pub(crate) fn claim_for_free(
@@ -1271,14 +1296,14 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         cpu: Cpu,
         pfn: Pfn,
         order: Order,
-    ) -> Result<(&Zone<L>, &Frame), FreeError> {
+    ) -> Result<Claimed<'_, L>, FreeError> {
         if !order.is_valid() {
             return Err(FreeError::InvalidOrder(order));
         }
         if !self.owns(cpu) {
             return Err(FreeError::InvalidCpu(cpu.id));
         }
-        let zone = self.zone_of(pfn).ok_or(FreeError::ForeignFrame(pfn))?;
+        let (zone, idx) = self.zone_and_index_of(pfn).ok_or(FreeError::ForeignFrame(pfn))?;
         if !pfn.is_aligned(order) {
             return Err(FreeError::Misaligned { pfn, order });
         }
@@ -1287,10 +1312,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         }
         #[cfg(feature = "debug-vm")]
         crate::debug::check_free_block(zone, pfn, order)?;
-        // SAFETY: `zone_of` found `pfn` in this zone's span (hot.rs, F).
-        let frame = unsafe { zone.frame_of(pfn) };
+        // SAFETY: `idx` is the index of `pfn`, which the zone spans (hot.rs, F).
+        let frame = unsafe { zone.frame_at(idx) };
         match frame.claim_unreferenced(order) {
-            Ok(_) => Ok((zone, frame)),
+            Ok(_) => Ok(Claimed { zone, frame, idx }),
             Err(Unclaimed::Referenced(refs)) => Err(FreeError::StillReferenced { pfn, refs }),
             Err(Unclaimed::Was(info)) => Err(diagnose_bad_free(zone, pfn, order, info)),
         }

@@ -198,7 +198,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Free a claimed block through `cpu`'s pageset when the policy caches its order and the
     /// pageset is available (kernel `free_unref_page`). Returns false when the caller must free
     /// it to the buddy lists instead.
-    /// `frame` is `pfn`'s, as the claim found it.
+    /// `frame` is `pfn`'s and `idx` its index, as the claim found them.
     #[inline(always)]
     #[allow(unsafe_code)]
     pub(crate) fn free_unref_page(
@@ -206,6 +206,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         cpu: Cpu,
         zone: &Zone<L>,
         frame: &Frame,
+        idx: u32,
         pfn: Pfn,
         order: Order,
     ) -> bool {
@@ -217,13 +218,13 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         // SAFETY: the caller checked `cpu` with `owns` (hot.rs, C).
         let slot = unsafe { zone.pcp_at(cpu.id) };
         let Some(mut pcp) = self.lock_local_pcp(slot) else { return false };
-        self.free_unref_page_commit(cpu, zone, slot, &mut pcp, frame, pfn, order, pindex, bits);
+        self.free_unref_page_commit(cpu, zone, slot, &mut pcp, frame, idx, order, pindex, bits);
         true
     }
 
     /// Put the block on its list and drain if the pageset is over its threshold (kernel
-    /// `free_unref_page_commit`). `frame` is `pfn`'s; `bits` are the migratetype bits of the
-    /// block's pageblock, read by the caller.
+    /// `free_unref_page_commit`). `frame` is the block's head frame and `idx` its index in
+    /// `zone`; `bits` are the migratetype bits of the block's pageblock, read by the caller.
     #[allow(clippy::too_many_arguments, unsafe_code)]
     #[inline(always)]
     pub(crate) fn free_unref_page_commit(
@@ -233,7 +234,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         slot: &PcpSlot<L>,
         pcp: &mut PerCpuPages,
         frame: &Frame,
-        pfn: Pfn,
+        idx: u32,
         order: Order,
         pindex: usize,
         bits: u8,
@@ -248,8 +249,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         };
         slot.stats.add_locked(Counter::Pgfree, pgfree);
         slot.stats.add_locked(Counter::PcpFree, 1);
-        let idx = zone.index_of(pfn);
-        debug_assert!(core::ptr::eq(frame, zone.frame(pfn)));
+        debug_assert!(core::ptr::eq(frame, &zone.mem_map[idx as usize]));
         if !self.cfg.hygiene {
             // ≤ 6.9 caches the block's type at free time and drains it back as that type.
             let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);

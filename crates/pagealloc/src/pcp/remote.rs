@@ -97,7 +97,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             match self.pcp_fast.free_pindex(order, bits) {
                 Some(pindex) => {
                     self.free_unref_page_commit(
-                        cpu, zone, slot, pcp, frame, pfn, order, pindex, bits,
+                        cpu, zone, slot, pcp, frame, idx, order, pindex, bits,
                     );
                 }
                 // Its pageblock was isolated since: straight to the buddy lists.
