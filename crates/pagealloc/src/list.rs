@@ -112,7 +112,10 @@ impl ListHead {
     /// [`pop_head_with`](Self::pop_head_with) for a list the caller has seen is not empty
     /// (the pageset hit paths test that before deciding anything), without testing it again.
     #[inline(always)]
-    pub(crate) fn pop_head_nonempty_with<'m>(&mut self, at: impl Fn(u32) -> &'m Frame) -> (u32, u32) {
+    pub(crate) fn pop_head_nonempty_with<'m>(
+        &mut self,
+        at: impl Fn(u32) -> &'m Frame,
+    ) -> (u32, u32) {
         debug_assert!(!self.is_empty() && self.head != NIL);
         let idx = self.head;
         // The head's prev is NIL, so only the new head (or the tail) changes.

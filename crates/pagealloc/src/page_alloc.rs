@@ -845,7 +845,14 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         m: Option<&mut dyn Migrate>,
     ) -> Result<Pfn, AllocError> {
         let (highest, mt) = self.request_shape(gfp, order)?;
-        let res = match self.alloc_fast(cpu, gfp, order, mt, highest) {
+        // Most allocations are of order 0: a copy of the fast path with the order a constant
+        // folds its order tests and shifts away (the same steps, the same decisions).
+        let fast = if order.0 == 0 {
+            self.alloc_fast(cpu, gfp, Order(0), mt, highest)
+        } else {
+            self.alloc_fast(cpu, gfp, order, mt, highest)
+        };
+        let res = match fast {
             Some(p) => Ok(p),
             None => self.alloc_inner(cpu, gfp, order, mt, highest, m),
         };
@@ -867,27 +874,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// The state changes are exactly those of that walk's PCP hit; anything else returns
     /// `None` untouched and the walk runs.
     #[inline(always)]
-    fn alloc_fast(
-        &self,
-        cpu: Cpu,
-        gfp: Gfp,
-        order: Order,
-        mt: MigrateType,
-        highest: ZoneType,
-    ) -> Option<Pfn> {
-        // Most allocations are of order 0: a copy with the order a constant folds its order
-        // tests and shifts away (the same steps, the same decisions).
-        if order.0 == 0 {
-            self.alloc_fast_of(cpu, gfp, Order(0), mt, highest)
-        } else {
-            self.alloc_fast_of(cpu, gfp, order, mt, highest)
-        }
-    }
-
-    /// [`Self::alloc_fast`] for one order.
-    #[inline(always)]
     #[allow(unsafe_code)]
-    fn alloc_fast_of(
+    fn alloc_fast(
         &self,
         cpu: Cpu,
         gfp: Gfp,
