@@ -11,7 +11,8 @@
 //! changes them afterwards (the arrays are boxed slices, never replaced or resized):
 //!
 //! - **Z (zones).** `PageAllocator::zones[i].idx == ZoneIdx(i)`; every `ZoneIdx` the allocator
-//!   stores (a node's preferred zones and zonelist, the pfn→zone table) names one of them.
+//!   stores (a node's preferred zones and zonelist, the pfn→zone table and its first entry
+//!   kept apart, `first_span`) names one of them.
 //! - **N (nodes).** A [`Cpu`] that passes `PageAllocator::owns` was made by that allocator's
 //!   `cpu()`, so its node is one of the allocator's nodes; a caller-given node replaces it only
 //!   after `node < nodes.len()` is checked (`alloc_checked`).

@@ -103,7 +103,21 @@ impl ListHead {
         &mut self,
         at: impl Fn(u32) -> &'m Frame,
     ) -> Option<(u32, u32)> {
-        let idx = self.head()?;
+        if self.is_empty() {
+            return None;
+        }
+        Some(self.pop_head_nonempty_with(at))
+    }
+
+    /// [`pop_head_with`](Self::pop_head_with) for a list the caller has seen is not empty
+    /// (the pageset hit paths test that before deciding anything), without testing it again.
+    #[inline(always)]
+    pub(crate) fn pop_head_nonempty_with<'m>(
+        &mut self,
+        at: impl Fn(u32) -> &'m Frame,
+    ) -> (u32, u32) {
+        debug_assert!(!self.is_empty() && self.head != NIL);
+        let idx = self.head;
         // The head's prev is NIL, so only the new head (or the tail) changes.
         let next = at(idx).next();
         self.head = next;
@@ -113,7 +127,7 @@ impl ListHead {
             at(next).set_prev(NIL);
         }
         self.len -= 1;
-        Some((idx, next))
+        (idx, next)
     }
 
     /// Remove and return the tail, and the other member whose links changed (the new tail),

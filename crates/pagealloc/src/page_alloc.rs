@@ -168,6 +168,14 @@ pub(crate) struct Node {
 /// be a static): it only numbers allocators and orders nothing.
 static NEXT_ALLOCATOR_ID: CoreAtomicU64 = CoreAtomicU64::new(1);
 
+/// A block a free has claimed ([`PageAllocator::claim_for_free`]): its zone, its head frame
+/// and that frame's index in the zone.
+pub(crate) struct Claimed<'a, L: RawLock> {
+    pub(crate) zone: &'a Zone<L>,
+    pub(crate) frame: &'a Frame,
+    pub(crate) idx: u32,
+}
+
 /// The page-frame allocator.
 #[derive(Debug)]
 pub struct PageAllocator<E: EventSink = NoEvents, L: RawLock = RawSpinLock> {
@@ -176,6 +184,10 @@ pub struct PageAllocator<E: EventSink = NoEvents, L: RawLock = RawSpinLock> {
     pub(crate) zones: Table<Zone<L>>,
     /// (first frame, end, zone) sorted by first frame, for frame → zone lookup.
     by_pfn: Table<(Pfn, Pfn, ZoneIdx)>,
+    /// The first entry of `by_pfn` as (first frame, pages, zone), tested before any search:
+    /// one subtraction and one compare find a frame of that zone (with one zone, as every
+    /// `PageHeap` has, the only test). Pages 0 when there is no zone.
+    first_span: (u64, u64, ZoneIdx),
     pub(crate) nodes: Table<Node>,
     /// Node of each CPU.
     pub(crate) cpu_node: Table<NodeId>,
@@ -322,6 +334,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 return Err(MapError::InterleavedZones { zone, node_a, node_b }.into());
             }
         }
+        let first_span = by_pfn
+            .first()
+            .map_or((0, 0, ZoneIdx(0)), |&(start, end, idx)| (start.0, end.0 - start.0, idx));
         let mut cpu_node = carver.builder(nr_cpus as usize).ok_or_else(no_room)?;
         for n in 0..nodes.len() {
             (0..map.cpus_of(NodeId(n as u32))).for_each(|_| cpu_node.push(NodeId(n as u32)));
@@ -334,6 +349,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             id: NEXT_ALLOCATOR_ID.fetch_add(1, Relaxed),
             zones,
             by_pfn,
+            first_span,
             nodes,
             cpu_node,
             policy,
@@ -472,16 +488,28 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 
     /// The zone whose span holds `pfn`.
     #[inline]
-    #[allow(unsafe_code)]
     pub fn zone_of(&self, pfn: Pfn) -> Option<&Zone<L>> {
-        if let [(start, end, idx)] = *self.by_pfn {
-            // One zone (every PageHeap): a range test instead of the search.
-            // SAFETY: the table holds the allocator's own zones (hot.rs, Z).
-            return (start <= pfn && pfn < end).then(|| unsafe { self.zone_at(idx) });
+        self.zone_and_index_of(pfn).map(|(zone, _)| zone)
+    }
+
+    /// The zone whose span holds `pfn` and `pfn`'s frame index in it: the first zone's by
+    /// the subtraction that tests its span, any other by the search.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn zone_and_index_of(&self, pfn: Pfn) -> Option<(&Zone<L>, u32)> {
+        let (start, pages, idx) = self.first_span;
+        let off = pfn.0.wrapping_sub(start);
+        if off < pages {
+            // SAFETY: `first_span` names the allocator's own zone (hot.rs, Z).
+            return Some((unsafe { self.zone_at(idx) }, off as u32));
+        }
+        if self.by_pfn.len() <= 1 {
+            return None;
         }
         let i = self.by_pfn.partition_point(|e| e.0 <= pfn);
         let (_, end, idx) = *self.by_pfn.get(i.checked_sub(1)?)?;
-        (pfn < end).then(|| &self.zones[idx.index()])
+        let zone = (pfn < end).then(|| &self.zones[idx.index()])?;
+        Some((zone, zone.index_of(pfn)))
     }
 
     /// The policy in force.
@@ -817,7 +845,14 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         m: Option<&mut dyn Migrate>,
     ) -> Result<Pfn, AllocError> {
         let (highest, mt) = self.request_shape(gfp, order)?;
-        let res = match self.alloc_fast(cpu, gfp, order, mt, highest) {
+        // Most allocations are of order 0: a copy of the fast path with the order a constant
+        // folds its order tests and shifts away (the same steps, the same decisions).
+        let fast = if order.0 == 0 {
+            self.alloc_fast(cpu, gfp, Order(0), mt, highest)
+        } else {
+            self.alloc_fast(cpu, gfp, order, mt, highest)
+        };
+        let res = match fast {
             Some(p) => Ok(p),
             None => self.alloc_inner(cpu, gfp, order, mt, highest, m),
         };
@@ -838,7 +873,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// and type is non-empty (so neither the zone-flag-dependent refill nor a fallback runs).
     /// The state changes are exactly those of that walk's PCP hit; anything else returns
     /// `None` untouched and the walk runs.
-    #[inline]
+    #[inline(always)]
     #[allow(unsafe_code)]
     fn alloc_fast(
         &self,
@@ -853,14 +888,19 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let z = unsafe { self.preferred_zone(cpu, highest) }?;
         let flags =
             if mt == MigrateType::Movable { AllocFlags::CMA } else { AllocFlags::default() };
-        if z.test_flag(flags::BELOW_HIGH)
+        // One read of the zone's flags serves both tests: a pageset hit changes no zone flag.
+        let zone_flags = z.flags.load(Relaxed);
+        if zone_flags & flags::BELOW_HIGH != 0
             || !((order.0 == 0 && z.clears_high_fast(highest))
                 || z.watermark_fast(order, z.wmark_pages(WMARK_HIGH), highest, flags))
         {
             return None;
         }
         let p = self.pcp_take(cpu, z, order, pindex, mt)?;
-        if gfp.intersects(Gfp::KSWAPD_RECLAIM) && z.clear_flag(flags::BOOSTED_WATERMARK) {
+        if gfp.intersects(Gfp::KSWAPD_RECLAIM)
+            && zone_flags & flags::BOOSTED_WATERMARK != 0
+            && z.clear_flag(flags::BOOSTED_WATERMARK)
+        {
             self.counters.add_shared(Counter::KswapdWake, 1);
         }
         Some(p)
@@ -1166,6 +1206,20 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// drain frees the page ([`FreeError::StillReferenced`]). A page with a single reference
     /// left is freed, as dropping that reference does.
     pub fn free_pages(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        // Most frees are of order 0: a copy of the path with the order a constant folds its
+        // shifts, alignment mask and order tests away (the same steps, the same decisions).
+        if order.0 == 0 {
+            self.free_pages_routed(cpu, pfn, Order(0), true)
+        } else {
+            self.free_pages_any_order(cpu, pfn, order)
+        }
+    }
+
+    /// [`free_pages`](Self::free_pages) of any order, out of line: the order-0 copy inlined
+    /// into callers stays small, and a higher-order free (which merges or fills a pageset
+    /// of larger blocks) pays one call.
+    #[inline(never)]
+    fn free_pages_any_order(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         self.free_pages_routed(cpu, pfn, order, true)
     }
 
@@ -1182,6 +1236,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 
     /// Free a block, through `cpu`'s pageset if `allow_pcp` and the policy caches its order,
     /// else straight to the buddy lists (kernel `free_unref_page` / `__free_pages_ok`).
+    #[inline(always)]
     pub(crate) fn free_pages_routed(
         &self,
         cpu: Cpu,
@@ -1189,19 +1244,19 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         order: Order,
         allow_pcp: bool,
     ) -> Result<(), FreeError> {
-        let zone = self.claim_for_free(cpu, pfn, order)?;
+        let Claimed { zone, frame, idx } = self.claim_for_free(cpu, pfn, order)?;
         if E::ENABLED {
             self.events.record(&TraceEvent::PageFree { cpu: cpu.id, pfn, order });
         }
         if allow_pcp && self.policy.remote_free {
             // The claim kept the owner the allocation recorded in the head frame.
-            if let Some(owner) = zone.frame(pfn).owner().filter(|&o| o != cpu.id.0) {
+            if let Some(owner) = frame.owner().filter(|&o| o != cpu.id.0) {
                 if self.remote_free_push(cpu, zone, CpuId(owner), pfn, order) {
                     return Ok(());
                 }
             }
         }
-        if allow_pcp && self.free_unref_page(cpu, zone, pfn, order) {
+        if allow_pcp && self.free_unref_page(cpu, zone, frame, idx, pfn, order) {
             return Ok(());
         }
         self.free_to_zone(cpu, zone, pfn, order);
@@ -1220,20 +1275,23 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// owns the block's head frame until it puts the block on a list. A page_frag page that
     /// others still reference (count 2 or more: a cache carves it, or more than one fragment
     /// is out) is refused; plain blocks hold 1, a page whose last fragment is being freed 0.
+    /// Returns the zone, the head frame and its index (the free path writes the frame next
+    /// without looking it up again).
+    #[inline(always)]
     #[allow(unsafe_code)]
     pub(crate) fn claim_for_free(
         &self,
         cpu: Cpu,
         pfn: Pfn,
         order: Order,
-    ) -> Result<&Zone<L>, FreeError> {
+    ) -> Result<Claimed<'_, L>, FreeError> {
         if !order.is_valid() {
             return Err(FreeError::InvalidOrder(order));
         }
         if !self.owns(cpu) {
             return Err(FreeError::InvalidCpu(cpu.id));
         }
-        let zone = self.zone_of(pfn).ok_or(FreeError::ForeignFrame(pfn))?;
+        let (zone, idx) = self.zone_and_index_of(pfn).ok_or(FreeError::ForeignFrame(pfn))?;
         if !pfn.is_aligned(order) {
             return Err(FreeError::Misaligned { pfn, order });
         }
@@ -1242,9 +1300,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         }
         #[cfg(feature = "debug-vm")]
         crate::debug::check_free_block(zone, pfn, order)?;
-        // SAFETY: `zone_of` found `pfn` in this zone's span (hot.rs, F).
-        match unsafe { zone.frame_of(pfn) }.claim_unreferenced(order) {
-            Ok(_) => Ok(zone),
+        // SAFETY: `idx` is the index of `pfn`, which the zone spans (hot.rs, F).
+        let frame = unsafe { zone.frame_at(idx) };
+        match frame.claim_unreferenced(order) {
+            Ok(_) => Ok(Claimed { zone, frame, idx }),
             Err(Unclaimed::Referenced(refs)) => Err(FreeError::StillReferenced { pfn, refs }),
             Err(Unclaimed::Was(info)) => Err(diagnose_bad_free(zone, pfn, order, info)),
         }

@@ -114,24 +114,39 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         {
             return None;
         }
-        self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt)
+        Some(self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt))
     }
 
     /// Lock a pageset on the local allocation or free path: only try under
     /// [`PcpLocking::SpinlockTrylock`] (a busy pageset sends the caller to the zone, as the
     /// kernel does), wait under [`PcpLocking::LocalIrqOff`].
-    #[inline]
+    ///
+    /// Both forms start with one try (a try, then a wait, takes the lock exactly as the wait
+    /// alone does), so an uncontended pageset costs no policy test; only a busy one looks at
+    /// the locking form, out of line.
+    #[inline(always)]
     pub(crate) fn lock_local_pcp<'a>(
+        &self,
+        slot: &'a crate::pcp::PcpSlot<L>,
+    ) -> Option<crate::sync::MutexGuard<'a, L, PerCpuPages>> {
+        match slot.pcp.try_lock() {
+            Some(g) => Some(g),
+            None => self.lock_local_pcp_busy(slot),
+        }
+    }
+
+    /// [`Self::lock_local_pcp`] after its first try found the pageset busy: give up and count
+    /// it under [`PcpLocking::SpinlockTrylock`], wait under [`PcpLocking::LocalIrqOff`].
+    #[cold]
+    #[inline(never)]
+    fn lock_local_pcp_busy<'a>(
         &self,
         slot: &'a crate::pcp::PcpSlot<L>,
     ) -> Option<crate::sync::MutexGuard<'a, L, PerCpuPages>> {
         match self.policy.pcp_locking {
             PcpLocking::SpinlockTrylock => {
-                let g = slot.pcp.try_lock();
-                if g.is_none() {
-                    self.counters.add_shared(Counter::PcpTrylockFail, 1);
-                }
-                g
+                self.counters.add_shared(Counter::PcpTrylockFail, 1);
+                None
             }
             PcpLocking::LocalIrqOff => Some(slot.pcp.lock()),
         }
@@ -139,7 +154,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 
     /// Take the head block of a non-empty list without refilling; `None` (and no state
     /// change) if the pageset is busy or the list is empty. The fast lane of `alloc_pages`.
-    #[inline]
+    #[inline(always)]
     #[allow(unsafe_code)]
     pub(crate) fn pcp_take(
         &self,
@@ -157,11 +172,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             return None;
         }
         pcp.note_alloc(self.pcp_fast.alloc_decay);
-        self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt)
+        Some(self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt))
     }
 
-    /// Pop the head block of list `pindex` and hand it out (`None` only if it is empty) (the hit
-    /// half of `__rmqueue_pcplist`).
+    /// Pop the head block of list `pindex`, which the caller has seen is not empty (tested,
+    /// or just refilled), and hand it out (the hit half of `__rmqueue_pcplist`).
     #[inline(always)]
     #[allow(clippy::too_many_arguments, unsafe_code)]
     fn pcp_pop(
@@ -173,11 +188,12 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         order: Order,
         pindex: usize,
         mt: MigrateType,
-    ) -> Option<Pfn> {
+    ) -> Pfn {
         // SAFETY: `pindex` is from `PcpFast::pindex` (hot.rs, L) and the list holds this
         // zone's frames (F).
-        let (idx, next) =
-            unsafe { pcp.list_at(pindex).pop_head_with(frames_unchecked(&zone.mem_map)) }?;
+        let list = unsafe { pcp.list_at(pindex) };
+        // SAFETY: as above (hot.rs, F).
+        let (idx, next) = list.pop_head_nonempty_with(unsafe { frames_unchecked(&zone.mem_map) });
         if E::ENABLED {
             self.touch_pcp_op(cpu, zone, idx, next);
         }
@@ -197,7 +213,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         frame.aux().store(1, crate::sync::Ordering::Relaxed);
         slot.stats.add_locked(Counter::PcpAlloc, 1);
         slot.stats.add_locked(Counter::pgalloc(zone.ztype), order.nr_pages().0);
-        Some(zone.pfn_of(idx))
+        zone.pfn_of(idx)
     }
 
     /// Refill the empty list `pindex` (kernel `__rmqueue_pcplist`'s slow half): size the

@@ -7,9 +7,11 @@ use crate::events::{EventSink, MetaLine, TraceEvent};
 use crate::gfp::AllocFlags;
 use crate::hot::frames_unchecked;
 use crate::list::ListHead;
-use crate::mem_map::{FrameInfo, FrameState, NIL};
+use crate::mem_map::{Frame, FrameInfo, FrameState, NIL};
 use crate::migratetype::MigrateType;
-use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
+use crate::pcp::{
+    AllocDecay, PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER,
+};
 use crate::policy::{
     BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHigh, FreeHighDrain, PgfreeUnit,
     Policy, ReclaimActiveLimit, RefillSizing,
@@ -198,9 +200,18 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Free a claimed block through `cpu`'s pageset when the policy caches its order and the
     /// pageset is available (kernel `free_unref_page`). Returns false when the caller must free
     /// it to the buddy lists instead.
-    #[inline]
+    /// `frame` is `pfn`'s and `idx` its index, as the claim found them.
+    #[inline(always)]
     #[allow(unsafe_code)]
-    pub(crate) fn free_unref_page(&self, cpu: Cpu, zone: &Zone<L>, pfn: Pfn, order: Order) -> bool {
+    pub(crate) fn free_unref_page(
+        &self,
+        cpu: Cpu,
+        zone: &Zone<L>,
+        frame: &Frame,
+        idx: u32,
+        pfn: Pfn,
+        order: Order,
+    ) -> bool {
         // HIGHATOMIC and CMA blocks ride on the MOVABLE list (draining returns them home);
         // ISOLATE blocks go straight to the buddy lists.
         // SAFETY: the caller found `pfn` in `zone` (hot.rs, P).
@@ -209,13 +220,13 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         // SAFETY: the caller checked `cpu` with `owns` (hot.rs, C).
         let slot = unsafe { zone.pcp_at(cpu.id) };
         let Some(mut pcp) = self.lock_local_pcp(slot) else { return false };
-        self.free_unref_page_commit(cpu, zone, slot, &mut pcp, pfn, order, pindex, bits);
+        self.free_unref_page_commit(cpu, zone, slot, &mut pcp, frame, idx, order, pindex, bits);
         true
     }
 
     /// Put the block on its list and drain if the pageset is over its threshold (kernel
-    /// `free_unref_page_commit`). `bits` are the migratetype bits of the block's pageblock,
-    /// read by the caller.
+    /// `free_unref_page_commit`). `frame` is the block's head frame and `idx` its index in
+    /// `zone`; `bits` are the migratetype bits of the block's pageblock, read by the caller.
     #[allow(clippy::too_many_arguments, unsafe_code)]
     #[inline(always)]
     pub(crate) fn free_unref_page_commit(
@@ -224,7 +235,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         zone: &Zone<L>,
         slot: &PcpSlot<L>,
         pcp: &mut PerCpuPages,
-        pfn: Pfn,
+        frame: &Frame,
+        idx: u32,
         order: Order,
         pindex: usize,
         bits: u8,
@@ -239,9 +251,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         };
         slot.stats.add_locked(Counter::Pgfree, pgfree);
         slot.stats.add_locked(Counter::PcpFree, 1);
-        let idx = zone.index_of(pfn);
-        // SAFETY: `pfn` is in `zone` (hot.rs, F).
-        let frame = unsafe { zone.frame_at(idx) };
+        debug_assert!(core::ptr::eq(frame, &zone.mem_map[idx as usize]));
         if !self.cfg.hygiene {
             // ≤ 6.9 caches the block's type at free time and drains it back as that type.
             let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
@@ -258,11 +268,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         pcp.count += 1 << order.0;
         pcp.active = true;
         let free_high = pcp.free_high_decision(policy, order);
-        if matches!(
-            policy.free_batch_sizing,
-            FreeBatchSizing::FreeCount | FreeBatchSizing::FreeCountV1
-        ) && pcp.free_count < pcp.batch_scaled
-        {
+        // The free_count forms (FreeCount, FreeCountV1) are those whose allocations halve it.
+        if self.pcp_fast.alloc_decay == AllocDecay::FreeCount && pcp.free_count < pcp.batch_scaled {
             pcp.free_count += 1 << order.0;
         }
         let zone_flags = zone.flags.load(crate::sync::Ordering::Relaxed);

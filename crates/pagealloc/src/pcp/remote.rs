@@ -96,7 +96,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             let bits = zone.pageblocks.get_bits(pfn);
             match self.pcp_fast.free_pindex(order, bits) {
                 Some(pindex) => {
-                    self.free_unref_page_commit(cpu, zone, slot, pcp, pfn, order, pindex, bits);
+                    self.free_unref_page_commit(
+                        cpu, zone, slot, pcp, frame, idx, order, pindex, bits,
+                    );
                 }
                 // Its pageblock was isolated since: straight to the buddy lists.
                 None => self.free_to_zone(cpu, zone, pfn, order),
