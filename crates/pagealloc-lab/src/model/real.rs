@@ -18,10 +18,11 @@
 //! into per-CPU state ([`PerCpu`](super::PerCpu)) and small shared parts (atomics, or locks
 //! held for bookkeeping only, never across an allocator call) has its CPUs' allocator calls
 //! and touches overlap as a kernel's do, so zone-lock and pageset contention is real here:
-//! page-fault1 is. The others still keep every CPU's state in one object behind
-//! [`Serial`](super::Serial)'s lock, so their steps, allocator calls included, take turns,
-//! and only the work a step asked for (`Ctx::work`), its sleep and its wait run in parallel
-//! (docs/performance.md lists which workloads are which, and why).
+//! page-fault1 is, and trunc (whose two tasks run one after the other). The others still
+//! keep every CPU's state in one object behind [`Serial`](super::Serial)'s lock, so their
+//! steps, allocator calls included, take turns, and only the work a step asked for
+//! (`Ctx::work`), its sleep and its wait run in parallel (docs/performance.md lists which
+//! workloads are which, and why).
 //!
 //! # Ticks
 //!
@@ -783,5 +784,23 @@ mod tests {
         let mut w = Serial::new(Overlap::new(page_fault1(0.02)));
         runner(2).run(&mut w, &mut |_| {}).unwrap();
         assert_eq!(w.into_inner().most.load(Ordering::SeqCst), 1);
+    }
+
+    /// trunc on two threads, with the seeds that put `cat` and `rm` on one CPU and on two
+    /// (the page cache handed over between threads): every page read in is truncated and
+    /// comes back.
+    #[test]
+    fn trunc_hands_its_cache_between_threads_and_every_page_comes_back() {
+        let info = workload::find("trunc").unwrap();
+        let params = info.params(&["files=1".into(), "file_mib=4".into()], 1.0).unwrap();
+        let mut placements = Vec::new();
+        for seed in 1..=6 {
+            let mut r = seeded_runner(2, seed);
+            placements.push((info.build)(&params).start(&r.info()).unwrap().len());
+            let o = r.run((info.build)(&params).as_mut(), &mut |_| {}).unwrap();
+            assert_eq!((o.ops.allocs, o.ops.frees, o.ops.alloc_failures), (1024, 1024, 0));
+            assert!(metric(&o, "elapsed") > 0.0, "{:?}", o.workload);
+        }
+        assert!(placements.contains(&1) && placements.contains(&2), "{placements:?}");
     }
 }
