@@ -159,9 +159,9 @@ pub enum Next {
 
 /// A workload: the runners drive it one step at a time per CPU. The model runs one step at a
 /// time on one thread; the real runner runs the steps of different CPUs at once on OS
-/// threads, so a workload synchronises its own state — per-CPU parts, and small shared parts
-/// behind their own locks — and holds none of its locks across an allocator call, so that
-/// calls of two CPUs overlap as they do in a kernel. A workload that keeps every CPU's state
+/// threads, so a workload synchronises its own state — per-CPU parts ([`PerCpu`]), and small
+/// shared parts behind atomics or their own locks — and holds no shared lock across an
+/// allocator call, so that calls of two CPUs overlap as they do in a kernel. A workload that keeps every CPU's state
 /// in one object implements [`SerialWorkload`] instead and runs wrapped in [`Serial`], whose
 /// steps take turns.
 pub trait Workload: Send + Sync {
@@ -242,6 +242,40 @@ impl<W: SerialWorkload> Workload for Serial<W> {
     }
     fn slab_setup(&self) -> SlabSetup {
         self.get().slab_setup()
+    }
+}
+
+/// The per-CPU part of a [`Workload`]'s state: one lock per CPU, taken by that CPU's steps
+/// (which never run at the same time as each other, so the lock is never contended during a
+/// run and may be held across allocator calls) and by the calls after the run.
+#[derive(Debug, Default)]
+pub struct PerCpu<T>(Vec<std::sync::Mutex<T>>);
+
+impl<T> PerCpu<T> {
+    /// One part per CPU, CPU 0 first.
+    pub fn new(parts: impl IntoIterator<Item = T>) -> PerCpu<T> {
+        PerCpu(parts.into_iter().map(std::sync::Mutex::new).collect())
+    }
+
+    /// CPU `cpu`'s part, for its step; an error for a CPU the workload did not set up (a
+    /// runner bug), never a panic.
+    pub fn get(&self, cpu: u32) -> Result<std::sync::MutexGuard<'_, T>> {
+        let m = self.0.get(cpu as usize).ok_or_else(|| anyhow!("no state for cpu {cpu}"))?;
+        // Poisoned only when a step panicked; the runner reports that panic.
+        Ok(m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Every CPU's part, CPU 0 first, without locking (the run is over or not started).
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.0.iter_mut().map(|m| m.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Every CPU's part in turn, CPU 0 first, each locked while `f` reads it.
+    pub fn each<R>(&self, mut f: impl FnMut(&T) -> R) -> Vec<R> {
+        self.0
+            .iter()
+            .map(|m| f(&m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)))
+            .collect()
     }
 }
 

@@ -73,6 +73,13 @@
 //! `build_time` is then the mean of the builds' times (LKP's per-iteration mean over
 //! instances); `cgroups = 1` without a limit is the single build, unchanged.
 //!
+//! State: each slot's and each build's state is behind its own lock, each CPU's fork/reap
+//! requests and RCU callbacks are queues of their own, counters and sleep flags atomic, and
+//! no lock is held across an allocator call (a step takes its process out of the slot; a
+//! cgroup charge hands back the pages it reclaims, freed after the build's lock). So on the
+//! real runner's threads the CPUs' allocator calls overlap as in a kernel, while the model,
+//! stepping one CPU at a time, makes the same decisions as with one object.
+//!
 //! Known biases: one task per slot CPU, never migrating (≈ 10 K migrations/s machine-wide
 //! in the real run are not modelled); the parents never migrate either (make on one CPU, each
 //! slot's shell and driver on one other); hyperthread siblings share no pipeline (the 112 busy
@@ -87,6 +94,9 @@
 //! one link (kallsyms relinks, objtool on vmlinux.o) are folded into that one link.
 
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering::{self, SeqCst};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
@@ -96,7 +106,7 @@ use pagealloc_testkit::rng::Rng;
 use super::memcg::Memcg;
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
-use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
+use crate::model::{Ctx, ModelInfo, Next, PerCpu, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -105,7 +115,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               faulting anon memory and freeing it all at exit",
     params: PARAMS,
     default_machine: "spr-2s-224",
-    build: |p| Box::new(Serial::new(Kbuild::new(p))),
+    build: |p| Box::new(Kbuild::new(p)),
     fit,
 };
 
@@ -573,6 +583,22 @@ struct Proc {
 /// A finished process's anon, page-table and slab-object lists, kept for the next one.
 type Spare = (Vec<Pfn>, Vec<Pfn>, Vec<Obj>);
 
+/// A make job slot's state that changes: the slot's CPU runs its processes, and with `fork`
+/// the parent CPU takes the waiting process out for its fork and puts it back.
+#[derive(Debug, Default)]
+struct SlotState {
+    /// Its process waits for its fork.
+    waiting: bool,
+    /// Processes of the current job still to start.
+    queue: VecDeque<ProcSpec>,
+    /// The running process (taken out while a step runs it, or its parent forks it).
+    cur: Option<Proc>,
+    /// Vectors kept for reuse across processes (a job's anon list is ≈ 20 K entries).
+    spare: Option<Spare>,
+    /// This slot is running the final link.
+    linking: bool,
+}
+
 /// A make job slot: runs one job's processes after another.
 #[derive(Debug)]
 struct Slot {
@@ -581,21 +607,15 @@ struct Slot {
     build: usize,
     /// The CPU the job's shell and compiler driver run on (with `fork`).
     parent: u32,
-    /// Its process waits for its fork.
-    waiting: bool,
-    /// Processes of the current job still to start.
-    queue: VecDeque<ProcSpec>,
-    /// The running process.
-    cur: Option<Proc>,
-    /// Vectors kept for reuse across processes (a job's anon list is ≈ 20 K entries).
-    spare: Option<Spare>,
-    /// This slot is running the final link.
-    linking: bool,
-    done: bool,
+    /// Nothing left to run (read by the parents' CPUs deciding whether to wait for it).
+    done: AtomicBool,
+    /// Locked for bookkeeping only, never across an allocator call.
+    state: Mutex<SlotState>,
 }
 
 /// One of the builds run side by side (`cgroups`): its make, its share of the jobs, its
-/// link and its memory cgroup.
+/// link and its memory cgroup. Its slots on every CPU share it, under a lock held for
+/// bookkeeping only (a charge's reclaim frees its pages after the lock is let go).
 #[derive(Debug)]
 struct Build {
     /// Its next job and the end of its share, in the whole run's job numbering.
@@ -605,15 +625,41 @@ struct Build {
     jobs: u64,
     jobs_done: u64,
     link_done: bool,
-    /// The CPU its make runs on: its first slot's parent CPU.
-    make_cpu: u32,
     /// When its last slot finished, ps: its build time.
     end_ps: u64,
     /// Every page it allocates is charged here; its page cache is the reclaimable part.
     memcg: Memcg,
 }
 
-/// One run.
+/// The run's counters, added to by every CPU.
+#[derive(Debug, Default)]
+struct Counters {
+    processes: AtomicU64,
+    faults: AtomicU64,
+    /// Page-cache pages written (reclaimed ones included).
+    cache_pages: AtomicU64,
+    failed: AtomicU64,
+    /// Objects freed by RCU callbacks.
+    rcu_frees: AtomicU64,
+    /// Objects freed on another CPU than the one that allocated them.
+    remote_frees: AtomicU64,
+}
+
+/// Add one to a counter (its total is read after the run).
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// `m` locked; poisoned only when a step panicked, which the runner reports.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One run. Its state is split so that the real runner's CPUs step at the same time: each
+/// slot's and each build's state behind its own lock, each CPU's requests and RCU callbacks
+/// in their own queues, counters and sleep flags atomic; no lock is held across an allocator
+/// call, so the allocator calls of two CPUs overlap as in a kernel. The model steps one CPU
+/// at a time, which makes every lock uncontended and the decisions those of one object.
 #[derive(Debug)]
 pub struct Kbuild {
     jobs: u64,
@@ -636,16 +682,13 @@ pub struct Kbuild {
     cross: bool,
     /// Grace period, ps.
     rcu_gp: u64,
-    /// Forks and reaps asked of each CPU, in order.
-    requests: Vec<VecDeque<Request>>,
-    /// Each CPU's RCU callbacks with the time they are due, in that order.
-    rcu: Vec<VecDeque<(u64, Rcu)>>,
+    /// Forks and reaps asked of each CPU, in order (children push, the CPU pops).
+    requests: Vec<Mutex<VecDeque<Request>>>,
+    /// Each CPU's RCU callbacks with the time they are due, in that order (its children read
+    /// when the first is due).
+    rcu: Vec<Mutex<VecDeque<(u64, Rcu)>>>,
     /// CPUs whose last step blocked and that nobody has woken since.
-    asleep: Vec<bool>,
-    /// Objects freed by RCU callbacks.
-    rcu_frees: u64,
-    /// Objects freed on another CPU than the one that allocated them.
-    remote_frees: u64,
+    asleep: Vec<AtomicBool>,
     /// VMAs and writable private VMAs of a compiler (and the link), and of a helper.
     vmas: [(u32, u32); 2],
     seed: u64,
@@ -653,20 +696,17 @@ pub struct Kbuild {
     /// Slots of each CPU (a CPU runs its slots in turn when `parallel` exceeds the CPUs).
     cpu_slots: Vec<Vec<usize>>,
     /// Next slot each CPU runs a step of.
-    cpu_turn: Vec<usize>,
-    jobs_running: u64,
+    cpu_turn: PerCpu<usize>,
     /// Builds side by side (`cgroups`), made by `start`.
     nr_builds: u32,
-    builds: Vec<Build>,
+    builds: Vec<Mutex<Build>>,
+    /// The CPU each build's make runs on: its first slot's parent CPU.
+    make_cpu: Vec<u32>,
     /// memory.max of each build's cgroup, pages (0: none).
     memcg_limit: u64,
     /// Reclaim's work per page, ps.
     reclaim_page: u64,
-    processes: u64,
-    faults: u64,
-    /// Page-cache pages written (reclaimed ones included).
-    cache_pages: u64,
-    failed: u64,
+    counts: Counters,
 }
 
 impl Kbuild {
@@ -695,8 +735,6 @@ impl Kbuild {
             requests: Vec::new(),
             rcu: Vec::new(),
             asleep: Vec::new(),
-            rcu_frees: 0,
-            remote_frees: 0,
             vmas: [
                 (p.get("vmas_compiler").round() as u32, p.get("anon_vmas_compiler").round() as u32),
                 (p.get("vmas_helper").round() as u32, p.get("anon_vmas_helper").round() as u32),
@@ -704,16 +742,13 @@ impl Kbuild {
             seed: 0,
             slots: Vec::new(),
             cpu_slots: Vec::new(),
-            cpu_turn: Vec::new(),
-            jobs_running: 0,
+            cpu_turn: PerCpu::default(),
             nr_builds: p.count("cgroups") as u32,
             builds: Vec::new(),
+            make_cpu: Vec::new(),
             memcg_limit: (p.get("memcg_limit_mib") * 256.0).round() as u64,
             reclaim_page: ns(p.get("reclaim_page_ns")),
-            processes: 0,
-            faults: 0,
-            cache_pages: 0,
-            failed: 0,
+            counts: Counters::default(),
         }
     }
 
@@ -748,44 +783,39 @@ impl Kbuild {
     }
 
     /// Allocate a page for build `b` and charge it to the build's cgroup, which may first
-    /// reclaim the cgroup's oldest page cache on this CPU (§1.5).
-    fn alloc(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        b: usize,
-        gfp: Gfp,
-        order: Order,
-    ) -> Result<Option<Pfn>> {
+    /// reclaim the cgroup's oldest page cache on this CPU (§1.5): the pages are taken off
+    /// the cgroup under its build's lock and freed after it.
+    fn alloc(&self, ctx: &mut Ctx<'_>, b: usize, gfp: Gfp, order: Order) -> Result<Option<Pfn>> {
         let p = match self.mem_node {
             Some(n) => ctx.alloc_node(n, gfp, order),
             None => ctx.alloc(gfp, order),
         };
         if p.is_none() {
-            self.failed += 1;
+            bump(&self.counts.failed);
             return Ok(None);
         }
-        let work = self.reclaim_page;
-        self.builds[b].memcg.charge(order.nr_pages().0, |page| {
-            ctx.work(work);
-            ctx.free(page, Order(0))
-        })?;
+        let reclaimed = lock(&self.builds[b]).memcg.charge(order.nr_pages().0);
+        for page in reclaimed {
+            ctx.work(self.reclaim_page);
+            ctx.free(page, Order(0))?;
+        }
         Ok(p)
     }
 
     /// Free a page of build `b` and uncharge it.
-    fn free(&mut self, ctx: &mut Ctx<'_>, b: usize, page: Pfn, order: Order) -> Result<()> {
-        self.builds[b].memcg.uncharge(order.nr_pages().0);
+    fn free(&self, ctx: &mut Ctx<'_>, b: usize, page: Pfn, order: Order) -> Result<()> {
+        lock(&self.builds[b]).memcg.uncharge(order.nr_pages().0);
         ctx.free(page, order)
     }
 
     /// Start the slot's next process, taking a new job (or the link) when its job is over.
     /// Returns false when the slot has nothing left to do.
-    fn start_next(&mut self, s: usize) -> bool {
-        let slot = &mut self.slots[s];
+    fn start_next(&self, s: usize, slot: &mut SlotState) -> bool {
+        let b = self.slots[s].build;
         let spec = match slot.queue.pop_front() {
             Some(spec) => spec,
             None => {
-                let build = &mut self.builds[slot.build];
+                let mut build = lock(&self.builds[b]);
                 if slot.linking {
                     build.link_done = true;
                     slot.linking = false;
@@ -794,23 +824,22 @@ impl Kbuild {
                 if build.next_job < build.end_job {
                     let j = build.next_job;
                     build.next_job += 1;
-                    self.jobs_running += 1;
+                    drop(build);
                     let mut q = self.job(j);
                     let Some(first) = q.pop_front() else { return false };
-                    self.slots[s].queue = q;
+                    slot.queue = q;
                     first
                 } else {
                     return false;
                 }
             }
         };
-        let slot = &mut self.slots[s];
         let (mut anon, mut tables, mut objs) = slot.spare.take().unwrap_or_default();
         anon.clear();
         tables.clear();
         objs.clear();
         anon.reserve(spec.anon as usize);
-        let parent = if spec.by_make { self.builds[slot.build].make_cpu } else { slot.parent };
+        let parent = if spec.by_make { self.make_cpu[b] } else { self.slots[s].parent };
         slot.cur = Some(Proc {
             spec,
             phase: if self.cross { Phase::Fork } else { Phase::Exec },
@@ -822,21 +851,19 @@ impl Kbuild {
             objs,
             parent,
         });
-        self.processes += 1;
+        bump(&self.counts.processes);
         true
     }
 
     /// The slot's job ended with its last process: count it, and start the link if it was
     /// the build's last job.
-    fn job_finished(&mut self, s: usize) {
-        if self.slots[s].linking {
+    fn job_finished(&self, s: usize, slot: &mut SlotState) {
+        if slot.linking {
             return;
         }
-        self.jobs_running -= 1;
-        let build = &mut self.builds[self.slots[s].build];
+        let mut build = lock(&self.builds[self.slots[s].build]);
         build.jobs_done += 1;
         if build.jobs_done == build.jobs && self.link_pages > 0 && !build.link_done {
-            let slot = &mut self.slots[s];
             slot.linking = true;
             let (vmas, anon_vmas) = self.vmas[0];
             slot.queue.push_back(ProcSpec {
@@ -853,7 +880,7 @@ impl Kbuild {
     /// then a vm_area_struct per VMA and an anon_vma with its chain per writable private one.
     /// With `fork`, only exec's part: the new cred (the forked one is put through RCU on this
     /// CPU, `commit_creds`), the mm_struct and the VMAs.
-    fn exec_objects(&mut self, ctx: &mut Ctx<'_>, p: &mut Proc) -> Result<()> {
+    fn exec_objects(&self, ctx: &mut Ctx<'_>, p: &mut Proc) -> Result<()> {
         if !self.slab {
             return Ok(());
         }
@@ -863,7 +890,7 @@ impl Kbuild {
             if let Some(i) = p.objs.iter().position(|o| o.0 == CRED) {
                 let old = p.objs.remove(i);
                 let due = ctx.now().saturating_add(self.rcu_gp);
-                self.rcu[ctx.cpu() as usize].push_back((due, Rcu::Free(old)));
+                self.queue_rcu(ctx.cpu() as usize, due, Rcu::Free(old));
             }
             vec![CRED, MM_STRUCT]
         } else {
@@ -878,7 +905,7 @@ impl Kbuild {
 
     /// Allocate one object of each of `caches` on this CPU for `p`.
     fn alloc_objects(
-        &mut self,
+        &self,
         ctx: &mut Ctx<'_>,
         p: &mut Proc,
         caches: impl Iterator<Item = CacheId>,
@@ -886,23 +913,23 @@ impl Kbuild {
         for c in caches {
             match ctx.slab_alloc(c, GFP_SLAB, self.mem_node)? {
                 Some(o) => p.objs.push((c, o, ctx.cpu())),
-                None => self.failed += 1,
+                None => bump(&self.counts.failed),
             }
         }
         Ok(())
     }
 
     /// Free one object on this CPU, counting it if another CPU allocated it.
-    fn free_obj(&mut self, ctx: &mut Ctx<'_>, (c, o, from): Obj) -> Result<()> {
+    fn free_obj(&self, ctx: &mut Ctx<'_>, (c, o, from): Obj) -> Result<()> {
         if from != ctx.cpu() {
-            self.remote_frees += 1;
+            bump(&self.counts.remote_frees);
         }
         ctx.slab_free(c, o)
     }
 
     /// Free the objects of `objs` whose cache `which` picks, newest first; keep the rest.
     fn free_objects(
-        &mut self,
+        &self,
         ctx: &mut Ctx<'_>,
         objs: &mut Vec<Obj>,
         which: impl Fn(CacheId) -> bool,
@@ -920,33 +947,50 @@ impl Kbuild {
     }
 
     /// Wake CPU `x` if it blocked and nobody woke it since (not this CPU: it is running).
-    fn wake(&mut self, x: u32, ctx: &mut Ctx<'_>) {
-        if x != ctx.cpu() && self.asleep.get(x as usize).copied().unwrap_or(false) {
-            self.asleep[x as usize] = false;
+    /// The caller has already made the change `x` waits for: `x` sets its flag before it
+    /// looks for work a last time ([`idle`](Self::idle)), so one of the two sees the other.
+    fn wake(&self, x: u32, ctx: &mut Ctx<'_>) {
+        if x != ctx.cpu() && self.asleep.get(x as usize).is_some_and(|a| a.swap(false, SeqCst)) {
             ctx.wake(x, ctx.now());
         }
+    }
+
+    /// Queue an RCU callback on CPU `c`, due at `due`.
+    fn queue_rcu(&self, c: usize, due: u64, cb: Rcu) {
+        lock(&self.rcu[c]).push_back((due, cb));
+    }
+
+    /// When CPU `c`'s first RCU callback is due, if it has one.
+    fn rcu_due(&self, c: usize) -> Option<u64> {
+        self.rcu.get(c).and_then(|q| lock(q).front().map(|r| r.0))
     }
 
     /// Slot `s`'s parents (its shell's CPU and make's) run their RCU callbacks on time: an
     /// idle CPU with callbacks keeps its tick, which the model stands in for by waking it
     /// from the child's steps once one is due.
-    fn kick_parents(&mut self, s: usize, ctx: &mut Ctx<'_>) {
-        for x in [self.slots[s].parent, self.builds[self.slots[s].build].make_cpu] {
-            let due = self.rcu.get(x as usize).and_then(|q| q.front()).map_or(u64::MAX, |r| r.0);
-            if due <= ctx.now() {
+    fn kick_parents(&self, s: usize, ctx: &mut Ctx<'_>) {
+        for x in [self.slots[s].parent, self.make_cpu[self.slots[s].build]] {
+            if self.rcu_due(x as usize).is_some_and(|due| due <= ctx.now()) {
                 self.wake(x, ctx);
             }
         }
     }
 
-    /// Run CPU `c`'s RCU callbacks that are due.
-    fn run_rcu(&mut self, c: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+    /// Run CPU `c`'s RCU callbacks that are due, each taken off the queue before it runs.
+    fn run_rcu(&self, c: usize, ctx: &mut Ctx<'_>) -> Result<()> {
         let now = ctx.now();
-        while self.rcu[c].front().is_some_and(|r| r.0 <= now) {
-            let Some((_, cb)) = self.rcu[c].pop_front() else { break };
+        loop {
+            let cb = {
+                let mut q = lock(&self.rcu[c]);
+                if q.front().is_none_or(|r| r.0 > now) {
+                    break;
+                }
+                let Some((_, cb)) = q.pop_front() else { break };
+                cb
+            };
             match cb {
                 Rcu::Free(o) => {
-                    self.rcu_frees += 1;
+                    bump(&self.counts.rcu_frees);
                     self.free_obj(ctx, o)?;
                 }
                 Rcu::PutTask(objs) => {
@@ -955,9 +999,9 @@ impl Kbuild {
                     let due = ctx.now().saturating_add(self.rcu_gp);
                     for o in objs.into_iter().rev() {
                         if o.0 == CRED {
-                            self.rcu[c].push_back((due, Rcu::Free(o)));
+                            self.queue_rcu(c, due, Rcu::Free(o));
                         } else {
-                            self.rcu_frees += 1;
+                            bump(&self.counts.rcu_frees);
                             self.free_obj(ctx, o)?;
                         }
                     }
@@ -968,8 +1012,9 @@ impl Kbuild {
     }
 
     /// Serve one fork or reap asked of CPU `c`; false if there was none.
-    fn serve(&mut self, c: usize, ctx: &mut Ctx<'_>) -> Result<bool> {
-        match self.requests[c].pop_front() {
+    fn serve(&self, c: usize, ctx: &mut Ctx<'_>) -> Result<bool> {
+        let request = lock(&self.requests[c]).pop_front();
+        match request {
             Some(Request::Fork(s)) => self.fork(s, ctx)?,
             Some(Request::Reap(objs)) => self.reap(c, objs, ctx)?,
             None => return Ok(false),
@@ -979,68 +1024,88 @@ impl Kbuild {
 
     /// copy_process for slot `s`'s waiting process, on this (the parent's) CPU; the child
     /// then runs on its slot's CPU.
-    fn fork(&mut self, s: usize, ctx: &mut Ctx<'_>) -> Result<()> {
-        let Some(mut p) = self.slots[s].cur.take() else { return Ok(()) };
+    fn fork(&self, s: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+        let slot = &self.slots[s];
+        let Some(mut p) = lock(&slot.state).cur.take() else { return Ok(()) };
         self.alloc_objects(ctx, &mut p, (0..FORKED as u16).map(CacheId))?;
         p.phase = Phase::Exec;
-        let slot = &mut self.slots[s];
-        slot.cur = Some(p);
-        slot.waiting = false;
-        let cpu = slot.cpu;
-        self.wake(cpu, ctx);
+        {
+            let mut st = lock(&slot.state);
+            st.cur = Some(p);
+            st.waiting = false;
+        }
+        self.wake(slot.cpu, ctx);
         Ok(())
     }
 
     /// release_task on CPU `c`, the parent's: the sighand is freed at once, the pid
     /// (`free_pid`) and the task (`delayed_put_task_struct`, with its signal and cred) after a
     /// grace period, by callbacks on this CPU.
-    fn reap(&mut self, c: usize, objs: Vec<Obj>, ctx: &mut Ctx<'_>) -> Result<()> {
+    fn reap(&self, c: usize, objs: Vec<Obj>, ctx: &mut Ctx<'_>) -> Result<()> {
         let due = ctx.now().saturating_add(self.rcu_gp);
         let mut task = Vec::with_capacity(objs.len());
         for o in objs {
             if o.0 == SIGHAND {
                 self.free_obj(ctx, o)?;
             } else if o.0 == PID {
-                self.rcu[c].push_back((due, Rcu::Free(o)));
+                self.queue_rcu(c, due, Rcu::Free(o));
             } else {
                 task.push(o);
             }
         }
-        self.rcu[c].push_back((due, Rcu::PutTask(task)));
+        self.queue_rcu(c, due, Rcu::PutTask(task));
         Ok(())
+    }
+
+    /// Whether CPU `c` has a request to serve or a slot it can run a step of.
+    fn has_work(&self, c: usize) -> bool {
+        !lock(&self.requests[c]).is_empty()
+            || self.cpu_slots[c]
+                .iter()
+                .any(|&s| !self.slots[s].done.load(SeqCst) && !lock(&self.slots[s].state).waiting)
     }
 
     /// What CPU `c` does with nothing to run: wait for the fork it asked for, or, as a parent,
     /// for its children's exits (they wake it); then run its last RCU callbacks, and finish.
-    fn idle(&mut self, c: usize) -> Next {
+    /// Before it blocks it marks itself asleep and looks once more: on real threads a child
+    /// may have asked for something since this step looked, before the flag was set, and
+    /// would not have woken it (the model steps one CPU at a time, so there it never has).
+    fn idle(&self, c: usize) -> Next {
         if !self.cross {
             return Next::Done;
         }
-        let waits = self.cpu_slots[c].iter().any(|&s| !self.slots[s].done);
+        let waits = self.cpu_slots[c].iter().any(|&s| !self.slots[s].done.load(SeqCst));
         let parent = self.slots.iter().any(|s| {
-            !s.done && (s.parent as usize == c || self.builds[s.build].make_cpu as usize == c)
+            !s.done.load(SeqCst) && (s.parent as usize == c || self.make_cpu[s.build] as usize == c)
         });
         if waits || parent {
-            self.asleep[c] = true;
+            self.asleep[c].store(true, SeqCst);
+            fence(SeqCst);
+            if self.has_work(c) {
+                self.asleep[c].store(false, SeqCst);
+                return Next::Continue;
+            }
             return Next::Block;
         }
-        match self.rcu[c].front() {
-            Some(&(due, _)) => Next::SleepUntil(due),
-            None => Next::Done,
-        }
+        self.rcu_due(c).map_or(Next::Done, Next::SleepUntil)
     }
 
-    /// One step of slot `s`'s running process.
-    fn run_proc(&mut self, s: usize, ctx: &mut Ctx<'_>) -> Result<()> {
-        let Some(mut p) = self.slots[s].cur.take() else { return Ok(()) };
-        let b = self.slots[s].build;
+    /// One step of slot `s`'s running process, taken out of the slot while it runs (its
+    /// allocator calls hold no lock).
+    fn run_proc(&self, s: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+        let slot = &self.slots[s];
+        let Some(mut p) = lock(&slot.state).cur.take() else { return Ok(()) };
+        let b = slot.build;
         match p.phase {
             Phase::Fork => {
-                // Ask the parent to fork it, and wait.
+                // Back in the slot, waiting, before the parent can see the request.
                 let parent = p.parent;
-                self.requests[parent as usize].push_back(Request::Fork(s));
-                self.slots[s].waiting = true;
-                self.slots[s].cur = Some(p);
+                {
+                    let mut st = lock(&slot.state);
+                    st.waiting = true;
+                    st.cur = Some(p);
+                }
+                lock(&self.requests[parent as usize]).push_back(Request::Fork(s));
                 self.wake(parent, ctx);
                 return Ok(());
             }
@@ -1069,7 +1134,7 @@ impl Kbuild {
                     ctx.touch(page, 4096);
                     p.anon.push(page);
                 }
-                self.faults += 1;
+                bump(&self.counts.faults);
                 p.count += 1;
                 if p.count >= p.spec.anon {
                     p.count = 0;
@@ -1080,8 +1145,8 @@ impl Kbuild {
                 if p.count < p.spec.obj {
                     if let Some(page) = self.alloc(ctx, b, Gfp::HIGHUSER_MOVABLE, Order(0))? {
                         ctx.touch(page, 4096);
-                        self.builds[b].memcg.add_cache(ctx.cpu(), page);
-                        self.cache_pages += 1;
+                        lock(&self.builds[b]).memcg.add_cache(ctx.cpu(), page);
+                        bump(&self.counts.cache_pages);
                     }
                     ctx.work(self.write_page);
                     p.count += 1;
@@ -1105,48 +1170,54 @@ impl Kbuild {
                     p.phase = Phase::ExitTables;
                 }
             }
-            Phase::ExitTables => {
-                // exit_mmap: free_pgtables unlinks the anon_vmas, then the page tables go,
-                // then remove_vma frees each VMA; __mmdrop frees the PGD, then the mm.
-                self.free_objects(ctx, &mut p.objs, |c| c == ANON_VMA_CHAIN || c == ANON_VMA)?;
-                let mut tables = std::mem::take(&mut p.tables);
-                for t in tables.drain(..) {
-                    self.free(ctx, b, t, Order(0))?;
-                }
-                p.tables = tables;
-                self.free_objects(ctx, &mut p.objs, |c| c == VM_AREA)?;
-                if let Some(pgd) = p.pgd.take() {
-                    self.free(ctx, b, pgd, PGD_ORDER)?;
-                }
-                self.free_objects(ctx, &mut p.objs, |c| c == MM_STRUCT)?;
-                if self.cross {
-                    // exit_files and exit_fs here; the zombie's task_struct, pid, cred,
-                    // sighand and signal go to the parent, which reaps it.
-                    self.free_objects(ctx, &mut p.objs, |c| c == FILES || c == FS)?;
-                    let zombie = std::mem::take(&mut p.objs);
-                    self.requests[p.parent as usize].push_back(Request::Reap(zombie));
-                    self.wake(p.parent, ctx);
-                } else {
-                    // Then files, fs, sighand, signal, cred, pid and the task_struct itself.
-                    self.free_objects(ctx, &mut p.objs, |_| true)?;
-                }
-                self.slots[s].spare = Some((
-                    std::mem::take(&mut p.anon),
-                    std::mem::take(&mut p.tables),
-                    std::mem::take(&mut p.objs),
-                ));
-                if self.slots[s].queue.is_empty() {
-                    self.job_finished(s);
-                }
-                return Ok(());
-            }
+            Phase::ExitTables => return self.exit_tables(s, p, ctx),
         }
-        self.slots[s].cur = Some(p);
+        lock(&slot.state).cur = Some(p);
+        Ok(())
+    }
+
+    /// The end of `p`'s exit on slot `s`: exit_mmap and __mmdrop; with `fork` the zombie
+    /// goes to its parent to be reaped. Its lists are kept in the slot for the next process.
+    fn exit_tables(&self, s: usize, mut p: Proc, ctx: &mut Ctx<'_>) -> Result<()> {
+        let b = self.slots[s].build;
+        // exit_mmap: free_pgtables unlinks the anon_vmas, then the page tables go,
+        // then remove_vma frees each VMA; __mmdrop frees the PGD, then the mm.
+        self.free_objects(ctx, &mut p.objs, |c| c == ANON_VMA_CHAIN || c == ANON_VMA)?;
+        let mut tables = std::mem::take(&mut p.tables);
+        for t in tables.drain(..) {
+            self.free(ctx, b, t, Order(0))?;
+        }
+        p.tables = tables;
+        self.free_objects(ctx, &mut p.objs, |c| c == VM_AREA)?;
+        if let Some(pgd) = p.pgd.take() {
+            self.free(ctx, b, pgd, PGD_ORDER)?;
+        }
+        self.free_objects(ctx, &mut p.objs, |c| c == MM_STRUCT)?;
+        if self.cross {
+            // exit_files and exit_fs here; the zombie's task_struct, pid, cred,
+            // sighand and signal go to the parent, which reaps it.
+            self.free_objects(ctx, &mut p.objs, |c| c == FILES || c == FS)?;
+            let zombie = std::mem::take(&mut p.objs);
+            lock(&self.requests[p.parent as usize]).push_back(Request::Reap(zombie));
+            self.wake(p.parent, ctx);
+        } else {
+            // Then files, fs, sighand, signal, cred, pid and the task_struct itself.
+            self.free_objects(ctx, &mut p.objs, |_| true)?;
+        }
+        let mut st = lock(&self.slots[s].state);
+        st.spare = Some((
+            std::mem::take(&mut p.anon),
+            std::mem::take(&mut p.tables),
+            std::mem::take(&mut p.objs),
+        ));
+        if st.queue.is_empty() {
+            self.job_finished(s, &mut st);
+        }
         Ok(())
     }
 }
 
-impl SerialWorkload for Kbuild {
+impl Workload for Kbuild {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         if let Some(n) = self.mem_node {
             if n >= info.nr_nodes {
@@ -1175,56 +1246,50 @@ impl SerialWorkload for Kbuild {
         let n = cpus.len() as u64;
         let j = u64::from(self.parallel);
         self.cpu_slots = vec![Vec::new(); info.nr_cpus as usize];
-        self.slots = (0..j)
-            .map(|i| {
-                let cpu = cpus[((i % n) * n / j.min(n)) as usize % cpus.len()];
-                Slot {
-                    cpu,
-                    // Dealt round the builds: make does not pick CPUs, so every build's
-                    // tasks spread over the machine as one build's do.
-                    build: (i % nb) as usize,
-                    parent: cpu,
-                    waiting: false,
-                    queue: VecDeque::new(),
-                    cur: None,
-                    spare: None,
-                    linking: false,
-                    done: false,
-                }
+        let slot_cpus: Vec<u32> =
+            (0..j).map(|i| cpus[((i % n) * n / j.min(n)) as usize % cpus.len()]).collect();
+        for (i, &c) in slot_cpus.iter().enumerate() {
+            self.cpu_slots[c as usize].push(i);
+        }
+        self.cpu_turn = PerCpu::new(vec![0; info.nr_cpus as usize]);
+        let mut running = slot_cpus.clone();
+        let mut parents = slot_cpus.clone();
+        if self.cross {
+            parents = parent_cpus(&slot_cpus, &info.cpu_node);
+            running.extend(&parents);
+            let n = info.nr_cpus as usize;
+            self.requests = (0..n).map(|_| Mutex::default()).collect();
+            self.rcu = (0..n).map(|_| Mutex::default()).collect();
+            self.asleep = (0..n).map(|_| AtomicBool::new(false)).collect();
+        }
+        self.slots = slot_cpus
+            .iter()
+            .zip(&parents)
+            .enumerate()
+            .map(|(i, (&cpu, &parent))| Slot {
+                cpu,
+                // Dealt round the builds: make does not pick CPUs, so every build's tasks
+                // spread over the machine as one build's do.
+                build: (i as u64 % nb) as usize,
+                parent,
+                done: AtomicBool::new(false),
+                state: Mutex::default(),
             })
             .collect();
-        for (i, s) in self.slots.iter().enumerate() {
-            self.cpu_slots[s.cpu as usize].push(i);
-        }
-        self.cpu_turn = vec![0; info.nr_cpus as usize];
-        let mut running: Vec<u32> = self.slots.iter().map(|s| s.cpu).collect();
-        let mut make_cpus = running.clone();
-        if self.cross {
-            let parents = parent_cpus(&running, &info.cpu_node);
-            for (s, &p) in self.slots.iter_mut().zip(&parents) {
-                s.parent = p;
-            }
-            make_cpus.clone_from(&parents);
-            running.extend(parents);
-            let n = info.nr_cpus as usize;
-            self.requests = (0..n).map(|_| VecDeque::new()).collect();
-            self.rcu = (0..n).map(|_| VecDeque::new()).collect();
-            self.asleep = vec![false; n];
-        }
         // Build b has jobs b·jobs/n .. (b+1)·jobs/n and its make on its first slot's parent.
+        self.make_cpu = parents[..nb as usize].to_vec();
         self.builds = (0..nb)
             .map(|b| {
                 let (first, end) = (b * self.jobs / nb, (b + 1) * self.jobs / nb);
-                Build {
+                Mutex::new(Build {
                     next_job: first,
                     end_job: end,
                     jobs: end - first,
                     jobs_done: 0,
                     link_done: false,
-                    make_cpu: make_cpus[b as usize],
                     end_ps: 0,
                     memcg: Memcg::new(self.memcg_limit),
-                }
+                })
             })
             .collect();
         running.sort_unstable();
@@ -1232,40 +1297,51 @@ impl SerialWorkload for Kbuild {
         Ok(running)
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
         let c = ctx.cpu() as usize;
         if self.cross {
             // As a parent first: RCU callbacks that are due, then a fork or a reap.
-            self.asleep[c] = false;
+            self.asleep[c].store(false, SeqCst);
             self.run_rcu(c, ctx)?;
             if self.serve(c, ctx)? {
                 return Ok(Next::Continue);
             }
         }
-        let nr = self.cpu_slots[c].len();
+        let slots = self.cpu_slots.get(c).map_or(&[][..], Vec::as_slice);
+        let nr = slots.len();
         // The CPU's next slot that still has work (round robin: time-sharing when several).
-        let mut pick = None;
-        for k in 0..nr {
-            let s = self.cpu_slots[c][(self.cpu_turn[c] + k) % nr];
-            if !self.slots[s].done && !self.slots[s].waiting {
-                pick = Some((s, (self.cpu_turn[c] + k + 1) % nr));
-                break;
+        let pick = {
+            let mut turn = self.cpu_turn.get(ctx.cpu())?;
+            let pick = (0..nr).find_map(|k| {
+                let s = slots[(*turn + k) % nr];
+                let slot = &self.slots[s];
+                (!slot.done.load(SeqCst) && !lock(&slot.state).waiting)
+                    .then_some((s, (*turn + k + 1) % nr))
+            });
+            if let Some((_, next)) = pick {
+                *turn = next;
             }
-        }
-        let Some((s, turn)) = pick else { return Ok(self.idle(c)) };
-        self.cpu_turn[c] = turn;
-        if self.slots[s].cur.is_none() && !self.start_next(s) {
-            self.slots[s].done = true;
-            let build = &mut self.builds[self.slots[s].build];
-            build.end_ps = build.end_ps.max(ctx.now());
+            pick.map(|(s, _)| s)
+        };
+        let Some(s) = pick else { return Ok(self.idle(c)) };
+        let slot = &self.slots[s];
+        let finished = {
+            let mut st = lock(&slot.state);
+            st.cur.is_none() && !self.start_next(s, &mut st)
+        };
+        if finished {
+            slot.done.store(true, SeqCst);
+            {
+                let mut build = lock(&self.builds[slot.build]);
+                build.end_ps = build.end_ps.max(ctx.now());
+            }
             if self.cross {
                 // Its parents may be waiting only for it.
-                let (parent, make) = (self.slots[s].parent, build.make_cpu);
-                self.wake(parent, ctx);
-                self.wake(make, ctx);
+                self.wake(slot.parent, ctx);
+                self.wake(self.make_cpu[slot.build], ctx);
                 return Ok(Next::Continue);
             }
-            let all_done = self.cpu_slots[c].iter().all(|&s| self.slots[s].done);
+            let all_done = slots.iter().all(|&s| self.slots[s].done.load(SeqCst));
             return Ok(if all_done { Next::Done } else { Next::Continue });
         }
         if self.cross {
@@ -1294,11 +1370,12 @@ impl SerialWorkload for Kbuild {
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         let mut v: Vec<(u32, Pfn, Order)> = Vec::new();
         for b in &mut self.builds {
+            let b = b.get_mut().unwrap_or_else(PoisonError::into_inner);
             v.extend(b.memcg.take_cache().map(|(c, p)| (c, p, Order(0))));
         }
         for s in &mut self.slots {
-            if let Some(p) = s.cur.take() {
-                let cpu = s.cpu;
+            let cpu = s.cpu;
+            if let Some(p) = s.state.get_mut().unwrap_or_else(PoisonError::into_inner).cur.take() {
                 v.extend(p.anon[p.freed.min(p.anon.len())..].iter().map(|&q| (cpu, q, Order(0))));
                 v.extend(p.tables.iter().map(|&q| (cpu, q, Order(0))));
                 v.extend(p.pgd.map(|q| (cpu, q, PGD_ORDER)));
@@ -1308,22 +1385,24 @@ impl SerialWorkload for Kbuild {
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
-        let sum = |f: fn(&Build) -> u64| self.builds.iter().map(f).sum::<u64>();
+        let builds: Vec<MutexGuard<'_, Build>> = self.builds.iter().map(lock).collect();
+        let sum = |f: fn(&Build) -> u64| builds.iter().map(|b| f(b)).sum::<u64>();
+        let count = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64;
         // LKP's buildtime_per_iteration: the mean over the instances of each one's build time.
-        let build_time = sum(|b| b.end_ps) as f64 / 1e12 / self.builds.len().max(1) as f64;
+        let build_time = sum(|b| b.end_ps) as f64 / 1e12 / builds.len().max(1) as f64;
         let mut m: Vec<(String, f64)> = vec![
             ("build_time".into(), build_time),
             ("jobs".into(), sum(|b| b.jobs_done) as f64),
-            ("processes".into(), self.processes as f64),
-            ("faults".into(), self.faults as f64),
-            ("page_cache_pages".into(), self.cache_pages as f64),
-            ("alloc_failures".into(), self.failed as f64),
-            ("rcu_frees".into(), self.rcu_frees as f64),
-            ("remote_frees".into(), self.remote_frees as f64),
+            ("processes".into(), count(&self.counts.processes)),
+            ("faults".into(), count(&self.counts.faults)),
+            ("page_cache_pages".into(), count(&self.counts.cache_pages)),
+            ("alloc_failures".into(), count(&self.counts.failed)),
+            ("rcu_frees".into(), count(&self.counts.rcu_frees)),
+            ("remote_frees".into(), count(&self.counts.remote_frees)),
         ];
-        if self.builds.len() > 1 || self.memcg_limit > 0 {
-            let peak = self.builds.iter().map(|b| b.memcg.peak()).max().unwrap_or(0);
-            let last = self.builds.iter().map(|b| b.end_ps).max().unwrap_or(0);
+        if builds.len() > 1 || self.memcg_limit > 0 {
+            let peak = builds.iter().map(|b| b.memcg.peak()).max().unwrap_or(0);
+            let last = builds.iter().map(|b| b.end_ps).max().unwrap_or(0);
             m.extend([
                 ("memcg_reclaim".into(), sum(|b| b.memcg.reclaims()) as f64),
                 ("memcg_reclaimed".into(), sum(|b| b.memcg.reclaimed()) as f64),
@@ -1337,10 +1416,14 @@ impl SerialWorkload for Kbuild {
 
     fn progress(&self) -> f64 {
         let link = if self.link_pages > 0 { 1.0 } else { 0.0 };
+        let (mut done, mut linked) = (0u64, 0.0);
+        for b in &self.builds {
+            let b = lock(b);
+            done += b.jobs_done;
+            linked += if b.link_done { link } else { 0.0 };
+        }
         let links = link * self.builds.len() as f64;
-        let linked = link * self.builds.iter().filter(|b| b.link_done).count() as f64;
-        (self.builds.iter().map(|b| b.jobs_done).sum::<u64>() as f64 + linked)
-            / (self.jobs as f64 + links).max(1.0)
+        (done as f64 + linked) / (self.jobs as f64 + links).max(1.0)
     }
 }
 
@@ -1375,28 +1458,28 @@ fn parent_cpus(slot_cpus: &[u32], cpu_node: &[u32]) -> Vec<u32> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use pagealloc::Counter;
 
     use super::*;
     use crate::model::tests::small_setup;
     use crate::model::{Model, RunOutcome};
 
-    /// A small build: `jobs` jobs of 2 MiB on a one-node machine of `cpus` CPUs.
+    /// A small build's parameters: 12 jobs of 2 MiB, two small helpers each, on node 0.
+    pub(crate) const SMALL: [&str; 8] = [
+        "jobs=12",
+        "mem_node=0",
+        "job_mib=2",
+        "helpers=2",
+        "helper_mib=0.25",
+        "obj_kib=16",
+        "link_mib=1",
+        "fault_us=2",
+    ];
+
+    /// A small build ([`SMALL`]) on a one-node machine of `cpus` CPUs.
     fn run(preset: &str, cpus: u32, extra: &[&str], seed: u64) -> RunOutcome {
-        let mut params: Vec<String> = [
-            "jobs=12",
-            "mem_node=0",
-            "job_mib=2",
-            "helpers=2",
-            "helper_mib=0.25",
-            "obj_kib=16",
-            "link_mib=1",
-            "fault_us=2",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let mut params: Vec<String> = SMALL.iter().map(|s| s.to_string()).collect();
         params.extend(extra.iter().map(|s| s.to_string()));
         let p = INFO.params(&params, 1.0).unwrap();
         let mut w = (INFO.build)(&p);

@@ -21,7 +21,6 @@
 
 use std::collections::VecDeque;
 
-use anyhow::Result;
 use pagealloc::Pfn;
 
 // Pages one reclaim pass frees at least: the `nr_to_reclaim` floor of
@@ -54,10 +53,13 @@ impl Memcg {
     }
 
     /// Charge `nr` pages just allocated. When they would take the group over its limit,
-    /// reclaim first: the oldest page cache, [`SWAP_CLUSTER_MAX`] pages a pass, each handed
-    /// to `free` (which frees it on the charging CPU) until the charge fits or no page cache
-    /// is left (then the charge goes over and is counted as an overrun).
-    pub fn charge(&mut self, nr: u64, mut free: impl FnMut(Pfn) -> Result<()>) -> Result<()> {
+    /// reclaim first: the oldest page cache, [`SWAP_CLUSTER_MAX`] pages a pass, until the
+    /// charge fits or no page cache is left (then the charge goes over and is counted as an
+    /// overrun). Returns the reclaimed pages, oldest first, already uncharged: the caller
+    /// frees them on the charging CPU, after letting go of whatever lock guards the group, so
+    /// that no lock shared between CPUs is held across an allocator call.
+    pub fn charge(&mut self, nr: u64) -> Vec<Pfn> {
+        let mut reclaimed = Vec::new();
         while self.limit > 0 && self.usage + nr > self.limit {
             if self.cache.is_empty() {
                 self.overruns += 1;
@@ -66,14 +68,14 @@ impl Memcg {
             self.reclaims += 1;
             for _ in 0..SWAP_CLUSTER_MAX {
                 let Some((_, page)) = self.cache.pop_front() else { break };
-                free(page)?;
+                reclaimed.push(page);
                 self.usage -= 1;
                 self.reclaimed += 1;
             }
         }
         self.usage += nr;
         self.peak = self.peak.max(self.usage);
-        Ok(())
+        reclaimed
     }
 
     /// `nr` charged pages were freed by their owner.
@@ -133,17 +135,12 @@ mod tests {
             let other = 1 - g;
             let before_other: Vec<_> = groups[other].cache.iter().copied().collect();
             let want: Vec<Pfn> = groups[g].cache.iter().map(|&(_, p)| p).collect();
-            let mut freed = Vec::new();
             // A third of the charges are a page-cache page, the rest one or two anonymous
             // pages, some freed again (anonymous memory stays below half the limit, so there
             // is always cache to reclaim).
             let cache = rng.below(3) == 0;
             let nr = if cache { 1 } else { 1 + rng.below(2) };
-            let record = |p| {
-                freed.push(p);
-                Ok(())
-            };
-            groups[g].charge(nr, record).unwrap();
+            let freed = groups[g].charge(nr);
             assert_eq!(freed[..], want[..freed.len()], "oldest first, own pages only");
             // Whole passes of 32, unless the cache ran out.
             assert!(freed.len() as u64 % SWAP_CLUSTER_MAX == 0 || freed.len() == want.len());
@@ -175,13 +172,13 @@ mod tests {
     fn anonymous_memory_alone_overruns_and_no_limit_never_reclaims() {
         let mut g = Memcg::new(10);
         for _ in 0..12 {
-            g.charge(1, |_| panic!("no page cache to reclaim")).unwrap();
+            assert_eq!(g.charge(1), [], "no page cache to reclaim");
         }
         assert_eq!((g.usage, g.overruns()), (12, 2));
         let mut free = Memcg::new(0);
         for i in 0..1000 {
             free.add_cache(0, Pfn(i));
-            free.charge(1, |_| panic!("unlimited")).unwrap();
+            assert_eq!(free.charge(1), [], "unlimited");
         }
         assert_eq!((free.peak(), free.reclaims()), (1000, 0));
     }

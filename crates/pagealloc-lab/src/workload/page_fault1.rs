@@ -30,11 +30,13 @@
 //! syscall costs are left out; THP is assumed off (with THP enabled=always the 2 MiB-aligned
 //! part of each mapping would fault order-9 pages, §5.2); context switches cost nothing.
 
-use anyhow::{bail, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{anyhow, bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
-use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload, PS_PER_S};
+use crate::model::{Ctx, ModelInfo, Next, PerCpu, Workload, PS_PER_S};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -43,7 +45,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               per-core pinned tasks",
     params: PARAMS,
     default_machine: "cascadelake-2s",
-    build: |p| Box::new(Serial::new(PageFault1::new(p))),
+    build: |p| Box::new(PageFault1::new(p)),
     fit,
 };
 
@@ -249,6 +251,8 @@ impl AnonMap {
 /// One process.
 #[derive(Debug)]
 struct Task {
+    /// Its number (the order tasks were bound in).
+    id: usize,
     /// The current loop's mapping.
     map: AnonMap,
     /// Pages of the first loop: tasks start at a random point of their loop, as if already
@@ -259,15 +263,17 @@ struct Task {
     loops: u64,
 }
 
-/// One CPU's run queue.
+/// One CPU's run queue: its tasks, bound to it for the whole run, and whose slice it is.
 #[derive(Debug, Default)]
 struct RunQueue {
-    tasks: Vec<usize>,
+    tasks: Vec<Task>,
     cur: usize,
     slice_end: u64,
 }
 
-/// One run.
+/// One run. The processes share nothing but the allocator, so every CPU's tasks are its own
+/// ([`PerCpu`]) and CPUs step at the same time in the real runner; the one shared figure,
+/// progress, is an atomic.
 #[derive(Debug)]
 pub struct PageFault1 {
     processes: u64,
@@ -278,12 +284,9 @@ pub struct PageFault1 {
     period: u64,
     warmup: u64,
     window: u64,
-    tasks: Vec<Task>,
-    /// CPU of each task.
-    task_cpu: Vec<u32>,
-    queues: Vec<RunQueue>,
+    queues: PerCpu<RunQueue>,
     /// Latest virtual time a step started at, for progress.
-    latest: u64,
+    latest: AtomicU64,
 }
 
 impl PageFault1 {
@@ -298,10 +301,8 @@ impl PageFault1 {
             period: ns(p.get("timeslice_ms") * 1e6),
             warmup: ns(p.get("warmup_s") * 1e9),
             window: ns(p.get("window_s") * 1e9).max(1),
-            tasks: Vec::new(),
-            task_cpu: Vec::new(),
-            queues: Vec::new(),
-            latest: 0,
+            queues: PerCpu::default(),
+            latest: AtomicU64::new(0),
         }
     }
 
@@ -309,10 +310,9 @@ impl PageFault1 {
         self.warmup + self.window
     }
 
-    /// One step of task `t`: a fault, or a chunk of its munmap.
-    fn run_task(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+    /// One step of `task`: a fault, or a chunk of its munmap.
+    fn run_task(&self, task: &mut Task, ctx: &mut Ctx<'_>) -> Result<()> {
         let (warmup, end) = (self.warmup, self.end());
-        let task = &mut self.tasks[t];
         let loop_pages = if task.loops == 0 { task.first_loop } else { self.pages_per_loop };
         if task.map.faulted < loop_pages {
             // The fault clears the page; the test's one-byte write then hits it hot.
@@ -345,7 +345,7 @@ impl PageFault1 {
     }
 }
 
-impl SerialWorkload for PageFault1 {
+impl Workload for PageFault1 {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         let cores = Self::core_cpus(info, self.threads_per_core);
         if cores.is_empty() {
@@ -355,16 +355,15 @@ impl SerialWorkload for PageFault1 {
                 info.nr_cpus
             );
         }
-        self.queues = (0..info.nr_cpus).map(|_| RunQueue::default()).collect();
+        let mut queues: Vec<RunQueue> = (0..info.nr_cpus).map(|_| RunQueue::default()).collect();
         let ncores = cores.len() as u64;
         let mut rng = pagealloc_testkit::rng::Rng::new(info.seed);
         for i in 0..self.processes {
             // hwloc core i % ncores; the (i / ncores)-th task of a core takes its threads in turn.
             let core = &cores[(i % ncores) as usize];
             let cpu = core[((i / ncores) % core.len() as u64) as usize];
-            self.task_cpu.push(cpu);
-            self.queues[cpu as usize].tasks.push(i as usize);
-            self.tasks.push(Task {
+            queues[cpu as usize].tasks.push(Task {
+                id: i as usize,
                 map: AnonMap {
                     pages: Vec::with_capacity(self.pages_per_loop as usize),
                     ..AnonMap::default()
@@ -374,48 +373,57 @@ impl SerialWorkload for PageFault1 {
                 loops: 0,
             });
         }
-        Ok((0..info.nr_cpus).filter(|&c| !self.queues[c as usize].tasks.is_empty()).collect())
+        let running = (0..info.nr_cpus).filter(|&c| !queues[c as usize].tasks.is_empty()).collect();
+        self.queues = PerCpu::new(queues);
+        Ok(running)
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
         let now = ctx.now();
         if now >= self.end() {
             return Ok(Next::Done);
         }
-        self.latest = self.latest.max(now);
-        let q = &mut self.queues[ctx.cpu() as usize];
+        self.latest.fetch_max(now, Ordering::Relaxed);
+        let cpu = ctx.cpu();
+        let mut q = self.queues.get(cpu)?;
+        let q = &mut *q;
         let n = q.tasks.len() as u64;
         if n > 1 && now >= q.slice_end {
             q.cur = (q.cur + 1) % q.tasks.len();
             q.slice_end = now + (self.period / n).max(MIN_SLICE_PS);
         }
-        let t = q.tasks[q.cur];
-        self.run_task(t, ctx)?;
+        let task =
+            q.tasks.get_mut(q.cur).ok_or_else(|| anyhow!("page-fault1: cpu {cpu} has no task"))?;
+        self.run_task(task, ctx)?;
         Ok(Next::Continue)
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
-        let mut v = Vec::new();
-        for (t, task) in self.tasks.iter_mut().enumerate() {
-            v.extend(task.map.held(self.task_cpu[t]));
+        // In task order, as the tasks were bound.
+        let mut tasks: Vec<(usize, u32, &mut Task)> = Vec::new();
+        for (c, q) in self.queues.iter_mut().enumerate() {
+            tasks.extend(q.tasks.iter_mut().map(|t| (t.id, c as u32, t)));
         }
-        v
+        tasks.sort_by_key(|&(id, ..)| id);
+        tasks.into_iter().flat_map(|(_, c, t)| t.map.held(c)).collect()
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
         let window_s = self.window as f64 / PS_PER_S as f64;
-        let ops: u64 = self.tasks.iter().map(|t| t.ops).sum();
-        let loops: u64 = self.tasks.iter().map(|t| t.loops).sum();
+        let sum = |f: fn(&Task) -> u64| -> u64 {
+            self.queues.each(|q| q.tasks.iter().map(f).sum::<u64>()).into_iter().sum()
+        };
+        let (ops, loops, failed) = (sum(|t| t.ops), sum(|t| t.loops), sum(|t| t.map.failed));
         vec![
             ("ops_per_s".into(), ops as f64 / window_s),
             ("per_process_ops_per_s".into(), ops as f64 / window_s / self.processes as f64),
             ("loops".into(), loops as f64),
-            ("alloc_failures".into(), self.tasks.iter().map(|t| t.map.failed).sum::<u64>() as f64),
+            ("alloc_failures".into(), failed as f64),
         ]
     }
 
     fn progress(&self) -> f64 {
-        self.latest as f64 / self.end().max(1) as f64
+        self.latest.load(Ordering::Relaxed) as f64 / self.end().max(1) as f64
     }
 }
 
@@ -518,7 +526,13 @@ mod tests {
         let mut w = PageFault1::new(&p);
         let running = w.start(&info).unwrap();
         assert_eq!(running, (0..8).collect::<Vec<_>>());
-        assert_eq!(w.task_cpu, vec![0, 1, 4, 5, 2, 3, 6, 7, 0]);
+        let mut task_cpu: Vec<(usize, u32)> = Vec::new();
+        for (c, q) in w.queues.iter_mut().enumerate() {
+            task_cpu.extend(q.tasks.iter().map(|t| (t.id, c as u32)));
+        }
+        task_cpu.sort_unstable();
+        let cpus: Vec<u32> = task_cpu.into_iter().map(|(_, c)| c).collect();
+        assert_eq!(cpus, vec![0, 1, 4, 5, 2, 3, 6, 7, 0]);
     }
 
     /// Seed 004's machine size: 2 × 40 CPUs (20 cores each), 2 × 96 GiB, 27.5 MiB LLC per

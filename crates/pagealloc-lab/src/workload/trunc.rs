@@ -12,18 +12,24 @@
 //! runs `rm` (a pagevec of frees per step, plus the truncation's own per-page work). Both are
 //! unbound tasks in the benchmark; the model draws each one's CPU from the run's seed, which
 //! is the run-to-run variation of this otherwise deterministic workload. As mmtests does, the
-//! file size is cut by 10% until all files fit in half of a node's memory.
+//! file size is cut by 10% until all files fit in half of a node's memory. Each task's state
+//! is its own CPU's; the page cache passes from `cat` to `rm` when `cat` is done, so in the
+//! real runner no lock is shared across an allocator call (and none is contended: one task
+//! runs at a time).
 //!
 //! Known biases: the page cache's own costs (xarray, LRU, memcg) are one assumed figure per
 //! page; readahead's batching is not modelled (one allocation per page, as 5.17's order-0
 //! page cache makes them); the file system is out of the picture, as the seed intended with
 //! sparse files.
 
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
 use anyhow::Result;
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::{ns, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
-use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
+use crate::model::{Ctx, ModelInfo, Next, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -31,7 +37,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     summary: "mmtests trunc: cat 10 sparse 1 GiB files into page cache, then time rm's truncation",
     params: PARAMS,
     default_machine: "skylake-1s",
-    build: |p| Box::new(Serial::new(Trunc::new(p))),
+    build: |p| Box::new(Trunc::new(p)),
     fit: super::fits_any,
 };
 
@@ -97,15 +103,47 @@ const PARAMS: &[ParamSpec] = &[
     },
 ];
 
-/// What the single active task is doing.
+/// What the single active task is doing (stored in an [`AtomicU8`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 enum Phase {
     Fill,
     Truncate,
     Done,
 }
 
-/// One run.
+impl Phase {
+    fn of(v: u8) -> Phase {
+        match v {
+            0 => Phase::Fill,
+            1 => Phase::Truncate,
+            _ => Phase::Done,
+        }
+    }
+}
+
+/// `cat`'s state, its CPU's alone.
+#[derive(Debug, Default)]
+struct Cat {
+    /// The page cache it reads in, in file order (handed to `rm` when complete).
+    cache: Vec<Pfn>,
+    failed: u64,
+}
+
+/// `rm`'s state, its CPU's alone.
+#[derive(Debug, Default)]
+struct Rm {
+    /// The page cache `cat` handed over.
+    cache: Vec<Pfn>,
+    /// Next page to truncate.
+    next_free: usize,
+    start: u64,
+    end: u64,
+}
+
+/// One run. The two tasks run one after the other, each on its CPU with its own state; the
+/// page cache passes from `cat` to `rm` under `rm`'s lock, with no allocator call inside it,
+/// before the phase says `rm` may start. Progress reads two atomics.
 #[derive(Debug)]
 pub struct Trunc {
     files: u64,
@@ -117,14 +155,18 @@ pub struct Trunc {
     pages_per_file: u64,
     cat_cpu: u32,
     rm_cpu: u32,
-    phase: Phase,
-    /// The page cache, in file order.
-    cache: Vec<Pfn>,
-    /// Next page to truncate.
-    next_free: usize,
-    rm_start: u64,
-    rm_end: u64,
-    failed: u64,
+    /// A [`Phase`].
+    phase: AtomicU8,
+    cat: Mutex<Cat>,
+    rm: Mutex<Rm>,
+    /// Pages read in, and truncated, so far (for progress).
+    filled: AtomicU64,
+    freed: AtomicU64,
+}
+
+/// `m` locked; poisoned only when a step panicked, which the runner reports.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Trunc {
@@ -139,13 +181,70 @@ impl Trunc {
             pages_per_file: 0,
             cat_cpu: 0,
             rm_cpu: 0,
-            phase: Phase::Fill,
-            cache: Vec::new(),
-            next_free: 0,
-            rm_start: 0,
-            rm_end: 0,
-            failed: 0,
+            phase: AtomicU8::new(Phase::Fill as u8),
+            cat: Mutex::default(),
+            rm: Mutex::default(),
+            filled: AtomicU64::new(0),
+            freed: AtomicU64::new(0),
         }
+    }
+
+    /// One page read in by `cat`; at the last one, the cache goes to `rm` (on this CPU's
+    /// next step, or woken on its own).
+    fn fill(&self, ctx: &mut Ctx<'_>) -> Next {
+        let cpu = ctx.cpu();
+        let mut cat = lock(&self.cat);
+        match ctx.alloc(Gfp::HIGHUSER_MOVABLE, Order(0)) {
+            Some(p) => {
+                ctx.touch(p, 4096);
+                cat.cache.push(p);
+                self.filled.fetch_add(1, Ordering::Relaxed);
+            }
+            None => cat.failed += 1,
+        }
+        ctx.work(self.fill_page);
+        if (cat.cache.len() as u64 + cat.failed) < self.total_pages() {
+            return Next::Continue;
+        }
+        {
+            let mut rm = lock(&self.rm);
+            rm.cache = std::mem::take(&mut cat.cache);
+            if self.rm_cpu == cpu {
+                rm.start = ctx.now();
+            }
+        }
+        self.phase.store(Phase::Truncate as u8, Ordering::Release);
+        if self.rm_cpu != cpu {
+            ctx.wake(self.rm_cpu, ctx.now());
+            return Next::Done;
+        }
+        Next::Continue
+    }
+
+    /// One pagevec of `rm`'s truncation.
+    fn truncate(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let mut rm = lock(&self.rm);
+        let rm = &mut *rm;
+        if rm.next_free == 0 && rm.start == 0 {
+            rm.start = ctx.now();
+        }
+        let end = (rm.next_free + self.pagevec).min(rm.cache.len());
+        for i in rm.next_free..end {
+            if let Some(&ahead) = rm.cache.get(i + PREFETCH_AHEAD) {
+                ctx.prefetch(ahead);
+            }
+            ctx.free(rm.cache[i], Order(0))?;
+            ctx.work(self.trunc_page);
+        }
+        self.freed.fetch_add((end - rm.next_free) as u64, Ordering::Relaxed);
+        rm.next_free = end;
+        if end == rm.cache.len() {
+            rm.cache.clear();
+            rm.end = ctx.now();
+            self.phase.store(Phase::Done as u8, Ordering::Release);
+            return Ok(Next::Done);
+        }
+        Ok(Next::Continue)
     }
 
     fn total_pages(&self) -> u64 {
@@ -153,7 +252,7 @@ impl Trunc {
     }
 }
 
-impl SerialWorkload for Trunc {
+impl Workload for Trunc {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         // mmtests: while files × size > MemTotal / nodes / 2, size -= size / 10.
         let node_bytes =
@@ -166,7 +265,8 @@ impl SerialWorkload for Trunc {
         let mut rng = pagealloc_testkit::rng::Rng::new(info.seed);
         self.cat_cpu = rng.below(u64::from(info.nr_cpus)) as u32;
         self.rm_cpu = rng.below(u64::from(info.nr_cpus)) as u32;
-        self.cache.reserve(self.total_pages() as usize);
+        let pages = self.total_pages() as usize;
+        self.cat.get_mut().unwrap_or_else(PoisonError::into_inner).cache.reserve(pages);
         // One task at a time, but both may share a CPU: run them as one scheduled CPU when
         // they do, as two (the second waiting for the first) when they do not.
         if self.cat_cpu == self.rm_cpu {
@@ -176,69 +276,39 @@ impl SerialWorkload for Trunc {
         }
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let cpu = ctx.cpu();
-        match self.phase {
-            Phase::Fill if cpu == self.cat_cpu => {
-                match ctx.alloc(Gfp::HIGHUSER_MOVABLE, Order(0)) {
-                    Some(p) => {
-                        ctx.touch(p, 4096);
-                        self.cache.push(p);
-                    }
-                    None => self.failed += 1,
-                }
-                ctx.work(self.fill_page);
-                if self.cache.len() as u64 + self.failed >= self.total_pages() {
-                    self.phase = Phase::Truncate;
-                    if self.rm_cpu != cpu {
-                        ctx.wake(self.rm_cpu, ctx.now());
-                        return Ok(Next::Done);
-                    }
-                    self.rm_start = ctx.now();
-                }
-                Ok(Next::Continue)
-            }
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        match Phase::of(self.phase.load(Ordering::Acquire)) {
+            Phase::Fill if ctx.cpu() == self.cat_cpu => Ok(self.fill(ctx)),
             Phase::Fill => Ok(Next::Block),
-            Phase::Truncate => {
-                if self.next_free == 0 && self.rm_start == 0 {
-                    self.rm_start = ctx.now();
-                }
-                let end = (self.next_free + self.pagevec).min(self.cache.len());
-                for i in self.next_free..end {
-                    if let Some(&ahead) = self.cache.get(i + PREFETCH_AHEAD) {
-                        ctx.prefetch(ahead);
-                    }
-                    ctx.free(self.cache[i], Order(0))?;
-                    ctx.work(self.trunc_page);
-                }
-                self.next_free = end;
-                if end == self.cache.len() {
-                    self.cache.clear();
-                    self.rm_end = ctx.now();
-                    self.phase = Phase::Done;
-                    return Ok(Next::Done);
-                }
-                Ok(Next::Continue)
-            }
+            Phase::Truncate => self.truncate(ctx),
             Phase::Done => Ok(Next::Done),
         }
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
-        let rest = self.cache.split_off(self.next_free.min(self.cache.len()));
-        rest.into_iter().map(|p| (self.rm_cpu, p, Order(0))).collect()
+        let cat =
+            std::mem::take(&mut self.cat.get_mut().unwrap_or_else(PoisonError::into_inner).cache);
+        let rm = self.rm.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let rest = rm.cache.split_off(rm.next_free.min(rm.cache.len()));
+        let on = |cpu: u32| move |p: Pfn| (cpu, p, Order(0));
+        rest.into_iter().map(on(self.rm_cpu)).chain(cat.into_iter().map(on(self.cat_cpu))).collect()
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
+        let (start, end) = {
+            let rm = lock(&self.rm);
+            (rm.start, rm.end)
+        };
         vec![
-            ("elapsed".into(), (self.rm_end - self.rm_start) as f64 / 1e9),
+            ("elapsed".into(), (end - start) as f64 / 1e9),
             ("pages".into(), self.total_pages() as f64),
-            ("alloc_failures".into(), self.failed as f64),
+            ("alloc_failures".into(), lock(&self.cat).failed as f64),
         ]
     }
 
     fn progress(&self) -> f64 {
         let total = self.total_pages().max(1) as f64;
-        (self.cache.len() as f64 + self.next_free as f64) / (2.0 * total)
+        let done = self.filled.load(Ordering::Relaxed) + self.freed.load(Ordering::Relaxed);
+        done as f64 / (2.0 * total)
     }
 }
