@@ -34,14 +34,25 @@
 //! come as soon as the TX CPU gets to them; the skb head/slab allocations, DMA mapping and
 //! the driver's own recycling are left out (recycling is assumed to fail for every page);
 //! the per-packet costs are assumed figures (no public breakdown).
+//!
+//! State: each RX queue is its own CPU's (behind a lock only that CPU's steps take, held
+//! across its refill's allocations); a TX queue is shared by the RX CPUs that fill it and the
+//! CPU that cleans it, behind a lock held for bookkeeping only (a clean takes its batch out,
+//! lets go and frees it); counters are atomic. So in the real runner an RX CPU's allocations
+//! and a TX CPU's frees overlap. The model steps one CPU at a time, so its decisions are
+//! those of one object. On real threads several RX CPUs may each pass the "TX ring full" and
+//! "all packets received" tests before any of them pushes, so a ring can hold a few packets
+//! more than `tx_ring` and a run forward a few more than `packets` (at most one per RX CPU).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload, PS_PER_S};
+use crate::model::{Ctx, ModelInfo, Next, Workload, PS_PER_S};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -50,7 +61,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               page_frag_free",
     params: PARAMS,
     default_machine: "cortex-a53",
-    build: |p| Box::new(Serial::new(PageFragRx::new(p))),
+    build: |p| Box::new(PageFragRx::new(p)),
     fit,
 };
 
@@ -220,11 +231,10 @@ struct RxQueue {
 /// One TX queue.
 #[derive(Debug)]
 struct TxQueue {
-    cpu: u32,
     /// Pages of packets sent and not yet cleaned.
     pending: VecDeque<Pfn>,
-    /// RX queues stopped because this ring was full.
-    waiting: Vec<usize>,
+    /// The CPUs of the RX queues stopped because this ring was full.
+    waiting: Vec<u32>,
 }
 
 /// What a CPU runs.
@@ -247,14 +257,23 @@ pub struct PageFragRx {
     pkt_bytes: u64,
     rx_work: u64,
     tx_work: u64,
-    rxq: Vec<RxQueue>,
-    txq: Vec<TxQueue>,
+    /// RX queue r, run by CPU r only.
+    rxq: Vec<Mutex<RxQueue>>,
+    /// TX queue t: filled by its RX CPUs, cleaned by its TX CPU.
+    txq: Vec<Mutex<TxQueue>>,
+    /// TX queue t's CPU (read without its lock).
+    tx_cpu: Vec<u32>,
     roles: Vec<Role>,
-    received: u64,
-    completed: u64,
-    rx_running: u32,
-    end_ps: u64,
-    failed: u64,
+    received: AtomicU64,
+    completed: AtomicU64,
+    rx_running: AtomicU32,
+    end_ps: AtomicU64,
+    failed: AtomicU64,
+}
+
+/// `m` locked; poisoned only when a step panicked, which the runner reports.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl PageFragRx {
@@ -274,92 +293,102 @@ impl PageFragRx {
             tx_work: ns(p.get("tx_work_ns")),
             rxq: Vec::new(),
             txq: Vec::new(),
+            tx_cpu: Vec::new(),
             roles: Vec::new(),
-            received: 0,
-            completed: 0,
-            rx_running: 0,
-            end_ps: 0,
-            failed: 0,
+            received: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            rx_running: AtomicU32::new(0),
+            end_ps: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
         }
     }
 
-    /// Post `n` fresh pages on RX queue `r`'s ring.
-    fn refill(&mut self, r: usize, n: u32, ctx: &mut Ctx<'_>) {
+    /// Post `n` fresh pages on the ring of RX queue `q` (this CPU's own).
+    fn refill(&self, q: &mut RxQueue, n: u32, ctx: &mut Ctx<'_>) {
         for _ in 0..n {
             match ctx.alloc(GFP_RX, Order(0)) {
-                Some(p) => self.rxq[r].ring.push_back(p),
+                Some(p) => q.ring.push_back(p),
                 // The descriptor stays empty; the ring runs shorter (the driver retries later).
-                None => self.failed += 1,
+                None => {
+                    self.failed.fetch_add(1, SeqCst);
+                }
             }
         }
     }
 
     /// Clean up to `tx_batch` completions of TX queue `t`, then restart the RX queues its
     /// full ring had stopped.
-    fn clean(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<()> {
-        let n = self.tx_batch.min(self.txq[t].pending.len());
-        for _ in 0..n {
-            let Some(page) = self.txq[t].pending.pop_front() else { break };
+    /// The batch is taken out under the queue's lock and freed after it; the stopped RX
+    /// queues are read after the frees, so one that stopped meanwhile is woken too.
+    fn clean(&self, t: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+        let batch: Vec<Pfn> = {
+            let mut tx = lock(&self.txq[t]);
+            let n = self.tx_batch.min(tx.pending.len());
+            tx.pending.drain(..n).collect()
+        };
+        for &page in &batch {
             ctx.work(self.tx_work);
             ctx.frag_free(page)?;
         }
-        self.completed += n as u64;
-        self.end_ps = self.end_ps.max(ctx.now());
+        self.completed.fetch_add(batch.len() as u64, SeqCst);
+        self.end_ps.fetch_max(ctx.now(), SeqCst);
         let now = ctx.now();
-        for r in self.txq[t].waiting.drain(..) {
-            ctx.wake(self.rxq[r].cpu, now);
+        let waiting = std::mem::take(&mut lock(&self.txq[t]).waiting);
+        for cpu in waiting {
+            ctx.wake(cpu, now);
         }
         Ok(())
     }
 
     /// One RX step: a packet, or the refill that ends a NAPI round. Returns false if the
     /// queue must stop (its TX ring is full).
-    fn receive(&mut self, r: usize, ctx: &mut Ctx<'_>) -> bool {
-        if self.received >= self.packets {
-            let q = &mut self.rxq[r];
+    fn receive(&self, q: &mut RxQueue, ctx: &mut Ctx<'_>) -> bool {
+        if self.received.load(SeqCst) >= self.packets {
             q.done = true;
-            self.rx_running -= 1;
-            if self.rx_running == 0 {
+            if self.rx_running.fetch_sub(1, SeqCst) == 1 {
                 // The last RX queue is done: every TX queue cleans what is left.
                 let now = ctx.now();
-                for t in &self.txq {
-                    ctx.wake(t.cpu, now);
+                for &cpu in &self.tx_cpu {
+                    ctx.wake(cpu, now);
                 }
             }
             return true;
         }
-        let q = &self.rxq[r];
         if q.in_round >= self.budget || q.ring.is_empty() {
             let n = q.to_refill;
-            self.refill(r, n, ctx);
-            let q = &mut self.rxq[r];
+            self.refill(q, n, ctx);
             q.to_refill = 0;
             q.in_round = 0;
             return true;
         }
         let t = q.tx;
-        if self.txq[t].pending.len() >= self.tx_ring {
-            self.txq[t].waiting.push(r);
-            return false;
+        {
+            let mut tx = lock(&self.txq[t]);
+            if tx.pending.len() >= self.tx_ring {
+                tx.waiting.push(q.cpu);
+                return false;
+            }
         }
-        let q = &mut self.rxq[r];
         let Some(page) = q.ring.pop_front() else { return true };
         q.to_refill += 1;
         q.in_round += 1;
         ctx.work(self.rx_work);
         // The stack reads the headers the NIC wrote: the page is cold the first time.
         ctx.touch(page, self.pkt_bytes);
-        self.received += 1;
-        let tx = &mut self.txq[t];
-        tx.pending.push_back(page);
-        if tx.pending.len() == self.tx_batch && tx.cpu != ctx.cpu() {
-            ctx.wake(tx.cpu, ctx.now());
+        self.received.fetch_add(1, SeqCst);
+        let batch_ready = {
+            let mut tx = lock(&self.txq[t]);
+            tx.pending.push_back(page);
+            tx.pending.len() == self.tx_batch
+        };
+        if batch_ready && self.tx_cpu[t] != ctx.cpu() {
+            ctx.wake(self.tx_cpu[t], ctx.now());
         }
         true
     }
 }
 
-impl SerialWorkload for PageFragRx {
+impl Workload for PageFragRx {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         let need = self.nr_rx + self.nr_tx;
         if need > info.nr_cpus {
@@ -375,11 +404,12 @@ impl SerialWorkload for PageFragRx {
         let nr_txq = if own_tx { self.nr_rx } else { self.nr_tx };
         for t in 0..nr_txq {
             let cpu = if own_tx { t } else { self.nr_rx + t };
-            self.txq.push(TxQueue { cpu, pending: VecDeque::new(), waiting: Vec::new() });
+            self.txq.push(Mutex::new(TxQueue { pending: VecDeque::new(), waiting: Vec::new() }));
+            self.tx_cpu.push(cpu);
             self.roles[cpu as usize].tx = Some(t as usize);
         }
         for r in 0..self.nr_rx {
-            self.rxq.push(RxQueue {
+            self.rxq.push(Mutex::new(RxQueue {
                 cpu: r,
                 ring: VecDeque::with_capacity(self.rx_ring),
                 // The ring is filled at start, by the first step's refill.
@@ -387,32 +417,33 @@ impl SerialWorkload for PageFragRx {
                 in_round: self.budget,
                 tx: (r % nr_txq) as usize,
                 done: false,
-            });
+            }));
             self.roles[r as usize].rx = Some(r as usize);
         }
-        self.rx_running = self.nr_rx;
+        self.rx_running = AtomicU32::new(self.nr_rx);
         Ok((0..need).collect())
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
         let role = self.roles[ctx.cpu() as usize];
-        let all_rx_done = self.rx_running == 0;
+        let all_rx_done = self.rx_running.load(SeqCst) == 0;
         if let Some(t) = role.tx {
-            let pending = self.txq[t].pending.len();
+            let pending = lock(&self.txq[t]).pending.len();
             if pending >= self.tx_batch || (all_rx_done && pending > 0) {
                 self.clean(t, ctx)?;
                 return Ok(Next::Continue);
             }
         }
         if let Some(r) = role.rx {
-            if !self.rxq[r].done {
-                return Ok(if self.receive(r, ctx) { Next::Continue } else { Next::Block });
+            let mut q = lock(&self.rxq[r]);
+            if !q.done {
+                return Ok(if self.receive(&mut q, ctx) { Next::Continue } else { Next::Block });
             }
         }
         match role.tx {
             // An RX CPU whose queue is done.
             None => Ok(Next::Done),
-            Some(t) if all_rx_done && self.txq[t].pending.is_empty() => Ok(Next::Done),
+            Some(t) if all_rx_done && lock(&self.txq[t]).pending.is_empty() => Ok(Next::Done),
             // Waiting for a batch: an RX queue's wake, or the last RX queue's, ends it.
             Some(_) => Ok(Next::Block),
         }
@@ -421,25 +452,28 @@ impl SerialWorkload for PageFragRx {
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         let mut v = Vec::new();
         for q in &mut self.rxq {
+            let q = q.get_mut().unwrap_or_else(PoisonError::into_inner);
             v.extend(q.ring.drain(..).map(|p| (q.cpu, p, Order(0))));
         }
-        for t in &mut self.txq {
-            v.extend(t.pending.drain(..).map(|p| (t.cpu, p, Order(0))));
+        for (t, &cpu) in self.txq.iter_mut().zip(&self.tx_cpu) {
+            let t = t.get_mut().unwrap_or_else(PoisonError::into_inner);
+            v.extend(t.pending.drain(..).map(|p| (cpu, p, Order(0))));
         }
         v
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
-        let secs = self.end_ps as f64 / PS_PER_S as f64;
+        let secs = self.end_ps.load(SeqCst) as f64 / PS_PER_S as f64;
+        let completed = self.completed.load(SeqCst) as f64;
         vec![
-            ("throughput".into(), if secs > 0.0 { self.completed as f64 / secs } else { 0.0 }),
-            ("packets".into(), self.completed as f64),
-            ("alloc_failures".into(), self.failed as f64),
+            ("throughput".into(), if secs > 0.0 { completed / secs } else { 0.0 }),
+            ("packets".into(), completed),
+            ("alloc_failures".into(), self.failed.load(SeqCst) as f64),
         ]
     }
 
     fn progress(&self) -> f64 {
-        self.completed as f64 / self.packets.max(1) as f64
+        self.completed.load(SeqCst) as f64 / self.packets.max(1) as f64
     }
 }
 
