@@ -19,11 +19,11 @@
 //! into per-CPU state ([`PerCpu`](super::PerCpu)) and small shared parts (atomics, or locks
 //! held for bookkeeping only, never across an allocator call) has its CPUs' allocator calls
 //! and touches overlap as a kernel's do, so zone-lock and pageset contention is real here:
-//! page-fault1, kbuild and page-frag-rx are, and trunc (whose two tasks run one after the
-//! other). The others still keep every CPU's state in one object behind
-//! [`Serial`](super::Serial)'s lock, so their steps, allocator calls included, take turns,
-//! and only the work a step asked for (`Ctx::work`), its sleep and its wait run in parallel
-//! (docs/performance.md lists which workloads are which, and why).
+//! page-fault1, kbuild, page-frag-rx and vm-scalability's anonymous case are, and trunc
+//! (whose two tasks run one after the other). The others still keep every CPU's state in
+//! one object behind [`Serial`](super::Serial)'s lock, so their steps, allocator calls
+//! included, take turns, and only the work a step asked for (`Ctx::work`), its sleep and its
+//! wait run in parallel (docs/performance.md lists which workloads are which, and why).
 //!
 //! # Ticks
 //!
@@ -848,6 +848,31 @@ mod tests {
         assert_eq!(metric(&o, "jobs"), 12.0);
         assert!(metric(&o, "memcg_reclaimed") > 0.0, "{:?}", o.workload);
         assert_eq!(metric(&o, "memcg_overruns"), 0.0);
+    }
+
+    /// vm-scalability's anonymous case on two threads: each task faults in its share and
+    /// unmaps it, every page back, the validator passing; the tasks' steps overlap in one of
+    /// twenty runs (a run is short, tens of ms, so a loaded host may serialise a few).
+    #[test]
+    fn vm_scalability_tasks_fault_on_overlapping_threads_and_every_page_comes_back() {
+        let info = workload::find("vm-scalability").unwrap();
+        let params = info.params(&["tasks=2".into()], 0.5).unwrap();
+        let mut most = 0;
+        for _ in 0..20 {
+            let mut w = Overlap::new(workload::vm_scalability::VmScalability::new(&params), false);
+            let o = runner(2).run(&mut w, &mut |_| {}).unwrap();
+            let per_task = metric(&o, "pages_per_task");
+            assert!(per_task > 0.0);
+            // Its share and the page-table pages that map it.
+            assert!(o.ops.allocs as f64 > 2.0 * per_task, "each task faults its share");
+            assert_eq!(o.ops.frees, o.ops.allocs, "and unmaps it all");
+            assert_eq!(metric(&o, "alloc_failures"), 0.0);
+            most = w.most.load(Ordering::SeqCst);
+            if most >= 2 {
+                break;
+            }
+        }
+        assert!(most >= 2, "the two tasks' steps never ran at the same time in twenty runs");
     }
 
     /// page-frag-rx with two RX CPUs filling one TX queue that a third CPU cleans: every

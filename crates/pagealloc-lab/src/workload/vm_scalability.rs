@@ -23,6 +23,12 @@
 //! Known biases: THP is assumed off (with THP the 2 MiB-aligned part of each mapping would
 //! fault order-9 pages); the per-fault kernel work is one assumed figure; the PMD and PUD
 //! pages, the TLB-gather batch pages and mmap's own cost are left out; tasks never migrate.
+//!
+//! State (case 0): each task is its CPU's alone, behind a lock only that CPU's steps take,
+//! and nothing else is shared, so on the real runner the tasks' faults and unmaps overlap as
+//! the processes' do. (Case 1, [`ReadOnce`], still takes turns.)
+
+use std::sync::{Mutex, PoisonError};
 
 use anyhow::{bail, Result};
 use pagealloc::{Order, Pfn};
@@ -31,7 +37,7 @@ use pagealloc_testkit::rng::Rng;
 use super::lru_file_readonce::ReadOnce;
 use super::page_fault1::AnonMap;
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
+use crate::model::{Ctx, ModelInfo, Next, Serial, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -47,11 +53,11 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 };
 
 /// The case the parameters ask for.
-fn build(p: &Params) -> Box<dyn crate::model::Workload> {
+fn build(p: &Params) -> Box<dyn Workload> {
     if p.get("case") == 1.0 {
         return Box::new(Serial::new(ReadOnce::new(p)));
     }
-    Box::new(Serial::new(VmScalability::new(p)))
+    Box::new(VmScalability::new(p))
 }
 
 /// Where a case's tasks run and how many pages each handles.
@@ -152,10 +158,10 @@ pub struct VmScalability {
     unmap_page: u64,
     /// Pages each task writes (from the machine's memory at start).
     per_task: u64,
-    task: Vec<Task>,
+    /// Task `t`, stepped only by the CPU it runs on.
+    task: Vec<Mutex<Task>>,
     /// The task on each CPU.
     on_cpu: Vec<Option<usize>>,
-    done: usize,
 }
 
 impl VmScalability {
@@ -169,24 +175,31 @@ impl VmScalability {
             per_task: 0,
             task: Vec::new(),
             on_cpu: Vec::new(),
-            done: 0,
         }
     }
 }
 
-impl SerialWorkload for VmScalability {
+impl VmScalability {
+    /// Every task's state, locked in turn, for reading once the run is over.
+    fn tasks(&self) -> impl Iterator<Item = std::sync::MutexGuard<'_, Task>> {
+        self.task.iter().map(|t| t.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl Workload for VmScalability {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         let p = place(info, self.tasks, self.mem_share)?;
         (self.per_task, self.on_cpu) = (p.per_task, p.on_cpu);
-        self.task = (0..self.tasks).map(|_| Task::default()).collect();
+        self.task = (0..self.tasks).map(|_| Mutex::default()).collect();
         Ok(p.cpus)
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
         let Some(t) = self.on_cpu[ctx.cpu() as usize] else {
             return Ok(Next::Done);
         };
-        let task = &mut self.task[t];
+        // This CPU's own task: no other step takes this lock.
+        let mut task = self.task[t].lock().unwrap_or_else(PoisonError::into_inner);
         if task.written_at == 0 {
             // clear_page, then usemem's write of every word.
             task.map.fault(ctx, self.fault, 2);
@@ -197,7 +210,6 @@ impl SerialWorkload for VmScalability {
         }
         if task.map.unmap_chunk(ctx, self.unmap_page)? {
             task.freed_at = ctx.now();
-            self.done += 1;
             return Ok(Next::Done);
         }
         Ok(Next::Continue)
@@ -207,7 +219,8 @@ impl SerialWorkload for VmScalability {
         let mut v = Vec::new();
         for (c, t) in self.on_cpu.iter().enumerate() {
             let Some(t) = *t else { continue };
-            v.extend(self.task[t].map.held(c as u32));
+            let task = self.task[t].get_mut().unwrap_or_else(PoisonError::into_inner);
+            v.extend(task.map.held(c as u32));
         }
         v
     }
@@ -215,14 +228,12 @@ impl SerialWorkload for VmScalability {
     fn metrics(&self) -> Vec<(String, f64)> {
         let kib = (self.per_task * 4) as f64;
         let throughput: f64 = self
-            .task
-            .iter()
+            .tasks()
             .filter(|t| t.written_at > 0)
             .map(|t| kib / (t.written_at as f64 / 1e12))
             .sum();
         let frees: Vec<f64> = self
-            .task
-            .iter()
+            .tasks()
             .filter(|t| t.freed_at > 0)
             .map(|t| (t.freed_at - t.written_at) as f64 / 1e9)
             .collect();
@@ -231,15 +242,14 @@ impl SerialWorkload for VmScalability {
             ("throughput".into(), throughput),
             ("free_ms".into(), free_ms),
             ("pages_per_task".into(), self.per_task as f64),
-            ("alloc_failures".into(), self.task.iter().map(|t| t.map.failed).sum::<u64>() as f64),
+            ("alloc_failures".into(), self.tasks().map(|t| t.map.failed).sum::<u64>() as f64),
         ]
     }
 
     fn progress(&self) -> f64 {
         let total = (self.per_task * self.tasks as u64 * 2).max(1);
         let done: u64 = self
-            .task
-            .iter()
+            .tasks()
             .map(|t| {
                 if t.freed_at > 0 {
                     2 * self.per_task
