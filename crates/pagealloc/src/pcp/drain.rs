@@ -107,13 +107,14 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         pcp: &mut PerCpuPages,
         n: i32,
     ) {
-        let reason = DrainReason::Decay;
-        if !self.policy.bulk_free_callers.chunks() {
-            self.free_pcppages_bulk(cpu, zone, slot, pcp, n, 0, reason);
-            return;
-        }
-        let flush = Flush { start: 0, reason, high: pcp.high, free_high: false };
-        self.free_pcppages_chunked(cpu, zone, slot, pcp, n, BulkFreeCallers::Batched, flush);
+        let form = if self.policy.bulk_free_callers.chunks() {
+            BulkFreeCallers::Batched
+        } else {
+            BulkFreeCallers::Whole
+        };
+        let flush =
+            Flush { start: 0, reason: DrainReason::Decay, high: pcp.high, free_high: false };
+        self.free_pcppages_by(cpu, zone, slot, pcp, n, form, flush);
     }
 
     /// Empty `cpu`'s pageset for `zone` (kernel `drain_pages_zone`): in chunks of at most

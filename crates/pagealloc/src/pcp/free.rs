@@ -304,12 +304,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         }
         let n = pcp.nr_pcp_free(policy, s, high, free_high);
         let flush = Flush { start: pindex, reason, high, free_high };
-        match policy.bulk_free_callers {
-            BulkFreeCallers::Whole => {
-                self.free_pcppages_bulk(cpu, zone, slot, pcp, n, pindex, reason)
-            }
-            form => self.free_pcppages_chunked(cpu, zone, slot, pcp, n, form, flush),
-        }
+        self.free_pcppages_by(cpu, zone, slot, pcp, n, policy.bulk_free_callers, flush);
         if !recheck_high(policy.bulk_free_callers) {
             self.clear_below_high(zone);
         }
@@ -331,15 +326,15 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         }
     }
 
-    /// Free up to `n` pages in chunks of at most `batch`, releasing the zone lock between
-    /// chunks (each chunk is its own bulk free; the sink hears a yield before every chunk but
-    /// the first, so waiting CPUs go first). When to stop is the batched form's: `batched`
+    /// Free up to `n` pages as the caller's `form` of `free_pcppages_bulk` does: `Whole` in
+    /// one bulk free; the batched forms in chunks of at most `batch`, releasing the zone lock
+    /// between chunks (each chunk is its own bulk free; the sink hears a yield before every
+    /// chunk but the first, so waiting CPUs go first). When to stop is the form's: `batched`
     /// frees all `n` (or until the pageset is empty), exactly what one bulk free would; the
     /// v4 form stops once `count < high`; the v1–v3 forms also recompute `high` after each
-    /// chunk and clear ZONE_BELOW_HIGH there. The drain counts as one drain event. Never
-    /// called with `Whole` (its callers take one bulk free instead).
+    /// chunk and clear ZONE_BELOW_HIGH there. The drain counts as one drain event.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn free_pcppages_chunked(
+    pub(crate) fn free_pcppages_by(
         &self,
         cpu: Cpu,
         zone: &Zone<L>,
@@ -349,7 +344,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         form: BulkFreeCallers,
         flush: Flush,
     ) {
-        debug_assert!(form.chunks(), "a whole bulk free is free_pcppages_bulk's");
+        if !form.chunks() {
+            self.free_pcppages_bulk(cpu, zone, slot, pcp, n, flush.start, flush.reason);
+            return;
+        }
         let s = self.tunables.pcp_batch_scale_max;
         let batch = pcp.batch.max(1);
         let (mut to_free, mut high, mut first) = (n, flush.high, true);
