@@ -203,6 +203,18 @@ pub trait SerialWorkload: Send {
     }
 }
 
+/// A workload's lock on part of its state, taken. Poisoned only when a step panicked, which
+/// the runner reports, so the state is used as it was left.
+pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A locked part of a workload's state when nothing else can hold it (before or after the
+/// run): no locking, poisoning ignored as in [`lock`].
+pub fn part<T>(m: &mut std::sync::Mutex<T>) -> &mut T {
+    m.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A [`SerialWorkload`] behind one lock: each step holds it throughout.
 #[derive(Debug)]
 pub struct Serial<W>(std::sync::Mutex<W>);
@@ -214,8 +226,7 @@ impl<W: SerialWorkload> Serial<W> {
     }
 
     fn get(&self) -> std::sync::MutexGuard<'_, W> {
-        // Poisoned only when a step panicked; the runner reports that panic.
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.0)
     }
 
     /// The workload, after its run.
@@ -261,21 +272,17 @@ impl<T> PerCpu<T> {
     /// runner bug), never a panic.
     pub fn get(&self, cpu: u32) -> Result<std::sync::MutexGuard<'_, T>> {
         let m = self.0.get(cpu as usize).ok_or_else(|| anyhow!("no state for cpu {cpu}"))?;
-        // Poisoned only when a step panicked; the runner reports that panic.
-        Ok(m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+        Ok(lock(m))
     }
 
     /// Every CPU's part, CPU 0 first, without locking (the run is over or not started).
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
-        self.0.iter_mut().map(|m| m.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner))
+        self.0.iter_mut().map(part)
     }
 
     /// Every CPU's part in turn, CPU 0 first, each locked while `f` reads it.
     pub fn each<R>(&self, mut f: impl FnMut(&T) -> R) -> Vec<R> {
-        self.0
-            .iter()
-            .map(|m| f(&m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)))
-            .collect()
+        self.0.iter().map(|m| f(&lock(m))).collect()
     }
 }
 

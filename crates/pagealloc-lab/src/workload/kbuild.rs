@@ -96,7 +96,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::{self, SeqCst};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
@@ -106,7 +106,7 @@ use pagealloc_testkit::rng::Rng;
 use super::memcg::Memcg;
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
-use crate::model::{Ctx, ModelInfo, Next, PerCpu, Workload};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, PerCpu, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -648,11 +648,6 @@ struct Counters {
 /// Add one to a counter (its total is read after the run).
 fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
-}
-
-/// `m` locked; poisoned only when a step panicked, which the runner reports.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// One run. Its state is split so that the real runner's CPUs step at the same time: each
@@ -1370,12 +1365,12 @@ impl Workload for Kbuild {
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         let mut v: Vec<(u32, Pfn, Order)> = Vec::new();
         for b in &mut self.builds {
-            let b = b.get_mut().unwrap_or_else(PoisonError::into_inner);
+            let b = part(b);
             v.extend(b.memcg.take_cache().map(|(c, p)| (c, p, Order(0))));
         }
         for s in &mut self.slots {
             let cpu = s.cpu;
-            if let Some(p) = s.state.get_mut().unwrap_or_else(PoisonError::into_inner).cur.take() {
+            if let Some(p) = part(&mut s.state).cur.take() {
                 v.extend(p.anon[p.freed.min(p.anon.len())..].iter().map(|&q| (cpu, q, Order(0))));
                 v.extend(p.tables.iter().map(|&q| (cpu, q, Order(0))));
                 v.extend(p.pgd.map(|q| (cpu, q, PGD_ORDER)));

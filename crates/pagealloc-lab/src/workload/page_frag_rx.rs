@@ -46,13 +46,13 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 
 use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Workload, PS_PER_S};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload, PS_PER_S};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -271,11 +271,6 @@ pub struct PageFragRx {
     failed: AtomicU64,
 }
 
-/// `m` locked; poisoned only when a step panicked, which the runner reports.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl PageFragRx {
     /// A run with these parameters.
     pub fn new(p: &Params) -> PageFragRx {
@@ -452,11 +447,11 @@ impl Workload for PageFragRx {
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         let mut v = Vec::new();
         for q in &mut self.rxq {
-            let q = q.get_mut().unwrap_or_else(PoisonError::into_inner);
+            let q = part(q);
             v.extend(q.ring.drain(..).map(|p| (q.cpu, p, Order(0))));
         }
         for (t, &cpu) in self.txq.iter_mut().zip(&self.tx_cpu) {
-            let t = t.get_mut().unwrap_or_else(PoisonError::into_inner);
+            let t = part(t);
             v.extend(t.pending.drain(..).map(|p| (cpu, p, Order(0))));
         }
         v

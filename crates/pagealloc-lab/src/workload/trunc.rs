@@ -23,13 +23,13 @@
 //! sparse files.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 
 use anyhow::Result;
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::{ns, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
-use crate::model::{Ctx, ModelInfo, Next, Workload};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -164,11 +164,6 @@ pub struct Trunc {
     freed: AtomicU64,
 }
 
-/// `m` locked; poisoned only when a step panicked, which the runner reports.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl Trunc {
     /// A run with these parameters.
     pub fn new(p: &Params) -> Trunc {
@@ -266,7 +261,7 @@ impl Workload for Trunc {
         self.cat_cpu = rng.below(u64::from(info.nr_cpus)) as u32;
         self.rm_cpu = rng.below(u64::from(info.nr_cpus)) as u32;
         let pages = self.total_pages() as usize;
-        self.cat.get_mut().unwrap_or_else(PoisonError::into_inner).cache.reserve(pages);
+        part(&mut self.cat).cache.reserve(pages);
         // One task at a time, but both may share a CPU: run them as one scheduled CPU when
         // they do, as two (the second waiting for the first) when they do not.
         if self.cat_cpu == self.rm_cpu {
@@ -286,9 +281,8 @@ impl Workload for Trunc {
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
-        let cat =
-            std::mem::take(&mut self.cat.get_mut().unwrap_or_else(PoisonError::into_inner).cache);
-        let rm = self.rm.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let cat = std::mem::take(&mut part(&mut self.cat).cache);
+        let rm = part(&mut self.rm);
         let rest = rm.cache.split_off(rm.next_free.min(rm.cache.len()));
         let on = |cpu: u32| move |p: Pfn| (cpu, p, Order(0));
         rest.into_iter().map(on(self.rm_cpu)).chain(cat.into_iter().map(on(self.cat_cpu))).collect()

@@ -28,7 +28,7 @@
 //! and nothing else is shared, so on the real runner the tasks' faults and unmaps overlap as
 //! the processes' do. (Case 1, [`ReadOnce`], still takes turns.)
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use anyhow::{bail, Result};
 use pagealloc::{Order, Pfn};
@@ -37,7 +37,7 @@ use pagealloc_testkit::rng::Rng;
 use super::lru_file_readonce::ReadOnce;
 use super::page_fault1::AnonMap;
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Serial, Workload};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, Serial, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -182,7 +182,7 @@ impl VmScalability {
 impl VmScalability {
     /// Every task's state, locked in turn, for reading once the run is over.
     fn tasks(&self) -> impl Iterator<Item = std::sync::MutexGuard<'_, Task>> {
-        self.task.iter().map(|t| t.lock().unwrap_or_else(PoisonError::into_inner))
+        self.task.iter().map(lock)
     }
 }
 
@@ -199,7 +199,7 @@ impl Workload for VmScalability {
             return Ok(Next::Done);
         };
         // This CPU's own task: no other step takes this lock.
-        let mut task = self.task[t].lock().unwrap_or_else(PoisonError::into_inner);
+        let mut task = lock(&self.task[t]);
         if task.written_at == 0 {
             // clear_page, then usemem's write of every word.
             task.map.fault(ctx, self.fault, 2);
@@ -219,7 +219,7 @@ impl Workload for VmScalability {
         let mut v = Vec::new();
         for (c, t) in self.on_cpu.iter().enumerate() {
             let Some(t) = *t else { continue };
-            let task = self.task[t].get_mut().unwrap_or_else(PoisonError::into_inner);
+            let task = part(&mut self.task[t]);
             v.extend(task.map.held(c as u32));
         }
         v
