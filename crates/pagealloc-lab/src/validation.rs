@@ -6,6 +6,7 @@ use anyhow::Result;
 use pagealloc::Counter;
 
 use crate::machine::{CacheLevel, Machine};
+use crate::model::RunOutcome;
 use crate::runs::RunResult;
 
 /// Each workload's parameters on a small host (2 CPUs; thpfioscale's fio thread and THP thread
@@ -40,6 +41,20 @@ pub(crate) const METRICS: &[(&str, bool, &str)] = &[
     ("drains", true, "pageset drains of every reason"),
     ("free_high", false, "drains triggered by free_high"),
     ("cold_touches", false, "pages touched out of the LLC (model only)"),
+    ("work_s", false, "work the steps asked for (`Ctx::work`), CPU-seconds"),
+    (
+        "beyond_work_ns",
+        false,
+        "busy time beyond the work asked, per step, ns: the model's charges for allocator calls, \
+         touches and lock holds; the real step's wall time less its zone-lock waits, the \
+         workload's bookkeeping and the runner's own included",
+    ),
+    (
+        "idle_pct",
+        false,
+        "CPU time neither busy nor waiting for a zone lock (blocked, asleep, or done early), % \
+         of elapsed × CPUs",
+    ),
 ];
 
 /// The value of compared metric `name` in `r` (NaN: not measured by that runner).
@@ -62,8 +77,29 @@ pub(crate) fn value(name: &str, r: &RunResult, real: bool) -> f64 {
         .sum::<u64>() as f64,
         "cold_touches" if real => f64::NAN,
         "cold_touches" => r.outcome.touches.1 as f64,
+        "work_s" => r.outcome.work_ps as f64 / 1e12,
+        "beyond_work_ns" => beyond_work_ns(&r.outcome),
+        "idle_pct" => idle_pct(&r.outcome),
         other => metric(other),
     }
+}
+
+/// Busy time beyond the work the steps asked for, per step (ns): where the two runners'
+/// prices part when their steps are the same.
+fn beyond_work_ns(o: &RunOutcome) -> f64 {
+    if o.steps == 0 {
+        return f64::NAN;
+    }
+    o.beyond_work_ps as f64 / 1000.0 / o.steps as f64
+}
+
+/// The share of the running CPUs' time that was neither busy nor waiting for a zone lock, %.
+fn idle_pct(o: &RunOutcome) -> f64 {
+    let span = o.elapsed_ps as f64 * f64::from(o.running_cpus);
+    if span == 0.0 {
+        return f64::NAN;
+    }
+    (100.0 * (1.0 - (o.busy_ps + o.lock_wait_ps) as f64 / span)).max(0.0)
 }
 
 /// Is `model` within [`TOLERANCE`] of `real`? Both zero agrees; one zero does not.

@@ -297,6 +297,15 @@ fn validate_quick_compares_model_and_real_per_workload() {
         // Where the workload fixes the number of allocator calls, both runners make them all.
         if w["workload"] == "trunc" {
             assert_eq!(m["calls"]["model"], m["calls"]["real_median"], "{w}");
+            // The same steps ask for the same work on both runners.
+            assert_eq!(m["work_s"]["model"], m["work_s"]["real_median"], "{w}");
+        }
+        // Where the time beyond the work goes: a price per step on each side, and the idle
+        // share of the CPUs' time, a percentage.
+        for side in ["model", "real_median"] {
+            assert!(m["beyond_work_ns"][side].as_f64().is_some_and(|x| x > 0.0), "{w}");
+            let idle = m["idle_pct"][side].as_f64().unwrap();
+            assert!((0.0..=100.0).contains(&idle), "{w}");
         }
         assert!(m["cold_touches"]["model"].as_f64().is_some());
         assert!(m["cold_touches"]["real_median"].is_null(), "the real runner cannot tell");

@@ -86,6 +86,13 @@ pub struct Prices {
     /// local idle latency, as a core's streaming rate is its outstanding misses over their
     /// latency (Little's law) and the number of misses in flight does not change.
     pub page_dram_remote: u64,
+    /// The first line of a page in this LLC: an LLC hit's full latency (see
+    /// [`Prices::part_page`]).
+    pub line_llc: u64,
+    /// The first line of a page in this node's DRAM: its full idle latency.
+    pub line_dram: u64,
+    /// The first line of a page in another node's DRAM.
+    pub line_dram_remote: u64,
 }
 
 impl Prices {
@@ -119,7 +126,30 @@ impl Prices {
             page_llc: page(Level::WriteLlc),
             page_dram,
             page_dram_remote: (page_dram as f64 * remote_ratio).round() as u64,
+            line_llc: ps(Level::LlcHit),
+            line_dram: ps(Level::DramLocal),
+            line_dram_remote: h
+                .value(Level::DramRemote)
+                .map_or(ps(Level::DramLocal), |_| ps(Level::DramRemote)),
         }
+    }
+
+    /// Touching `bytes` (fewer than a page) of one page whose first line costs `first` (a
+    /// miss's full latency where the page's data is) and whose whole write costs `page`.
+    ///
+    /// A page write rate is a streaming figure: the lines' misses overlap, up to the core's
+    /// outstanding misses. A touch of a few lines (a packet header the stack reads, a small
+    /// chunk copied in) has nothing to overlap its first miss with and waits for it whole, so
+    /// pricing it at the stream's rate per byte makes a one-line touch a fraction of a miss.
+    /// Here the first line waits its latency and each further line streams at the page's
+    /// rate per line beyond it: one line costs a miss, 64 lines the page, and nothing in
+    /// between is fitted; the straight line between them is assumed. (On the lab VM a real
+    /// page-frag-rx run spends about an LLC miss on each packet's one-line touch:
+    /// docs/performance.md, "Where a real step's time goes".)
+    pub fn part_page(first: u64, page: u64, bytes: u64) -> u64 {
+        let lines = bytes.div_ceil(64).clamp(1, LINES_PER_PAGE);
+        let first = first.min(page);
+        first + (lines - 1) * (page - first) / (LINES_PER_PAGE - 1)
     }
 
     /// One access found at `f`, beyond the private-cache hit in the fixed work.
@@ -628,5 +658,28 @@ mod tests {
         assert_eq!(p.page_dram, 409_600);
         assert_eq!(p.page_dram_remote, 614_400);
         assert_eq!(p.page_llc, 102_400);
+        // A first line waits the full latency where the page's data is.
+        assert_eq!((p.line_dram, p.line_dram_remote), (80_000, 120_000));
+    }
+
+    #[test]
+    fn a_part_page_pays_one_miss_then_streams_to_the_whole_page() {
+        let (first, page) = (80_000, 409_600);
+        // One line (or one byte) waits one miss.
+        assert_eq!(Prices::part_page(first, page, 1), first);
+        assert_eq!(Prices::part_page(first, page, 64), first);
+        // Each further line adds a 63rd of what the page costs beyond its first miss.
+        let per_line = (page - first) / 63;
+        assert_eq!(Prices::part_page(first, page, 65), first + per_line);
+        assert_eq!(Prices::part_page(first, page, 128), first + per_line);
+        // The 64th line reaches the whole page's price, so a full page costs the same
+        // whether charged as a page or as its lines.
+        assert_eq!(Prices::part_page(first, page, 4095), page);
+        // Never above the page, even where a miss's latency is longer than a streamed page.
+        assert_eq!(Prices::part_page(500_000, page, 64), page);
+        assert_eq!(Prices::part_page(500_000, page, 4000), page);
+        // It grows with the bytes.
+        let costs: Vec<u64> = (1..=64).map(|l| Prices::part_page(first, page, l * 64)).collect();
+        assert!(costs.windows(2).all(|w| w[0] <= w[1]), "{costs:?}");
     }
 }

@@ -300,6 +300,8 @@ enum State {
 struct VCpu {
     now: u64,
     busy: u64,
+    /// The part of `busy` the steps asked for as work ([`Ctx::work`]).
+    worked: u64,
     waited: u64,
     held: u64,
     rng: Rng,
@@ -404,8 +406,12 @@ impl Ctx<'_> {
             Clock::Virtual { v, .. } => {
                 v.now = v.now.saturating_add(ps);
                 v.busy = v.busy.saturating_add(ps);
+                v.worked = v.worked.saturating_add(ps);
             }
-            Clock::Real { t, .. } => t.debt_ps = t.debt_ps.saturating_add(ps),
+            Clock::Real { t, .. } => {
+                t.debt_ps = t.debt_ps.saturating_add(ps);
+                t.worked_ps = t.worked_ps.saturating_add(ps);
+            }
         }
     }
 
@@ -640,7 +646,9 @@ impl Ctx<'_> {
     /// Write `bytes` starting at the first page of the block at `pfn` (pages after the first
     /// as needed). The model charges each page at the machine's write rate: the LLC's for a
     /// page this CPU's LLC model holds, DRAM's (local or remote, by the block's node) for a
-    /// cold one, and returns the number of cold pages; the pages also push metadata lines out
+    /// cold one; a touch of less than a page waits a whole miss for its first line and
+    /// streams the rest ([`Prices::part_page`]). It returns the number of cold pages; the
+    /// pages also push metadata lines out
     /// of the CPU's caches. The real runner writes every cache line of the range and returns
     /// 0: it cannot tell which were cold.
     pub fn touch(&mut self, pfn: Pfn, bytes: u64) -> u64 {
@@ -653,20 +661,30 @@ impl Ctx<'_> {
                 let cold = cache.touch(*llc, pfn.0, pages);
                 let sink = self.pa.events();
                 let prices = sink.prices();
-                let cold_price = match sink.lines() {
+                let (cold_price, cold_line) = match sink.lines() {
                     Some(lines) => {
                         lines.advance(self.cpu.id(), pages);
                         if lines.home_of_frame(pfn.0) == lines.cpu_node(self.cpu.id()) {
-                            prices.page_dram
+                            (prices.page_dram, prices.line_dram)
                         } else {
-                            prices.page_dram_remote
+                            (prices.page_dram_remote, prices.line_dram_remote)
                         }
                     }
-                    None => prices.page_dram,
+                    None => (prices.page_dram, prices.line_dram),
                 };
-                let full = cold * cold_price + (pages - cold) * prices.page_llc;
-                // Charge the bytes written, not the whole last page.
-                let ps = full * bytes / (pages * 4096);
+                let ps = if bytes < 4096 {
+                    // Part of one page: its first line waits a whole miss.
+                    let (first, page) = if cold == 1 {
+                        (cold_line, cold_price)
+                    } else {
+                        (prices.line_llc, prices.page_llc)
+                    };
+                    Prices::part_page(first, page, bytes)
+                } else {
+                    let full = cold * cold_price + (pages - cold) * prices.page_llc;
+                    // Charge the bytes written, not the whole last page.
+                    full * bytes / (pages * 4096)
+                };
                 v.now = v.now.saturating_add(ps);
                 v.busy = v.busy.saturating_add(ps);
                 cold
@@ -728,6 +746,19 @@ pub struct RunOutcome {
     pub elapsed_ps: u64,
     /// CPU time spent working, in the allocator and holding locks, summed over CPUs (ps).
     pub busy_ps: u64,
+    /// The part of `busy_ps` the workload's steps asked for as work ([`Ctx::work`]): the
+    /// same on both runners when they take the same steps. What the rest of `busy_ps` is
+    /// differs: the model's charges for allocator calls, touches and lock holds, the real
+    /// runner's wall time of its steps (the workload's own bookkeeping and the runner's
+    /// included).
+    pub work_ps: u64,
+    /// Busy time beyond the work: in the model, `busy_ps` less `work_ps` (what the cost
+    /// profile and the hierarchy charged); in the real runner, the wall time inside the
+    /// steps less the zone-lock waits, so a spin for the work that overran its deadline
+    /// (a thread preempted while it spun) counts in neither.
+    pub beyond_work_ps: u64,
+    /// The CPUs the workload ran on.
+    pub running_cpus: u32,
     /// Time spent waiting for zone locks, summed over CPUs (ps).
     pub lock_wait_ps: u64,
     /// Time spent holding zone locks, summed over CPUs (ps).
@@ -840,6 +871,7 @@ impl Model {
             .map(|c| VCpu {
                 now: 0,
                 busy: 0,
+                worked: 0,
                 waited: 0,
                 held: 0,
                 rng: Rng::new(stream_seed(seed, c as u64)),
@@ -1020,6 +1052,9 @@ impl Model {
         Ok(RunOutcome {
             elapsed_ps: end,
             busy_ps: busy,
+            work_ps: self.cpus.iter().map(|v| v.worked).sum(),
+            beyond_work_ps: busy.saturating_sub(self.cpus.iter().map(|v| v.worked).sum()),
+            running_cpus: running.len() as u32,
             lock_wait_ps: waited,
             lock_held_ps: held,
             events,
@@ -1306,6 +1341,8 @@ pub(crate) mod tests {
         let o = m.run(&mut Serial::new(Nap(0)), &mut |_| {}).unwrap();
         assert_eq!(o.elapsed_ps, 1_000_010);
         assert_eq!(o.busy_ps, 20);
+        // Both steps' work is the work asked for; nothing else was charged.
+        assert_eq!((o.work_ps, o.running_cpus, o.beyond_work_ps), (20, 1, 0));
     }
 
     /// A cost profile at the top of its range (1 s a call) stretches a small run over hours

@@ -31,6 +31,7 @@
 //! the model does once a virtual second, and samples the pagesets. After the workload, the
 //! cool-down's ticks run back to back: an idle pageset changes only at ticks.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -81,6 +82,8 @@ pub struct ThreadClock {
     pub(super) rng: Rng,
     /// Work the current step asked for, not spun yet (ps).
     pub(super) debt_ps: u64,
+    /// Work asked for over the run (ps).
+    pub(super) worked_ps: u64,
     /// Pages written by touches.
     touched: u64,
     /// Touches that named memory outside the arena (a workload bug).
@@ -174,6 +177,31 @@ struct Sched {
     failed: bool,
 }
 
+/// What every thread of a run shares: the scheduling state, the condition variable blocked
+/// threads wait on, and a copy of `Sched::failed` that a thread reads before each step
+/// without taking the lock (a lock taken by every thread on every step bounced its line
+/// between the host's cores, a cost of the runner no kernel pays).
+#[derive(Debug)]
+struct Shared {
+    sched: Mutex<Sched>,
+    cv: Condvar,
+    failed: AtomicBool,
+}
+
+impl Shared {
+    /// Stop everyone: the run failed or stalled.
+    fn fail(&self) {
+        self.fail_locked(&mut lock(&self.sched));
+    }
+
+    /// [`Shared::fail`] with the lock held (`g` is its guard's state).
+    fn fail_locked(&self, g: &mut Sched) {
+        g.failed = true;
+        self.failed.store(true, Ordering::SeqCst);
+        self.cv.notify_all();
+    }
+}
+
 impl Sched {
     /// Every CPU still in the run is blocked: nobody is left to wake them.
     fn stalled(&self) -> bool {
@@ -187,6 +215,9 @@ struct ThreadTotals {
     counts: OpCounts,
     steps: u64,
     busy_ps: u64,
+    /// Wall time inside steps (the spin for their work and the waits after them excluded).
+    step_ps: u64,
+    work_ps: u64,
     touched: u64,
     bad_touches: u64,
     end_ps: u64,
@@ -271,13 +302,16 @@ impl RealRunner {
             }
         }
         let sampled = sampled_cpus(n, &running);
-        let sched = Mutex::new(Sched {
-            state,
-            pending: vec![None; n],
-            woken_at: vec![0; n],
-            failed: false,
-        });
-        let cv = Condvar::new();
+        let shared = Shared {
+            sched: Mutex::new(Sched {
+                state,
+                pending: vec![None; n],
+                woken_at: vec![0; n],
+                failed: false,
+            }),
+            cv: Condvar::new(),
+            failed: AtomicBool::new(false),
+        };
         let workload: &dyn Workload = &*w;
         let host_cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
         let start = Instant::now();
@@ -285,7 +319,8 @@ impl RealRunner {
         let mut ticks = 0u64;
         let heap = &self.heap;
         let slabs = &slabs;
-        let (sched, cv) = (&sched, &cv);
+        let shared = &shared;
+        let (sched, cv) = (&shared.sched, &shared.cv);
         let results: Vec<Result<ThreadTotals>> =
             std::thread::scope(|s| {
                 // Spawning stops at the first thread the OS refuses: the run is over, and every
@@ -298,6 +333,7 @@ impl RealRunner {
                         start,
                         rng: Rng::new(stream_seed(self.setup.seed, u64::from(c))),
                         debt_ps: 0,
+                        worked_ps: 0,
                         touched: 0,
                         bad_touches: 0,
                         tag: u64::from(c),
@@ -308,12 +344,11 @@ impl RealRunner {
                             // A panicking step (a workload bug) must end the run like a
                             // failing one, or the threads it would have woken wait for ever.
                             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                cpu_thread(c, pin, clock, heap, slabs, workload, (sched, cv))
+                                cpu_thread(c, pin, clock, heap, slabs, workload, shared)
                             }))
                             .unwrap_or_else(|_| Err(anyhow!("cpu {c}: the workload panicked")));
                             if r.is_err() {
-                                lock(sched).failed = true;
-                                cv.notify_all();
+                                shared.fail();
                             }
                             r
                         });
@@ -321,8 +356,7 @@ impl RealRunner {
                         Ok(h) => handles.push(h),
                         Err(e) => {
                             // The threads already started must stop, not wait for this one.
-                            lock(sched).failed = true;
-                            cv.notify_all();
+                            shared.fail();
                             refused.push(Err(anyhow!(
                                 "cannot start the thread of cpu {c}: {e}; the real runner runs \
                                  one thread per CPU, so give it fewer (--cpus)"
@@ -367,6 +401,8 @@ impl RealRunner {
             totals.counts.add(&t.counts);
             totals.steps += t.steps;
             totals.busy_ps += t.busy_ps;
+            totals.step_ps += t.step_ps;
+            totals.work_ps += t.work_ps;
             totals.touched += t.touched;
             totals.bad_touches += t.bad_touches;
             totals.end_ps = totals.end_ps.max(t.end_ps);
@@ -400,6 +436,9 @@ impl RealRunner {
             elapsed_ps: totals.end_ps,
             // A step's wall time includes its waits for zone locks; the model keeps them apart.
             busy_ps: totals.busy_ps.saturating_sub(wait_ps),
+            beyond_work_ps: totals.step_ps.saturating_sub(wait_ps),
+            work_ps: totals.work_ps,
+            running_cpus: running.len() as u32,
             lock_wait_ps: wait_ps,
             lock_held_ps: held_ps,
             events,
@@ -440,8 +479,9 @@ fn cpu_thread(
     heap: &RealHeap,
     slabs: &SlabSet<'_>,
     workload: &dyn Workload,
-    (sched, cv): (&Mutex<Sched>, &Condvar),
+    shared: &Shared,
 ) -> Result<ThreadTotals> {
+    let (sched, cv) = (&shared.sched, &shared.cv);
     if let Some(host) = pin {
         pin_current_thread(host).with_context(|| format!("pinning cpu {c} to host CPU {host}"))?;
     }
@@ -450,7 +490,7 @@ fn cpu_thread(
     let mut totals = ThreadTotals::default();
     let mut wakes = Vec::new();
     loop {
-        if lock(sched).failed {
+        if shared.failed.load(Ordering::SeqCst) {
             return Ok(totals);
         }
         let began = Instant::now();
@@ -484,7 +524,9 @@ fn cpu_thread(
             }
             cv.notify_all();
         }
+        let stepped = began.elapsed();
         clock.spend();
+        totals.step_ps += u64::try_from(stepped.as_nanos()).unwrap_or(0) * 1000;
         totals.busy_ps += u64::try_from(began.elapsed().as_nanos()).unwrap_or(0) * 1000;
         match next {
             Next::Continue => {}
@@ -498,8 +540,7 @@ fn cpu_thread(
                 }
                 g.state[c as usize] = State::Blocked;
                 if g.stalled() {
-                    g.failed = true;
-                    cv.notify_all();
+                    shared.fail_locked(&mut g);
                     return Ok(totals);
                 }
                 while g.state[c as usize] == State::Blocked && !g.failed {
@@ -514,7 +555,7 @@ fn cpu_thread(
                 let mut g = lock(sched);
                 g.state[c as usize] = State::Done;
                 if g.stalled() {
-                    g.failed = true;
+                    shared.fail_locked(&mut g);
                 }
                 cv.notify_all();
                 break;
@@ -523,6 +564,7 @@ fn cpu_thread(
     }
     totals.touched = clock.touched;
     totals.bad_touches = clock.bad_touches;
+    totals.work_ps = clock.worked_ps;
     Ok(totals)
 }
 
@@ -618,6 +660,11 @@ mod tests {
         // 2000 steps of 1 µs of work at least.
         assert!(o.elapsed_ps >= 2000 * 1_000_000, "{}", o.elapsed_ps);
         assert!(o.busy_ps >= 2000 * 1_000_000);
+        // The work asked for is counted as asked, whatever the wall clock did; the steps'
+        // own time comes on top of it.
+        assert_eq!((o.work_ps, o.running_cpus), (2000 * 1_000_000, 2));
+        assert!(o.busy_ps >= o.work_ps);
+        assert!(o.beyond_work_ps > 0 && o.beyond_work_ps < o.busy_ps);
         // CPU 1 freed every page to its own pageset, so none came back to CPU 0's: each of
         // CPU 0's 2000 pages was refilled from the zone (freeing on the allocating CPU would
         // have needed one batch).

@@ -797,10 +797,16 @@ mod tests {
         let acks = metric(&o, "acks");
         assert!(acks <= packets / 2.0 && acks >= packets / 2.0 - 2.0, "{acks} for {packets}");
         assert_eq!(metric(&o, "alloc_failures"), 0.0);
-        // 17 buffers per order-3 page: refills follow the packets and the rings.
+        // 17 buffers per order-3 page: refills follow the packets and the rings. The rings
+        // (1024 buffers each) are refilled after each NAPI round of 64 packets, so at the end
+        // up to one round per stream has been taken and not yet replaced.
         let pages = metric(&o, "frag_pages") + metric(&o, "frag_fallbacks");
         let buffers = packets + 2.0 * 1024.0;
-        assert!(pages >= (buffers / 17.0).floor() && pages <= buffers / 17.0 + 4.0, "{pages}");
+        let least = buffers - 2.0 * 64.0;
+        assert!(
+            pages >= (least / 17.0).floor() && pages <= buffers / 17.0 + 4.0,
+            "{pages} pages for {least}..{buffers} buffers ({packets} packets)"
+        );
         // 1448 payload bytes per segment over the run.
         let gbit = packets * 1448.0 * 8.0 / 1e9 / 0.002;
         assert!((metric(&o, "throughput") - gbit).abs() < 1e-9 * gbit);
