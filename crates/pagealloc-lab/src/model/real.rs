@@ -19,8 +19,8 @@
 //! into per-CPU state ([`PerCpu`](super::PerCpu)) and small shared parts (atomics, or locks
 //! held for bookkeeping only, never across an allocator call) has its CPUs' allocator calls
 //! and touches overlap as a kernel's do, so zone-lock and pageset contention is real here:
-//! page-fault1, kbuild, page-frag-rx and vm-scalability's anonymous case are, and trunc
-//! (whose two tasks run one after the other). The others still keep every CPU's state in
+//! page-fault1, kbuild, page-frag-rx, thpfioscale and vm-scalability's anonymous case are,
+//! and trunc (whose two tasks run one after the other). The others still keep every CPU's state in
 //! one object behind [`Serial`](super::Serial)'s lock, so their steps, allocator calls
 //! included, take turns, and only the work a step asked for (`Ctx::work`), its sleep and its
 //! wait run in parallel (docs/performance.md lists which workloads are which, and why).
@@ -873,6 +873,38 @@ mod tests {
             }
         }
         assert!(most >= 2, "the two tasks' steps never ran at the same time in twenty runs");
+    }
+
+    /// thpfioscale on four threads (two fio jobs, a THP thread and kswapd) over a 64 MiB
+    /// arena: 150 % of it written through the page cache, reclaimed by kswapd and direct
+    /// reclaim on the writers' threads, and a madvised THP program whose compactions move
+    /// page-cache pages and its own blocks from whichever thread compacts. Every page comes
+    /// back and the validator passes (the runner checks both); steps overlap in one of five
+    /// runs.
+    #[test]
+    fn thpfioscale_reclaims_and_compacts_on_overlapping_threads_and_every_page_comes_back() {
+        let info = workload::find("thpfioscale").unwrap();
+        let params: Vec<String> =
+            ["fio_threads=2", "thp_threads=1", "madv_hugepage=1", "warmup=0.25"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let params = info.params(&params, 1.0).unwrap();
+        let mut most = 0;
+        for _ in 0..5 {
+            let mut w = Overlap::new(workload::thpfioscale::ThpFioScale::new(&params), false);
+            let o = runner(4).run(&mut w, &mut |_| {}).unwrap();
+            // 150 % of the arena's 16 384 pages, so reclaim ran throughout.
+            assert!(metric(&o, "pages_written") > 1.4 * 16_384.0, "{:?}", o.workload);
+            assert!(metric(&o, "kswapd_pages") + metric(&o, "direct_reclaim_pages") > 8_192.0);
+            assert!(metric(&o, "reads") > 0.0 && metric(&o, "thp_steps") > 0.0);
+            assert!(o.events.get(Counter::CompactStall) > 0, "{:?}", o.workload);
+            most = w.most.load(Ordering::SeqCst);
+            if most >= 2 {
+                break;
+            }
+        }
+        assert!(most >= 2, "the threads' steps never ran at the same time in five runs");
     }
 
     /// page-frag-rx with two RX CPUs filling one TX queue that a third CPU cleans: every
