@@ -606,7 +606,10 @@ struct Zones {
     zonelist: Vec<Vec<usize>>,
     /// Per node: its own zones.
     node_zones: Vec<Vec<usize>>,
-    /// Frame → where the workload holds it as a movable page (page-cache or THP location,
+    /// The lowest frame of any zone: frames are kept as 32-bit offsets from it (the real
+    /// runner's arena starts far above frame 0).
+    base: u64,
+    /// Frame − `base` → where the workload holds it as a movable page (page-cache or THP location,
     /// see [`THP_LOC`]), or NONE; kept only with compaction. An entry may be stale (the
     /// frame was freed and reused by a non-movable holder): [`Migrate::migrate`] checks,
     /// under the slot's lock, that the location still holds the frame, and a holder that
@@ -639,20 +642,29 @@ impl Zones {
                 l
             })
             .collect();
-        let end = zones.iter().map(|z| z.start_pfn().0 + z.spanned_pages().0).max();
-        let frames = if compaction { end.unwrap_or(0) as usize } else { 0 };
+        let populated = zones.iter().filter(|z| z.is_populated());
+        let base = populated.clone().map(|z| z.start_pfn().0).min().unwrap_or(0);
+        let end = populated.map(|z| z.start_pfn().0 + z.spanned_pages().0).max().unwrap_or(0);
+        let frames = if compaction { end.saturating_sub(base) as usize } else { 0 };
         Zones {
             zonelist,
             node_zones: by_node,
+            base,
             owner: (0..frames).map(|_| AtomicU32::new(NONE)).collect(),
         }
     }
 
     /// Note that the movable page `pfn` is held at `loc` (kept only with compaction).
     fn own(&self, pfn: Pfn, loc: u32) {
-        if let Some(slot) = self.owner.get(pfn.0 as usize) {
+        if let Some(slot) = self.owner_of(pfn) {
             slot.store(loc, Relaxed);
         }
+    }
+
+    /// The owner entry of frame `pfn`, if the index has one.
+    fn owner_of(&self, pfn: Pfn) -> Option<&AtomicU32> {
+        let i = pfn.0.checked_sub(self.base)?;
+        self.owner.get(usize::try_from(i).ok()?)
     }
 }
 
@@ -664,6 +676,8 @@ type Free = (Pfn, Order, u64);
 /// reclaim on any CPU and kswapd empty it), behind one lock held for bookkeeping only.
 #[derive(Debug, Default)]
 struct Cache {
+    /// [`Zones::base`], set with the zones: `pages` and `Slab::pfn` are offsets from it.
+    base: u64,
     nr_nodes: usize,
     nr_cpus: usize,
     file_pages: usize,
@@ -835,9 +849,15 @@ impl ThpFioScale {
         self.files_per_job as u64 * self.fio_threads as u64
     }
 
-    /// The zones, read from the allocator by the first caller.
+    /// The zones, read from the allocator by the first caller, which also gives the cache
+    /// their base frame. Every step calls this before it takes any lock, so the cache lock
+    /// taken here is never held by a thread waiting for the zones.
     fn zones(&self, ctx: &Ctx<'_>) -> &Zones {
-        self.zones.get_or_init(|| Zones::read(ctx, self.nr_nodes, self.compaction))
+        self.zones.get_or_init(|| {
+            let zones = Zones::read(ctx, self.nr_nodes, self.compaction);
+            lock(&self.cache).base = zones.base;
+            zones
+        })
     }
 
     /// THP thread `t` holds the block `p` (its next `held` slot).
@@ -987,8 +1007,9 @@ impl ThpFioScale {
             got = self.alloc_reclaiming(ctx, spec.gfp, Order(0))?.map(|p| (p, 0, cap0));
         }
         let Some((pfn, order, cap)) = got else { return Ok(NONE) };
+        let mut cache = lock(&self.cache);
         let slab = Slab {
-            pfn: pfn_u32(pfn)?,
+            pfn: frame_of(cache.base, pfn)?,
             live: 1,
             cap,
             cache: c as u8,
@@ -998,7 +1019,7 @@ impl ThpFioScale {
             in_partial: false,
             current: true,
         };
-        Ok(lock(&self.cache).new_slab(slab, cpu))
+        Ok(cache.new_slab(slab, cpu))
     }
 
     /// Give a file its dentry, inode and cluster-buffer share (and an inode log item when it is
@@ -1039,8 +1060,8 @@ impl ThpFioScale {
             lock(&self.cache).files[f].objs[RADIX] = id;
         }
         let node = pfn_node(ctx, pfn);
-        let frame = pfn_u32(pfn)?;
         let mut cache = lock(&self.cache);
+        let frame = frame_of(cache.base, pfn)?;
         self.zones(ctx).own(pfn, (f * MAX_FILE_PAGES + b) as u32);
         let file = &mut cache.files[f];
         file.pages[b] = frame;
@@ -1180,6 +1201,7 @@ impl ThpFioScale {
         // activates an inactive page), then read.
         let hit = {
             let mut cache = lock(&self.cache);
+            let base = cache.base;
             let (file, bit) = (&mut cache.files[f], 1u16 << b);
             (file.pages[b] != NONE).then(|| {
                 if file.active & bit == 0 && file.accessed & bit != 0 {
@@ -1188,7 +1210,7 @@ impl ThpFioScale {
                 } else {
                     file.accessed |= bit;
                 }
-                Pfn(u64::from(file.pages[b]))
+                pfn_of(base, file.pages[b])
             })
         };
         match hit {
@@ -1450,7 +1472,7 @@ impl ThpFioScale {
     /// slot is checked and moved under its lock (the cache's, or the THP thread's `held`).
     fn move_page(&self, from: Pfn, to: Pfn, order: Order) -> bool {
         let Some(zones) = self.zones.get() else { return false };
-        let (Some(entry), Ok(to_u32)) = (zones.owner.get(from.0 as usize), pfn_u32(to)) else {
+        let (Some(entry), Ok(to_u32)) = (zones.owner_of(from), frame_of(zones.base, to)) else {
             return false;
         };
         let loc = entry.load(Relaxed);
@@ -1466,7 +1488,7 @@ impl ThpFioScale {
             let (f, b) = (loc as usize / MAX_FILE_PAGES, loc as usize % MAX_FILE_PAGES);
             let mut cache = lock(&self.cache);
             match cache.files.get_mut(f).map(|file| &mut file.pages[b]) {
-                Some(p) if u64::from(*p) == from.0 && order.0 == 0 => {
+                Some(p) if pfn_of(zones.base, *p) == from && order.0 == 0 => {
                     *p = to_u32;
                     moved(zones)
                 }
@@ -1554,13 +1576,14 @@ impl Cache {
     /// Free one object of slab `id`; the slab page goes (into `frees`) when its last object
     /// does.
     fn slab_free(&mut self, id: u32, frees: &mut Vec<Free>) {
+        let base = self.base;
         let s = &mut self.slabs[id as usize];
         let was_full = s.live == s.cap;
         s.live -= 1;
         if s.live == 0 && !s.current {
             s.alive = false;
             s.in_partial = false;
-            let (pfn, order) = (Pfn(u64::from(s.pfn)), Order(s.order));
+            let (pfn, order) = (pfn_of(base, s.pfn), Order(s.order));
             self.slab_pages -= 1 << s.order;
             self.free_slab_ids.push(id);
             frees.push((pfn, order, 0));
@@ -1582,6 +1605,7 @@ impl Cache {
         frees: &mut Vec<Free>,
     ) -> (u64, u64) {
         let (mut got, mut scanned) = (0, 0);
+        let base = self.base;
         let lru_before = self.cached_pages[node];
         while got < want && scanned < scan {
             let Some(e) = self.fifo[node].pop_front() else { break };
@@ -1599,7 +1623,7 @@ impl Cache {
                 continue;
             }
             file.accessed &= !bit;
-            let pfn = Pfn(u64::from(file.pages[b]));
+            let pfn = pfn_of(base, file.pages[b]);
             file.pages[b] = NONE;
             file.gen[b] = file.gen[b].wrapping_add(1);
             file.cached -= 1;
@@ -1645,10 +1669,11 @@ impl Cache {
 
     /// Inode eviction: truncate the remaining page cache, free the slab objects.
     fn evict_file(&mut self, ctx: &Ctx<'_>, f: usize, frees: &mut Vec<Free>) {
+        let base = self.base;
         for b in 0..self.file_pages {
             let file = &mut self.files[f];
             if file.pages[b] != NONE {
-                let pfn = Pfn(u64::from(file.pages[b]));
+                let pfn = pfn_of(base, file.pages[b]);
                 file.pages[b] = NONE;
                 file.gen[b] = file.gen[b].wrapping_add(1);
                 file.cached -= 1;
@@ -1771,11 +1796,17 @@ impl Migrate for Mover<'_> {
     }
 }
 
-fn pfn_u32(p: Pfn) -> Result<u32> {
-    if p.0 >= u64::from(NONE) {
-        bail!("frame {p:?} does not fit the model's 32-bit frame numbers");
+/// Frame `p` as the workload keeps it: its offset from the zones' `base`, in 32 bits.
+fn frame_of(base: u64, p: Pfn) -> Result<u32> {
+    match p.0.checked_sub(base) {
+        Some(f) if f < u64::from(NONE) => Ok(f as u32),
+        _ => bail!("frame {p:?} does not fit the workload's 32-bit frame offsets from {base}"),
     }
-    Ok(p.0 as u32)
+}
+
+/// The frame the workload keeps as `f` (see [`frame_of`]).
+fn pfn_of(base: u64, f: u32) -> Pfn {
+    Pfn(base + u64::from(f))
 }
 
 impl Workload for ThpFioScale {
@@ -1933,17 +1964,18 @@ impl Workload for ThpFioScale {
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         let mut v = Vec::new();
         let cache = part(&mut self.cache);
+        let base = cache.base;
         for file in &mut cache.files {
             for p in &mut file.pages {
                 if *p != NONE {
-                    v.push((0, Pfn(u64::from(*p)), Order(0)));
+                    v.push((0, pfn_of(base, *p), Order(0)));
                     *p = NONE;
                 }
             }
         }
         for s in &mut cache.slabs {
             if s.alive {
-                v.push((0, Pfn(u64::from(s.pfn)), Order(s.order)));
+                v.push((0, pfn_of(base, s.pfn), Order(s.order)));
                 s.alive = false;
             }
         }
@@ -2177,7 +2209,8 @@ mod tests {
         part(&mut w.cache).files = vec![File::EMPTY; 2];
         w.held = vec![Mutex::default()];
         let owner = (0..64).map(|_| AtomicU32::new(NONE)).collect();
-        w.zones.set(Zones { zonelist: Vec::new(), node_zones: Vec::new(), owner }).unwrap();
+        let zones = Zones { zonelist: Vec::new(), node_zones: Vec::new(), base: 0, owner };
+        w.zones.set(zones).unwrap();
         part(&mut w.cache).files[1].pages[3] = 10;
         w.zones.get().unwrap().own(Pfn(10), (MAX_FILE_PAGES + 3) as u32);
         w.hold(0, Pfn(20), Order(0)).unwrap();
