@@ -19,8 +19,8 @@
 //! into per-CPU state ([`PerCpu`](super::PerCpu)) and small shared parts (atomics, or locks
 //! held for bookkeeping only, never across an allocator call) has its CPUs' allocator calls
 //! and touches overlap as a kernel's do, so zone-lock and pageset contention is real here:
-//! page-fault1, kbuild, page-frag-rx and vm-scalability's anonymous case are, and trunc
-//! (whose two tasks run one after the other). The others still keep every CPU's state in
+//! page-fault1, kbuild, page-frag-rx, thpfioscale and vm-scalability (both cases) are, and
+//! trunc (whose two tasks run one after the other). The others still keep every CPU's state in
 //! one object behind [`Serial`](super::Serial)'s lock, so their steps, allocator calls
 //! included, take turns, and only the work a step asked for (`Ctx::work`), its sleep and its
 //! wait run in parallel (docs/performance.md lists which workloads are which, and why).
@@ -824,6 +824,33 @@ mod tests {
         o.workload.iter().find(|(k, _)| k == name).unwrap().1
     }
 
+    /// Workload `name`'s parameters with `over` (`name=value` each) at scale 1.
+    fn params(name: &str, over: &[&str]) -> workload::Params {
+        let over: Vec<String> = over.iter().map(|s| s.to_string()).collect();
+        workload::find(name).unwrap().params(&over, 1.0).unwrap()
+    }
+
+    /// Run the workload `build` makes on `cpus` threads, wrapped in [`Overlap`], up to
+    /// `runs` times, `check`ing each run's outcome, until two steps were in flight at once
+    /// (whether they meet depends on the host's scheduler); returns the most seen.
+    fn most_in_flight<W: Workload>(
+        runs: usize,
+        cpus: u32,
+        build: impl Fn() -> W,
+        check: impl Fn(&RunOutcome),
+    ) -> u32 {
+        let mut most = 0;
+        for _ in 0..runs {
+            let mut w = Overlap::new(build(), false);
+            check(&runner(cpus).run(&mut w, &mut |_| {}).unwrap());
+            most = w.most.load(Ordering::SeqCst);
+            if most >= 2 {
+                break;
+            }
+        }
+        most
+    }
+
     /// page-fault1's CPUs share nothing but the allocator, so two threads' steps (faults
     /// and munmap chunks: allocator calls) run at the same time; every page still comes
     /// back and the validator passes (the runner checks both at the end). Whether two steps
@@ -831,18 +858,16 @@ mod tests {
     /// the same workload taking turns, as under [`Serial`], never gets past one step in flight.
     #[test]
     fn page_fault1_steps_overlap_and_every_page_comes_back() {
-        let mut most = 0;
-        for _ in 0..5 {
-            let mut w = Overlap::new(page_fault1(0.2), false);
-            let o = runner(2).run(&mut w, &mut |_| {}).unwrap();
-            assert_eq!(metric(&o, "alloc_failures"), 0.0);
-            assert!(metric(&o, "loops") >= 2.0, "{:?}", o.workload);
-            assert!(o.ops.allocs > 0 && o.ops.frees > 0);
-            most = w.most.load(Ordering::SeqCst);
-            if most >= 2 {
-                break;
-            }
-        }
+        let most = most_in_flight(
+            5,
+            2,
+            || page_fault1(0.2),
+            |o| {
+                assert_eq!(metric(o, "alloc_failures"), 0.0);
+                assert!(metric(o, "loops") >= 2.0, "{:?}", o.workload);
+                assert!(o.ops.allocs > 0 && o.ops.frees > 0);
+            },
+        );
         assert_eq!(most, 2, "two threads' steps never ran at the same time in five runs");
 
         let mut w = Overlap::new(page_fault1(0.02), true);
@@ -884,19 +909,17 @@ mod tests {
                 .collect();
             workload::kbuild::Kbuild::new(&workload::kbuild::INFO.params(&params, 1.0).unwrap())
         };
-        let mut most = 0;
-        for _ in 0..5 {
-            let mut w = Overlap::new(build(&[]), false);
-            let o = runner(2).run(&mut w, &mut |_| {}).unwrap();
-            assert_eq!(metric(&o, "jobs"), 12.0);
-            assert_eq!(metric(&o, "processes"), 12.0 * 3.0 + 1.0);
-            assert_eq!(metric(&o, "alloc_failures"), 0.0);
-            assert!(metric(&o, "rcu_frees") > 0.0 && metric(&o, "remote_frees") > 0.0);
-            most = w.most.load(Ordering::SeqCst);
-            if most >= 2 {
-                break;
-            }
-        }
+        let most = most_in_flight(
+            5,
+            2,
+            || build(&[]),
+            |o| {
+                assert_eq!(metric(o, "jobs"), 12.0);
+                assert_eq!(metric(o, "processes"), 12.0 * 3.0 + 1.0);
+                assert_eq!(metric(o, "alloc_failures"), 0.0);
+                assert!(metric(o, "rcu_frees") > 0.0 && metric(o, "remote_frees") > 0.0);
+            },
+        );
         assert_eq!(most, 2, "two threads' steps never ran at the same time in five runs");
 
         let o = runner(2)
@@ -914,22 +937,59 @@ mod tests {
     fn vm_scalability_tasks_fault_on_overlapping_threads_and_every_page_comes_back() {
         let info = workload::find("vm-scalability").unwrap();
         let params = info.params(&["tasks=2".into()], 0.5).unwrap();
-        let mut most = 0;
-        for _ in 0..20 {
-            let mut w = Overlap::new(workload::vm_scalability::VmScalability::new(&params), false);
-            let o = runner(2).run(&mut w, &mut |_| {}).unwrap();
-            let per_task = metric(&o, "pages_per_task");
+        let build = || workload::vm_scalability::VmScalability::new(&params);
+        let most = most_in_flight(20, 2, build, |o| {
+            let per_task = metric(o, "pages_per_task");
             assert!(per_task > 0.0);
             // Its share and the page-table pages that map it.
             assert!(o.ops.allocs as f64 > 2.0 * per_task, "each task faults its share");
             assert_eq!(o.ops.frees, o.ops.allocs, "and unmaps it all");
-            assert_eq!(metric(&o, "alloc_failures"), 0.0);
-            most = w.most.load(Ordering::SeqCst);
-            if most >= 2 {
-                break;
-            }
-        }
+            assert_eq!(metric(o, "alloc_failures"), 0.0);
+        });
         assert!(most >= 2, "the two tasks' steps never ran at the same time in twenty runs");
+    }
+
+    /// thpfioscale on four threads (two fio jobs, a THP thread and kswapd) over a 64 MiB
+    /// arena: 150 % of it written through the page cache, reclaimed by kswapd and direct
+    /// reclaim on the writers' threads, and a madvised THP program whose compactions move
+    /// page-cache pages and its own blocks from whichever thread compacts. Every page comes
+    /// back and the validator passes (the runner checks both); steps overlap in one of five
+    /// runs.
+    #[test]
+    fn thpfioscale_reclaims_and_compacts_on_overlapping_threads_and_every_page_comes_back() {
+        let over = ["fio_threads=2", "thp_threads=1", "madv_hugepage=1", "warmup=0.25"];
+        let params = params("thpfioscale", &over);
+        let build = || workload::thpfioscale::ThpFioScale::new(&params);
+        let most = most_in_flight(5, 4, build, |o| {
+            // 150 % of the arena's 16 384 pages, so reclaim ran throughout.
+            assert!(metric(o, "pages_written") > 1.4 * 16_384.0, "{:?}", o.workload);
+            assert!(metric(o, "kswapd_pages") + metric(o, "direct_reclaim_pages") > 8_192.0);
+            assert!(metric(o, "reads") > 0.0 && metric(o, "thp_steps") > 0.0);
+            assert!(o.events.get(Counter::CompactStall) > 0, "{:?}", o.workload);
+        });
+        assert!(most >= 2, "the threads' steps never ran at the same time in five runs");
+    }
+
+    /// vm-scalability's file case on two threads reading twice the 64 MiB arena: once the
+    /// page cache fills it, each reader's allocations reclaim the oldest pages, the other
+    /// reader's as well as its own, taken out of the shared LRU under its lock and freed
+    /// after it. Every page read is freed by reclaim or comes back at the end, the validator
+    /// passes; the readers' steps overlap in one of twenty runs (five were too few for
+    /// page-frag-rx's on a host loaded by other builds).
+    #[test]
+    fn vm_scalability_readers_reclaim_on_overlapping_threads_and_every_page_comes_back() {
+        let params = params("vm-scalability", &["case=1", "tasks=2", "read_share=2"]);
+        let build = || workload::lru_file_readonce::ReadOnce::new(&params);
+        let most = most_in_flight(20, 2, build, |o| {
+            let per_task = metric(o, "pages_per_task");
+            assert!(per_task > 8_000.0, "{:?}", o.workload);
+            assert_eq!(o.ops.allocs as f64, 2.0 * per_task, "one allocation per page read");
+            assert_eq!(metric(o, "alloc_failures"), 0.0);
+            // Twice the arena read: at least what it cannot hold was reclaimed, each freed once.
+            assert!(metric(o, "reclaimed_pages") >= 2.0 * per_task - 16_384.0);
+            assert_eq!(o.ops.frees as f64, metric(o, "reclaimed_pages"));
+        });
+        assert!(most >= 2, "the readers' steps never ran at the same time in twenty runs");
     }
 
     /// page-frag-rx with two RX CPUs filling one TX queue that a third CPU cleans: every
@@ -938,28 +998,17 @@ mod tests {
     /// (five were too few on a host loaded by other builds).
     #[test]
     fn page_frag_rx_forwards_between_overlapping_threads_and_every_page_comes_back() {
-        let info = workload::page_frag_rx::INFO;
-        let params: Vec<String> =
-            ["packets=20000", "rx_cpus=2", "tx_cpus=1", "rx_ring=128", "tx_ring=128"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-        let params = info.params(&params, 1.0).unwrap();
-        let mut most = 0;
-        for _ in 0..20 {
-            let mut w = Overlap::new(workload::page_frag_rx::PageFragRx::new(&params), false);
-            let o = runner(3).run(&mut w, &mut |_| {}).unwrap();
-            let packets = metric(&o, "packets");
+        let over = ["packets=20000", "rx_cpus=2", "tx_cpus=1", "rx_ring=128", "tx_ring=128"];
+        let params = params("page-frag-rx", &over);
+        let build = || workload::page_frag_rx::PageFragRx::new(&params);
+        let most = most_in_flight(20, 3, build, |o| {
+            let packets = metric(o, "packets");
             assert!((20_000.0..=20_002.0).contains(&packets), "{packets}");
-            assert_eq!(metric(&o, "alloc_failures"), 0.0);
+            assert_eq!(metric(o, "alloc_failures"), 0.0);
             // Each forwarded page freed once; the rings' posted pages go back at the end (the
             // runner's give-back and conservation check, which would fail the run).
             assert_eq!(o.ops.frees as f64, packets, "every forwarded page freed once");
-            most = w.most.load(Ordering::SeqCst);
-            if most >= 2 {
-                break;
-            }
-        }
+        });
         assert!(most >= 2, "the threads' steps never ran at the same time in twenty runs");
     }
 }

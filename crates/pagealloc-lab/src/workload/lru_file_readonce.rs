@@ -25,6 +25,12 @@
 //! (negative when the pages reclaimed sit in the reader's pageset, or another reader's refill
 //! took a batch: reclaim keeps the zone plus the reader's pageset above MIN, not the zone).
 //!
+//! Threads: each dd is its CPU's own (`model::PerCpu`); the LRUs are shared, behind one lock
+//! taken after the CPU's own and held for bookkeeping only (a reclaim takes its batch out
+//! under it, then does the work and the frees); counters are atomic. Nothing waits for
+//! anything, so no wake can be lost. On the real runner the readers' allocations, frees and
+//! touches overlap; the model steps one CPU at a time and decides as with one object.
+//!
 //! Known biases: in the kernel kswapd does most of this reclaim on a CPU of its own, freeing
 //! into its own pageset, and the readers only fall to direct reclaim when kswapd lags; here
 //! every eviction is charged to a reader and freed into the reader's pageset, from which its
@@ -34,13 +40,16 @@
 //! left out.
 
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::Mutex;
 
 use anyhow::Result;
 use pagealloc::{AllocFlags, Gfp, Order, Pfn, ZoneType, WMARK_LOW, WMARK_MIN};
 
 use super::kswapd::SWAP_CLUSTER_MAX;
 use super::{ns, ParamSpec, Params};
-use crate::model::{Ctx, ModelInfo, Next, SerialWorkload};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, PerCpu, Workload};
 
 /// dd's work per 4 KiB read besides the allocation and the two page copies.
 pub(crate) const READ_PAGE_NS: ParamSpec = ParamSpec {
@@ -78,8 +87,8 @@ const RETRIES: usize = 8;
 /// Reclaim rounds before an allocation at most (each frees up to `SWAP_CLUSTER_MAX`).
 const ROUNDS: usize = 64;
 
-/// One dd.
-#[derive(Debug, Default)]
+/// One dd, its CPU's alone.
+#[derive(Clone, Debug, Default)]
 struct Task {
     read: u64,
     failed: u64,
@@ -87,7 +96,11 @@ struct Task {
     done_at: u64,
 }
 
-/// One run of the file case.
+/// One run of the file case. Each dd is its CPU's; the page cache's LRUs are shared (any
+/// reader's reclaim takes the oldest pages, whoever read them) behind a lock held for
+/// bookkeeping only: a reclaim takes its batch out under it and frees it after; counters
+/// are atomic. So the readers' allocations, frees and touches overlap on the real runner's
+/// threads, while the model, stepping one CPU at a time, decides as with one object.
 #[derive(Debug)]
 pub struct ReadOnce {
     tasks: usize,
@@ -95,13 +108,17 @@ pub struct ReadOnce {
     read_page: u64,
     reclaim_page: u64,
     per_task: u64,
-    task: Vec<Task>,
-    on_cpu: Vec<Option<usize>>,
+    /// The CPU of each task, task 0 first.
+    cpus: Vec<u32>,
+    /// Each CPU's dd, if it runs one.
+    task: PerCpu<Option<Task>>,
     /// Each node's page cache, oldest first: (page, the CPU that read it).
-    lru: Vec<VecDeque<(Pfn, u32)>>,
+    lru: Mutex<Vec<VecDeque<(Pfn, u32)>>>,
     cpu_node: Vec<u32>,
-    reclaimed: u64,
-    min_margin: i64,
+    /// Pages read, all tasks (for progress).
+    read: AtomicU64,
+    reclaimed: AtomicU64,
+    min_margin: AtomicI64,
 }
 
 impl ReadOnce {
@@ -113,12 +130,13 @@ impl ReadOnce {
             read_page: ns(p.get("read_page_ns")),
             reclaim_page: ns(p.get("reclaim_page_ns")),
             per_task: 0,
-            task: Vec::new(),
-            on_cpu: Vec::new(),
-            lru: Vec::new(),
+            cpus: Vec::new(),
+            task: PerCpu::new(Vec::new()),
+            lru: Mutex::default(),
             cpu_node: Vec::new(),
-            reclaimed: 0,
-            min_margin: i64::MAX,
+            read: AtomicU64::new(0),
+            reclaimed: AtomicU64::new(0),
+            min_margin: AtomicI64::new(i64::MAX),
         }
     }
 
@@ -140,27 +158,35 @@ impl ReadOnce {
         m.map(|z| z.free_pages().0 as i64 - floor(z) as i64).max().unwrap_or(0)
     }
 
-    /// Evict up to `want` of the oldest page-cache pages on this CPU, its own node's first.
-    fn reclaim(&mut self, ctx: &mut Ctx<'_>, want: u64) -> Result<u64> {
+    /// Evict up to `want` of the oldest page-cache pages on this CPU, its own node's first:
+    /// taken out under the LRU lock, then each freed after `reclaim_page_ns` of work.
+    fn reclaim(&self, ctx: &mut Ctx<'_>, want: u64) -> Result<u64> {
         let here = self.cpu_node[ctx.cpu() as usize] as usize;
-        let mut got = 0;
-        for k in 0..self.lru.len() {
-            let node = (here + k) % self.lru.len();
-            while got < want {
-                let Some((pfn, _)) = self.lru[node].pop_front() else { break };
-                ctx.work(self.reclaim_page);
-                ctx.free(pfn, Order(0))?;
-                got += 1;
+        let mut batch = Vec::new();
+        {
+            let mut lru = lock(&self.lru);
+            let nodes = lru.len();
+            for k in 0..nodes {
+                let node = (here + k) % nodes;
+                while (batch.len() as u64) < want {
+                    let Some((pfn, _)) = lru[node].pop_front() else { break };
+                    batch.push(pfn);
+                }
             }
         }
-        self.reclaimed += got;
+        for &pfn in &batch {
+            ctx.work(self.reclaim_page);
+            ctx.free(pfn, Order(0))?;
+        }
+        let got = batch.len() as u64;
+        self.reclaimed.fetch_add(got, Relaxed);
         Ok(got)
     }
 
     /// The allocation with the kernel's reclaim around it: below LOW kswapd would be woken
     /// (here the reader reclaims itself), while no zone is above MIN reclaim a batch, then
     /// allocate, reclaiming a batch after each failure.
-    fn alloc(&mut self, ctx: &mut Ctx<'_>) -> Result<Option<Pfn>> {
+    fn alloc(&self, ctx: &mut Ctx<'_>) -> Result<Option<Pfn>> {
         if !Self::any_above(ctx, WMARK_LOW) {
             for _ in 0..ROUNDS {
                 if Self::any_above(ctx, WMARK_MIN) || self.reclaim(ctx, SWAP_CLUSTER_MAX)? == 0 {
@@ -168,7 +194,7 @@ impl ReadOnce {
                 }
             }
         }
-        self.min_margin = self.min_margin.min(Self::margin(ctx));
+        self.min_margin.fetch_min(Self::margin(ctx), Relaxed);
         for _ in 0..RETRIES {
             if let Some(p) = ctx.alloc(Gfp::HIGHUSER_MOVABLE, Order(0)) {
                 return Ok(Some(p));
@@ -187,18 +213,20 @@ impl ReadOnce {
     }
 }
 
-impl SerialWorkload for ReadOnce {
+impl Workload for ReadOnce {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         let p = super::vm_scalability::place(info, self.tasks, self.read_share)?;
-        (self.per_task, self.on_cpu) = (p.per_task, p.on_cpu);
-        self.task = (0..self.tasks).map(|_| Task::default()).collect();
-        self.lru = vec![VecDeque::new(); info.nr_nodes.max(1) as usize];
+        self.per_task = p.per_task;
+        self.task = PerCpu::new(p.on_cpu.iter().map(|t| t.map(|_| Task::default())));
+        self.cpus = p.cpus.clone();
+        *part(&mut self.lru) = vec![VecDeque::new(); info.nr_nodes.max(1) as usize];
         self.cpu_node = info.cpu_node.clone();
         Ok(p.cpus)
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let Some(t) = self.on_cpu[ctx.cpu() as usize] else {
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let mut slot = self.task.get(ctx.cpu())?;
+        let Some(task) = slot.as_mut() else {
             return Ok(Next::Done);
         };
         ctx.work(self.read_page);
@@ -208,12 +236,12 @@ impl SerialWorkload for ReadOnce {
                 ctx.touch(page, 4096);
                 ctx.touch(page, 4096);
                 let node = Self::node_of(ctx, page);
-                self.lru[node].push_back((page, ctx.cpu()));
+                lock(&self.lru)[node].push_back((page, ctx.cpu()));
             }
-            None => self.task[t].failed += 1,
+            None => task.failed += 1,
         }
-        let task = &mut self.task[t];
         task.read += 1;
+        self.read.fetch_add(1, Relaxed);
         if task.read < self.per_task {
             return Ok(Next::Continue);
         }
@@ -222,27 +250,34 @@ impl SerialWorkload for ReadOnce {
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
-        let lru = self.lru.iter_mut().flat_map(|l| l.drain(..));
+        let lru = part(&mut self.lru).iter_mut().flat_map(|l| l.drain(..));
         lru.map(|(p, c)| (c, p, Order(0))).collect()
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
         let kib = (self.per_task * 4) as f64;
-        let done = self.task.iter().filter(|t| t.done_at > 0);
+        // Task order, as dd's lines are summed.
+        let by_cpu = self.task.each(Clone::clone);
+        let tasks: Vec<Task> =
+            self.cpus.iter().filter_map(|&c| by_cpu.get(c as usize).cloned().flatten()).collect();
+        let done = tasks.iter().filter(|t| t.done_at > 0);
         let throughput: f64 = done.map(|t| kib / (t.done_at as f64 / 1e12)).sum();
-        let margin = if self.min_margin == i64::MAX { 0 } else { self.min_margin };
+        let margin = match self.min_margin.load(Relaxed) {
+            i64::MAX => 0,
+            m => m,
+        };
         vec![
             ("throughput".into(), throughput),
             ("pages_per_task".into(), self.per_task as f64),
-            ("reclaimed_pages".into(), self.reclaimed as f64),
+            ("reclaimed_pages".into(), self.reclaimed.load(Relaxed) as f64),
             ("min_free_margin".into(), margin as f64),
-            ("alloc_failures".into(), self.task.iter().map(|t| t.failed).sum::<u64>() as f64),
+            ("alloc_failures".into(), tasks.iter().map(|t| t.failed).sum::<u64>() as f64),
         ]
     }
 
     fn progress(&self) -> f64 {
         let total = (self.per_task * self.tasks as u64).max(1);
-        self.task.iter().map(|t| t.read).sum::<u64>() as f64 / total as f64
+        self.read.load(Relaxed) as f64 / total as f64
     }
 }
 
@@ -255,7 +290,7 @@ mod tests {
 
     use super::ReadOnce;
     use crate::model::tests::small_setup;
-    use crate::model::{Ctx, Model, ModelInfo, Next, RunOutcome, Serial, SerialWorkload};
+    use crate::model::{Ctx, Model, ModelInfo, Next, RunOutcome, Serial, SerialWorkload, Workload};
     use crate::workload::testing::metric;
     use crate::workload::{self};
 

@@ -79,6 +79,27 @@
 //! before the THP program starts is `warmup` × the write phase's virtual duration, and the
 //! THP program faults `thp_fraction` of its regions.
 //!
+//! Threads: each CPU's task (a fio job, a THP thread, a kswapd) is its own (`model::PerCpu`).
+//! Shared, each behind its own lock held for bookkeeping only: the page cache with its LRU
+//! queues, the file LRUs and the slab (one cache lock); each THP thread's held blocks (which
+//! compaction on another CPU moves); each node's kswapd state (any CPU's allocation may wake
+//! it or end its nap, any CPU's reclaim makes it hopeful again); the phase (writers done, the
+//! THP program's start). Counters, the stop flag and compaction's owner index are atomic. No
+//! lock but a CPU's own task is held across an allocator call: reclaim, direct or kswapd's,
+//! takes its pages (and the slab pages emptied by inode eviction) out of the cache under the
+//! lock and frees them after it, in the same order with the same work between; a new slab's
+//! pages are allocated with the lock let go; kswapd going to sleep runs kcompactd after its
+//! lock is let go; a compaction's moves take the slot's lock inside the allocator's call,
+//! which holds no allocator lock then. Lock order: a CPU's task → a node's kswapd → the
+//! cache; a THP thread's held blocks and the phase are locked alone. Waits: readers wait for
+//! the last writer, the THP threads for it and the warm-up, kswapd for a wakeup or the stop;
+//! each reads the phase or its state under its lock when it steps, the waker publishes the
+//! change before it wakes, and a wake sent to a CPU still running is kept by the runner, so
+//! none is lost. The model steps one CPU at a time, so its decisions are those of one object.
+//! On real threads a reader may touch a page that reclaim on another CPU has just evicted (the
+//! kernel would hold a reference over the copy); the runner's touches are plain writes into
+//! the arena, so this changes no count.
+//!
 //! Known biases: the slow path's own steps between the passes (the library's drain of every
 //! pageset and highatomic unreserve) run inside the first try, before the first compaction
 //! rather than after it; compaction's copy of a page is priced as two page writes (assumed,
@@ -92,6 +113,9 @@
 //! watermark check is approximated by the order-0 check of every zone of the zonelist.
 
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
+use std::sync::{Mutex, OnceLock};
 
 use anyhow::{bail, Context, Result};
 use pagealloc::{AllocFlags, CompactMode, Gfp, Migrate, NodeId, Order, Pfn, Target, ZoneType};
@@ -101,7 +125,7 @@ use pagealloc_testkit::rng::Rng;
 use super::kswapd::SWAP_CLUSTER_MAX;
 use super::kswapd::{compact_gap, compaction_ready, Kswapd, KswapdNext, KswapdNode};
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload, PS_PER_S};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, PerCpu, Workload, PS_PER_S};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -110,7 +134,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               slab, with reclaim), random readers refault them, THP threads fault 2 MiB steps",
     params: PARAMS,
     default_machine: "skylake-1s",
-    build: |p| Box::new(Serial::new(ThpFioScale::new(p))),
+    build: |p| Box::new(ThpFioScale::new(p)),
     fit,
 };
 
@@ -526,10 +550,11 @@ enum JobState {
     Done,
 }
 
-/// One fio job: writer, then reader, of its own files.
+/// One fio job: writer, then reader, of its own files. Its CPU's alone.
 #[derive(Clone, Debug)]
 struct Job {
-    cpu: u32,
+    /// Its index among the jobs.
+    index: usize,
     first_file: u32,
     state: JobState,
     /// Writer: next file and page; reader: current file and next block.
@@ -553,26 +578,175 @@ enum ThpState {
     Done,
 }
 
-/// One THP thread.
+/// One THP thread, its CPU's alone; the blocks it holds are in [`ThpFioScale::held`], where
+/// compaction on another CPU can move them.
 #[derive(Clone, Debug)]
 struct ThpThread {
-    cpu: u32,
+    /// Its index among the THP threads (its `held` list and `owner` entries).
+    index: usize,
     steps_left: u64,
     state: ThpState,
     step_start: u64,
-    held: Vec<(Pfn, Order)>,
 }
 
-/// Role of each CPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
+/// What each CPU runs, and that task's own state.
+#[derive(Clone, Debug)]
+enum Task {
     Idle,
-    Fio(usize),
-    Thp(usize),
+    Fio(Job),
+    Thp(ThpThread),
     Kswapd(usize),
 }
 
-/// One run.
+/// The zones as the workload reads them, and compaction's owner index: read from the
+/// allocator on the first step of any CPU.
+#[derive(Debug)]
+struct Zones {
+    /// Per node: zone indices of its zonelist (own zones high to low, then other nodes').
+    zonelist: Vec<Vec<usize>>,
+    /// Per node: its own zones.
+    node_zones: Vec<Vec<usize>>,
+    /// The lowest frame of any zone: frames are kept as 32-bit offsets from it (the real
+    /// runner's arena starts far above frame 0).
+    base: u64,
+    /// Frame − `base` → where the workload holds it as a movable page (page-cache or THP location,
+    /// see [`THP_LOC`]), or NONE; kept only with compaction. An entry may be stale (the
+    /// frame was freed and reused by a non-movable holder): [`Migrate::migrate`] checks,
+    /// under the slot's lock, that the location still holds the frame, and a holder that
+    /// takes a frame writes its entry. Atomic, so that no lock orders it against the slots'.
+    owner: Vec<AtomicU32>,
+}
+
+impl Zones {
+    /// Zonelists and per-node zones of `nodes` nodes, and an empty owner index for every
+    /// frame when the run compacts.
+    fn read(ctx: &Ctx<'_>, nodes: usize, compaction: bool) -> Zones {
+        let zones = ctx.allocator().zones();
+        let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); nodes];
+        for (i, z) in zones.iter().enumerate() {
+            if z.is_populated() && z.node().index() < nodes {
+                by_node[z.node().index()].push(i);
+            }
+        }
+        for list in &mut by_node {
+            list.sort_by_key(|&i| std::cmp::Reverse(zones[i].zone_type()));
+        }
+        let zonelist = (0..nodes)
+            .map(|n| {
+                let mut others: Vec<usize> = (0..nodes).filter(|&m| m != n).collect();
+                others.sort_by_key(|&m| (m.abs_diff(n), m));
+                let mut l = by_node[n].clone();
+                for m in others {
+                    l.extend_from_slice(&by_node[m]);
+                }
+                l
+            })
+            .collect();
+        let populated = zones.iter().filter(|z| z.is_populated());
+        let base = populated.clone().map(|z| z.start_pfn().0).min().unwrap_or(0);
+        let end = populated.map(|z| z.start_pfn().0 + z.spanned_pages().0).max().unwrap_or(0);
+        let frames = if compaction { end.saturating_sub(base) as usize } else { 0 };
+        Zones {
+            zonelist,
+            node_zones: by_node,
+            base,
+            owner: (0..frames).map(|_| AtomicU32::new(NONE)).collect(),
+        }
+    }
+
+    /// Note that the movable page `pfn` is held at `loc` (kept only with compaction).
+    fn own(&self, pfn: Pfn, loc: u32) {
+        if let Some(slot) = self.owner_of(pfn) {
+            slot.store(loc, Relaxed);
+        }
+    }
+
+    /// The owner entry of frame `pfn`, if the index has one.
+    fn owner_of(&self, pfn: Pfn) -> Option<&AtomicU32> {
+        let i = pfn.0.checked_sub(self.base)?;
+        self.owner.get(usize::try_from(i).ok()?)
+    }
+}
+
+/// A block a step took out of the page cache or the slab under the cache lock, freed after
+/// it, then `work` ps of reclaim work (0 for a slab page).
+type Free = (Pfn, Order, u64);
+
+/// The page cache, its LRUs and the slab: shared by every CPU (writers and readers fill it,
+/// reclaim on any CPU and kswapd empty it), behind one lock held for bookkeeping only.
+#[derive(Debug, Default)]
+struct Cache {
+    /// [`Zones::base`], set with the zones: `pages` and `Slab::pfn` are offsets from it.
+    base: u64,
+    nr_nodes: usize,
+    nr_cpus: usize,
+    file_pages: usize,
+    reclaim_page: u64,
+    files: Vec<File>,
+    /// Per node: (file << 16 | block << 8 | gen), oldest first.
+    fifo: Vec<VecDeque<u64>>,
+    cached_pages: Vec<u64>,
+    /// Per node: (file, inst), oldest instantiation first.
+    file_lru: Vec<VecDeque<(u32, u16)>>,
+    files_with_slab: Vec<u64>,
+    shrink_credit: Vec<f64>,
+    dir_blocks: Vec<Pfn>,
+    inode_evictions: u64,
+
+    // Slab.
+    slab_spec: [(u8, u16); NR_CACHES],
+    slabs: Vec<Slab>,
+    free_slab_ids: Vec<u32>,
+    /// [cache × nr_cpus + cpu]: current slab id.
+    current: Vec<u32>,
+    /// [cache × nr_nodes + node]: partial slab ids (stack; may hold stale ids).
+    partial: Vec<Vec<u32>>,
+    slab_pages: u64,
+    slab_pages_peak: u64,
+}
+
+/// The workload's counters, atomic: every CPU adds to them.
+#[derive(Debug, Default)]
+struct Stats {
+    base_ps: AtomicU64,
+    base_steps: AtomicU64,
+    huge_ps: AtomicU64,
+    huge_steps: AtomicU64,
+    reads: AtomicU64,
+    read_misses: AtomicU64,
+    lookups: AtomicU64,
+    direct_pages: AtomicU64,
+    kswapd_wakes: AtomicU64,
+    /// Madvised THP faults whose direct reclaim found a zone `compaction_ready`, and those
+    /// that found every zone ready and reclaimed nothing.
+    reclaim_compaction_ready: AtomicU64,
+    reclaim_skipped: AtomicU64,
+    pagecache_failures: AtomicU64,
+    pages_written: AtomicU64,
+}
+
+/// Add `n` to a counter.
+fn add(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Relaxed);
+}
+
+/// A counter's value.
+fn get(c: &AtomicU64) -> u64 {
+    c.load(Relaxed)
+}
+
+/// Where the benchmark is: the write phase's end, decided by its last writer.
+#[derive(Debug, Default)]
+struct Phase {
+    writers_done: usize,
+    init_time: u64,
+    thp_start: u64,
+    /// Every writer is done: the jobs read, the THP threads start at `thp_start`.
+    reading: bool,
+}
+
+/// One run. Its state is split so that the real runner's CPUs step at the same time (lock
+/// order in the module doc, "Threads").
 #[derive(Debug)]
 pub struct ThpFioScale {
     // Parameters.
@@ -595,78 +769,33 @@ pub struct ThpFioScale {
     thp_fault: u64,
     compaction: bool,
 
-    // Machine.
+    // Machine and placement, fixed at start.
     nr_nodes: usize,
-    nr_cpus: usize,
     cpu_node: Vec<u32>,
-    roles: Vec<Role>,
-    /// Per node: zone indices of its zonelist (own zones high to low, then other nodes').
-    zonelist: Vec<Vec<usize>>,
-    /// Per node: its own zones.
-    node_zones: Vec<Vec<usize>>,
-    zones_ready: bool,
-
-    // Files and page cache.
     files_per_job: u32,
-    files: Vec<File>,
-    /// Per node: (file << 16 | block << 8 | gen), oldest first.
-    fifo: Vec<VecDeque<u64>>,
-    cached_pages: Vec<u64>,
-    /// Per node: (file, inst), oldest instantiation first.
-    file_lru: Vec<VecDeque<(u32, u16)>>,
-    files_with_slab: Vec<u64>,
-    shrink_credit: Vec<f64>,
-    dir_blocks: Vec<Pfn>,
-
-    // Slab.
-    slab_spec: [(u8, u16); NR_CACHES],
-    slabs: Vec<Slab>,
-    free_slab_ids: Vec<u32>,
-    /// [cache × nr_cpus + cpu]: current slab id.
-    current: Vec<u32>,
-    /// [cache × nr_nodes + node]: partial slab ids (stack; may hold stale ids).
-    partial: Vec<Vec<u32>>,
-    slab_pages: u64,
-    slab_pages_peak: u64,
-
-    /// Frame → where the workload holds it as a movable page (page-cache or THP location,
-    /// see [`THP_LOC`]), or NONE; kept only with compaction. An entry may be stale (the
-    /// frame was freed and reused by a non-movable holder): [`Migrate::migrate`] checks that
-    /// the location still holds the frame, and a holder that takes a frame writes its entry.
-    owner: Vec<u32>,
+    job_cpus: Vec<u32>,
+    thp_cpus: Vec<u32>,
+    kswapd_cpu: Vec<u32>,
     /// Low bits of a THP `owner` entry that name the thread.
     thread_bits: u32,
+    /// The THP program's 2 MiB steps, all threads.
+    thp_total: u64,
 
-    // Threads.
-    jobs: Vec<Job>,
-    thp: Vec<ThpThread>,
-    kswapd_cpu: Vec<u32>,
+    /// Read on the first step.
+    zones: OnceLock<Zones>,
+    /// Each CPU's task.
+    tasks: PerCpu<Task>,
+    cache: Mutex<Cache>,
+    /// Per THP thread: the blocks it holds, in `owner`'s slot order.
+    held: Vec<Mutex<Vec<(Pfn, Order)>>>,
     /// Per node: its kswapd (4.20's rules, `workload::kswapd`).
-    kswapd: Vec<Kswapd>,
-    writers_done: usize,
-    thp_done: usize,
-    stop: bool,
-    init_time: u64,
-    thp_start: u64,
-
-    // Results.
-    base_ps: u64,
-    base_steps: u64,
-    huge_ps: u64,
-    huge_steps: u64,
-    reads: u64,
-    read_misses: u64,
-    lookups: u64,
-    direct_pages: u64,
-    kswapd_wakes: u64,
-    /// Madvised THP faults whose direct reclaim found a zone `compaction_ready`, and those
-    /// that found every zone ready and reclaimed nothing.
-    reclaim_compaction_ready: u64,
-    reclaim_skipped: u64,
-    inode_evictions: u64,
-    pagecache_failures: u64,
-    pages_written: u64,
-    last_now: u64,
+    kswapd: Vec<Mutex<Kswapd>>,
+    phase: Mutex<Phase>,
+    thp_done: AtomicUsize,
+    /// The THP program is done: fio is killed, kswapd has nothing left to do.
+    stop: AtomicBool,
+    last_now: AtomicU64,
+    stats: Stats,
 }
 
 impl ThpFioScale {
@@ -696,53 +825,23 @@ impl ThpFioScale {
             thp_fault: ns(p.get("thp_fault_ns")),
             compaction: p.get("compaction") >= 0.5,
             nr_nodes: 0,
-            nr_cpus: 0,
             cpu_node: Vec::new(),
-            roles: Vec::new(),
-            zonelist: Vec::new(),
-            node_zones: Vec::new(),
-            zones_ready: false,
             files_per_job: 0,
-            files: Vec::new(),
-            fifo: Vec::new(),
-            cached_pages: Vec::new(),
-            file_lru: Vec::new(),
-            files_with_slab: Vec::new(),
-            shrink_credit: Vec::new(),
-            dir_blocks: Vec::new(),
-            slab_spec: [(0, 1); NR_CACHES],
-            slabs: Vec::new(),
-            free_slab_ids: Vec::new(),
-            current: Vec::new(),
-            partial: Vec::new(),
-            slab_pages: 0,
-            slab_pages_peak: 0,
-            owner: Vec::new(),
-            thread_bits: 0,
-            jobs: Vec::new(),
-            thp: Vec::new(),
+            job_cpus: Vec::new(),
+            thp_cpus: Vec::new(),
             kswapd_cpu: Vec::new(),
+            thread_bits: 0,
+            thp_total: 0,
+            zones: OnceLock::new(),
+            tasks: PerCpu::new(Vec::new()),
+            cache: Mutex::default(),
+            held: Vec::new(),
             kswapd: Vec::new(),
-            writers_done: 0,
-            thp_done: 0,
-            stop: false,
-            init_time: 0,
-            thp_start: 0,
-            base_ps: 0,
-            base_steps: 0,
-            huge_ps: 0,
-            huge_steps: 0,
-            reads: 0,
-            read_misses: 0,
-            lookups: 0,
-            direct_pages: 0,
-            kswapd_wakes: 0,
-            reclaim_compaction_ready: 0,
-            reclaim_skipped: 0,
-            inode_evictions: 0,
-            pagecache_failures: 0,
-            pages_written: 0,
-            last_now: 0,
+            phase: Mutex::default(),
+            thp_done: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            last_now: AtomicU64::new(0),
+            stats: Stats::default(),
         }
     }
 
@@ -750,55 +849,31 @@ impl ThpFioScale {
         self.files_per_job as u64 * self.fio_threads as u64
     }
 
-    /// Zonelists and per-node zones, read from the allocator on the first step.
-    fn setup_zones(&mut self, ctx: &Ctx<'_>) {
-        let zones = ctx.allocator().zones();
-        let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); self.nr_nodes];
-        for (i, z) in zones.iter().enumerate() {
-            if z.is_populated() && z.node().index() < self.nr_nodes {
-                by_node[z.node().index()].push(i);
-            }
-        }
-        for list in &mut by_node {
-            list.sort_by_key(|&i| std::cmp::Reverse(zones[i].zone_type()));
-        }
-        self.zonelist = (0..self.nr_nodes)
-            .map(|n| {
-                let mut others: Vec<usize> = (0..self.nr_nodes).filter(|&m| m != n).collect();
-                others.sort_by_key(|&m| (m.abs_diff(n), m));
-                let mut l = by_node[n].clone();
-                for m in others {
-                    l.extend_from_slice(&by_node[m]);
-                }
-                l
-            })
-            .collect();
-        self.node_zones = by_node;
-        if self.compaction {
-            let end = zones.iter().map(|z| z.start_pfn().0 + z.spanned_pages().0).max();
-            self.owner = vec![NONE; end.unwrap_or(0) as usize];
-        }
-        self.zones_ready = true;
-    }
-
-    /// Note that the movable page `pfn` is held at `loc` (kept only with compaction).
-    fn own(&mut self, pfn: Pfn, loc: u32) {
-        if let Some(slot) = self.owner.get_mut(pfn.0 as usize) {
-            *slot = loc;
-        }
+    /// The zones, read from the allocator by the first caller, which also gives the cache
+    /// their base frame. Every step calls this before it takes any lock, so the cache lock
+    /// taken here is never held by a thread waiting for the zones.
+    fn zones(&self, ctx: &Ctx<'_>) -> &Zones {
+        self.zones.get_or_init(|| {
+            let zones = Zones::read(ctx, self.nr_nodes, self.compaction);
+            lock(&self.cache).base = zones.base;
+            zones
+        })
     }
 
     /// THP thread `t` holds the block `p` (its next `held` slot).
-    fn hold(&mut self, t: usize, p: Pfn, o: Order) -> Result<()> {
-        let i = self.thp[t].held.len();
-        if !self.owner.is_empty() {
+    /// The owner index is there from the first step on, which comes before any block.
+    fn hold(&self, t: usize, p: Pfn, o: Order) -> Result<()> {
+        let slots = self.held.get(t).with_context(|| format!("thpfioscale: no THP thread {t}"))?;
+        let mut held = lock(slots);
+        let i = held.len();
+        if let Some(zones) = self.zones.get().filter(|z| !z.owner.is_empty()) {
             let loc = u32::try_from(i)
                 .ok()
                 .filter(|&i| i < THP_LOC >> self.thread_bits)
                 .with_context(|| format!("thpfioscale: THP thread {t} holds too many blocks"))?;
-            self.own(p, THP_LOC | loc << self.thread_bits | t as u32);
+            zones.own(p, THP_LOC | loc << self.thread_bits | t as u32);
         }
-        self.thp[t].held.push((p, o));
+        held.push((p, o));
         Ok(())
     }
 
@@ -816,33 +891,30 @@ impl ThpFioScale {
     /// wake the kswapds if the fast path would fail (4.20 `wakeup_kswapd` with the request's
     /// order and highest zone), reclaim directly while no zone is above MIN. A kswapd whose
     /// nap has ended is looked at first (see [`Kswapd::nap_over`]).
-    fn prepare(&mut self, ctx: &mut Ctx<'_>, gfp: Gfp, order: Order) -> Result<()> {
+    fn prepare(&self, ctx: &mut Ctx<'_>, gfp: Gfp, order: Order) -> Result<()> {
         let node = self.cpu_node[ctx.cpu() as usize] as usize;
         for m in 0..self.nr_nodes {
             let now = ctx.now();
-            let mut k = std::mem::take(&mut self.kswapd[m]);
-            let wake = k.nap_over(&NodeReclaim { w: self, ctx, node: m }, now);
-            self.kswapd[m] = k;
+            let wake = lock(&self.kswapd[m]).nap_over(&NodeReclaim::new(self, ctx, m), now);
             if wake {
                 ctx.wake(self.kswapd_cpu[m], now);
             }
         }
-        if Self::any_above(ctx, &self.zonelist[node], WMARK_LOW) {
+        if Self::any_above(ctx, &self.zones(ctx).zonelist[node], WMARK_LOW) {
             return Ok(());
         }
         for m in 0..self.nr_nodes {
-            let mut k = std::mem::take(&mut self.kswapd[m]);
-            let wake = k.wake(&NodeReclaim { w: self, ctx, node: m }, order, gfp.zone());
-            self.kswapd[m] = k;
+            let r = NodeReclaim::new(self, ctx, m);
+            let wake = lock(&self.kswapd[m]).wake(&r, order, gfp.zone());
             if wake {
-                self.kswapd_wakes += 1;
+                add(&self.stats.kswapd_wakes, 1);
                 let now = ctx.now();
                 ctx.wake(self.kswapd_cpu[m], now);
             }
         }
         // Bounded: each pass frees up to 32 pages or gives up.
         for _ in 0..64 {
-            if Self::any_above(ctx, &self.zonelist[node], WMARK_MIN) {
+            if Self::any_above(ctx, &self.zones(ctx).zonelist[node], WMARK_MIN) {
                 break;
             }
             if self.direct_reclaim(ctx, node, SWAP_CLUSTER_MAX)? == 0 {
@@ -853,14 +925,14 @@ impl ThpFioScale {
     }
 
     /// Direct reclaim of `want` pages on this CPU: the local node first, then the others.
-    fn direct_reclaim(&mut self, ctx: &mut Ctx<'_>, node: usize, want: u64) -> Result<u64> {
+    fn direct_reclaim(&self, ctx: &mut Ctx<'_>, node: usize, want: u64) -> Result<u64> {
         self.direct_reclaim_from(ctx, node, want, u64::MAX)
     }
 
     /// Direct reclaim of `want` pages on this CPU from the nodes in the mask `nodes` (bit
     /// `m` for node `m`): the local node first, then the others.
     fn direct_reclaim_from(
-        &mut self,
+        &self,
         ctx: &mut Ctx<'_>,
         node: usize,
         want: u64,
@@ -877,18 +949,13 @@ impl ThpFioScale {
                 break;
             }
         }
-        self.direct_pages += got;
+        add(&self.stats.direct_pages, got);
         Ok(got)
     }
 
     /// Allocate with reclaim as the kernel would do it: prepare, allocate, and after a failure
     /// reclaim a batch and retry a few times.
-    fn alloc_reclaiming(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        gfp: Gfp,
-        order: Order,
-    ) -> Result<Option<Pfn>> {
+    fn alloc_reclaiming(&self, ctx: &mut Ctx<'_>, gfp: Gfp, order: Order) -> Result<Option<Pfn>> {
         self.prepare(ctx, gfp, order)?;
         for _ in 0..8 {
             if let Some(p) = ctx.alloc(gfp, order) {
@@ -902,149 +969,32 @@ impl ThpFioScale {
         Ok(None)
     }
 
-    /// Evict up to `want` of node `node`'s oldest page-cache pages on this CPU, then scan the
-    /// node's files in proportion. Returns the pages evicted.
-    fn reclaim(&mut self, ctx: &mut Ctx<'_>, node: usize, want: u64) -> Result<u64> {
-        Ok(self.reclaim_scan(ctx, node, want, u64::MAX)?.1)
+    /// Direct reclaim on this CPU: evict up to `want` of node `node`'s oldest page-cache
+    /// pages and scan the node's files in proportion, under the cache lock; free what that
+    /// took out after letting it go; tell the node's kswapd. Returns the pages evicted.
+    fn reclaim(&self, ctx: &mut Ctx<'_>, node: usize, want: u64) -> Result<u64> {
+        let mut frees = Vec::new();
+        let (_, got) = lock(&self.cache).reclaim_scan(ctx, node, want, u64::MAX, &mut frees);
+        free_all(ctx, frees)?;
+        lock(&self.kswapd[node]).reclaimed(got);
+        Ok(got)
     }
 
-    /// Scan node `node`'s page-cache LRU from its oldest page on this CPU until `want` pages
-    /// are evicted or `scan` pages were looked at (an active page is scanned and goes round
-    /// once more), then scan the node's files in proportion. Returns (scanned, evicted).
-    fn reclaim_scan(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        node: usize,
-        want: u64,
-        scan: u64,
-    ) -> Result<(u64, u64)> {
-        let (mut got, mut scanned) = (0, 0);
-        let lru_before = self.cached_pages[node];
-        while got < want && scanned < scan {
-            let Some(e) = self.fifo[node].pop_front() else { break };
-            let (f, b, g) = ((e >> 16) as usize, ((e >> 8) & 0xff) as usize, (e & 0xff) as u8);
-            let file = &mut self.files[f];
-            if file.pages[b] == NONE || file.gen[b] != g {
-                continue;
-            }
-            scanned += 1;
-            let bit = 1u16 << b;
-            if file.active & bit != 0 {
-                // An active page is deactivated, not evicted: it goes round once more.
-                file.active &= !bit;
-                self.fifo[node].push_back(e);
-                continue;
-            }
-            file.accessed &= !bit;
-            let pfn = Pfn(u64::from(file.pages[b]));
-            file.pages[b] = NONE;
-            file.gen[b] = file.gen[b].wrapping_add(1);
-            file.cached -= 1;
-            self.cached_pages[node] -= 1;
-            ctx.free(pfn, Order(0))?;
-            ctx.work(self.reclaim_page);
-            got += 1;
-        }
-        if got > 0 && lru_before > 0 {
-            self.shrink_credit[node] +=
-                SLAB_SCAN_RATIO * got as f64 * self.files_with_slab[node] as f64
-                    / lru_before as f64;
-            let mut scans = self.file_lru[node].len();
-            while self.shrink_credit[node] >= 1.0 && scans > 0 {
-                self.shrink_credit[node] -= 1.0;
-                scans -= 1;
-                self.shrink_one_file(ctx, node)?;
-            }
-            // Credit that found nothing to scan is not carried forward.
-            if scans == 0 {
-                self.shrink_credit[node] = self.shrink_credit[node].min(1.0);
-            }
-        }
-        self.kswapd[node].reclaimed(got);
-        Ok((scanned, got))
-    }
-
-    /// Scan the oldest file of the node's file LRU: rotate it if it is in use, referenced or
-    /// holds more than one cached page; free its slab objects (and its last page) otherwise.
-    fn shrink_one_file(&mut self, ctx: &mut Ctx<'_>, node: usize) -> Result<()> {
-        while let Some((f, inst)) = self.file_lru[node].pop_front() {
-            let file = &mut self.files[f as usize];
-            if !file.has_slab || file.inst != inst || file.node as usize != node {
-                continue; // stale: scanning it costs nothing
-            }
-            if file.open || file.referenced || file.cached > 1 {
-                file.referenced = false;
-                self.file_lru[node].push_back((f, inst));
-                return Ok(());
-            }
-            self.evict_file(ctx, f as usize)?;
-            return Ok(());
-        }
-        Ok(())
-    }
-
-    /// Inode eviction: truncate the remaining page cache, free the slab objects.
-    fn evict_file(&mut self, ctx: &mut Ctx<'_>, f: usize) -> Result<()> {
-        for b in 0..self.file_pages {
-            let file = &mut self.files[f];
-            if file.pages[b] != NONE {
-                let pfn = Pfn(u64::from(file.pages[b]));
-                file.pages[b] = NONE;
-                file.gen[b] = file.gen[b].wrapping_add(1);
-                file.cached -= 1;
-                file.accessed &= !(1 << b);
-                file.active &= !(1 << b);
-                let node = self.pfn_node(ctx, pfn);
-                self.cached_pages[node] -= 1;
-                ctx.free(pfn, Order(0))?;
-                ctx.work(self.reclaim_page);
-            }
-        }
-        for c in 0..NR_CACHES {
-            let id = std::mem::replace(&mut self.files[f].objs[c], NONE);
-            if id != NONE {
-                self.slab_free(ctx, id)?;
-            }
-        }
-        let file = &mut self.files[f];
-        file.has_slab = false;
-        self.files_with_slab[file.node as usize] -= 1;
-        self.inode_evictions += 1;
-        Ok(())
-    }
-
-    fn pfn_node(&self, ctx: &Ctx<'_>, pfn: Pfn) -> usize {
-        ctx.allocator().zone_of(pfn).map_or(0, |z| z.node().index())
-    }
-
-    /// Allocate one object of cache `c` on this CPU; returns its slab id or NONE.
-    fn slab_alloc(&mut self, ctx: &mut Ctx<'_>, c: usize) -> Result<u32> {
+    /// Allocate one object of cache `c` on this CPU; returns its slab id or NONE. The
+    /// cache lock is let go while a new slab's pages are allocated (a slab replaced on the
+    /// CPU meanwhile goes partial, as SLUB's does).
+    fn slab_alloc(&self, ctx: &mut Ctx<'_>, c: usize) -> Result<u32> {
         let cpu = ctx.cpu() as usize;
         let node = self.cpu_node[cpu] as usize;
-        let cur = self.current[c * self.nr_cpus + cpu];
-        if cur != NONE && self.slabs[cur as usize].live < self.slabs[cur as usize].cap {
-            self.slabs[cur as usize].live += 1;
-            return Ok(cur);
-        }
-        if cur != NONE {
-            // Full: it leaves the CPU and is on no list until an object is freed.
-            self.slabs[cur as usize].current = false;
-            self.current[c * self.nr_cpus + cpu] = NONE;
-        }
-        let list = c * self.nr_nodes + node;
-        while let Some(id) = self.partial[list].pop() {
-            let s = &mut self.slabs[id as usize];
-            if s.alive && s.in_partial && !s.current && s.live < s.cap {
-                s.in_partial = false;
-                s.current = true;
-                s.live += 1;
-                self.current[c * self.nr_cpus + cpu] = id;
+        let (order, cap) = {
+            let mut cache = lock(&self.cache);
+            if let Some(id) = cache.slab_from_cpu_or_partial(c, cpu, node) {
                 return Ok(id);
             }
-        }
+            cache.slab_spec[c]
+        };
         // A new slab: the preferred order without reclaim, then order 0 with it (4.20
         // allocate_slab).
-        let (order, cap) = self.slab_spec[c];
         let spec = CACHES[c];
         let mut got = None;
         if order > 0 {
@@ -1057,8 +1007,9 @@ impl ThpFioScale {
             got = self.alloc_reclaiming(ctx, spec.gfp, Order(0))?.map(|p| (p, 0, cap0));
         }
         let Some((pfn, order, cap)) = got else { return Ok(NONE) };
+        let mut cache = lock(&self.cache);
         let slab = Slab {
-            pfn: pfn_u32(pfn)?,
+            pfn: frame_of(cache.base, pfn)?,
             live: 1,
             cap,
             cache: c as u8,
@@ -1068,6 +1019,529 @@ impl ThpFioScale {
             in_partial: false,
             current: true,
         };
+        Ok(cache.new_slab(slab, cpu))
+    }
+
+    /// Give a file its dentry, inode and cluster-buffer share (and an inode log item when it is
+    /// created), and put it on its node's file LRU.
+    fn instantiate(&self, ctx: &mut Ctx<'_>, f: usize, create: bool) -> Result<()> {
+        let node = self.cpu_node[ctx.cpu() as usize] as usize;
+        let caches: &[usize] = if create {
+            &[DENTRY, XFS_INODE, CLUSTER, XFS_ILI]
+        } else {
+            &[DENTRY, XFS_INODE, CLUSTER]
+        };
+        for &c in caches {
+            let id = self.slab_alloc(ctx, c)?;
+            lock(&self.cache).files[f].objs[c] = id;
+        }
+        let mut cache = lock(&self.cache);
+        let file = &mut cache.files[f];
+        file.has_slab = true;
+        file.referenced = true;
+        file.node = node as u8;
+        file.inst = file.inst.wrapping_add(1);
+        let inst = file.inst;
+        cache.files_with_slab[node] += 1;
+        cache.file_lru[node].push_back((f as u32, inst));
+        Ok(())
+    }
+
+    /// Put a new page-cache page of block `b` of file `f` in the cache (with the radix-tree
+    /// node if the file has none). The file is open on this CPU, so reclaim leaves its slab
+    /// objects alone meanwhile.
+    fn add_page(&self, ctx: &mut Ctx<'_>, f: usize, b: usize, pfn: Pfn) -> Result<()> {
+        let needs_radix = {
+            let cache = lock(&self.cache);
+            cache.files[f].objs[RADIX] == NONE && cache.files[f].has_slab
+        };
+        if needs_radix {
+            let id = self.slab_alloc(ctx, RADIX)?;
+            lock(&self.cache).files[f].objs[RADIX] = id;
+        }
+        let node = pfn_node(ctx, pfn);
+        let mut cache = lock(&self.cache);
+        let frame = frame_of(cache.base, pfn)?;
+        self.zones(ctx).own(pfn, (f * MAX_FILE_PAGES + b) as u32);
+        let file = &mut cache.files[f];
+        file.pages[b] = frame;
+        file.cached += 1;
+        // mark_page_accessed: the write (FGP_ACCESSED) or the read that brought it in.
+        file.accessed |= 1 << b;
+        file.active &= !(1 << b);
+        let gen = file.gen[b];
+        cache.cached_pages[node] += 1;
+        cache.fifo[node].push_back(((f as u64) << 16) | ((b as u64) << 8) | u64::from(gen));
+        Ok(())
+    }
+
+    /// Open or close file `f`.
+    fn set_open(&self, f: usize, open: bool) {
+        lock(&self.cache).files[f].open = open;
+    }
+
+    fn step_writer(&self, ctx: &mut Ctx<'_>, job: &mut Job) -> Result<Next> {
+        let f = job.file as usize;
+        let b = job.page as usize;
+        if b == 0 {
+            self.set_open(f, true);
+            self.instantiate(ctx, f, true)?;
+            // A new directory block every DIR_ENTRIES_PER_BLOCK entries of this job's
+            // directory.
+            if job.dir_block_fill == 0 {
+                if let Some(p) = self.alloc_reclaiming(ctx, Gfp::KERNEL, Order(0))? {
+                    lock(&self.cache).dir_blocks.push(p);
+                }
+            }
+            job.dir_block_fill = (job.dir_block_fill + 1) % DIR_ENTRIES_PER_BLOCK;
+            ctx.work(self.create);
+        }
+        match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
+            Some(p) => {
+                ctx.touch(p, 4096);
+                self.add_page(ctx, f, b, p)?;
+            }
+            None => add(&self.stats.pagecache_failures, 1),
+        }
+        ctx.work(self.write_page);
+        add(&self.stats.pages_written, 1);
+        job.written += 1;
+        job.page += 1;
+        if job.page as usize == self.file_pages {
+            job.page = 0;
+            self.set_open(f, false);
+            job.file += 1;
+            if job.file == job.first_file + self.files_per_job {
+                return self.writer_finished(ctx, job);
+            }
+        }
+        // Throttled to the device: this job's share of the bandwidth.
+        let due = job.written * self.page_interval;
+        Ok(sleep_until(ctx, due))
+    }
+
+    /// A writer is done. The last one ends fio's write job (INIT_TIME): the readers start,
+    /// and the THP program after the warm-up. The others wait for it; each task turns
+    /// itself to the next phase when it next steps (`step_waiting`), so the wakes come after
+    /// the phase is published and none is lost.
+    fn writer_finished(&self, ctx: &mut Ctx<'_>, job: &mut Job) -> Result<Next> {
+        let (now, thp_start) = {
+            let mut phase = lock(&self.phase);
+            phase.writers_done += 1;
+            phase.init_time = phase.init_time.max(ctx.now());
+            if phase.writers_done < self.fio_threads {
+                job.state = JobState::WaitRead;
+                return Ok(Next::Block);
+            }
+            let now = phase.init_time;
+            phase.thp_start = now + (self.warmup * phase.init_time as f64) as u64;
+            phase.reading = true;
+            (now, phase.thp_start)
+        };
+        job.state = JobState::Read;
+        job.file = NONE;
+        for (k, &cpu) in self.job_cpus.iter().enumerate() {
+            if k != job.index {
+                ctx.wake(cpu, now);
+            }
+        }
+        for &cpu in &self.thp_cpus {
+            ctx.wake(cpu, thp_start);
+        }
+        if self.thp_cpus.is_empty() {
+            self.finish(ctx);
+        }
+        Ok(Next::Continue)
+    }
+
+    /// The write phase over (told by the last writer's wake), a waiting reader starts
+    /// reading; until then it waits.
+    fn step_waiting(&self, ctx: &mut Ctx<'_>, job: &mut Job) -> Result<Next> {
+        if !lock(&self.phase).reading {
+            return Ok(Next::Block);
+        }
+        job.state = JobState::Read;
+        job.file = NONE;
+        self.step_reader(ctx, job)
+    }
+
+    fn step_reader(&self, ctx: &mut Ctx<'_>, job: &mut Job) -> Result<Next> {
+        if self.stop.load(SeqCst) {
+            job.state = JobState::Done;
+            if job.file != NONE {
+                self.set_open(job.file as usize, false);
+            }
+            return Ok(Next::Done);
+        }
+        if job.file == NONE {
+            let f = job.first_file + ctx.rng().below(u64::from(self.files_per_job)) as u32;
+            job.file = f;
+            job.page = 0;
+            let has_slab = {
+                let mut cache = lock(&self.cache);
+                let file = &mut cache.files[f as usize];
+                file.open = true;
+                file.referenced = true;
+                file.has_slab
+            };
+            if !has_slab {
+                // The inode was reclaimed: look it up again, reading its cluster buffer.
+                add(&self.stats.lookups, 1);
+                self.instantiate(ctx, f as usize, false)?;
+                ctx.work(self.lookup);
+                let due = ctx.now() + self.read_latency;
+                return Ok(sleep_until(ctx, due));
+            }
+        }
+        let f = job.file as usize;
+        let b = job.page as usize;
+        add(&self.stats.reads, 1);
+        let mut wait = 0;
+        // A hit is marked accessed under the lock (mark_page_accessed: a second access
+        // activates an inactive page), then read.
+        let hit = {
+            let mut cache = lock(&self.cache);
+            let base = cache.base;
+            let (file, bit) = (&mut cache.files[f], 1u16 << b);
+            (file.pages[b] != NONE).then(|| {
+                if file.active & bit == 0 && file.accessed & bit != 0 {
+                    file.active |= bit;
+                    file.accessed &= !bit;
+                } else {
+                    file.accessed |= bit;
+                }
+                pfn_of(base, file.pages[b])
+            })
+        };
+        match hit {
+            Some(p) => {
+                ctx.touch(p, 4096);
+            }
+            None => {
+                add(&self.stats.read_misses, 1);
+                match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
+                    Some(p) => {
+                        ctx.touch(p, 4096);
+                        self.add_page(ctx, f, b, p)?;
+                    }
+                    None => add(&self.stats.pagecache_failures, 1),
+                }
+                wait = self.read_latency;
+            }
+        }
+        ctx.work(self.read_cost);
+        job.page += 1;
+        if job.page as usize == self.file_pages {
+            self.set_open(f, false);
+            job.file = NONE;
+        }
+        let due = ctx.now() + wait;
+        Ok(sleep_until(ctx, due))
+    }
+
+    fn step_thp(&self, ctx: &mut Ctx<'_>, th: &mut ThpThread) -> Result<Next> {
+        let t = th.index;
+        match th.state {
+            ThpState::Wait => {
+                let (reading, start) = {
+                    let phase = lock(&self.phase);
+                    (phase.reading, phase.thp_start)
+                };
+                if !reading {
+                    return Ok(Next::Block);
+                }
+                if ctx.now() < start {
+                    return Ok(Next::SleepUntil(start));
+                }
+                th.state = ThpState::Huge;
+                self.step_thp(ctx, th)
+            }
+            ThpState::Huge => {
+                if th.steps_left == 0 {
+                    th.state = ThpState::Unmap;
+                    return Ok(Next::Continue);
+                }
+                th.step_start = ctx.now();
+                let Some(p) = self.thp_alloc(ctx)? else {
+                    th.state = ThpState::Base(0);
+                    return Ok(Next::Continue);
+                };
+                self.hold(t, p, HPAGE_ORDER)?;
+                self.page_table_page(ctx, t)?;
+                // clear_huge_page, then the program's memset.
+                ctx.touch(p, 2 << 20);
+                ctx.touch(p, 2 << 20);
+                ctx.work(self.thp_fault);
+                add(&self.stats.huge_ps, ctx.now() - th.step_start);
+                add(&self.stats.huge_steps, 1);
+                th.steps_left -= 1;
+                Ok(Next::Continue)
+            }
+            ThpState::Base(done) => {
+                if done == 0 {
+                    self.page_table_page(ctx, t)?;
+                }
+                match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
+                    Some(p) => {
+                        self.hold(t, p, Order(0))?;
+                        ctx.touch(p, 4096);
+                        ctx.touch(p, 4096);
+                    }
+                    None => add(&self.stats.pagecache_failures, 1),
+                }
+                ctx.work(self.fault);
+                if done + 1 == HPAGE_PAGES {
+                    add(&self.stats.base_ps, ctx.now() - th.step_start);
+                    add(&self.stats.base_steps, 1);
+                    th.steps_left -= 1;
+                    th.state = ThpState::Huge;
+                } else {
+                    th.state = ThpState::Base(done + 1);
+                }
+                Ok(Next::Continue)
+            }
+            ThpState::Unmap => {
+                // The last HPAGE_PAGES blocks, taken out under the lock and freed last first.
+                let (batch, empty) = {
+                    let mut held = lock(&self.held[t]);
+                    let keep = held.len().saturating_sub(HPAGE_PAGES.into());
+                    let mut batch = held.split_off(keep);
+                    batch.reverse();
+                    (batch, held.is_empty())
+                };
+                for (p, o) in batch {
+                    ctx.free(p, o)?;
+                }
+                if empty {
+                    th.state = ThpState::Done;
+                    if self.thp_done.fetch_add(1, SeqCst) + 1 == self.thp_cpus.len() {
+                        self.finish(ctx);
+                    }
+                    return Ok(Next::Done);
+                }
+                Ok(Next::Continue)
+            }
+            ThpState::Done => Ok(Next::Done),
+        }
+    }
+
+    /// The PTE page of a 2 MiB region (base faults), or the page table deposited with a huge
+    /// page: order-0 unmovable (GFP_KERNEL).
+    fn page_table_page(&self, ctx: &mut Ctx<'_>, t: usize) -> Result<()> {
+        if let Some(p) = self.alloc_reclaiming(ctx, Gfp::KERNEL, Order(0))? {
+            self.hold(t, p, Order(0))?;
+        }
+        Ok(())
+    }
+
+    /// A THP fault's huge page (4.20 `alloc_hugepage_direct_gfpmask` with the default
+    /// `defrag=madvise`): not madvised, `GFP_TRANSHUGE_LIGHT`, one try without reclaim or
+    /// compaction. Madvised, `GFP_TRANSHUGE`: after the first try fails, direct reclaim of
+    /// `compact_gap` pages, then a retry that (with compaction) compacts directly in the slow
+    /// path. 4.20's `__alloc_pages_slowpath` runs an async compaction before that reclaim; the
+    /// library's compacting call runs its async and its sync-light compaction together, so
+    /// here both follow the reclaim (see docs/workloads.md §7.2). Neither GFP wakes kswapd.
+    fn thp_alloc(&self, ctx: &mut Ctx<'_>) -> Result<Option<Pfn>> {
+        let gfp = if self.madv { Gfp::TRANSHUGE } else { Gfp::TRANSHUGE_LIGHT };
+        let p = ctx.alloc(gfp, HPAGE_ORDER);
+        if p.is_some() || !self.madv {
+            return Ok(p);
+        }
+        let node = self.cpu_node[ctx.cpu() as usize] as usize;
+        if !self.compaction {
+            self.direct_reclaim(ctx, node, COMPACT_GAP_ORDER9)?;
+            return Ok(ctx.alloc(gfp, HPAGE_ORDER));
+        }
+        // 4.20's slow path for a costly request: an async compaction first, then direct
+        // reclaim and a try, then a compaction at the default priority (sync-light); a costly
+        // request without __GFP_RETRY_MAYFAIL gives up there.
+        let mut mover = Mover(self);
+        if let Some(p) = ctx.compact_and_alloc(gfp, HPAGE_ORDER, CompactMode::Async, &mut mover) {
+            return Ok(Some(p));
+        }
+        self.costly_direct_reclaim(ctx, node, gfp)?;
+        if let Some(p) = ctx.alloc(gfp, HPAGE_ORDER) {
+            return Ok(Some(p));
+        }
+        Ok(ctx.compact_and_alloc(gfp, HPAGE_ORDER, CompactMode::SyncLight, &mut mover))
+    }
+
+    /// 4.20 `try_to_free_pages` for a THP fault that may compact: `shrink_zones` leaves a
+    /// zone that is `compaction_ready` alone and shrinks each node of the zonelist that has a
+    /// zone that is not (a node with a zone not ready is shrunk whole: its LRU is the node's);
+    /// a shrunk node gives `compact_gap` pages and more until compaction could run (4.20
+    /// `should_continue_reclaim`). With every zone ready nothing is reclaimed. (Once a zone
+    /// was ready, 4.20's `do_try_to_free_pages` makes no second round at a higher priority;
+    /// the model's direct reclaim makes one round anyway.)
+    fn costly_direct_reclaim(&self, ctx: &mut Ctx<'_>, node: usize, gfp: Gfp) -> Result<()> {
+        let zones = ctx.allocator().zones();
+        let (mut shrink, mut ready) = (0u64, false);
+        for &i in &self.zones(ctx).zonelist[node] {
+            if compaction_ready(&zones[i], HPAGE_ORDER, gfp.zone()) {
+                ready = true;
+            } else {
+                shrink |= 1 << zones[i].node().index();
+            }
+        }
+        add(&self.stats.reclaim_compaction_ready, u64::from(ready));
+        if shrink == 0 {
+            add(&self.stats.reclaim_skipped, 1);
+            return Ok(());
+        }
+        self.direct_reclaim_from(ctx, node, COMPACT_GAP_ORDER9, shrink)?;
+        self.reclaim_for_compaction(ctx, node, gfp, shrink)
+    }
+
+    /// 4.20 `should_continue_reclaim` for a costly order with compaction: reclaim of the
+    /// nodes in the mask `nodes` goes on past `compact_gap` until compaction could run in
+    /// some zone of the node's zonelist (`compaction_suitable`), or reclaim finds nothing
+    /// more to evict.
+    fn reclaim_for_compaction(
+        &self,
+        ctx: &mut Ctx<'_>,
+        node: usize,
+        gfp: Gfp,
+        nodes: u64,
+    ) -> Result<()> {
+        let threshold = ctx.allocator().tunables().extfrag_threshold;
+        let suitable = |ctx: &Ctx<'_>| {
+            let zones = ctx.allocator().zones();
+            self.zones(ctx).zonelist[node]
+                .iter()
+                .any(|&i| zones[i].compaction_suitable(HPAGE_ORDER, gfp.zone(), threshold))
+        };
+        while !suitable(ctx) {
+            if self.direct_reclaim_from(ctx, node, SWAP_CLUSTER_MAX, nodes)? == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The THP program is done: fio is killed, kswapd has nothing left to do (the flag is
+    /// set before the wakes, so a kswapd woken sees it).
+    fn finish(&self, ctx: &mut Ctx<'_>) {
+        self.stop.store(true, SeqCst);
+        let now = ctx.now();
+        for &cpu in &self.kswapd_cpu {
+            ctx.wake(cpu, now);
+        }
+    }
+
+    /// One step of node `node`'s kswapd (`workload::kswapd`): a batch of reclaim, the balance
+    /// check between passes, or sleep. The step's decisions are made under the kswapd's
+    /// lock (and the cache lock for the batch); the pages the batch took out are freed, and
+    /// kcompactd runs on going to sleep, after both are let go.
+    fn step_kswapd(&self, ctx: &mut Ctx<'_>, node: usize) -> Result<Next> {
+        if self.stop.load(SeqCst) {
+            return Ok(Next::Done);
+        }
+        let now = ctx.now();
+        let mut r = NodeReclaim::new(self, ctx, node);
+        let next = lock(&self.kswapd[node]).step(&mut r, now);
+        let (frees, to_sleep) = (r.frees, r.going_to_sleep);
+        free_all(ctx, frees)?;
+        if to_sleep {
+            self.wake_kcompactd(ctx, node)?;
+        }
+        Ok(match next? {
+            KswapdNext::Continue => Next::Continue,
+            KswapdNext::Block => Next::Block,
+        })
+    }
+
+    /// As kswapd goes to sleep it clears the skip hints of zones where a direct compaction's
+    /// scanners met (4.20 `kswapd_try_to_sleep` → `reset_isolation_suitable`: the memory it
+    /// freed may make compaction succeed again), then wakes kcompactd for the order it was
+    /// woken with (`wakeup_kcompactd`, which ignores order 0); here kcompactd runs on
+    /// kswapd's CPU when the library says an allocation asked for it. Never without a
+    /// request: proactive compaction came with 5.9.
+    fn wake_kcompactd(&self, ctx: &mut Ctx<'_>, node: usize) -> Result<()> {
+        if !self.compaction {
+            return Ok(());
+        }
+        ctx.allocator().reset_isolation_suitable(NodeId(node as u32))?;
+        if ctx.allocator().kcompactd_pending(NodeId(node as u32)).is_none() {
+            return Ok(());
+        }
+        ctx.kcompactd(node as u32, &mut Mover(self))?;
+        Ok(())
+    }
+
+    /// Point the slot that holds the block `from` at `to`; false if no slot holds it. The
+    /// slot is checked and moved under its lock (the cache's, or the THP thread's `held`).
+    fn move_page(&self, from: Pfn, to: Pfn, order: Order) -> bool {
+        let Some(zones) = self.zones.get() else { return false };
+        let (Some(entry), Ok(to_u32)) = (zones.owner_of(from), frame_of(zones.base, to)) else {
+            return false;
+        };
+        let loc = entry.load(Relaxed);
+        if loc == NONE {
+            return false;
+        }
+        let moved = |zones: &Zones| {
+            zones.own(from, NONE);
+            zones.own(to, loc);
+            true
+        };
+        if loc & THP_LOC == 0 {
+            let (f, b) = (loc as usize / MAX_FILE_PAGES, loc as usize % MAX_FILE_PAGES);
+            let mut cache = lock(&self.cache);
+            match cache.files.get_mut(f).map(|file| &mut file.pages[b]) {
+                Some(p) if pfn_of(zones.base, *p) == from && order.0 == 0 => {
+                    *p = to_u32;
+                    moved(zones)
+                }
+                _ => false,
+            }
+        } else {
+            let t = (loc & ((1 << self.thread_bits) - 1)) as usize;
+            let i = ((loc & !THP_LOC) >> self.thread_bits) as usize;
+            let Some(slots) = self.held.get(t) else { return false };
+            let mut held = lock(slots);
+            match held.get_mut(i) {
+                Some(h) if *h == (from, order) => {
+                    h.0 = to;
+                    moved(zones)
+                }
+                _ => false,
+            }
+        }
+    }
+}
+
+impl Cache {
+    /// An object of cache `c` from this CPU's current slab or the node's partial list, or
+    /// None when a new slab is needed (a full current slab leaves the CPU first, on no list
+    /// until an object is freed).
+    fn slab_from_cpu_or_partial(&mut self, c: usize, cpu: usize, node: usize) -> Option<u32> {
+        let cur = self.current[c * self.nr_cpus + cpu];
+        if cur != NONE && self.slabs[cur as usize].live < self.slabs[cur as usize].cap {
+            self.slabs[cur as usize].live += 1;
+            return Some(cur);
+        }
+        if cur != NONE {
+            self.slabs[cur as usize].current = false;
+            self.current[c * self.nr_cpus + cpu] = NONE;
+        }
+        let list = c * self.nr_nodes + node;
+        while let Some(id) = self.partial[list].pop() {
+            let s = &mut self.slabs[id as usize];
+            if s.alive && s.in_partial && !s.current && s.live < s.cap {
+                s.in_partial = false;
+                s.current = true;
+                s.live += 1;
+                self.current[c * self.nr_cpus + cpu] = id;
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// A new slab becomes `cpu`'s current one; returns its id.
+    fn new_slab(&mut self, slab: Slab, cpu: usize) -> u32 {
+        let c = slab.cache as usize;
+        let order = slab.order;
         let id = match self.free_slab_ids.pop() {
             Some(id) => {
                 self.slabs[id as usize] = slab;
@@ -1087,7 +1561,7 @@ impl ThpFioScale {
         }
         self.slab_pages += 1 << order;
         self.slab_pages_peak = self.slab_pages_peak.max(self.slab_pages);
-        Ok(id)
+        id
     }
 
     fn make_partial(&mut self, id: u32) {
@@ -1099,415 +1573,164 @@ impl ThpFioScale {
         }
     }
 
-    /// Free one object of slab `id`; the slab page goes when its last object does.
-    fn slab_free(&mut self, ctx: &mut Ctx<'_>, id: u32) -> Result<()> {
+    /// Free one object of slab `id`; the slab page goes (into `frees`) when its last object
+    /// does.
+    fn slab_free(&mut self, id: u32, frees: &mut Vec<Free>) {
+        let base = self.base;
         let s = &mut self.slabs[id as usize];
         let was_full = s.live == s.cap;
         s.live -= 1;
         if s.live == 0 && !s.current {
             s.alive = false;
             s.in_partial = false;
-            let (pfn, order) = (Pfn(u64::from(s.pfn)), Order(s.order));
+            let (pfn, order) = (pfn_of(base, s.pfn), Order(s.order));
             self.slab_pages -= 1 << s.order;
             self.free_slab_ids.push(id);
-            ctx.free(pfn, order)?;
+            frees.push((pfn, order, 0));
         } else if was_full {
             self.make_partial(id);
         }
-        Ok(())
     }
 
-    /// Give a file its dentry, inode and cluster-buffer share (and an inode log item when it is
-    /// created), and put it on its node's file LRU.
-    fn instantiate(&mut self, ctx: &mut Ctx<'_>, f: usize, create: bool) -> Result<()> {
-        let node = self.cpu_node[ctx.cpu() as usize] as usize;
-        let caches: &[usize] = if create {
-            &[DENTRY, XFS_INODE, CLUSTER, XFS_ILI]
-        } else {
-            &[DENTRY, XFS_INODE, CLUSTER]
-        };
-        for &c in caches {
-            let id = self.slab_alloc(ctx, c)?;
-            self.files[f].objs[c] = id;
-        }
-        let file = &mut self.files[f];
-        file.has_slab = true;
-        file.referenced = true;
-        file.node = node as u8;
-        file.inst = file.inst.wrapping_add(1);
-        let inst = file.inst;
-        self.files_with_slab[node] += 1;
-        self.file_lru[node].push_back((f as u32, inst));
-        Ok(())
-    }
-
-    /// Put a new page-cache page of block `b` of file `f` in the cache (with the radix-tree
-    /// node if the file has none).
-    fn add_page(&mut self, ctx: &mut Ctx<'_>, f: usize, b: usize, pfn: Pfn) -> Result<()> {
-        if self.files[f].objs[RADIX] == NONE && self.files[f].has_slab {
-            let id = self.slab_alloc(ctx, RADIX)?;
-            self.files[f].objs[RADIX] = id;
-        }
-        let node = self.pfn_node(ctx, pfn);
-        self.own(pfn, (f * MAX_FILE_PAGES + b) as u32);
-        let file = &mut self.files[f];
-        file.pages[b] = pfn_u32(pfn)?;
-        file.cached += 1;
-        // mark_page_accessed: the write (FGP_ACCESSED) or the read that brought it in.
-        file.accessed |= 1 << b;
-        file.active &= !(1 << b);
-        self.cached_pages[node] += 1;
-        self.fifo[node].push_back(((f as u64) << 16) | ((b as u64) << 8) | u64::from(file.gen[b]));
-        Ok(())
-    }
-
-    fn step_writer(&mut self, ctx: &mut Ctx<'_>, j: usize) -> Result<Next> {
-        let f = self.jobs[j].file as usize;
-        let b = self.jobs[j].page as usize;
-        if b == 0 {
-            self.files[f].open = true;
-            self.instantiate(ctx, f, true)?;
-            // A new directory block every DIR_ENTRIES_PER_BLOCK entries of this job's
-            // directory.
-            if self.jobs[j].dir_block_fill == 0 {
-                if let Some(p) = self.alloc_reclaiming(ctx, Gfp::KERNEL, Order(0))? {
-                    self.dir_blocks.push(p);
-                }
-            }
-            let job = &mut self.jobs[j];
-            job.dir_block_fill = (job.dir_block_fill + 1) % DIR_ENTRIES_PER_BLOCK;
-            ctx.work(self.create);
-        }
-        match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
-            Some(p) => {
-                ctx.touch(p, 4096);
-                self.add_page(ctx, f, b, p)?;
-            }
-            None => self.pagecache_failures += 1,
-        }
-        ctx.work(self.write_page);
-        self.pages_written += 1;
-        let job = &mut self.jobs[j];
-        job.written += 1;
-        job.page += 1;
-        if job.page as usize == self.file_pages {
-            job.page = 0;
-            self.files[f].open = false;
-            job.file += 1;
-            if job.file == job.first_file + self.files_per_job {
-                return self.writer_finished(ctx, j);
-            }
-        }
-        // Throttled to the device: this job's share of the bandwidth.
-        let due = self.jobs[j].written * self.page_interval;
-        Ok(sleep_until(ctx, due))
-    }
-
-    fn writer_finished(&mut self, ctx: &mut Ctx<'_>, j: usize) -> Result<Next> {
-        self.writers_done += 1;
-        self.init_time = self.init_time.max(ctx.now());
-        if self.writers_done < self.fio_threads {
-            self.jobs[j].state = JobState::WaitRead;
-            return Ok(Next::Block);
-        }
-        // The last writer: fio's write job ends (INIT_TIME), the readers start, and the THP
-        // program after the warm-up.
-        let now = self.init_time;
-        self.thp_start = now + (self.warmup * self.init_time as f64) as u64;
-        for k in 0..self.jobs.len() {
-            self.jobs[k].state = JobState::Read;
-            self.jobs[k].file = NONE;
-            if k != j {
-                ctx.wake(self.jobs[k].cpu, now);
-            }
-        }
-        for t in 0..self.thp.len() {
-            self.thp[t].state = ThpState::Huge;
-            ctx.wake(self.thp[t].cpu, self.thp_start);
-        }
-        if self.thp.is_empty() {
-            self.finish(ctx);
-        }
-        Ok(Next::Continue)
-    }
-
-    fn step_reader(&mut self, ctx: &mut Ctx<'_>, j: usize) -> Result<Next> {
-        if self.stop {
-            self.jobs[j].state = JobState::Done;
-            if self.jobs[j].file != NONE {
-                self.files[self.jobs[j].file as usize].open = false;
-            }
-            return Ok(Next::Done);
-        }
-        if self.jobs[j].file == NONE {
-            let f = self.jobs[j].first_file + ctx.rng().below(u64::from(self.files_per_job)) as u32;
-            self.jobs[j].file = f;
-            self.jobs[j].page = 0;
-            let file = &mut self.files[f as usize];
-            file.open = true;
-            file.referenced = true;
-            if !file.has_slab {
-                // The inode was reclaimed: look it up again, reading its cluster buffer.
-                self.lookups += 1;
-                self.instantiate(ctx, f as usize, false)?;
-                ctx.work(self.lookup);
-                let due = ctx.now() + self.read_latency;
-                return Ok(sleep_until(ctx, due));
-            }
-        }
-        let f = self.jobs[j].file as usize;
-        let b = self.jobs[j].page as usize;
-        self.reads += 1;
-        let mut wait = 0;
-        if self.files[f].pages[b] == NONE {
-            self.read_misses += 1;
-            match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
-                Some(p) => {
-                    ctx.touch(p, 4096);
-                    self.add_page(ctx, f, b, p)?;
-                }
-                None => self.pagecache_failures += 1,
-            }
-            wait = self.read_latency;
-        } else {
-            ctx.touch(Pfn(u64::from(self.files[f].pages[b])), 4096);
-            // mark_page_accessed: a second access activates an inactive page.
-            let (file, bit) = (&mut self.files[f], 1u16 << b);
-            if file.active & bit == 0 && file.accessed & bit != 0 {
-                file.active |= bit;
-                file.accessed &= !bit;
-            } else {
-                file.accessed |= bit;
-            }
-        }
-        ctx.work(self.read_cost);
-        let job = &mut self.jobs[j];
-        job.page += 1;
-        if job.page as usize == self.file_pages {
-            self.files[f].open = false;
-            job.file = NONE;
-        }
-        let due = ctx.now() + wait;
-        Ok(sleep_until(ctx, due))
-    }
-
-    fn step_thp(&mut self, ctx: &mut Ctx<'_>, t: usize) -> Result<Next> {
-        match self.thp[t].state {
-            ThpState::Wait => Ok(Next::Block),
-            ThpState::Huge => {
-                if self.thp[t].steps_left == 0 {
-                    self.thp[t].state = ThpState::Unmap;
-                    return Ok(Next::Continue);
-                }
-                self.thp[t].step_start = ctx.now();
-                let Some(p) = self.thp_alloc(ctx)? else {
-                    self.thp[t].state = ThpState::Base(0);
-                    return Ok(Next::Continue);
-                };
-                self.hold(t, p, HPAGE_ORDER)?;
-                self.page_table_page(ctx, t)?;
-                // clear_huge_page, then the program's memset.
-                ctx.touch(p, 2 << 20);
-                ctx.touch(p, 2 << 20);
-                ctx.work(self.thp_fault);
-                let th = &mut self.thp[t];
-                self.huge_ps += ctx.now() - th.step_start;
-                self.huge_steps += 1;
-                th.steps_left -= 1;
-                Ok(Next::Continue)
-            }
-            ThpState::Base(done) => {
-                if done == 0 {
-                    self.page_table_page(ctx, t)?;
-                }
-                match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
-                    Some(p) => {
-                        self.hold(t, p, Order(0))?;
-                        ctx.touch(p, 4096);
-                        ctx.touch(p, 4096);
-                    }
-                    None => self.pagecache_failures += 1,
-                }
-                ctx.work(self.fault);
-                let th = &mut self.thp[t];
-                if done + 1 == HPAGE_PAGES {
-                    self.base_ps += ctx.now() - th.step_start;
-                    self.base_steps += 1;
-                    th.steps_left -= 1;
-                    th.state = ThpState::Huge;
-                } else {
-                    th.state = ThpState::Base(done + 1);
-                }
-                Ok(Next::Continue)
-            }
-            ThpState::Unmap => {
-                for _ in 0..HPAGE_PAGES {
-                    let Some((p, o)) = self.thp[t].held.pop() else { break };
-                    ctx.free(p, o)?;
-                }
-                if self.thp[t].held.is_empty() {
-                    self.thp[t].state = ThpState::Done;
-                    self.thp_done += 1;
-                    if self.thp_done == self.thp.len() {
-                        self.finish(ctx);
-                    }
-                    return Ok(Next::Done);
-                }
-                Ok(Next::Continue)
-            }
-            ThpState::Done => Ok(Next::Done),
-        }
-    }
-
-    /// The PTE page of a 2 MiB region (base faults), or the page table deposited with a huge
-    /// page: order-0 unmovable (GFP_KERNEL).
-    fn page_table_page(&mut self, ctx: &mut Ctx<'_>, t: usize) -> Result<()> {
-        if let Some(p) = self.alloc_reclaiming(ctx, Gfp::KERNEL, Order(0))? {
-            self.hold(t, p, Order(0))?;
-        }
-        Ok(())
-    }
-
-    /// A THP fault's huge page (4.20 `alloc_hugepage_direct_gfpmask` with the default
-    /// `defrag=madvise`): not madvised, `GFP_TRANSHUGE_LIGHT`, one try without reclaim or
-    /// compaction. Madvised, `GFP_TRANSHUGE`: after the first try fails, direct reclaim of
-    /// `compact_gap` pages, then a retry that (with compaction) compacts directly in the slow
-    /// path. 4.20's `__alloc_pages_slowpath` runs an async compaction before that reclaim; the
-    /// library's compacting call runs its async and its sync-light compaction together, so
-    /// here both follow the reclaim (see docs/workloads.md §7.2). Neither GFP wakes kswapd.
-    fn thp_alloc(&mut self, ctx: &mut Ctx<'_>) -> Result<Option<Pfn>> {
-        let gfp = if self.madv { Gfp::TRANSHUGE } else { Gfp::TRANSHUGE_LIGHT };
-        let p = ctx.alloc(gfp, HPAGE_ORDER);
-        if p.is_some() || !self.madv {
-            return Ok(p);
-        }
-        let node = self.cpu_node[ctx.cpu() as usize] as usize;
-        if !self.compaction {
-            self.direct_reclaim(ctx, node, COMPACT_GAP_ORDER9)?;
-            return Ok(ctx.alloc(gfp, HPAGE_ORDER));
-        }
-        // 4.20's slow path for a costly request: an async compaction first, then direct
-        // reclaim and a try, then a compaction at the default priority (sync-light); a costly
-        // request without __GFP_RETRY_MAYFAIL gives up there.
-        if let Some(p) = ctx.compact_and_alloc(gfp, HPAGE_ORDER, CompactMode::Async, self) {
-            return Ok(Some(p));
-        }
-        self.costly_direct_reclaim(ctx, node, gfp)?;
-        if let Some(p) = ctx.alloc(gfp, HPAGE_ORDER) {
-            return Ok(Some(p));
-        }
-        Ok(ctx.compact_and_alloc(gfp, HPAGE_ORDER, CompactMode::SyncLight, self))
-    }
-
-    /// 4.20 `try_to_free_pages` for a THP fault that may compact: `shrink_zones` leaves a
-    /// zone that is `compaction_ready` alone and shrinks each node of the zonelist that has a
-    /// zone that is not (a node with a zone not ready is shrunk whole: its LRU is the node's);
-    /// a shrunk node gives `compact_gap` pages and more until compaction could run (4.20
-    /// `should_continue_reclaim`). With every zone ready nothing is reclaimed. (Once a zone
-    /// was ready, 4.20's `do_try_to_free_pages` makes no second round at a higher priority;
-    /// the model's direct reclaim makes one round anyway.)
-    fn costly_direct_reclaim(&mut self, ctx: &mut Ctx<'_>, node: usize, gfp: Gfp) -> Result<()> {
-        let zones = ctx.allocator().zones();
-        let (mut shrink, mut ready) = (0u64, false);
-        for &i in &self.zonelist[node] {
-            if compaction_ready(&zones[i], HPAGE_ORDER, gfp.zone()) {
-                ready = true;
-            } else {
-                shrink |= 1 << zones[i].node().index();
-            }
-        }
-        self.reclaim_compaction_ready += u64::from(ready);
-        if shrink == 0 {
-            self.reclaim_skipped += 1;
-            return Ok(());
-        }
-        self.direct_reclaim_from(ctx, node, COMPACT_GAP_ORDER9, shrink)?;
-        self.reclaim_for_compaction(ctx, node, gfp, shrink)
-    }
-
-    /// 4.20 `should_continue_reclaim` for a costly order with compaction: reclaim of the
-    /// nodes in the mask `nodes` goes on past `compact_gap` until compaction could run in
-    /// some zone of the node's zonelist (`compaction_suitable`), or reclaim finds nothing
-    /// more to evict.
-    fn reclaim_for_compaction(
+    /// Scan node `node`'s page-cache LRU from its oldest page until `want` pages are evicted
+    /// or `scan` pages were looked at (an active page is scanned and goes round once more),
+    /// then scan the node's files in proportion. What it evicts goes into `frees`. Returns
+    /// (scanned, evicted).
+    fn reclaim_scan(
         &mut self,
-        ctx: &mut Ctx<'_>,
+        ctx: &Ctx<'_>,
         node: usize,
-        gfp: Gfp,
-        nodes: u64,
-    ) -> Result<()> {
-        let threshold = ctx.allocator().tunables().extfrag_threshold;
-        let suitable = |ctx: &Ctx<'_>, list: &[usize]| {
-            let zones = ctx.allocator().zones();
-            list.iter().any(|&i| zones[i].compaction_suitable(HPAGE_ORDER, gfp.zone(), threshold))
-        };
-        while !suitable(ctx, &self.zonelist[node]) {
-            if self.direct_reclaim_from(ctx, node, SWAP_CLUSTER_MAX, nodes)? == 0 {
-                break;
+        want: u64,
+        scan: u64,
+        frees: &mut Vec<Free>,
+    ) -> (u64, u64) {
+        let (mut got, mut scanned) = (0, 0);
+        let base = self.base;
+        let lru_before = self.cached_pages[node];
+        while got < want && scanned < scan {
+            let Some(e) = self.fifo[node].pop_front() else { break };
+            let (f, b, g) = ((e >> 16) as usize, ((e >> 8) & 0xff) as usize, (e & 0xff) as u8);
+            let file = &mut self.files[f];
+            if file.pages[b] == NONE || file.gen[b] != g {
+                continue;
+            }
+            scanned += 1;
+            let bit = 1u16 << b;
+            if file.active & bit != 0 {
+                // An active page is deactivated, not evicted: it goes round once more.
+                file.active &= !bit;
+                self.fifo[node].push_back(e);
+                continue;
+            }
+            file.accessed &= !bit;
+            let pfn = pfn_of(base, file.pages[b]);
+            file.pages[b] = NONE;
+            file.gen[b] = file.gen[b].wrapping_add(1);
+            file.cached -= 1;
+            self.cached_pages[node] -= 1;
+            frees.push((pfn, Order(0), self.reclaim_page));
+            got += 1;
+        }
+        if got > 0 && lru_before > 0 {
+            self.shrink_credit[node] +=
+                SLAB_SCAN_RATIO * got as f64 * self.files_with_slab[node] as f64
+                    / lru_before as f64;
+            let mut scans = self.file_lru[node].len();
+            while self.shrink_credit[node] >= 1.0 && scans > 0 {
+                self.shrink_credit[node] -= 1.0;
+                scans -= 1;
+                self.shrink_one_file(ctx, node, frees);
+            }
+            // Credit that found nothing to scan is not carried forward.
+            if scans == 0 {
+                self.shrink_credit[node] = self.shrink_credit[node].min(1.0);
             }
         }
-        Ok(())
+        (scanned, got)
     }
 
-    /// The THP program is done: fio is killed, kswapd has nothing left to do.
-    fn finish(&mut self, ctx: &mut Ctx<'_>) {
-        self.stop = true;
-        let now = ctx.now();
-        for m in 0..self.nr_nodes {
-            ctx.wake(self.kswapd_cpu[m], now);
+    /// Scan the oldest file of the node's file LRU: rotate it if it is in use, referenced or
+    /// holds more than one cached page; free its slab objects (and its last page) otherwise.
+    fn shrink_one_file(&mut self, ctx: &Ctx<'_>, node: usize, frees: &mut Vec<Free>) {
+        while let Some((f, inst)) = self.file_lru[node].pop_front() {
+            let file = &mut self.files[f as usize];
+            if !file.has_slab || file.inst != inst || file.node as usize != node {
+                continue; // stale: scanning it costs nothing
+            }
+            if file.open || file.referenced || file.cached > 1 {
+                file.referenced = false;
+                self.file_lru[node].push_back((f, inst));
+                return;
+            }
+            self.evict_file(ctx, f as usize, frees);
+            return;
         }
     }
 
-    /// One step of node `node`'s kswapd (`workload::kswapd`): a batch of reclaim, the balance
-    /// check between passes, or sleep.
-    fn step_kswapd(&mut self, ctx: &mut Ctx<'_>, node: usize) -> Result<Next> {
-        if self.stop {
-            return Ok(Next::Done);
+    /// Inode eviction: truncate the remaining page cache, free the slab objects.
+    fn evict_file(&mut self, ctx: &Ctx<'_>, f: usize, frees: &mut Vec<Free>) {
+        let base = self.base;
+        for b in 0..self.file_pages {
+            let file = &mut self.files[f];
+            if file.pages[b] != NONE {
+                let pfn = pfn_of(base, file.pages[b]);
+                file.pages[b] = NONE;
+                file.gen[b] = file.gen[b].wrapping_add(1);
+                file.cached -= 1;
+                file.accessed &= !(1 << b);
+                file.active &= !(1 << b);
+                let node = pfn_node(ctx, pfn);
+                self.cached_pages[node] -= 1;
+                frees.push((pfn, Order(0), self.reclaim_page));
+            }
         }
-        if !self.zones_ready {
-            return Ok(Next::Block);
+        for c in 0..NR_CACHES {
+            let id = std::mem::replace(&mut self.files[f].objs[c], NONE);
+            if id != NONE {
+                self.slab_free(id, frees);
+            }
         }
-        let now = ctx.now();
-        let mut k = std::mem::take(&mut self.kswapd[node]);
-        let next = k.step(&mut NodeReclaim { w: self, ctx, node }, now);
-        self.kswapd[node] = k;
-        Ok(match next? {
-            KswapdNext::Continue => Next::Continue,
-            KswapdNext::Block => Next::Block,
-        })
+        let file = &mut self.files[f];
+        file.has_slab = false;
+        self.files_with_slab[file.node as usize] -= 1;
+        self.inode_evictions += 1;
     }
+}
 
-    /// As kswapd goes to sleep it clears the skip hints of zones where a direct compaction's
-    /// scanners met (4.20 `kswapd_try_to_sleep` → `reset_isolation_suitable`: the memory it
-    /// freed may make compaction succeed again), then wakes kcompactd for the order it was
-    /// woken with (`wakeup_kcompactd`, which ignores order 0); here kcompactd runs on
-    /// kswapd's CPU when the library says an allocation asked for it. Never without a
-    /// request: proactive compaction came with 5.9.
-    fn wake_kcompactd(&mut self, ctx: &mut Ctx<'_>, node: usize) -> Result<()> {
-        if !self.compaction {
-            return Ok(());
-        }
-        ctx.allocator().reset_isolation_suitable(NodeId(node as u32))?;
-        if ctx.allocator().kcompactd_pending(NodeId(node as u32)).is_none() {
-            return Ok(());
-        }
-        ctx.kcompactd(node as u32, self)?;
-        Ok(())
+/// Free the blocks a step took out under the cache lock, in the order it took them, each
+/// followed by its reclaim work: the calls the model made when it freed them as it went.
+fn free_all(ctx: &mut Ctx<'_>, frees: Vec<Free>) -> Result<()> {
+    for (pfn, order, work) in frees {
+        ctx.free(pfn, order)?;
+        ctx.work(work);
     }
+    Ok(())
+}
+
+fn pfn_node(ctx: &Ctx<'_>, pfn: Pfn) -> usize {
+    ctx.allocator().zone_of(pfn).map_or(0, |z| z.node().index())
 }
 
 /// A node of the run as its kswapd sees it: the workload's LRU and the allocator's zones.
+/// A batch's evictions are collected in `frees` and its going to sleep noted, for the
+/// caller to carry out once the kswapd's lock is let go.
 struct NodeReclaim<'w, 'c, 'a> {
-    w: &'w mut ThpFioScale,
-    ctx: &'c mut Ctx<'a>,
+    w: &'w ThpFioScale,
+    ctx: &'c Ctx<'a>,
     node: usize,
+    frees: Vec<Free>,
+    going_to_sleep: bool,
 }
 
-impl NodeReclaim<'_, '_, '_> {
+impl<'w, 'c, 'a> NodeReclaim<'w, 'c, 'a> {
+    fn new(w: &'w ThpFioScale, ctx: &'c Ctx<'a>, node: usize) -> NodeReclaim<'w, 'c, 'a> {
+        NodeReclaim { w, ctx, node, frees: Vec::new(), going_to_sleep: false }
+    }
+
     /// The node's managed zones up to `classzone`.
     fn zones(&self, classzone: ZoneType) -> impl Iterator<Item = &pagealloc::Zone> + '_ {
         let zones = self.ctx.allocator().zones();
-        self.w.node_zones[self.node]
+        self.w.zones(self.ctx).node_zones[self.node]
             .iter()
             .map(move |&i| &zones[i])
             .filter(move |z| z.zone_type() <= classzone)
@@ -1527,7 +1750,7 @@ impl KswapdNode for NodeReclaim<'_, '_, '_> {
     }
 
     fn lru_pages(&self) -> u64 {
-        self.w.cached_pages[self.node]
+        lock(&self.w.cache).cached_pages[self.node]
     }
 
     fn reclaim_target(&self, classzone: ZoneType) -> u64 {
@@ -1535,18 +1758,20 @@ impl KswapdNode for NodeReclaim<'_, '_, '_> {
     }
 
     fn shrink(&mut self, scan: u64) -> Result<(u64, u64)> {
-        self.w.reclaim_scan(self.ctx, self.node, u64::MAX, scan)
+        let mut cache = lock(&self.w.cache);
+        Ok(cache.reclaim_scan(self.ctx, self.node, u64::MAX, scan, &mut self.frees))
     }
 
     fn set_reclaim_active(&mut self, active: bool) {
         let pa = self.ctx.allocator();
-        for &z in &self.w.node_zones[self.node] {
+        for &z in &self.w.zones(self.ctx).node_zones[self.node] {
             pa.set_reclaim_active(pa.zones()[z].idx(), active);
         }
     }
 
     fn going_to_sleep(&mut self) -> Result<()> {
-        self.w.wake_kcompactd(self.ctx, self.node)
+        self.going_to_sleep = true;
+        Ok(())
     }
 }
 
@@ -1562,60 +1787,32 @@ fn sleep_until(ctx: &mut Ctx<'_>, t: u64) -> Next {
 /// The workload's movable pages move where compaction asks: a page-cache page in its file's
 /// slot, a THP thread's block in its `held` slot. The page keeps its file, block, LRU
 /// position (the queue names file and block, not frames) and node (compaction stays in
-/// its zone).
-impl Migrate for ThpFioScale {
+/// its zone). Compaction calls it with no allocator lock held, on whichever CPU compacts.
+struct Mover<'w>(&'w ThpFioScale);
+
+impl Migrate for Mover<'_> {
     fn migrate(&mut self, from: Pfn, to: Target<'_>, order: Order) -> bool {
-        self.move_page(from, to.pfn(), order)
+        self.0.move_page(from, to.pfn(), order)
     }
 }
 
-impl ThpFioScale {
-    /// Point the slot that holds the block `from` at `to`; false if no slot holds it.
-    fn move_page(&mut self, from: Pfn, to: Pfn, order: Order) -> bool {
-        let (Some(&loc), Ok(to_u32)) = (self.owner.get(from.0 as usize), pfn_u32(to)) else {
-            return false;
-        };
-        let moved = if loc == NONE {
-            false
-        } else if loc & THP_LOC == 0 {
-            let (f, b) = (loc as usize / MAX_FILE_PAGES, loc as usize % MAX_FILE_PAGES);
-            match self.files.get_mut(f).map(|file| &mut file.pages[b]) {
-                Some(p) if u64::from(*p) == from.0 && order.0 == 0 => {
-                    *p = to_u32;
-                    true
-                }
-                _ => false,
-            }
-        } else {
-            let t = (loc & ((1 << self.thread_bits) - 1)) as usize;
-            let i = ((loc & !THP_LOC) >> self.thread_bits) as usize;
-            match self.thp.get_mut(t).and_then(|th| th.held.get_mut(i)) {
-                Some(h) if *h == (from, order) => {
-                    h.0 = to;
-                    true
-                }
-                _ => false,
-            }
-        };
-        if moved {
-            self.own(from, NONE);
-            self.own(to, loc);
-        }
-        moved
+/// Frame `p` as the workload keeps it: its offset from the zones' `base`, in 32 bits.
+fn frame_of(base: u64, p: Pfn) -> Result<u32> {
+    match p.0.checked_sub(base) {
+        Some(f) if f < u64::from(NONE) => Ok(f as u32),
+        _ => bail!("frame {p:?} does not fit the workload's 32-bit frame offsets from {base}"),
     }
 }
 
-fn pfn_u32(p: Pfn) -> Result<u32> {
-    if p.0 >= u64::from(NONE) {
-        bail!("frame {p:?} does not fit the model's 32-bit frame numbers");
-    }
-    Ok(p.0 as u32)
+/// The frame the workload keeps as `f` (see [`frame_of`]).
+fn pfn_of(base: u64, f: u32) -> Pfn {
+    Pfn(base + u64::from(f))
 }
 
-impl SerialWorkload for ThpFioScale {
+impl Workload for ThpFioScale {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         self.nr_nodes = info.nr_nodes as usize;
-        self.nr_cpus = info.nr_cpus as usize;
+        let nr_cpus = info.nr_cpus as usize;
         self.cpu_node = info.cpu_node.clone();
         let per_node_cpus = info.nr_cpus / info.nr_nodes.max(1);
         let thp_threads = if self.thp_threads_param > 0 {
@@ -1627,23 +1824,23 @@ impl SerialWorkload for ThpFioScale {
             bail!("thpfioscale models at most 64 nodes (its reclaim names nodes in a mask)");
         }
         let needed = self.fio_threads + thp_threads + self.nr_nodes;
-        if needed > self.nr_cpus {
+        if needed > nr_cpus {
             bail!(
                 "thpfioscale needs {needed} CPUs ({} fio jobs, {thp_threads} THP threads, one \
                  kswapd per node); the machine has {}: at least one fio job and one THP thread \
                  beside the kswapds need {} CPUs (give a machine with more, e.g. --cpus {})",
                 self.fio_threads,
-                self.nr_cpus,
+                nr_cpus,
                 self.nr_nodes + 2,
                 self.nr_nodes + 2
             );
         }
         let mut rng = Rng::new(info.seed ^ 0x7468_7066_696f);
         let thp_node = rng.below(u64::from(info.nr_nodes)) as u32;
-        self.roles = vec![Role::Idle; self.nr_cpus];
-        let mut pick = |roles: &mut Vec<Role>, node: Option<u32>, role: Role| -> Result<u32> {
+        let mut roles = vec![Task::Idle; nr_cpus];
+        let mut pick = |roles: &mut Vec<Task>, node: Option<u32>, role: Task| -> Result<u32> {
             let free: Vec<u32> = (0..info.nr_cpus)
-                .filter(|&c| roles[c as usize] == Role::Idle)
+                .filter(|&c| matches!(roles[c as usize], Task::Idle))
                 .filter(|&c| node.is_none_or(|n| info.cpu_node[c as usize] == n))
                 .collect();
             if free.is_empty() {
@@ -1653,29 +1850,53 @@ impl SerialWorkload for ThpFioScale {
             roles[c as usize] = role;
             Ok(c)
         };
-        // kswapd first, so that every node keeps one CPU for it.
-        let mut roles = std::mem::take(&mut self.roles);
-        self.kswapd_cpu = (0..self.nr_nodes)
-            .map(|n| pick(&mut roles, Some(n as u32), Role::Kswapd(n)))
-            .collect::<Result<_>>()?;
-        let mut thp_cpus = Vec::new();
-        for t in 0..thp_threads {
-            let on_node = pick(&mut roles, Some(thp_node), Role::Thp(t));
-            thp_cpus.push(match on_node {
-                Ok(c) => c,
-                Err(_) => pick(&mut roles, None, Role::Thp(t))?,
-            });
-        }
-        let fio_cpus: Vec<u32> = (0..self.fio_threads)
-            .map(|j| pick(&mut roles, None, Role::Fio(j)))
-            .collect::<Result<_>>()?;
-        self.roles = roles;
 
         // Files: FIO_SIZE / file size / jobs per job.
         let mem_pages: u64 = info.node_managed_pages.iter().sum();
         let total_pages = mem_pages as f64 * self.fio_size_pct / 100.0;
         self.files_per_job =
             ((total_pages / self.file_pages as f64 / self.fio_threads as f64) as u32).max(1);
+        // THP program: nr_hpages = THP_SIZE / threads / 2 MiB / 2 per thread.
+        let node0 = info.node_managed_pages.first().copied().unwrap_or(0);
+        let thp_pages = node0 as f64 * self.thp_size_pct / 100.0;
+        let per_thread = (thp_pages / thp_threads as f64 / f64::from(HPAGE_PAGES) / 2.0
+            * self.thp_fraction) as u64;
+
+        // kswapd first, so that every node keeps one CPU for it.
+        self.kswapd_cpu = (0..self.nr_nodes)
+            .map(|n| pick(&mut roles, Some(n as u32), Task::Kswapd(n)))
+            .collect::<Result<_>>()?;
+        self.thp_cpus = Vec::new();
+        for t in 0..thp_threads {
+            let th = ThpThread {
+                index: t,
+                steps_left: per_thread,
+                state: ThpState::Wait,
+                step_start: 0,
+            };
+            let on_node = pick(&mut roles, Some(thp_node), Task::Thp(th.clone()));
+            self.thp_cpus.push(match on_node {
+                Ok(c) => c,
+                Err(_) => pick(&mut roles, None, Task::Thp(th))?,
+            });
+        }
+        let files_per_job = self.files_per_job;
+        self.job_cpus = (0..self.fio_threads)
+            .map(|j| {
+                let first_file = j as u32 * files_per_job;
+                let job = Job {
+                    index: j,
+                    first_file,
+                    state: JobState::Write,
+                    file: first_file,
+                    page: 0,
+                    written: 0,
+                    dir_block_fill: 0,
+                };
+                pick(&mut roles, None, Task::Fio(job))
+            })
+            .collect::<Result<_>>()?;
+
         let nr_files = self.total_files();
         if nr_files >= 1 << 40 || self.total_files() >= u64::from(NONE) {
             bail!("thpfioscale: {nr_files} files are more than the model can number");
@@ -1686,144 +1907,133 @@ impl SerialWorkload for ThpFioScale {
                  owner index can name (compaction=0 runs without it)"
             );
         }
-        self.files = vec![File::EMPTY; nr_files as usize];
-        self.jobs = fio_cpus
-            .iter()
-            .enumerate()
-            .map(|(j, &cpu)| Job {
-                cpu,
-                first_file: j as u32 * self.files_per_job,
-                state: JobState::Write,
-                file: j as u32 * self.files_per_job,
-                page: 0,
-                written: 0,
-                dir_block_fill: 0,
-            })
-            .collect();
-
-        // THP program: nr_hpages = THP_SIZE / threads / 2 MiB / 2 per thread.
-        let node0 = info.node_managed_pages.first().copied().unwrap_or(0);
-        let thp_pages = node0 as f64 * self.thp_size_pct / 100.0;
-        let per_thread = (thp_pages / thp_threads as f64 / f64::from(HPAGE_PAGES) / 2.0
-            * self.thp_fraction) as u64;
-        self.thp = thp_cpus
-            .iter()
-            .map(|&cpu| ThpThread {
-                cpu,
-                steps_left: per_thread,
-                state: ThpState::Wait,
-                step_start: 0,
-                held: Vec::new(),
-            })
-            .collect();
+        self.held = (0..thp_threads).map(|_| Mutex::default()).collect();
+        self.thp_total = per_thread * thp_threads as u64;
         // Enough bits to name every thread (0 for one).
-        self.thread_bits = u64::BITS - (self.thp.len() as u64).saturating_sub(1).leading_zeros();
+        self.thread_bits = u64::BITS - (thp_threads as u64).saturating_sub(1).leading_zeros();
 
+        let mut slab_spec = [(0, 1); NR_CACHES];
         for (c, cache) in CACHES.iter().enumerate() {
-            self.slab_spec[c] = if cache.size == 0 {
+            slab_spec[c] = if cache.size == 0 {
                 (0, INODES_PER_CLUSTER_PAGE)
             } else {
                 slub_order(cache.size, info.nr_cpus)
             };
         }
-        self.current = vec![NONE; NR_CACHES * self.nr_cpus];
-        self.partial = vec![Vec::new(); NR_CACHES * self.nr_nodes];
-        self.fifo = vec![VecDeque::new(); self.nr_nodes];
-        self.cached_pages = vec![0; self.nr_nodes];
-        self.file_lru = vec![VecDeque::new(); self.nr_nodes];
-        self.files_with_slab = vec![0; self.nr_nodes];
-        self.shrink_credit = vec![0.0; self.nr_nodes];
-        self.kswapd = vec![Kswapd::default(); self.nr_nodes];
-        let mut cpus: Vec<u32> =
-            (0..info.nr_cpus).filter(|&c| self.roles[c as usize] != Role::Idle).collect();
-        cpus.sort_unstable();
+        let nodes = self.nr_nodes;
+        *part(&mut self.cache) = Cache {
+            nr_nodes: nodes,
+            nr_cpus,
+            file_pages: self.file_pages,
+            reclaim_page: self.reclaim_page,
+            files: vec![File::EMPTY; nr_files as usize],
+            fifo: vec![VecDeque::new(); nodes],
+            cached_pages: vec![0; nodes],
+            file_lru: vec![VecDeque::new(); nodes],
+            files_with_slab: vec![0; nodes],
+            shrink_credit: vec![0.0; nodes],
+            slab_spec,
+            current: vec![NONE; NR_CACHES * nr_cpus],
+            partial: vec![Vec::new(); NR_CACHES * nodes],
+            ..Cache::default()
+        };
+        self.kswapd = (0..nodes).map(|_| Mutex::new(Kswapd::default())).collect();
+        let cpus: Vec<u32> =
+            (0..info.nr_cpus).filter(|&c| !matches!(roles[c as usize], Task::Idle)).collect();
+        self.tasks = PerCpu::new(roles);
         Ok(cpus)
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        if !self.zones_ready {
-            self.setup_zones(ctx);
-        }
-        self.last_now = self.last_now.max(ctx.now());
-        match self.roles[ctx.cpu() as usize] {
-            Role::Fio(j) => match self.jobs[j].state {
-                JobState::Write => self.step_writer(ctx, j),
-                JobState::WaitRead => Ok(Next::Block),
-                JobState::Read => self.step_reader(ctx, j),
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        self.zones(ctx);
+        self.last_now.fetch_max(ctx.now(), Relaxed);
+        let mut task = self.tasks.get(ctx.cpu())?;
+        match &mut *task {
+            Task::Fio(job) => match job.state {
+                JobState::Write => self.step_writer(ctx, job),
+                JobState::WaitRead => self.step_waiting(ctx, job),
+                JobState::Read => self.step_reader(ctx, job),
                 JobState::Done => Ok(Next::Done),
             },
-            Role::Thp(t) => self.step_thp(ctx, t),
-            Role::Kswapd(n) => self.step_kswapd(ctx, n),
-            Role::Idle => Ok(Next::Done),
+            Task::Thp(th) => self.step_thp(ctx, th),
+            Task::Kswapd(n) => self.step_kswapd(ctx, *n),
+            Task::Idle => Ok(Next::Done),
         }
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         let mut v = Vec::new();
-        for file in &mut self.files {
+        let cache = part(&mut self.cache);
+        let base = cache.base;
+        for file in &mut cache.files {
             for p in &mut file.pages {
                 if *p != NONE {
-                    v.push((0, Pfn(u64::from(*p)), Order(0)));
+                    v.push((0, pfn_of(base, *p), Order(0)));
                     *p = NONE;
                 }
             }
         }
-        for s in &mut self.slabs {
+        for s in &mut cache.slabs {
             if s.alive {
-                v.push((0, Pfn(u64::from(s.pfn)), Order(s.order)));
+                v.push((0, pfn_of(base, s.pfn), Order(s.order)));
                 s.alive = false;
             }
         }
-        v.extend(self.dir_blocks.drain(..).map(|p| (0, p, Order(0))));
-        for th in &mut self.thp {
-            v.extend(th.held.drain(..).map(|(p, o)| (th.cpu, p, o)));
+        v.extend(cache.dir_blocks.drain(..).map(|p| (0, p, Order(0))));
+        for (held, &cpu) in self.held.iter_mut().zip(&self.thp_cpus) {
+            v.extend(part(held).drain(..).map(|(p, o)| (cpu, p, o)));
         }
         v
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
+        let s = &self.stats;
         let mean = |ps: u64, n: u64| if n == 0 { 0.0 } else { ps as f64 / n as f64 / 1e6 };
-        let steps = self.base_steps + self.huge_steps;
-        let huge_pct = if steps == 0 { 0.0 } else { 100.0 * self.huge_steps as f64 / steps as f64 };
+        let (base_steps, huge_steps) = (get(&s.base_steps), get(&s.huge_steps));
+        let steps = base_steps + huge_steps;
+        let huge_pct = if steps == 0 { 0.0 } else { 100.0 * huge_steps as f64 / steps as f64 };
+        let kswapd = |f: fn(&Kswapd) -> u64| -> f64 {
+            self.kswapd.iter().map(|k| f(&lock(k))).sum::<u64>() as f64
+        };
+        let (init_time, cache) = (lock(&self.phase).init_time, lock(&self.cache));
+        let c = |v: &AtomicU64| get(v) as f64;
         vec![
-            ("fault_base_us".into(), mean(self.base_ps, self.base_steps)),
-            ("fault_huge_us".into(), mean(self.huge_ps, self.huge_steps)),
+            ("fault_base_us".into(), mean(get(&s.base_ps), base_steps)),
+            ("fault_huge_us".into(), mean(get(&s.huge_ps), huge_steps)),
             ("huge_pct".into(), huge_pct),
             ("thp_steps".into(), steps as f64),
-            ("write_s".into(), self.init_time as f64 / PS_PER_S as f64),
-            ("pages_written".into(), self.pages_written as f64),
-            ("reads".into(), self.reads as f64),
-            ("read_misses".into(), self.read_misses as f64),
-            ("lookups".into(), self.lookups as f64),
-            ("kswapd_wakes".into(), self.kswapd_wakes as f64),
-            ("kswapd_pages".into(), self.kswapd.iter().map(|k| k.pages).sum::<u64>() as f64),
-            ("kswapd_runs".into(), self.kswapd.iter().map(|k| k.runs).sum::<u64>() as f64),
-            ("kswapd_passes".into(), self.kswapd.iter().map(|k| k.passes).sum::<u64>() as f64),
-            ("reclaim_compaction_ready".into(), self.reclaim_compaction_ready as f64),
-            ("reclaim_skipped".into(), self.reclaim_skipped as f64),
-            ("direct_reclaim_pages".into(), self.direct_pages as f64),
-            ("inode_evictions".into(), self.inode_evictions as f64),
-            ("slab_pages_peak".into(), self.slab_pages_peak as f64),
-            ("pagecache_failures".into(), self.pagecache_failures as f64),
+            ("write_s".into(), init_time as f64 / PS_PER_S as f64),
+            ("pages_written".into(), c(&s.pages_written)),
+            ("reads".into(), c(&s.reads)),
+            ("read_misses".into(), c(&s.read_misses)),
+            ("lookups".into(), c(&s.lookups)),
+            ("kswapd_wakes".into(), c(&s.kswapd_wakes)),
+            ("kswapd_pages".into(), kswapd(|k| k.pages)),
+            ("kswapd_runs".into(), kswapd(|k| k.runs)),
+            ("kswapd_passes".into(), kswapd(|k| k.passes)),
+            ("reclaim_compaction_ready".into(), c(&s.reclaim_compaction_ready)),
+            ("reclaim_skipped".into(), c(&s.reclaim_skipped)),
+            ("direct_reclaim_pages".into(), c(&s.direct_pages)),
+            ("inode_evictions".into(), cache.inode_evictions as f64),
+            ("slab_pages_peak".into(), cache.slab_pages_peak as f64),
+            ("pagecache_failures".into(), c(&s.pagecache_failures)),
         ]
     }
 
     fn progress(&self) -> f64 {
         let total_write = (self.total_files() * self.file_pages as u64).max(1) as f64;
-        let w = (self.pages_written as f64 / total_write).min(1.0);
-        let thp_total: u64 =
-            self.thp.iter().map(|t| t.steps_left).sum::<u64>() + self.base_steps + self.huge_steps;
-        let t = if thp_total == 0 {
-            0.0
-        } else {
-            (self.base_steps + self.huge_steps) as f64 / thp_total as f64
+        let w = (get(&self.stats.pages_written) as f64 / total_write).min(1.0);
+        let done = get(&self.stats.base_steps) + get(&self.stats.huge_steps);
+        let t = if self.thp_total == 0 { 0.0 } else { done as f64 / self.thp_total as f64 };
+        let (init_time, thp_start) = {
+            let phase = lock(&self.phase);
+            (phase.init_time, phase.thp_start)
         };
-        let warm = if self.thp_start > self.init_time && self.init_time > 0 {
-            ((self.last_now.saturating_sub(self.init_time)) as f64
-                / (self.thp_start - self.init_time) as f64)
-                .min(1.0)
+        let last_now = self.last_now.load(Relaxed);
+        let warm = if thp_start > init_time && init_time > 0 {
+            ((last_now.saturating_sub(init_time)) as f64 / (thp_start - init_time) as f64).min(1.0)
         } else {
-            f64::from(u8::from(self.init_time > 0))
+            f64::from(u8::from(init_time > 0))
         };
         0.4 * w + 0.3 * warm + 0.3 * t
     }
@@ -1996,35 +2206,32 @@ mod tests {
     fn migrate_follows_the_page_and_refuses_strangers() {
         let info = workload::find("thpfioscale").unwrap();
         let mut w = ThpFioScale::new(&info.params(&[], 1.0).unwrap());
-        w.files = vec![File::EMPTY; 2];
-        w.thp = vec![ThpThread {
-            cpu: 0,
-            steps_left: 0,
-            state: ThpState::Wait,
-            step_start: 0,
-            held: Vec::new(),
-        }];
-        w.owner = vec![NONE; 64];
-        w.files[1].pages[3] = 10;
-        w.own(Pfn(10), (MAX_FILE_PAGES + 3) as u32);
+        part(&mut w.cache).files = vec![File::EMPTY; 2];
+        w.held = vec![Mutex::default()];
+        let owner = (0..64).map(|_| AtomicU32::new(NONE)).collect();
+        let zones = Zones { zonelist: Vec::new(), node_zones: Vec::new(), base: 0, owner };
+        w.zones.set(zones).unwrap();
+        part(&mut w.cache).files[1].pages[3] = 10;
+        w.zones.get().unwrap().own(Pfn(10), (MAX_FILE_PAGES + 3) as u32);
         w.hold(0, Pfn(20), Order(0)).unwrap();
-        let mv =
-            |w: &mut ThpFioScale, from: u64, to: u64| w.move_page(Pfn(from), Pfn(to), Order(0));
-        assert!(mv(&mut w, 10, 11));
-        assert_eq!(w.files[1].pages[3], 11);
-        assert!(mv(&mut w, 20, 21));
-        assert_eq!(w.thp[0].held, vec![(Pfn(21), Order(0))]);
+        let mv = |w: &ThpFioScale, from: u64, to: u64| w.move_page(Pfn(from), Pfn(to), Order(0));
+        let held = |w: &mut ThpFioScale, t: usize| part(&mut w.held[t]).clone();
+        assert!(mv(&w, 10, 11));
+        assert_eq!(part(&mut w.cache).files[1].pages[3], 11);
+        assert!(mv(&w, 20, 21));
+        assert_eq!(held(&mut w, 0), vec![(Pfn(21), Order(0))]);
         // The old frames are nobody's now; a stale entry whose slot moved on is refused.
-        assert!(!mv(&mut w, 10, 12) && !mv(&mut w, 20, 22) && !mv(&mut w, 5, 6));
-        w.files[1].pages[3] = NONE;
-        assert!(!mv(&mut w, 11, 12));
+        assert!(!mv(&w, 10, 12) && !mv(&w, 20, 22) && !mv(&w, 5, 6));
+        part(&mut w.cache).files[1].pages[3] = NONE;
+        assert!(!mv(&w, 11, 12));
         // A second thread: entries name it in the low bits, its slots above them.
-        w.thp.push(w.thp[0].clone());
+        let copy = held(&mut w, 0);
+        w.held.push(Mutex::new(copy));
         w.thread_bits = 1;
         w.hold(1, Pfn(30), Order(0)).unwrap();
-        assert!(mv(&mut w, 30, 31) && mv(&mut w, 31, 32));
-        assert_eq!(w.thp[1].held.last(), Some(&(Pfn(32), Order(0))));
-        assert_eq!(w.thp[0].held, vec![(Pfn(21), Order(0))]);
+        assert!(mv(&w, 30, 31) && mv(&w, 31, 32));
+        assert_eq!(held(&mut w, 1).last(), Some(&(Pfn(32), Order(0))));
+        assert_eq!(held(&mut w, 0), vec![(Pfn(21), Order(0))]);
         // More slots than the entry can name is an error, not a wrong entry.
         // (thread 1 holds slots 0 and 1; with 29 thread bits slots up to 3 can be named.)
         w.thread_bits = 29;

@@ -26,7 +26,8 @@
 //!
 //! State (case 0): each task is its CPU's alone, behind a lock only that CPU's steps take,
 //! and nothing else is shared, so on the real runner the tasks' faults and unmaps overlap as
-//! the processes' do. (Case 1, [`ReadOnce`], still takes turns.)
+//! the processes' do. (Case 1, [`ReadOnce`], overlaps too: its tasks share only the page
+//! cache's LRU, behind a lock a reclaim takes its batch out under and frees it after.)
 
 use std::sync::Mutex;
 
@@ -37,7 +38,7 @@ use pagealloc_testkit::rng::Rng;
 use super::lru_file_readonce::ReadOnce;
 use super::page_fault1::AnonMap;
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
-use crate::model::{lock, part, Ctx, ModelInfo, Next, Serial, Workload};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -55,7 +56,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 /// The case the parameters ask for.
 fn build(p: &Params) -> Box<dyn Workload> {
     if p.get("case") == 1.0 {
-        return Box::new(Serial::new(ReadOnce::new(p)));
+        return Box::new(ReadOnce::new(p));
     }
     Box::new(VmScalability::new(p))
 }
