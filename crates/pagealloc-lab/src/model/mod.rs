@@ -15,6 +15,7 @@
 pub mod cache;
 pub mod cost;
 pub mod lines;
+pub mod prefetch;
 pub mod real;
 pub mod sink;
 pub mod slab;
