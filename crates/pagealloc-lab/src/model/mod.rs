@@ -663,21 +663,10 @@ impl Ctx<'_> {
                 let pages = bytes.div_ceil(4096);
                 let cold = cache.touch(*llc, pfn.0, pages);
                 let sink = self.pa.events();
-                let prices = sink.prices();
-                let cold_price = match sink.lines() {
-                    Some(lines) => {
-                        lines.advance(self.cpu.id(), pages);
-                        if lines.home_of_frame(pfn.0) == lines.cpu_node(self.cpu.id()) {
-                            prices.page_dram
-                        } else {
-                            prices.page_dram_remote
-                        }
-                    }
-                    None => prices.page_dram,
-                };
-                let full = cold * cold_price + (pages - cold) * prices.page_llc;
-                // Charge the bytes written, not the whole last page.
-                let ps = full * bytes / (pages * 4096);
+                if let Some(lines) = sink.lines() {
+                    lines.advance(self.cpu.id(), pages);
+                }
+                let ps = page_write_ps(sink, self.cpu.id(), pfn, bytes, pages, cold);
                 v.now = v.now.saturating_add(ps);
                 v.busy = v.busy.saturating_add(ps);
                 cold
@@ -693,6 +682,28 @@ impl Ctx<'_> {
     /// once.
     pub fn wake(&mut self, cpu: u32, at: u64) {
         self.wakes.push((cpu, at));
+    }
+}
+
+/// What writing `bytes` from the start of the block at `pfn` (`pages` pages, `cold` of them
+/// cold) costs `cpu` (ps): a cold page at the DRAM rate of the block's node, a hot one at
+/// the LLC's, and only the bytes written, not the whole last page. The node is looked up and
+/// the division made only when they can change the answer (a hot write of whole pages is
+/// the common case, and both showed in the profile).
+fn page_write_ps(sink: &ModelSink, cpu: CpuId, pfn: Pfn, bytes: u64, pages: u64, cold: u64) -> u64 {
+    let prices = sink.prices();
+    let cold_price = match sink.lines() {
+        _ if cold == 0 => 0,
+        Some(lines) if lines.home_of_frame(pfn.0) != lines.cpu_node(cpu) => {
+            prices.page_dram_remote
+        }
+        _ => prices.page_dram,
+    };
+    let full = cold * cold_price + (pages - cold) * prices.page_llc;
+    if bytes == pages * 4096 {
+        full
+    } else {
+        full * bytes / (pages * 4096)
     }
 }
 
