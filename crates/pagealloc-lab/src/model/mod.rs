@@ -694,9 +694,7 @@ fn page_write_ps(sink: &ModelSink, cpu: CpuId, pfn: Pfn, bytes: u64, pages: u64,
     let prices = sink.prices();
     let cold_price = match sink.lines() {
         _ if cold == 0 => 0,
-        Some(lines) if lines.home_of_frame(pfn.0) != lines.cpu_node(cpu) => {
-            prices.page_dram_remote
-        }
+        Some(lines) if lines.home_of_frame(pfn.0) != lines.cpu_node(cpu) => prices.page_dram_remote,
         _ => prices.page_dram,
     };
     let full = cold * cold_price + (pages - cold) * prices.page_llc;
