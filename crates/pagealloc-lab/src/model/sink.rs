@@ -7,7 +7,6 @@
 //! The model drives the allocator from one thread; the atomics are there only because an
 //! `EventSink` must be `Sync`, and are used with `Relaxed` loads and stores.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
@@ -16,6 +15,7 @@ use pagealloc::{CpuId, EventSink, MetaLine, TraceEvent, ZoneIdx};
 
 use super::cost::CostPs;
 use super::lines::{CacheMap, Found, LineCache, Prices};
+use super::prefetch::Prefetches;
 
 /// No CPU has held the lock yet.
 const NOBODY: u32 = u32::MAX;
@@ -108,12 +108,11 @@ pub struct ModelSink {
     map: CacheMap,
     cost: CostPs,
     prices: Prices,
-    /// Lines prefetched during the running call, with when each arrives (ps), in the order
-    /// they were prefetched: callers touch them in about that order, so the search from the
-    /// front ends at once (a `Vec` with `swap_remove` made every bulk free quadratic).
-    prefetched: Mutex<VecDeque<(MetaLine, u64)>>,
-    /// `prefetched.len()`, readable without the lock.
-    nr_prefetched: AtomicU32,
+    /// Lines prefetched during the running call ([`line_key`]), with when each arrives (ps),
+    /// in the order they were prefetched: callers touch them in about that order, so the
+    /// search from the front ends at once (a `Vec` with `swap_remove` made every bulk free
+    /// quadratic).
+    prefetched: Prefetches,
     /// The latest arrival of any line prefetched in this call: past it, every prefetched
     /// line costs nothing more, so the list can be forgotten.
     prefetch_last_ready: AtomicU64,
@@ -181,8 +180,7 @@ impl ModelSink {
             map,
             cost,
             prices,
-            prefetched: Mutex::new(VecDeque::new()),
-            nr_prefetched: AtomicU32::new(0),
+            prefetched: Prefetches::default(),
             prefetch_last_ready: AtomicU64::new(0),
             prefetch_filter: Default::default(),
             handoffs: Default::default(),
@@ -264,7 +262,7 @@ impl ModelSink {
         self.now.store(now, Relaxed);
         self.waited.store(0, Relaxed);
         self.held.store(0, Relaxed);
-        if self.nr_prefetched.load(Relaxed) != 0 {
+        if self.prefetched.len() != 0 {
             // A prefetch helps only the call that issued it.
             self.forget_prefetches();
         }
@@ -272,8 +270,7 @@ impl ModelSink {
 
     /// Empty the list of prefetched lines and its filter.
     fn forget_prefetches(&self) {
-        self.prefetched.lock().expect("no panics while held").clear();
-        self.nr_prefetched.store(0, Relaxed);
+        self.prefetched.clear();
         self.prefetch_last_ready.store(0, Relaxed);
         for w in &self.prefetch_filter {
             w.store(0, Relaxed);
@@ -295,11 +292,7 @@ impl ModelSink {
         if self.prefetch_filter[word].load(Relaxed) & bit == 0 {
             return 0;
         }
-        let mut p = self.prefetched.lock().expect("no panics while held");
-        let Some(i) = p.iter().position(|&(l, _)| l == line) else { return 0 };
-        let (_, ready) = p.remove(i).expect("`position` found it");
-        self.nr_prefetched.store(p.len() as u32, Relaxed);
-        ready.saturating_sub(now)
+        self.prefetched.take(line_key(line)).map_or(0, |ready| ready.saturating_sub(now))
     }
 
     /// The call is over: the CPU's clock now, and the time it waited for and held zone locks.
@@ -333,7 +326,7 @@ impl ModelSink {
     #[inline(never)]
     fn charge_touch(&self, line: MetaLine, found: Found) {
         let mut ps = self.prices.of_access(found);
-        if self.nr_prefetched.load(Relaxed) != 0 && found == Found::L2 {
+        if self.prefetched.len() != 0 && found == Found::L2 {
             ps += self.prefetch_wait(line);
         }
         if self.holding.load(Relaxed) != 0 {
@@ -485,7 +478,7 @@ impl EventSink for ModelSink {
         let Some(lines) = self.lines.get() else { return };
         if !lines.access_in_l2(cpu, line) {
             self.touch_beyond_l2(lines, cpu, line);
-        } else if self.nr_prefetched.load(Relaxed) != 0 || self.prices.of_access(Found::L2) != 0 {
+        } else if self.prefetched.len() != 0 || self.prices.of_access(Found::L2) != 0 {
             self.charge_touch(line, Found::L2);
         }
         // Otherwise (most touches): a line in the private cache and no prefetch in flight
@@ -499,9 +492,7 @@ impl EventSink for ModelSink {
         let Some(lines) = self.lines.get() else { return };
         let found = lines.access(cpu, line);
         let ready = self.now.load(Relaxed) + self.prices.of_access(found);
-        let mut p = self.prefetched.lock().expect("no panics while held");
-        p.push_back((line, ready));
-        self.nr_prefetched.store(p.len() as u32, Relaxed);
+        self.prefetched.push(line_key(line), ready);
         let last = &self.prefetch_last_ready;
         last.store(last.load(Relaxed).max(ready), Relaxed);
         let (word, bit) = filter_bit(line);
@@ -571,17 +562,23 @@ impl ModelSink {
     }
 }
 
-/// `line`'s bit in the prefetch filter: (word, mask), from a multiplicative hash of the line.
+/// `line` as one number, different for every line: the kind in the low two bits (never 3, so
+/// never `u64::MAX`), the frame, or the zone with the order or CPU, above.
 #[inline]
-fn filter_bit(line: MetaLine) -> (usize, u64) {
-    let key = match line {
+fn line_key(line: MetaLine) -> u64 {
+    match line {
         MetaLine::Frame(pfn) => pfn.0 << 2,
         MetaLine::FreeArea(zone, order) => {
             (zone.index() as u64) << 10 | u64::from(order.0) << 2 | 1
         }
         MetaLine::Pageset(zone, cpu) => (zone.index() as u64) << 34 | u64::from(cpu.0) << 2 | 2,
-    };
-    let h = key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56;
+    }
+}
+
+/// `line`'s bit in the prefetch filter: (word, mask), from a multiplicative hash of the line.
+#[inline]
+fn filter_bit(line: MetaLine) -> (usize, u64) {
+    let h = line_key(line).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56;
     ((h >> 6) as usize, 1 << (h & 63))
 }
 
@@ -790,7 +787,7 @@ mod tests {
         // Every other prefetch has arrived too (they all left at the same time).
         s.touch(CpuId(0), MetaLine::Frame(Pfn(3)));
         assert_eq!(s.end().now, 1_078_000);
-        assert_eq!(s.nr_prefetched.load(Relaxed), 0, "arrived prefetches are forgotten");
+        assert_eq!(s.prefetched.len(), 0, "arrived prefetches are forgotten");
     }
 
     #[test]
