@@ -10,8 +10,7 @@
 //! done) is no part of what the workloads imitate.
 //! Time is the wall clock: `Ctx::now` is the time since the run started, `work(ps)` spins
 //! that long, `SleepUntil` waits (asleep, then yielding: `ThreadClock::sleep_until`), `Block`
-//! polls for a wake for a while and then parks the thread until another one wakes it
-//! (`Shared::poll_for_wake`).
+//! parks the thread until another one wakes it.
 //!
 //! # What runs in parallel
 //!
@@ -153,12 +152,6 @@ impl ThreadClock {
 /// a loaded host.
 const SPIN_BEFORE: Duration = Duration::from_micros(500);
 
-/// How long a blocked thread polls for its wake before it parks: the default of Linux's
-/// guest halt-polling governor (`guest_halt_poll_ns` = 200 000 in
-/// `drivers/cpuidle/governors/haltpoll.c`), which polls this long before halting a vCPU
-/// for the same reason.
-const POLL_BEFORE_PARK: Duration = Duration::from_micros(200);
-
 fn ps_since(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX / 2).saturating_mul(1000)
 }
@@ -197,34 +190,12 @@ struct Shared {
     sched: Mutex<Sched>,
     /// Per CPU: notified when that CPU is woken or the run fails.
     cpu_cv: Vec<Condvar>,
-    /// Per CPU: set when a wake makes it running, so a thread polling before it parks sees
-    /// the wake without the lock (written under the lock, like the state it mirrors).
-    woken: Vec<AtomicBool>,
     /// Notified when a CPU finishes or the run fails.
     ticker_cv: Condvar,
     failed: AtomicBool,
 }
 
 impl Shared {
-    /// Before a blocked CPU's thread parks, poll for its wake (yielding) for up to
-    /// [`POLL_BEFORE_PARK`], as a guest kernel's halt-polling does before it halts its vCPU.
-    ///
-    /// A parked thread's vCPU may be halted, and waking it is then a round trip through the
-    /// hypervisor: on the reference VM a condition-variable ping-pong between two threads
-    /// takes 39–50 µs one way with the other vCPU idle and 2.7 µs with both vCPUs kept busy
-    /// (docs/performance.md), where the workloads model a wake-up of 2 µs. Without the poll,
-    /// every message of a message-driven workload paid the hypervisor's wake-up in the real
-    /// run and nothing of the kind in the model.
-    fn poll_for_wake(&self, c: usize) {
-        let until = Instant::now() + POLL_BEFORE_PARK;
-        while !self.woken[c].load(Ordering::SeqCst)
-            && !self.failed.load(Ordering::SeqCst)
-            && Instant::now() < until
-        {
-            std::thread::yield_now();
-        }
-    }
-
     /// Stop everyone: the run failed or stalled.
     fn fail(&self) {
         self.fail_locked(&mut lock(&self.sched));
@@ -347,7 +318,6 @@ impl RealRunner {
                 failed: false,
             }),
             cpu_cv: (0..n).map(|_| Condvar::new()).collect(),
-            woken: (0..n).map(|_| AtomicBool::new(false)).collect(),
             ticker_cv: Condvar::new(),
             failed: AtomicBool::new(false),
         };
@@ -557,7 +527,6 @@ fn cpu_thread(
                     State::Blocked => {
                         g.state[t] = State::Running;
                         g.woken_at[t] = at;
-                        shared.woken[t].store(true, Ordering::SeqCst);
                         shared.cpu_cv[t].notify_one();
                     }
                     State::Running => g.pending[t] = Some(g.pending[t].map_or(at, |p| p.min(at))),
@@ -580,14 +549,10 @@ fn cpu_thread(
                     continue;
                 }
                 g.state[c as usize] = State::Blocked;
-                shared.woken[c as usize].store(false, Ordering::SeqCst);
                 if g.stalled() {
                     shared.fail_locked(&mut g);
                     return Ok(totals);
                 }
-                drop(g);
-                shared.poll_for_wake(c as usize);
-                let mut g = lock(sched);
                 while g.state[c as usize] == State::Blocked && !g.failed {
                     g = shared.cpu_cv[c as usize].wait(g).expect("no panics while held");
                 }
