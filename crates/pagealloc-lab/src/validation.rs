@@ -141,7 +141,7 @@ pub(crate) fn host_machine(cpus: u32, bytes: u64, like: &Machine) -> Result<Mach
 
 /// Why `like`'s hierarchy may not describe this host: its caches differ in size from the
 /// host's (`host`, the model of this host built by [`host_machine`], whose LLC and private
-/// cache are this host's own). `None` when they match or the host reports no cache.
+/// cache are this host's own). `None` when they match.
 ///
 /// The hierarchy's prices were measured on `like`'s CPU; on another CPU every time-driven
 /// verdict compares this host's real runs with another CPU's prices (the reference VM itself

@@ -659,9 +659,8 @@ impl Ctx<'_> {
     /// page this CPU's LLC model holds, DRAM's (local or remote, by the block's node) for a
     /// cold one; a touch of less than a page waits a whole miss for its first line and
     /// streams the rest ([`Prices::part_page`]). It returns the number of cold pages; the
-    /// pages also push metadata lines out
-    /// of the CPU's caches. The real runner writes every cache line of the range and returns
-    /// 0: it cannot tell which were cold.
+    /// pages also push metadata lines out of the CPU's caches. The real runner writes every
+    /// cache line of the range and returns 0: it cannot tell which were cold.
     pub fn touch(&mut self, pfn: Pfn, bytes: u64) -> u64 {
         if bytes == 0 {
             return 0;
@@ -1069,11 +1068,12 @@ impl Model {
         self.give_back(w)?;
         let (busy, waited, held) =
             self.cpus.iter().fold((0, 0, 0), |(b, w, h), v| (b + v.busy, w + v.waited, h + v.held));
+        let worked: u64 = self.cpus.iter().map(|v| v.worked).sum();
         Ok(RunOutcome {
             elapsed_ps: end,
             busy_ps: busy,
-            work_ps: self.cpus.iter().map(|v| v.worked).sum(),
-            beyond_work_ps: busy.saturating_sub(self.cpus.iter().map(|v| v.worked).sum()),
+            work_ps: worked,
+            beyond_work_ps: busy - worked,
             running_cpus: running.len() as u32,
             lock_wait_ps: waited,
             lock_held_ps: held,

@@ -32,7 +32,7 @@
 //! cool-down's ticks run back to back: an idle pageset changes only at ticks.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -44,8 +44,8 @@ use super::lines::{CacheMap, Prices};
 use super::sink::ModelSink;
 use super::slab::SlabSet;
 use super::{
-    give_back, pcp_pages, sample_pagesets, sampled_cpus, stream_seed, Clock, Ctx, ModelInfo, Next,
-    OpCounts, Recorder, RunOutcome, Workload,
+    give_back, lock, pcp_pages, sample_pagesets, sampled_cpus, stream_seed, Clock, Ctx, ModelInfo,
+    Next, OpCounts, Recorder, RunOutcome, Workload,
 };
 use crate::heap::{pin_current_thread, FrameHeap, HeapOptions};
 
@@ -466,10 +466,6 @@ impl RealRunner {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().expect("no panics while held")
-}
-
 /// Every CPU's vmstat tick (tick number `t`), then a sample of the pagesets.
 fn tick_all(pa: &PageAllocator<ModelSink>, t: u64, sampled: &[u32], rec: &mut Recorder) {
     for c in 0..pa.nr_cpus() {
@@ -830,36 +826,36 @@ mod tests {
         workload::find(name).unwrap().params(&over, 1.0).unwrap()
     }
 
-    /// Run the workload `build` makes on `cpus` threads, wrapped in [`Overlap`], up to
-    /// `runs` times, `check`ing each run's outcome, until two steps were in flight at once
-    /// (whether they meet depends on the host's scheduler); returns the most seen.
-    fn most_in_flight<W: Workload>(
-        runs: usize,
+    /// Runs a test may take for two threads' steps to meet: whether they do in one run depends
+    /// on the host's scheduler, and on a host loaded by other builds five were once too few.
+    const OVERLAP_TRIES: usize = 20;
+
+    /// Run the workload `build` makes on `cpus` threads, wrapped in [`Overlap`], `check`ing
+    /// each run's outcome, until two steps were in flight at once; fail if they never were in
+    /// [`OVERLAP_TRIES`] runs.
+    fn assert_steps_overlap<W: Workload>(
         cpus: u32,
         build: impl Fn() -> W,
         check: impl Fn(&RunOutcome),
-    ) -> u32 {
-        let mut most = 0;
-        for _ in 0..runs {
+    ) {
+        for _ in 0..OVERLAP_TRIES {
             let mut w = Overlap::new(build(), false);
             check(&runner(cpus).run(&mut w, &mut |_| {}).unwrap());
-            most = w.most.load(Ordering::SeqCst);
-            if most >= 2 {
-                break;
+            if w.most.load(Ordering::SeqCst) >= 2 {
+                return;
             }
         }
-        most
+        panic!("the threads' steps never ran at the same time in {OVERLAP_TRIES} runs");
     }
 
     /// page-fault1's CPUs share nothing but the allocator, so two threads' steps (faults
     /// and munmap chunks: allocator calls) run at the same time; every page still comes
     /// back and the validator passes (the runner checks both at the end). Whether two steps
-    /// meet depends on the host's scheduler, so the overlap is asked of up to five runs;
-    /// the same workload taking turns, as under [`Serial`], never gets past one step in flight.
+    /// meet depends on the host's scheduler, so the overlap is asked of up to
+    /// [`OVERLAP_TRIES`] runs; the same workload taking turns, as under [`Serial`], never gets past one step in flight.
     #[test]
     fn page_fault1_steps_overlap_and_every_page_comes_back() {
-        let most = most_in_flight(
-            5,
+        assert_steps_overlap(
             2,
             || page_fault1(0.2),
             |o| {
@@ -868,7 +864,6 @@ mod tests {
                 assert!(o.ops.allocs > 0 && o.ops.frees > 0);
             },
         );
-        assert_eq!(most, 2, "two threads' steps never ran at the same time in five runs");
 
         let mut w = Overlap::new(page_fault1(0.02), true);
         runner(2).run(&mut w, &mut |_| {}).unwrap();
@@ -897,7 +892,7 @@ mod tests {
     /// processes of both slots (requests, wakes and RCU callbacks across threads); with two
     /// memory cgroups limited below their page cache, charges reclaim it on the charging
     /// thread. Every job runs, every page comes back, the validator passes; the steps of the
-    /// two threads run at the same time in at least one of five runs.
+    /// two threads run at the same time in at least one run.
     #[test]
     fn kbuild_runs_its_jobs_on_overlapping_threads_and_every_page_comes_back() {
         let build = |extra: &[&str]| {
@@ -909,8 +904,7 @@ mod tests {
                 .collect();
             workload::kbuild::Kbuild::new(&workload::kbuild::INFO.params(&params, 1.0).unwrap())
         };
-        let most = most_in_flight(
-            5,
+        assert_steps_overlap(
             2,
             || build(&[]),
             |o| {
@@ -920,7 +914,6 @@ mod tests {
                 assert!(metric(o, "rcu_frees") > 0.0 && metric(o, "remote_frees") > 0.0);
             },
         );
-        assert_eq!(most, 2, "two threads' steps never ran at the same time in five runs");
 
         let o = runner(2)
             .run(&mut build(&["cgroups=2", "obj_kib=2048", "memcg_limit_mib=4"]), &mut |_| {})
@@ -931,14 +924,14 @@ mod tests {
     }
 
     /// vm-scalability's anonymous case on two threads: each task faults in its share and
-    /// unmaps it, every page back, the validator passing; the tasks' steps overlap in one of
-    /// twenty runs (a run is short, tens of ms, so a loaded host may serialise a few).
+    /// unmaps it, every page back, the validator passing; the tasks' steps overlap in at
+    /// least one run.
     #[test]
     fn vm_scalability_tasks_fault_on_overlapping_threads_and_every_page_comes_back() {
         let info = workload::find("vm-scalability").unwrap();
         let params = info.params(&["tasks=2".into()], 0.5).unwrap();
         let build = || workload::vm_scalability::VmScalability::new(&params);
-        let most = most_in_flight(20, 2, build, |o| {
+        assert_steps_overlap(2, build, |o| {
             let per_task = metric(o, "pages_per_task");
             assert!(per_task > 0.0);
             // Its share and the page-table pages that map it.
@@ -946,41 +939,38 @@ mod tests {
             assert_eq!(o.ops.frees, o.ops.allocs, "and unmaps it all");
             assert_eq!(metric(o, "alloc_failures"), 0.0);
         });
-        assert!(most >= 2, "the two tasks' steps never ran at the same time in twenty runs");
     }
 
     /// thpfioscale on four threads (two fio jobs, a THP thread and kswapd) over a 64 MiB
     /// arena: 150 % of it written through the page cache, reclaimed by kswapd and direct
     /// reclaim on the writers' threads, and a madvised THP program whose compactions move
     /// page-cache pages and its own blocks from whichever thread compacts. Every page comes
-    /// back and the validator passes (the runner checks both); steps overlap in one of five
-    /// runs.
+    /// back and the validator passes (the runner checks both); steps overlap in at least
+    /// one run.
     #[test]
     fn thpfioscale_reclaims_and_compacts_on_overlapping_threads_and_every_page_comes_back() {
         let over = ["fio_threads=2", "thp_threads=1", "madv_hugepage=1", "warmup=0.25"];
         let params = params("thpfioscale", &over);
         let build = || workload::thpfioscale::ThpFioScale::new(&params);
-        let most = most_in_flight(5, 4, build, |o| {
+        assert_steps_overlap(4, build, |o| {
             // 150 % of the arena's 16 384 pages, so reclaim ran throughout.
             assert!(metric(o, "pages_written") > 1.4 * 16_384.0, "{:?}", o.workload);
             assert!(metric(o, "kswapd_pages") + metric(o, "direct_reclaim_pages") > 8_192.0);
             assert!(metric(o, "reads") > 0.0 && metric(o, "thp_steps") > 0.0);
             assert!(o.events.get(Counter::CompactStall) > 0, "{:?}", o.workload);
         });
-        assert!(most >= 2, "the threads' steps never ran at the same time in five runs");
     }
 
     /// vm-scalability's file case on two threads reading twice the 64 MiB arena: once the
     /// page cache fills it, each reader's allocations reclaim the oldest pages, the other
     /// reader's as well as its own, taken out of the shared LRU under its lock and freed
     /// after it. Every page read is freed by reclaim or comes back at the end, the validator
-    /// passes; the readers' steps overlap in one of twenty runs (five were too few for
-    /// page-frag-rx's on a host loaded by other builds).
+    /// passes; the readers' steps overlap in at least one run.
     #[test]
     fn vm_scalability_readers_reclaim_on_overlapping_threads_and_every_page_comes_back() {
         let params = params("vm-scalability", &["case=1", "tasks=2", "read_share=2"]);
         let build = || workload::lru_file_readonce::ReadOnce::new(&params);
-        let most = most_in_flight(20, 2, build, |o| {
+        assert_steps_overlap(2, build, |o| {
             let per_task = metric(o, "pages_per_task");
             assert!(per_task > 8_000.0, "{:?}", o.workload);
             assert_eq!(o.ops.allocs as f64, 2.0 * per_task, "one allocation per page read");
@@ -989,19 +979,18 @@ mod tests {
             assert!(metric(o, "reclaimed_pages") >= 2.0 * per_task - 16_384.0);
             assert_eq!(o.ops.frees as f64, metric(o, "reclaimed_pages"));
         });
-        assert!(most >= 2, "the readers' steps never ran at the same time in twenty runs");
     }
 
     /// page-frag-rx with two RX CPUs filling one TX queue that a third CPU cleans: every
     /// packet forwarded (at most one more per RX CPU than asked, from the race the workload's
-    /// doc names), every page back, the validator passing; steps overlap in one of twenty runs
-    /// (five were too few on a host loaded by other builds).
+    /// doc names), every page back, the validator passing; steps overlap in at least one
+    /// run.
     #[test]
     fn page_frag_rx_forwards_between_overlapping_threads_and_every_page_comes_back() {
         let over = ["packets=20000", "rx_cpus=2", "tx_cpus=1", "rx_ring=128", "tx_ring=128"];
         let params = params("page-frag-rx", &over);
         let build = || workload::page_frag_rx::PageFragRx::new(&params);
-        let most = most_in_flight(20, 3, build, |o| {
+        assert_steps_overlap(3, build, |o| {
             let packets = metric(o, "packets");
             assert!((20_000.0..=20_002.0).contains(&packets), "{packets}");
             assert_eq!(metric(o, "alloc_failures"), 0.0);
@@ -1009,6 +998,5 @@ mod tests {
             // runner's give-back and conservation check, which would fail the run).
             assert_eq!(o.ops.frees as f64, packets, "every forwarded page freed once");
         });
-        assert!(most >= 2, "the threads' steps never ran at the same time in twenty runs");
     }
 }
