@@ -14,7 +14,7 @@
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Barrier, Mutex as StdMutex};
+use std::sync::{Barrier, Condvar, Mutex as StdMutex};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -68,6 +68,8 @@ pub struct Plan {
     pub cold_llc_multiple: u64,
     /// Timed windows of [`CHASE_WINDOW`] dependent loads per cache level.
     pub chase_windows: usize,
+    /// Round trips of the blocking (condition variable) ping-pong, one repetition a round.
+    pub wake_round_trips: usize,
 }
 
 impl Plan {
@@ -88,6 +90,7 @@ impl Plan {
         cold_passes: 1,
         cold_llc_multiple: 8,
         chase_windows: 64,
+        wake_round_trips: 50,
     };
 
     /// A smoke run for tests (well under a second in a release build): every step runs and
@@ -107,6 +110,7 @@ impl Plan {
         cold_passes: 1,
         cold_llc_multiple: 2,
         chase_windows: 8,
+        wake_round_trips: 20,
     };
 }
 
@@ -1069,9 +1073,133 @@ impl HandoffBench {
     }
 }
 
-/// Were the two threads of a repetition on different CPUs before and after it?
+/// Were the two threads of a handoff repetition on different CPUs before and after it?
 fn apart(r: &HandoffRep) -> bool {
-    (0..2).all(|i| matches!((r.2[i], r.3[i]), (Some(x), Some(y)) if x != y))
+    on_two_cpus(r.2, r.3)
+}
+
+/// Two threads' CPUs before and after a repetition: on different CPUs at both times?
+fn on_two_cpus(mine: [Option<u32>; 2], theirs: [Option<u32>; 2]) -> bool {
+    (0..2).all(|i| matches!((mine[i], theirs[i]), (Some(x), Some(y)) if x != y))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Waking a blocked thread
+
+/// Waking a thread blocked on a condition variable, ns one way.
+#[derive(Clone, Debug, Serialize)]
+pub struct WakeFigures {
+    /// Half of each round trip of a blocking ping-pong: from one thread's notify to the
+    /// other's running, its own notify back included.
+    pub one_way: Summary,
+    /// Repetitions kept (both threads on different CPUs before and after).
+    pub reps_kept: usize,
+    /// Repetitions in which the two threads shared a CPU (dropped unless `unchecked`).
+    pub reps_same_cpu: usize,
+    /// Quick runs only: no repetition ran on two CPUs throughout, so all were kept.
+    pub unchecked: bool,
+}
+
+/// The real runner's way of blocking (`model::real`): one mutex over the turn, and a
+/// condition variable per thread that only its thread waits on.
+#[derive(Debug, Default)]
+struct WakePair {
+    turn: StdMutex<u32>,
+    cv: [Condvar; 2],
+}
+
+impl WakePair {
+    /// Block until the turn is `me`.
+    fn wait_for(&self, me: u32) {
+        let mut t = crate::model::lock(&self.turn);
+        while *t != me {
+            t = self.cv[me as usize].wait(t).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Hand the turn to the other thread and wake it.
+    fn hand_over(&self, me: u32) {
+        *crate::model::lock(&self.turn) = 1 - me;
+        self.cv[1 - me as usize].notify_one();
+    }
+}
+
+/// One repetition of the wake measurement: (one-way samples, the timing thread's CPUs
+/// before/after, the partner's).
+type WakeRep = (Vec<f64>, [Option<u32>; 2], [Option<u32>; 2]);
+
+/// Two threads hand a turn back and forth, each blocking on its own condition variable until
+/// the other wakes it, as the real runner's threads do when a workload blocks. Between turns
+/// a thread is parked, so its CPU goes idle (on a virtual machine, the virtual CPU halts):
+/// half a round trip is what one wake of an idle CPU costs, from the notify to the woken
+/// thread running. Threads are not pinned; repetitions in which both ran on one CPU (a
+/// context switch, not a wake of an idle CPU) are dropped.
+#[derive(Debug, Default)]
+pub struct WakeBench {
+    reps: Vec<WakeRep>,
+}
+
+impl WakeBench {
+    /// One repetition of `plan.wake_round_trips` timed round trips; returns its median one
+    /// way (NaN if the threads shared a CPU).
+    pub fn round(&mut self, plan: &Plan, clk: &Clock, overhead: f64) -> f64 {
+        let pair = WakePair::default();
+        let trips = plan.wake_round_trips;
+        let rep: WakeRep = std::thread::scope(|s| {
+            let partner = s.spawn(|| {
+                let before = current_cpu();
+                for _ in 0..trips {
+                    pair.wait_for(1);
+                    pair.hand_over(1);
+                }
+                [before, current_cpu()]
+            });
+            let before = current_cpu();
+            let mut samples = Vec::with_capacity(trips);
+            for _ in 0..trips {
+                let t0 = clk.ns();
+                pair.hand_over(0);
+                pair.wait_for(0);
+                let t1 = clk.ns();
+                samples.push(((t1 - t0) as f64 - overhead) / 2.0);
+            }
+            let theirs = partner.join().expect("wake partner panicked");
+            (samples, [before, current_cpu()], theirs)
+        });
+        let median = if on_two_cpus(rep.1, rep.2) {
+            Summary::of(&mut rep.0.clone()).median
+        } else {
+            f64::NAN
+        };
+        self.reps.push(rep);
+        median
+    }
+
+    /// Drop the repetitions run on one CPU and summarise.
+    pub fn finish(self, quick: bool) -> Result<WakeFigures> {
+        let reps = self.reps.len();
+        let same = self.reps.iter().filter(|r| !on_two_cpus(r.1, r.2)).count();
+        // As for the handoff: a quick run on a busy machine keeps them all and says so.
+        let unchecked = same == reps;
+        if unchecked && !quick {
+            bail!(
+                "wake-up: in every one of {reps} repetitions the two threads shared a CPU (or \
+                 /proc/thread-self/stat was unreadable); the machine is too busy"
+            );
+        }
+        let mut one_way: Vec<f64> = self
+            .reps
+            .iter()
+            .filter(|r| unchecked || on_two_cpus(r.1, r.2))
+            .flat_map(|r| r.0.iter().copied())
+            .collect();
+        Ok(WakeFigures {
+            one_way: Summary::of(&mut one_way),
+            reps_kept: if unchecked { reps } else { reps - same },
+            reps_same_cpu: same,
+            unchecked,
+        })
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1451,6 +1579,8 @@ pub struct RoundMedians {
     pub cold: Vec<f64>,
     /// Load latency: L2, LLC, DRAM.
     pub latency: Vec<[f64; 3]>,
+    /// One-way wake of a blocked thread (NaN: the threads shared a CPU).
+    pub wake: Vec<f64>,
 }
 
 /// Every measurement of one calibration.
@@ -1474,6 +1604,8 @@ pub struct Calibration {
     pub touch: TouchFigures,
     /// Load latencies.
     pub latency: LatencyFigures,
+    /// Waking a blocked thread.
+    pub wake: WakeFigures,
     /// Per-round medians.
     pub rounds: RoundMedians,
     /// The machine.
@@ -1511,12 +1643,13 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
     let mut handoff = HandoffBench::new()?;
     let mut touch = TouchBench::new(plan);
     let mut latency = LatencyBench::new(plan);
+    let mut wake = WakeBench::default();
     let (mut timer, mut lock) = (Vec::new(), Vec::new());
     let mut rounds = RoundMedians::default();
     for r in 0..plan.rounds {
         progress(&format!(
             "round {}/{}: clock, pageset, spin lock, zone-lock holds, handoff, page writes, \
-             load latencies",
+             load latencies, wake-ups",
             r + 1,
             plan.rounds
         ));
@@ -1537,6 +1670,7 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
         rounds.hot.push(h);
         rounds.cold.push(c);
         rounds.latency.push(latency.round(plan, &clk, ovh));
+        rounds.wake.push(wake.round(plan, &clk, ovh));
     }
     let lock = Summary::of(&mut lock);
     Ok(Calibration {
@@ -1549,6 +1683,7 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
         handoff: handoff.finish(plan.quick, lock.median)?,
         touch: touch.finish(plan.quick)?,
         latency: latency.finish(),
+        wake: wake.finish(plan.quick)?,
         rounds,
         machine: Machine::read(),
     })

@@ -122,6 +122,14 @@ pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
                 c.touch.cold_bytes >> 20
             ),
         ),
+        (
+            Level::WakeIdle,
+            round1(c.wake.one_way.median),
+            c.wake.one_way,
+            "two threads handing a turn back and forth, each blocked on its own condition \
+             variable until the other wakes it (the real runner's wake), half a round trip"
+                .into(),
+        ),
     ]
 }
 

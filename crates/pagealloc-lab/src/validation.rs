@@ -5,6 +5,7 @@
 use anyhow::Result;
 use pagealloc::Counter;
 
+use crate::machine::hierarchy::Level;
 use crate::machine::{CacheLevel, Machine};
 use crate::model::RunOutcome;
 use crate::runs::RunResult;
@@ -50,6 +51,12 @@ pub(crate) const METRICS: &[(&str, bool, &str)] = &[
          workload's bookkeeping and the runner's own included",
     ),
     (
+        "wakes_per_kcall",
+        false,
+        "wakes of a blocked CPU per 1000 allocator calls: how often a step woke a CPU that \
+         had parked (on the real runner, a parked thread's wake-up)",
+    ),
+    (
         "idle_pct",
         false,
         "CPU time neither busy nor waiting for a zone lock (blocked, asleep, or done early), % \
@@ -80,6 +87,14 @@ pub(crate) fn value(name: &str, r: &RunResult, real: bool) -> f64 {
         "work_s" => r.outcome.work_ps as f64 / 1e12,
         "beyond_work_ns" => beyond_work_ns(&r.outcome),
         "idle_pct" => idle_pct(&r.outcome),
+        "wakes_per_kcall" => {
+            let calls = (r.outcome.ops.allocs + r.outcome.ops.frees) as f64;
+            if calls == 0.0 {
+                f64::NAN
+            } else {
+                1000.0 * r.outcome.blocked_wakes as f64 / calls
+            }
+        }
         other => metric(other),
     }
 }
@@ -164,6 +179,21 @@ pub(crate) fn hierarchy_mismatch(like: &Machine, host: &Machine) -> Option<Strin
         kib(h.llc_bytes),
         kib(l2(h)),
     ))
+}
+
+/// Why the model may wake blocked CPUs sooner than the real runner: `like` gives no
+/// measured wake-up (`wake_idle_ns`), which only a file `pagealloc calibrate` wrote has.
+pub(crate) fn wake_note(like: &Machine) -> Option<String> {
+    let given = like.hierarchy.as_ref().and_then(|h| h.get(Level::WakeIdle)).is_some();
+    (!given).then(|| {
+        format!(
+            "machine `{}` gives no wake_idle_ns: the model starts a woken CPU when its workload \
+             asks, the real runner when this host's wake-up of a parked thread lets it (tens of \
+             µs on a virtual machine whose CPU had halted). `pagealloc calibrate --machine-out \
+             host.toml` measures it",
+            like.name
+        )
+    })
 }
 
 /// One workload's comparison.

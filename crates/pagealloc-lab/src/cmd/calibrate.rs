@@ -74,6 +74,11 @@ This machine's memory hierarchy (the [hierarchy] of --machine-out):
   c2c_same_llc_ns             the same threads ping-pong a flag: one way
   write_llc_gbps,             4 KiB page writes in shuffled order: a region 1/4 of the LLC,
   write_dram_gbps             and one 8 LLCs large written once per pass after an eviction
+  wake_idle_ns                two threads hand a turn back and forth, each blocked on its
+                              own condition variable until the other wakes it (the real
+                              runner's wake-up; between turns a CPU is idle): half a round
+                              trip. The model of this host starts a woken blocked CPU no
+                              sooner than this after the step that woke it
 
 Regenerate the lab's default profile (and the lab-2cpu machine's figures) with
   cargo run --release -p pagealloc-lab -- calibrate \\
@@ -263,6 +268,24 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
             "  QUICK RUN: no repetition ran on two CPUs throughout; all were kept unchecked"
         );
     }
+    let w = &c.wake;
+    let _ = if w.unchecked {
+        writeln!(
+            s,
+            "- wake-up: QUICK RUN: none of {} repetitions ran on two CPUs throughout; all kept",
+            w.reps_kept
+        )
+    } else {
+        writeln!(
+            s,
+            "- wake-up: {} of {} repetitions kept ({} dropped because both threads were on one \
+             CPU); a busy host wakes a thread far sooner than an idle one (its CPU has not \
+             halted), so measure it as quiet as the runs it will price",
+            w.reps_kept,
+            w.reps_kept + w.reps_same_cpu,
+            w.reps_same_cpu
+        )
+    };
     let t = &c.touch;
     if t.cold.median < t.hot.median {
         let _ = writeln!(
@@ -469,7 +492,7 @@ mod tests {
     use super::*;
     use crate::calibrate::{
         HandoffFigures, HoldFit, LatencyFigures, Machine as Host, PcpFigures, RoundMedians,
-        SlabFigures, TouchFigures,
+        SlabFigures, TouchFigures, WakeFigures,
     };
 
     fn s(median: f64) -> Summary {
@@ -530,6 +553,12 @@ mod tests {
                 dram: s(110.0),
                 bytes: [256 << 10, 2 << 20, 256 << 20],
             },
+            wake: WakeFigures {
+                one_way: s(4000.0),
+                reps_kept: 2,
+                reps_same_cpu: 0,
+                unchecked: false,
+            },
             rounds: RoundMedians {
                 timer: vec![20.0, 30.0],
                 pcp_alloc: vec![20.0, 22.0],
@@ -540,6 +569,7 @@ mod tests {
                 hot: vec![100.0, 100.0],
                 cold: vec![600.0, 610.0],
                 latency: vec![[4.0, 12.0, 110.0]; 2],
+                wake: vec![4000.0, f64::NAN],
             },
             machine: Host {
                 cpu_model: "Test CPU".into(),

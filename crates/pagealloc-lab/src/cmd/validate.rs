@@ -20,7 +20,9 @@ use crate::model::cost::CostProfile;
 use crate::preset_file::resolve;
 use crate::results;
 use crate::runs::{self, RunSpec, Runner};
-use crate::validation::{hierarchy_mismatch, host_machine, Compared, METRICS, PLANS, TOLERANCE};
+use crate::validation::{
+    hierarchy_mismatch, host_machine, wake_note, Compared, METRICS, PLANS, TOLERANCE,
+};
 use crate::workload;
 
 /// Arguments of `pagealloc validate`.
@@ -92,9 +94,13 @@ pub fn run(args: &Args) -> Result<()> {
         None => CostProfile::default_profile(),
     };
     // Said first, so that a long run is not read without it.
-    let host_note = hierarchy_mismatch(&like, &host_machine(1, mib << 20, &like)?);
-    if let (Some(n), false) = (&host_note, args.json) {
-        eprintln!("validate: note: {n}");
+    let host_notes: Vec<String> =
+        [hierarchy_mismatch(&like, &host_machine(1, mib << 20, &like)?), wake_note(&like)]
+            .into_iter()
+            .flatten()
+            .collect();
+    if !args.json {
+        host_notes.iter().for_each(|n| eprintln!("validate: note: {n}"));
     }
     let mut compared = Vec::new();
     let mut rows = Vec::new();
@@ -161,7 +167,7 @@ pub fn run(args: &Args) -> Result<()> {
                 .into(),
         );
     }
-    notes.extend(host_note);
+    notes.extend(host_notes);
     if args.json {
         println!(
             "{}",

@@ -46,6 +46,11 @@ pub enum Level {
     WriteLlc,
     /// One core's streaming write rate to memory that is not cached (local DRAM).
     WriteDram,
+    /// Waking a thread blocked on an idle CPU, from the wake to its running: on the host
+    /// `pagealloc calibrate` measured, the real runner's own condition-variable wake. Only a
+    /// host's file has it; the built-in machines leave a wake's delay to the workloads'
+    /// parameters (`wake_ns`).
+    WakeIdle,
 }
 
 /// Which machines need a figure.
@@ -57,11 +62,14 @@ pub enum Needed {
     SeveralLlcsPerNode,
     /// Machines with more than one node.
     SeveralNodes,
+    /// No machine: a figure a machine may give (a measured host's) and the model does
+    /// without.
+    Optional,
 }
 
 impl Level {
     /// Every figure.
-    pub const ALL: [Level; 12] = [
+    pub const ALL: [Level; 13] = [
         Level::L2Hit,
         Level::LlcHit,
         Level::C2cSameLlc,
@@ -74,6 +82,7 @@ impl Level {
         Level::HandoffRemote,
         Level::WriteLlc,
         Level::WriteDram,
+        Level::WakeIdle,
     ];
 
     /// The key in a machine file's `[hierarchy]` table; it ends in the unit.
@@ -91,6 +100,7 @@ impl Level {
             Level::HandoffRemote => "handoff_remote_ns",
             Level::WriteLlc => "write_llc_gbps",
             Level::WriteDram => "write_dram_gbps",
+            Level::WakeIdle => "wake_idle_ns",
         }
     }
 
@@ -114,6 +124,7 @@ impl Level {
             Level::HandoffRemote => "contended lock handed to another node",
             Level::WriteLlc => "one core's write rate, LLC-resident",
             Level::WriteDram => "one core's write rate, from DRAM",
+            Level::WakeIdle => "a thread blocked on an idle CPU, woken until it runs",
         }
     }
 
@@ -126,8 +137,14 @@ impl Level {
     pub fn range(self) -> (f64, f64) {
         if self.is_rate() {
             (0.01, 10_000.0)
+        } else if self == Level::WakeIdle {
+            // A wake is microseconds to milliseconds (a halted virtual CPU, a deep idle
+            // state), not a cache's nanoseconds.
+            (0.0, 100_000_000.0)
         } else {
-            (0.01, 100_000.0)
+            // 0 is a measured figure too: `calibrate` writes a handoff below its clock's
+            // resolution as 0 (the line's move is within the fixed cost it was measured in).
+            (0.0, 100_000.0)
         }
     }
 
@@ -136,6 +153,7 @@ impl Level {
         match self {
             Level::C2cOtherLlc | Level::HandoffOtherLlc => Needed::SeveralLlcsPerNode,
             Level::C2cRemote | Level::DramRemote | Level::HandoffRemote => Needed::SeveralNodes,
+            Level::WakeIdle => Needed::Optional,
             _ => Needed::Always,
         }
     }
@@ -185,20 +203,19 @@ impl Hierarchy {
     /// The first figure at fault, and why.
     pub fn check(&self, several_llcs: bool, several_nodes: bool) -> Result<(), HierarchyError> {
         for level in Level::ALL {
-            let needed = match level.needed() {
-                Needed::Always => true,
-                Needed::SeveralLlcsPerNode => several_llcs,
-                Needed::SeveralNodes => several_nodes,
+            // Why this machine needs the figure, if it does.
+            let needed_because = match level.needed() {
+                Needed::Always => Some("every machine needs it"),
+                Needed::SeveralLlcsPerNode if several_llcs => {
+                    Some("a node of this machine has more than one LLC")
+                }
+                Needed::SeveralNodes if several_nodes => {
+                    Some("this machine has more than one node")
+                }
+                _ => None,
             };
             let Some(f) = self.get(level) else {
-                if needed {
-                    let why = match level.needed() {
-                        Needed::Always => "every machine needs it".to_string(),
-                        Needed::SeveralLlcsPerNode => {
-                            "a node of this machine has more than one LLC".to_string()
-                        }
-                        Needed::SeveralNodes => "this machine has more than one node".to_string(),
-                    };
+                if let Some(why) = needed_because {
                     return Err(HierarchyError {
                         level,
                         message: format!(
@@ -288,6 +305,14 @@ mod tests {
         h = full();
         h.figures[Level::L2Hit as usize] = None;
         assert!(h.check(false, false).unwrap_err().to_string().contains("every machine"));
+        // A host's wake figure is optional on every shape, and range-checked when given.
+        h = full();
+        h.figures[Level::WakeIdle as usize] = None;
+        h.check(true, true).unwrap();
+        h.set(Level::WakeIdle, Sourced { value: 48_000.0, source: "measured here".into() });
+        h.check(true, true).unwrap();
+        h.set(Level::WakeIdle, Sourced { value: 2e8, source: "measured here".into() });
+        assert_eq!(h.check(true, true).unwrap_err().level, Level::WakeIdle);
     }
 
     #[test]
@@ -297,6 +322,13 @@ mod tests {
         let e = h.check(false, false).unwrap_err();
         assert_eq!(e.level, Level::DramLocal);
         assert!(e.to_string().starts_with("field `hierarchy.dram_local_ns`: -1 is out of range"));
+        // A latency below a clock's resolution is written as 0, and loads (calibrate's
+        // handoff on a busy host); a rate of 0 would divide by zero and does not.
+        h.set(Level::DramLocal, Sourced { value: 0.0, source: "x".into() });
+        h.check(false, false).unwrap();
+        h.set(Level::WriteLlc, Sourced { value: 0.0, source: "x".into() });
+        assert_eq!(h.check(false, false).unwrap_err().level, Level::WriteLlc);
+        h.set(Level::WriteLlc, Sourced { value: 10.0, source: "x".into() });
         h.set(Level::DramLocal, Sourced { value: 80.0, source: "  ".into() });
         assert!(h.check(false, false).unwrap_err().to_string().contains("has no source"));
         h.set(Level::WriteDram, Sourced { value: f64::NAN, source: "x".into() });

@@ -38,6 +38,7 @@ use self::lines::{CacheMap, Prices, LINES_PER_PAGE};
 use self::sink::ModelSink;
 use self::slab::{CacheId, SlabSet, SlabSetup};
 use crate::machine::hierarchy::Hierarchy;
+use crate::machine::hierarchy::Level;
 
 /// Picoseconds in a second: virtual time is kept in picoseconds.
 pub const PS_PER_S: u64 = 1_000_000_000_000;
@@ -778,6 +779,9 @@ pub struct RunOutcome {
     pub beyond_work_ps: u64,
     /// The CPUs the workload ran on.
     pub running_cpus: u32,
+    /// Wakes of a CPU that had blocked ([`Next::Block`]) — the wakes that cost a parked
+    /// thread's wake-up on the real runner (a wake of a running CPU only marks it).
+    pub blocked_wakes: u64,
     /// Time spent waiting for zone locks, summed over CPUs (ps).
     pub lock_wait_ps: u64,
     /// Time spent holding zone locks, summed over CPUs (ps).
@@ -852,6 +856,9 @@ pub struct Model {
     cache: LlcModel,
     cost: CostPs,
     topology: Topology,
+    /// The machine's `wake_idle_ns` in ps (0: it has none): a blocked CPU that is woken runs
+    /// no sooner than this after the step that woke it.
+    wake_idle_ps: u64,
     cooldown_s: u32,
     validate: bool,
     count_frames: bool,
@@ -899,11 +906,14 @@ impl Model {
             })
             .collect();
         let cache = LlcModel::new(end_pfn, &topology.llc_bytes).context("LLC model")?;
+        let wake_idle_ps =
+            topology.hierarchy.value(Level::WakeIdle).map_or(0, |ns| (ns * 1000.0).round() as u64);
         Ok(Model {
             pa,
             cpus,
             cache,
             cost: cost_ps,
+            wake_idle_ps,
             topology,
             cooldown_s,
             validate: setup.validate,
@@ -957,6 +967,7 @@ impl Model {
         let mut rec = Recorder::default();
         let mut counts = OpCounts::default();
         let mut wakes = Vec::new();
+        let mut blocked_wakes = 0u64;
         let mut next_tick = PS_PER_S;
         let mut steps = 0u64;
         let mut end = 0u64;
@@ -976,6 +987,7 @@ impl Model {
             }
             let cpu = self.pa.cpu(CpuId(c)).expect("running CPUs exist");
             let v = &mut self.cpus[c as usize];
+            let worked_before = v.worked;
             let mut ctx = Ctx {
                 cpu,
                 pa: &self.pa,
@@ -1020,14 +1032,25 @@ impl Model {
                     }
                 }
             }
+            // The real runner hands a step's wakes over when the step's calls are done and
+            // before it spins for the work the step asked for; a host whose wake-up the
+            // machine file gives starts a blocked CPU no sooner than that after the hand-over.
+            // Without the figure a woken CPU runs when its waker asked, as it always has.
+            let earliest = if self.wake_idle_ps > 0 {
+                let v = &self.cpus[c as usize];
+                (v.now - (v.worked - worked_before)).saturating_add(self.wake_idle_ps)
+            } else {
+                0
+            };
             for (target, at) in wakes.drain(..) {
                 let Some(tv) = self.cpus.get_mut(target as usize) else {
                     bail!("workload woke cpu {target}, which does not exist");
                 };
                 match tv.state {
                     State::Blocked => {
+                        blocked_wakes += 1;
                         tv.state = State::Runnable;
-                        tv.now = tv.now.max(at);
+                        tv.now = tv.now.max(at).max(earliest);
                         heap.push(Reverse((tv.now, target)));
                     }
                     State::Runnable => {
@@ -1075,6 +1098,7 @@ impl Model {
             work_ps: worked,
             beyond_work_ps: busy - worked,
             running_cpus: running.len() as u32,
+            blocked_wakes,
             lock_wait_ps: waited,
             lock_held_ps: held,
             events,
@@ -1363,6 +1387,72 @@ pub(crate) mod tests {
         assert_eq!(o.busy_ps, 20);
         // Both steps' work is the work asked for; nothing else was charged.
         assert_eq!((o.work_ps, o.running_cpus, o.beyond_work_ps), (20, 1, 0));
+    }
+
+    /// Two CPUs hand a turn back and forth, each blocking until the other wakes it, and each
+    /// step asks for 1 µs of work before it wakes the other. CPU 1 blocks first; CPU 0 lets
+    /// it (its first step only sleeps), so every wake finds the other CPU blocked.
+    struct Turns {
+        left: u32,
+        started: [bool; 2],
+    }
+
+    impl SerialWorkload for Turns {
+        fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
+            Ok(vec![0, 1])
+        }
+        fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+            let me = ctx.cpu();
+            if !std::mem::replace(&mut self.started[me as usize], true) {
+                return Ok(if me == 0 { Next::SleepUntil(1_000) } else { Next::Block });
+            }
+            let other = 1 - me;
+            if self.left == 0 {
+                ctx.wake(other, ctx.now());
+                return Ok(Next::Done);
+            }
+            self.left -= 1;
+            ctx.work(1_000_000);
+            ctx.wake(other, ctx.now());
+            Ok(Next::Block)
+        }
+        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+            Vec::new()
+        }
+        fn metrics(&self) -> Vec<(String, f64)> {
+            Vec::new()
+        }
+        fn progress(&self) -> f64 {
+            0.0
+        }
+    }
+
+    /// A machine whose file gives this host's wake-up (`wake_idle_ns`) starts a blocked CPU
+    /// that long after the step that woke it handed the wake over, which is before the step's
+    /// work: 50 µs a wake here instead of the 1 µs of work. Without the figure a woken CPU
+    /// runs at the time its waker asked for, and the run is the same as before the figure
+    /// existed. Both runs wake blocked CPUs as often.
+    #[test]
+    fn a_woken_cpu_waits_the_hosts_wake_up_when_the_machine_gives_one() {
+        use crate::machine::hierarchy::Sourced;
+        let run = |wake_ns: Option<f64>| {
+            let mut setup = small_setup(2, 64, "modern", 1);
+            if let Some(ns) = wake_ns {
+                let f = Sourced { value: ns, source: "test".into() };
+                setup.topology.hierarchy.set(Level::WakeIdle, f);
+            }
+            let mut m = Model::new(setup).unwrap();
+            m.run(&mut Serial::new(Turns { left: 100, started: [false; 2] }), &mut |_| {}).unwrap()
+        };
+        let (plain, host) = (run(None), run(Some(50_000.0)));
+        // 100 hand-overs, and the last CPU's wake of the other as it ends.
+        assert_eq!(plain.blocked_wakes, 101);
+        assert_eq!(plain.blocked_wakes, host.blocked_wakes);
+        // Each of the 100 hand-overs waits 50 µs from its waker's start instead of the 1 µs
+        // of work, and the last wake (from a step without work) 50 µs instead of none.
+        let delay = 100 * 49_000_000 + 50_000_000;
+        assert_eq!(host.elapsed_ps - plain.elapsed_ps, delay, "{plain:?}\n{host:?}");
+        assert_eq!(host.busy_ps, plain.busy_ps, "waiting for a wake is not busy time");
     }
 
     /// A cost profile at the top of its range (1 s a call) stretches a small run over hours

@@ -226,6 +226,8 @@ struct ThreadTotals {
     /// Wall time inside steps (the spin for their work and the waits after them excluded).
     step_ps: u64,
     work_ps: u64,
+    /// Wakes this thread gave to a blocked one (`RunOutcome::blocked_wakes`).
+    blocked_wakes: u64,
     touched: u64,
     bad_touches: u64,
     end_ps: u64,
@@ -413,6 +415,7 @@ impl RealRunner {
             totals.busy_ps += t.busy_ps;
             totals.step_ps += t.step_ps;
             totals.work_ps += t.work_ps;
+            totals.blocked_wakes += t.blocked_wakes;
             totals.touched += t.touched;
             totals.bad_touches += t.bad_touches;
             totals.end_ps = totals.end_ps.max(t.end_ps);
@@ -449,6 +452,7 @@ impl RealRunner {
             beyond_work_ps: totals.step_ps.saturating_sub(wait_ps),
             work_ps: totals.work_ps,
             running_cpus: running.len() as u32,
+            blocked_wakes: totals.blocked_wakes,
             lock_wait_ps: wait_ps,
             lock_held_ps: held_ps,
             events,
@@ -521,6 +525,7 @@ fn cpu_thread(
                 };
                 match st {
                     State::Blocked => {
+                        totals.blocked_wakes += 1;
                         g.state[t] = State::Running;
                         g.woken_at[t] = at;
                         shared.cpu_cv[t].notify_one();
@@ -671,6 +676,9 @@ mod tests {
         assert_eq!((o.work_ps, o.running_cpus), (2000 * 1_000_000, 2));
         assert!(o.busy_ps >= o.work_ps);
         assert!(o.beyond_work_ps > 0 && o.beyond_work_ps < o.busy_ps);
+        // Two wakes a round at most, and only those that found their thread parked count;
+        // CPU 1 parks before the first page comes, so one at least did.
+        assert!((1..=2 * 2000).contains(&o.blocked_wakes), "{}", o.blocked_wakes);
         // CPU 1 freed every page to its own pageset, so none came back to CPU 0's: each of
         // CPU 0's 2000 pages was refilled from the zone (freeing on the allocating CPU would
         // have needed one batch).
