@@ -1092,6 +1092,9 @@ pub struct WakeFigures {
     /// Half of each round trip of a blocking ping-pong: from one thread's notify to the
     /// other's running, its own notify back included.
     pub one_way: Summary,
+    /// The notify itself, as the waking thread pays it: handing the turn over to a parked
+    /// thread (lock, store, condition-variable notify, unlock).
+    pub call: Summary,
     /// Repetitions kept (both threads on different CPUs before and after).
     pub reps_kept: usize,
     /// Repetitions in which the two threads shared a CPU (dropped unless `unchecked`).
@@ -1124,9 +1127,9 @@ impl WakePair {
     }
 }
 
-/// One repetition of the wake measurement: (one-way samples, the timing thread's CPUs
-/// before/after, the partner's).
-type WakeRep = (Vec<f64>, [Option<u32>; 2], [Option<u32>; 2]);
+/// One repetition of the wake measurement: (one-way samples, notify samples, the timing
+/// thread's CPUs before/after, the partner's).
+type WakeRep = (Vec<f64>, Vec<f64>, [Option<u32>; 2], [Option<u32>; 2]);
 
 /// Two threads hand a turn back and forth, each blocking on its own condition variable until
 /// the other wakes it, as the real runner's threads do when a workload blocks. Between turns
@@ -1155,18 +1158,21 @@ impl WakeBench {
                 [before, current_cpu()]
             });
             let before = current_cpu();
-            let mut samples = Vec::with_capacity(trips);
+            let (mut one_way, mut calls) = (Vec::with_capacity(trips), Vec::with_capacity(trips));
             for _ in 0..trips {
                 let t0 = clk.ns();
                 pair.hand_over(0);
-                pair.wait_for(0);
                 let t1 = clk.ns();
-                samples.push(((t1 - t0) as f64 - overhead) / 2.0);
+                pair.wait_for(0);
+                let t2 = clk.ns();
+                calls.push((t1 - t0) as f64 - overhead);
+                // Two clock reads inside the round trip; one is the window's own.
+                one_way.push(((t2 - t0) as f64 - 2.0 * overhead) / 2.0);
             }
             let theirs = partner.join().expect("wake partner panicked");
-            (samples, [before, current_cpu()], theirs)
+            (one_way, calls, [before, current_cpu()], theirs)
         });
-        let median = if on_two_cpus(rep.1, rep.2) {
+        let median = if on_two_cpus(rep.2, rep.3) {
             Summary::of(&mut rep.0.clone()).median
         } else {
             f64::NAN
@@ -1178,7 +1184,7 @@ impl WakeBench {
     /// Drop the repetitions run on one CPU and summarise.
     pub fn finish(self, quick: bool) -> Result<WakeFigures> {
         let reps = self.reps.len();
-        let same = self.reps.iter().filter(|r| !on_two_cpus(r.1, r.2)).count();
+        let same = self.reps.iter().filter(|r| !on_two_cpus(r.2, r.3)).count();
         // As for the handoff: a quick run on a busy machine keeps them all and says so.
         let unchecked = same == reps;
         if unchecked && !quick {
@@ -1187,14 +1193,13 @@ impl WakeBench {
                  /proc/thread-self/stat was unreadable); the machine is too busy"
             );
         }
-        let mut one_way: Vec<f64> = self
-            .reps
-            .iter()
-            .filter(|r| unchecked || on_two_cpus(r.1, r.2))
-            .flat_map(|r| r.0.iter().copied())
-            .collect();
+        let kept: Vec<&WakeRep> =
+            self.reps.iter().filter(|r| unchecked || on_two_cpus(r.2, r.3)).collect();
+        let mut one_way: Vec<f64> = kept.iter().flat_map(|r| r.0.iter().copied()).collect();
+        let mut call: Vec<f64> = kept.iter().flat_map(|r| r.1.iter().copied()).collect();
         Ok(WakeFigures {
             one_way: Summary::of(&mut one_way),
+            call: Summary::of(&mut call),
             reps_kept: if unchecked { reps } else { reps - same },
             reps_same_cpu: same,
             unchecked,

@@ -130,6 +130,14 @@ pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
              variable until the other wakes it (the real runner's wake), half a round trip"
                 .into(),
         ),
+        (
+            Level::WakeCall,
+            round1(c.wake.call.median),
+            c.wake.call,
+            "the same ping-pong: the waking thread's hand-over (lock, store, condition-variable \
+             notify of the parked thread, unlock)"
+                .into(),
+        ),
     ]
 }
 

@@ -16,7 +16,7 @@ const COSTS: [&str; 6] = [
 ];
 
 /// The hierarchy figures calibrate measures on a one-node, one-LLC host.
-const FIGURES: [&str; 8] = [
+const FIGURES: [&str; 9] = [
     "l2_hit_ns",
     "llc_hit_ns",
     "c2c_same_llc_ns",
@@ -25,6 +25,7 @@ const FIGURES: [&str; 8] = [
     "write_llc_gbps",
     "write_dram_gbps",
     "wake_idle_ns",
+    "wake_call_ns",
 ];
 
 /// The profile loads where profiles are used: `run --cost FILE` parses it with the model's own
@@ -161,6 +162,7 @@ fn without_out_the_toml_goes_to_stdout_and_json_has_every_spread() {
         &c["latency"]["llc"],
         &c["latency"]["dram"],
         &c["wake"]["one_way"],
+        &c["wake"]["call"],
     ] {
         let (p10, m, p90) =
             (s["p10"].as_f64().unwrap(), s["median"].as_f64().unwrap(), s["p90"].as_f64().unwrap());

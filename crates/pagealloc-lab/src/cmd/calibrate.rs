@@ -79,6 +79,8 @@ This machine's memory hierarchy (the [hierarchy] of --machine-out):
                               runner's wake-up; between turns a CPU is idle): half a round
                               trip. The model of this host starts a woken blocked CPU no
                               sooner than this after the step that woke it
+  wake_call_ns                the same ping-pong: the waking thread's hand-over (its notify
+                              of the parked thread), charged to the waking CPU per wake
 
 Regenerate the lab's default profile (and the lab-2cpu machine's figures) with
   cargo run --release -p pagealloc-lab -- calibrate \\
@@ -555,6 +557,7 @@ mod tests {
             },
             wake: WakeFigures {
                 one_way: s(4000.0),
+                call: s(900.0),
                 reps_kept: 2,
                 reps_same_cpu: 0,
                 unchecked: false,

@@ -51,6 +51,10 @@ pub enum Level {
     /// host's file has it; the built-in machines leave a wake's delay to the workloads'
     /// parameters (`wake_ns`).
     WakeIdle,
+    /// The waker's side of [`Level::WakeIdle`]: the call that wakes a parked thread (on the
+    /// host `calibrate` measured, a condition variable's notify: a futex system call and the
+    /// interrupt to the halted CPU), paid on the waking CPU. Only a host's file has it.
+    WakeCall,
 }
 
 /// Which machines need a figure.
@@ -69,7 +73,7 @@ pub enum Needed {
 
 impl Level {
     /// Every figure.
-    pub const ALL: [Level; 13] = [
+    pub const ALL: [Level; 14] = [
         Level::L2Hit,
         Level::LlcHit,
         Level::C2cSameLlc,
@@ -83,6 +87,7 @@ impl Level {
         Level::WriteLlc,
         Level::WriteDram,
         Level::WakeIdle,
+        Level::WakeCall,
     ];
 
     /// The key in a machine file's `[hierarchy]` table; it ends in the unit.
@@ -101,6 +106,7 @@ impl Level {
             Level::WriteLlc => "write_llc_gbps",
             Level::WriteDram => "write_dram_gbps",
             Level::WakeIdle => "wake_idle_ns",
+            Level::WakeCall => "wake_call_ns",
         }
     }
 
@@ -125,6 +131,7 @@ impl Level {
             Level::WriteLlc => "one core's write rate, LLC-resident",
             Level::WriteDram => "one core's write rate, from DRAM",
             Level::WakeIdle => "a thread blocked on an idle CPU, woken until it runs",
+            Level::WakeCall => "the waker's call that wakes a parked thread",
         }
     }
 
@@ -137,7 +144,7 @@ impl Level {
     pub fn range(self) -> (f64, f64) {
         if self.is_rate() {
             (0.01, 10_000.0)
-        } else if self == Level::WakeIdle {
+        } else if matches!(self, Level::WakeIdle | Level::WakeCall) {
             // A wake is microseconds to milliseconds (a halted virtual CPU, a deep idle
             // state), not a cache's nanoseconds.
             (0.0, 100_000_000.0)
@@ -153,7 +160,7 @@ impl Level {
         match self {
             Level::C2cOtherLlc | Level::HandoffOtherLlc => Needed::SeveralLlcsPerNode,
             Level::C2cRemote | Level::DramRemote | Level::HandoffRemote => Needed::SeveralNodes,
-            Level::WakeIdle => Needed::Optional,
+            Level::WakeIdle | Level::WakeCall => Needed::Optional,
             _ => Needed::Always,
         }
     }
@@ -308,6 +315,7 @@ mod tests {
         // A host's wake figure is optional on every shape, and range-checked when given.
         h = full();
         h.figures[Level::WakeIdle as usize] = None;
+        h.figures[Level::WakeCall as usize] = None;
         h.check(true, true).unwrap();
         h.set(Level::WakeIdle, Sourced { value: 48_000.0, source: "measured here".into() });
         h.check(true, true).unwrap();

@@ -848,6 +848,46 @@ const SAMPLED_CPUS: usize = 8;
 /// Scheduler steps between progress reports.
 const PROGRESS_EVERY: u64 = 1 << 16;
 
+/// This host's wake-up of a parked thread, from its machine file (`wake_idle_ns`,
+/// `wake_call_ns`, in ps; both 0 when it gives none, and then nothing changes).
+#[derive(Clone, Copy, Debug, Default)]
+struct WakeCosts {
+    /// A woken blocked CPU runs no sooner than this after the hand-over.
+    idle_ps: u64,
+    /// The waking CPU pays this for each blocked CPU it wakes.
+    call_ps: u64,
+}
+
+impl WakeCosts {
+    /// Charge CPU `c` the call for each CPU its step woke from a block, and return the
+    /// earliest time such a CPU may run (0: no limit). The real runner hands a step's wakes
+    /// over when the step's calls are done and before it spins for the work the step asked
+    /// for, so the hand-over starts at `c`'s clock less this step's work (its work counter
+    /// was `worked_before` when the step began).
+    fn hand_over(self, cpus: &mut [VCpu], c: u32, worked_before: u64, wakes: &[(u32, u64)]) -> u64 {
+        if self.idle_ps == 0 && self.call_ps == 0 {
+            return 0;
+        }
+        let mut parked: Vec<u32> = wakes
+            .iter()
+            .map(|w| w.0)
+            .filter(|&t| cpus.get(t as usize).is_some_and(|v| v.state == State::Blocked))
+            .collect();
+        parked.sort_unstable();
+        parked.dedup();
+        let v = &mut cpus[c as usize];
+        let handed_over = v.now - (v.worked - worked_before);
+        let calls = self.call_ps * parked.len() as u64;
+        v.now = v.now.saturating_add(calls);
+        v.busy = v.busy.saturating_add(calls);
+        if self.idle_ps == 0 {
+            0
+        } else {
+            handed_over.saturating_add(self.idle_ps)
+        }
+    }
+}
+
 /// A built model, ready to run one workload.
 #[derive(Debug)]
 pub struct Model {
@@ -856,9 +896,7 @@ pub struct Model {
     cache: LlcModel,
     cost: CostPs,
     topology: Topology,
-    /// The machine's `wake_idle_ns` in ps (0: it has none): a blocked CPU that is woken runs
-    /// no sooner than this after the step that woke it.
-    wake_idle_ps: u64,
+    wake: WakeCosts,
     cooldown_s: u32,
     validate: bool,
     count_frames: bool,
@@ -906,14 +944,14 @@ impl Model {
             })
             .collect();
         let cache = LlcModel::new(end_pfn, &topology.llc_bytes).context("LLC model")?;
-        let wake_idle_ps =
-            topology.hierarchy.value(Level::WakeIdle).map_or(0, |ns| (ns * 1000.0).round() as u64);
+        let ps = |l| topology.hierarchy.value(l).map_or(0, |ns| (ns * 1000.0).round() as u64);
+        let wake = WakeCosts { idle_ps: ps(Level::WakeIdle), call_ps: ps(Level::WakeCall) };
         Ok(Model {
             pa,
             cpus,
             cache,
             cost: cost_ps,
-            wake_idle_ps,
+            wake,
             topology,
             cooldown_s,
             validate: setup.validate,
@@ -1002,6 +1040,7 @@ impl Model {
                 slab: &slabs,
             };
             let next = w.step_alone(&mut ctx)?;
+            let earliest = self.wake.hand_over(&mut self.cpus, c, worked_before, &wakes);
             let v = &mut self.cpus[c as usize];
             // The CPU is still the heap's top: a CPU that runs on moves down in place (one
             // sift instead of a pop and a push; the order of (time, cpu) keys is total, so
@@ -1032,16 +1071,6 @@ impl Model {
                     }
                 }
             }
-            // The real runner hands a step's wakes over when the step's calls are done and
-            // before it spins for the work the step asked for; a host whose wake-up the
-            // machine file gives starts a blocked CPU no sooner than that after the hand-over.
-            // Without the figure a woken CPU runs when its waker asked, as it always has.
-            let earliest = if self.wake_idle_ps > 0 {
-                let v = &self.cpus[c as usize];
-                (v.now - (v.worked - worked_before)).saturating_add(self.wake_idle_ps)
-            } else {
-                0
-            };
             for (target, at) in wakes.drain(..) {
                 let Some(tv) = self.cpus.get_mut(target as usize) else {
                     bail!("workload woke cpu {target}, which does not exist");
@@ -1427,32 +1456,38 @@ pub(crate) mod tests {
         }
     }
 
-    /// A machine whose file gives this host's wake-up (`wake_idle_ns`) starts a blocked CPU
-    /// that long after the step that woke it handed the wake over, which is before the step's
-    /// work: 50 µs a wake here instead of the 1 µs of work. Without the figure a woken CPU
-    /// runs at the time its waker asked for, and the run is the same as before the figure
-    /// existed. Both runs wake blocked CPUs as often.
+    /// A machine whose file gives this host's wake-up starts a blocked CPU `wake_idle_ns`
+    /// after the step that woke it handed the wake over, which is before the step's work:
+    /// 50 µs a wake here instead of the 1 µs of work; `wake_call_ns` is paid by the waker per
+    /// CPU it wakes from a block, as busy time. Without the figures a woken CPU runs at the
+    /// time its waker asked for, and the run is the same as before they existed. All runs
+    /// wake blocked CPUs as often.
     #[test]
     fn a_woken_cpu_waits_the_hosts_wake_up_when_the_machine_gives_one() {
         use crate::machine::hierarchy::Sourced;
-        let run = |wake_ns: Option<f64>| {
+        let run = |figures: &[(Level, f64)]| {
             let mut setup = small_setup(2, 64, "modern", 1);
-            if let Some(ns) = wake_ns {
-                let f = Sourced { value: ns, source: "test".into() };
-                setup.topology.hierarchy.set(Level::WakeIdle, f);
+            for &(l, ns) in figures {
+                setup.topology.hierarchy.set(l, Sourced { value: ns, source: "test".into() });
             }
             let mut m = Model::new(setup).unwrap();
             m.run(&mut Serial::new(Turns { left: 100, started: [false; 2] }), &mut |_| {}).unwrap()
         };
-        let (plain, host) = (run(None), run(Some(50_000.0)));
+        let plain = run(&[]);
+        let idle = run(&[(Level::WakeIdle, 50_000.0)]);
+        let both = run(&[(Level::WakeIdle, 50_000.0), (Level::WakeCall, 5_000.0)]);
         // 100 hand-overs, and the last CPU's wake of the other as it ends.
         assert_eq!(plain.blocked_wakes, 101);
-        assert_eq!(plain.blocked_wakes, host.blocked_wakes);
+        assert_eq!((idle.blocked_wakes, both.blocked_wakes), (101, 101));
         // Each of the 100 hand-overs waits 50 µs from its waker's start instead of the 1 µs
         // of work, and the last wake (from a step without work) 50 µs instead of none.
         let delay = 100 * 49_000_000 + 50_000_000;
-        assert_eq!(host.elapsed_ps - plain.elapsed_ps, delay, "{plain:?}\n{host:?}");
-        assert_eq!(host.busy_ps, plain.busy_ps, "waiting for a wake is not busy time");
+        assert_eq!(idle.elapsed_ps - plain.elapsed_ps, delay, "{plain:?}\n{idle:?}");
+        assert_eq!(idle.busy_ps, plain.busy_ps, "waiting for a wake is not busy time");
+        // The call is the waker's busy time; the woken CPU's start does not move, since the
+        // 50 µs run from the hand-over's start.
+        assert_eq!(both.busy_ps - idle.busy_ps, 101 * 5_000_000);
+        assert_eq!(both.elapsed_ps, idle.elapsed_ps);
     }
 
     /// A cost profile at the top of its range (1 s a call) stretches a small run over hours
