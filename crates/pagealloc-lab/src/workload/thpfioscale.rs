@@ -12,7 +12,9 @@
 //! `mm_page_alloc_extfrag` events with fallback order < 9 (the runner counts them:
 //! `extfrag_lt9`, by requested migratetype); the secondary metrics are the THP program's
 //! latency per 2 MiB step, split by whether the step got a huge page, and the share of huge
-//! steps.
+//! steps. A diagnostic, `nonmovable_free_pages`, is the mean number of free pages on the
+//! unmovable and reclaimable lists of the THP node's zones as each THP step starts: the memory
+//! movable requests reach only by fragmenting fallbacks (docs/reproduction.md, 002).
 //!
 //! The model. CPUs: the fio jobs, the THP threads and one kswapd per node each get a CPU of
 //! their own, drawn from the run's seed (the THP threads all on one node, drawn too — the seed
@@ -118,7 +120,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 use std::sync::{Mutex, OnceLock};
 
 use anyhow::{bail, Context, Result};
+use pagealloc::migratetype::MIGRATE_TYPES;
+use pagealloc::types::NR_PAGE_ORDERS;
 use pagealloc::{AllocFlags, CompactMode, Gfp, Migrate, NodeId, Order, Pfn, Target, ZoneType};
+use pagealloc::{MigrateType, Zone};
 use pagealloc::{WMARK_HIGH, WMARK_LOW, WMARK_MIN};
 use pagealloc_testkit::rng::Rng;
 
@@ -723,6 +728,10 @@ struct Stats {
     reclaim_skipped: AtomicU64,
     pagecache_failures: AtomicU64,
     pages_written: AtomicU64,
+    /// Free pages on the unmovable and reclaimable lists of the THP node's zones, summed
+    /// over the THP steps' starts, and the number of steps summed.
+    nonmovable_free_sum: AtomicU64,
+    nonmovable_free_samples: AtomicU64,
 }
 
 /// Add `n` to a counter.
@@ -1262,6 +1271,7 @@ impl ThpFioScale {
                     return Ok(Next::Continue);
                 }
                 th.step_start = ctx.now();
+                self.sample_nonmovable_free(ctx);
                 let Some(p) = self.thp_alloc(ctx)? else {
                     th.state = ThpState::Base(0);
                     return Ok(Next::Continue);
@@ -1323,6 +1333,22 @@ impl ThpFioScale {
             }
             ThpState::Done => Ok(Next::Done),
         }
+    }
+
+    /// Note the free pages on the unmovable and reclaimable lists of this CPU's node as a THP
+    /// step starts (metric `nonmovable_free_pages`, the mean over the steps): memory that
+    /// movable requests reach only by a fallback once their own lists are empty, so the
+    /// fragmenting fallbacks are bounded by how far it exceeds the zone's LOW watermark
+    /// (docs/reproduction.md, 002-thpfioscale). Reading the lists decides nothing.
+    fn sample_nonmovable_free(&self, ctx: &Ctx<'_>) {
+        let node = self.cpu_node[ctx.cpu() as usize] as usize;
+        let zones = ctx.allocator().zones();
+        let free: u64 = self.zones(ctx).node_zones[node]
+            .iter()
+            .map(|&i| nonmovable_free(&zones[i].free_list_counts()))
+            .sum();
+        add(&self.stats.nonmovable_free_sum, free);
+        add(&self.stats.nonmovable_free_samples, 1);
     }
 
     /// The PTE page of a 2 MiB region (base faults), or the page table deposited with a huge
@@ -1697,6 +1723,14 @@ impl Cache {
     }
 }
 
+/// Free pages on the unmovable and reclaimable free lists of a zone whose free blocks per
+/// (order, migratetype) are `counts` (`Zone::free_list_counts`, what `/proc/pagetypeinfo`
+/// prints): a block of order `o` is `2^o` pages.
+fn nonmovable_free(counts: &[[u64; MIGRATE_TYPES]; NR_PAGE_ORDERS]) -> u64 {
+    let types = [MigrateType::Unmovable.index(), MigrateType::Reclaimable.index()];
+    counts.iter().enumerate().map(|(o, row)| types.iter().map(|&t| row[t] << o).sum::<u64>()).sum()
+}
+
 /// Free the blocks a step took out under the cache lock, in the order it took them, each
 /// followed by its reclaim work: the calls the model made when it freed them as it went.
 fn free_all(ctx: &mut Ctx<'_>, frees: Vec<Free>) -> Result<()> {
@@ -1728,7 +1762,7 @@ impl<'w, 'c, 'a> NodeReclaim<'w, 'c, 'a> {
     }
 
     /// The node's managed zones up to `classzone`.
-    fn zones(&self, classzone: ZoneType) -> impl Iterator<Item = &pagealloc::Zone> + '_ {
+    fn zones(&self, classzone: ZoneType) -> impl Iterator<Item = &Zone> + '_ {
         let zones = self.ctx.allocator().zones();
         self.w.zones(self.ctx).node_zones[self.node]
             .iter()
@@ -2017,6 +2051,10 @@ impl Workload for ThpFioScale {
             ("inode_evictions".into(), cache.inode_evictions as f64),
             ("slab_pages_peak".into(), cache.slab_pages_peak as f64),
             ("pagecache_failures".into(), c(&s.pagecache_failures)),
+            (
+                "nonmovable_free_pages".into(),
+                c(&s.nonmovable_free_sum) / get(&s.nonmovable_free_samples).max(1) as f64,
+            ),
         ]
     }
 
@@ -2071,6 +2109,19 @@ mod tests {
 
     fn metric(o: &RunOutcome, name: &str) -> f64 {
         o.workload.iter().find(|(k, _)| k == name).unwrap().1
+    }
+
+    /// The stranded-memory metric counts pages, not blocks, and only the two non-movable
+    /// types.
+    #[test]
+    fn nonmovable_free_counts_pages_of_unmovable_and_reclaimable_lists() {
+        let mut counts = [[0u64; MIGRATE_TYPES]; NR_PAGE_ORDERS];
+        counts[0][MigrateType::Unmovable.index()] = 5;
+        counts[3][MigrateType::Reclaimable.index()] = 2;
+        counts[1][MigrateType::Unmovable.index()] = 1;
+        counts[9][MigrateType::Movable.index()] = 100;
+        counts[0][MigrateType::HighAtomic.index()] = 7;
+        assert_eq!(nonmovable_free(&counts), 5 + 2 * 8 + 2);
     }
 
     #[test]
@@ -2185,6 +2236,10 @@ mod tests {
             metric(&without, "huge_pct")
         );
         assert_eq!(with.events.get(Counter::CompactDaemonWake), 0);
+        // Inode reclaim has emptied slab pages by the time the THP program runs: free memory
+        // sits on the non-movable lists, and less of it than the node has.
+        let stranded = metric(&with, "nonmovable_free_pages");
+        assert!(stranded > 0.0 && stranded < 256.0 * 256.0, "{stranded}");
         // Not madvised: GFP_TRANSHUGE_LIGHT never compacts.
         let light = run("frag-vanilla", 2, &["madv_hugepage=0"]);
         assert_eq!(light.events.get(Counter::CompactStall), 0);
