@@ -8,7 +8,8 @@
 //! hands out is backed already, and a host page fault on a workload's first touch (a few
 //! microseconds, which made page-fault1 eight times slower than the model before it was
 //! done) is no part of what the workloads imitate.
-//! Time is the wall clock: `Ctx::now` is the time since the run started, `work(ps)` spins
+//! Time is the wall clock: `Ctx::now` is the time since the run started (once every thread
+//! was spawned: starting threads is no part of what the workloads imitate), `work(ps)` spins
 //! that long, `SleepUntil` waits (asleep, then yielding: `ThreadClock::sleep_until`), `Block`
 //! parks the thread until another one wakes it.
 //!
@@ -32,7 +33,7 @@
 //! cool-down's ticks run back to back: an idle pageset changes only at ticks.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -193,9 +194,22 @@ struct Shared {
     /// Notified when a CPU finishes or the run fails.
     ticker_cv: Condvar,
     failed: AtomicBool,
+    /// When the run started: set once every thread is spawned, so that starting threads (tens
+    /// of µs each on a VM, which no benchmark the workloads imitate counts) is not run time.
+    start: OnceLock<Instant>,
 }
 
 impl Shared {
+    /// Wait (yielding) until the run starts, and return its start.
+    fn wait_for_start(&self) -> Instant {
+        loop {
+            if let Some(&t) = self.start.get() {
+                return t;
+            }
+            std::thread::yield_now();
+        }
+    }
+
     /// Stop everyone: the run failed or stalled.
     fn fail(&self) {
         self.fail_locked(&mut lock(&self.sched));
@@ -322,10 +336,10 @@ impl RealRunner {
             cpu_cv: (0..n).map(|_| Condvar::new()).collect(),
             ticker_cv: Condvar::new(),
             failed: AtomicBool::new(false),
+            start: OnceLock::new(),
         };
         let workload: &dyn Workload = &*w;
         let host_cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
-        let start = Instant::now();
         let mut rec = Recorder::default();
         let mut ticks = 0u64;
         let heap = &self.heap;
@@ -340,7 +354,8 @@ impl RealRunner {
             for &c in &running {
                 let pin = self.setup.pin.then_some(c as usize % host_cpus);
                 let clock = ThreadClock {
-                    start,
+                    // Replaced by the run's start once every thread is spawned.
+                    start: Instant::now(),
                     rng: Rng::new(stream_seed(self.setup.seed, u64::from(c))),
                     debt_ps: 0,
                     worked_ps: 0,
@@ -376,6 +391,9 @@ impl RealRunner {
                     }
                 }
             }
+            // Every thread is spawned (or the run failed, which its threads see next): go.
+            let start = Instant::now();
+            let _ = shared.start.set(start);
             // The ticker: once a second of wall time until every thread is done.
             while refused.is_empty() {
                 let next = start + Duration::from_secs(ticks + 1);
@@ -495,6 +513,7 @@ fn cpu_thread(
     if let Some(host) = pin {
         pin_current_thread(host).with_context(|| format!("pinning cpu {c} to host CPU {host}"))?;
     }
+    clock.start = shared.wait_for_start();
     let pa = heap.allocator();
     let cpu = pa.cpu(CpuId(c)).ok_or_else(|| anyhow!("workload names cpu {c}"))?;
     let mut totals = ThreadTotals::default();
