@@ -14,19 +14,27 @@
 //! pageset, order 4 straight to the buddy lists). The chunk buffers are freed when SACKed,
 //! on the sender's CPU (§2.2).
 //!
-//! The protocol as modelled, from net/sctp: SCTP's Nagle (`sctp_packet_can_append_data`)
-//! sends a chunk at once when nothing is in flight, and otherwise holds chunks until more
-//! than a PMTU's worth is queued, then sends full packets; the receiver SACKs every second
-//! packet (`sack_freq` 2), processed at the end of the sender's `sendmsg`
-//! (`__release_sock`), which frees the SACKed chunks and lets the next chunk go alone. A
-//! sender thus sends, per seven messages, one one-chunk packet (order 2) and one six-chunk
-//! packet (order 4). (Sanity check only, not used to choose anything: that is 1.29 page
-//! allocations and 6.9 pages per message, against 1.29 and 7.4 read from the 256-pair run's
-//! counters, §2.2.) In flight: the sender sleeps while the chunk buffers it holds exceed
-//! `sk_sndbuf`; packets stop when the receiver's unread data reaches its window (half of
-//! `sk_rcvbuf`). A sleeping sender is unblocked by the receiver's window-update SACK, which,
-//! like the kernel's softirq, frees the SACKed chunks and sends what the window allows on the
-//! receiver's CPU.
+//! The protocol as modelled, from net/sctp (docs/workloads.md §2.3): SCTP's Nagle
+//! (`sctp_packet_can_append_data`) sends a chunk at once when nothing is in flight, and
+//! otherwise holds chunks until more than a PMTU's worth is queued, then sends full packets;
+//! every chunk also needs the receiver's window as the sender sees it (the last SACK's
+//! `a_rwnd` less what was sent since), except one when nothing is in flight (the zero-window
+//! probe). The receiver's window (half of `sk_rcvbuf`) shrinks as chunks arrive and grows as
+//! netserver reads them; it SACKs every second packet (`sack_freq` 2), processed at the end of
+//! the sender's `sendmsg` (`__release_sock`), which frees the SACKed chunks and lets the next
+//! chunk go alone; the first packet after a SACK starts the 200 ms delayed-SACK timer. A read
+//! that grows the window by `max(sk_rcvbuf >> 4, PMTU)` over what the last SACK advertised
+//! sends a window-update SACK (`sctp_assoc_rwnd_increase`), whether or not the sender waits:
+//! to a sender asleep for buffer space it is handled on the receiver's CPU as the kernel's
+//! softirq does (free the SACKed chunks, send what the window allows, wake the sender), to a
+//! running one it waits in the socket backlog until its `sendmsg` ends. A sender sleeps while
+//! the chunk buffers it holds exceed `sk_sndbuf`. While the receiver keeps up, a sender
+//! sends, per seven messages, a four-chunk packet (order 4) and a three-chunk one (order 3),
+//! as its view of the window allows. (Sanity check only, not used to choose anything: that
+//! is 1.29 page allocations and 7.4 pages per message, against 1.29 and 7.4 read from the
+//! 256-pair run's counters, §2.2.) With a 104 KiB window and a 64 KiB update threshold, a
+//! SACK that advertises more than 40 KiB can leave a pair whose sender has used up that
+//! window with only the delayed-SACK timer to move it, as the kernel's rules do (§2.3).
 //!
 //! Tasks: 128 processes on 128 CPUs, placed by [`Tasks::place`] (each pair on one node,
 //! pairs spread over the nodes, CPUs from the run's seed), migrating inside the node with
@@ -42,15 +50,17 @@
 //! one; longer runs (`--scale`) let it act more.
 //!
 //! Known biases: slab objects (`sctp_chunk`, `sctp_datamsg`, ulpevents, skb heads) are left
-//! out; per-message and per-packet stack costs are assumed figures; the delayed-SACK timer
-//! (200 ms) is modelled only where nothing else would wake the pair: a sender that blocks on
-//! a full send buffer while its receiver sleeps with nothing to read (a schedule the model's
-//! costs do not produce, the real runner's can); the window-update SACK is sent only when
-//! the sender waits; migrations stay inside a node; a pair's two tasks start on one node.
+//! out; per-message and per-packet stack costs are assumed figures; the congestion window
+//! (four PMTUs on loopback, above the receive window) and `rwnd_press` are left out; a chunk
+//! the receiver drops (only a zero-window probe, when a SACK advertised no window) is resent
+//! at the next SACK or after `rto_min`, where the kernel waits for three gap reports or its
+//! T3 timer; the timers are looked at only when the pair is otherwise stuck (sender asleep,
+//! receiver with nothing to read), which at these rates is the only time they can fire;
+//! migrations stay inside a node; a pair's two tasks start on one node.
 
 use std::collections::VecDeque;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::net::{order_of, PageCursor, Tasks};
@@ -201,6 +211,13 @@ const PARAMS: &[ParamSpec] = &[
 const DATA_CHUNK_HDR: u64 = 16;
 /// The delayed-SACK timer, ps (`net.sctp.sack_timeout`, 200 ms by default).
 const SACK_TIMEOUT: u64 = 200_000_000_000;
+/// The retransmission timer of a chunk the receiver dropped, ps: `net.sctp.rto_min`, 1 s
+/// by default, which a loopback round trip never raises the RTO above.
+const RTO_MIN: u64 = 1_000_000_000_000;
+/// Packets per SACK (`sack_freq`, 2 by default: RFC 4960 §6.2's every second packet).
+const SACK_FREQ: u32 = 2;
+/// `sctp_rwnd_upd_shift`'s default: a window update needs `sk_rcvbuf >> 4` (or a PMTU).
+const RWND_UPD_SHIFT: u32 = 4;
 /// SCTP common header + IPv4 header.
 const PACKET_HDR: u64 = 12 + 20;
 /// `MAX_HEADER` (LL_MAX_HEADER 128 + 48) added by `sctp_packet_transmit`, and
@@ -218,25 +235,149 @@ struct Packet {
     chunks: u32,
 }
 
+/// A SACK as the sender processes it (`sctp_outq_sack`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Sack {
+    /// Chunks it acknowledges: the first `acked` of the sender's unacknowledged ones.
+    acked: usize,
+    /// The window it advertises, bytes.
+    a_rwnd: u64,
+    /// Whether chunks the receiver dropped are now to be sent again (every SACK but the
+    /// one the drop itself provoked: the kernel resends them on three gap reports or its
+    /// T3 timer, after the window reopens).
+    retransmit: bool,
+}
+
+/// How many queued chunks `sctp_outq_flush` bundles into the next packet, by
+/// `sctp_packet_can_append_data`'s rules: Nagle holds the first chunk while data is in
+/// flight and no more than a packet's worth is queued; every chunk needs the receiver's
+/// window as the sender sees it, except that one chunk may always be in flight (the
+/// zero-window probe). The congestion window is left out: on loopback it starts at four
+/// PMTUs, above the receive window. `outstanding` and `peer_rwnd` are bytes.
+fn packet_chunks(
+    queued: usize,
+    max_chunks: usize,
+    outstanding: u64,
+    peer_rwnd: u64,
+    datasize: u64,
+) -> usize {
+    if outstanding > 0 && queued <= max_chunks {
+        return 0;
+    }
+    let (mut view, mut inflight, mut k) = (peer_rwnd, outstanding, 0);
+    while k < queued.min(max_chunks) {
+        if datasize > view && inflight > 0 {
+            break;
+        }
+        view = view.saturating_sub(datasize);
+        inflight += datasize;
+        k += 1;
+    }
+    k
+}
+
 /// One pair: tasks `2 × i` (sender) and `2 × i + 1` (receiver).
 #[derive(Debug, Default)]
 struct Pair {
-    /// Chunk buffers queued, not yet in a packet.
+    /// Chunk buffers queued, not yet in a packet (dropped ones back at the front).
     outq: VecDeque<Pfn>,
     /// Chunk buffers sent, waiting for a SACK.
     unacked: Vec<Pfn>,
-    packets_since_sack: u32,
+    /// Chunks the receiver dropped, still counted in flight until a SACK marks them for
+    /// retransmission.
+    lost: u64,
+    /// When the T3 timer resends dropped chunks if no SACK has.
+    rtx_due: Option<u64>,
+    /// The sender's view of the receiver's window, bytes (`peer.rwnd`).
+    peer_rwnd: u64,
+    /// A SACK waiting in the sender's socket backlog, processed when its `sendmsg` ends.
+    backlog: Option<Sack>,
     /// Packets delivered to the receiver.
     rxq: VecDeque<Packet>,
     /// Chunks of the front packet already read.
     read_in_front: u32,
     /// Messages delivered and not yet read.
     unread: u64,
+    /// The receiver's window, bytes (`asoc->rwnd`), the part of a chunk accepted beyond it
+    /// (`rwnd_over`) and the window its last SACK advertised (`a_rwnd`).
+    rwnd: u64,
+    rwnd_over: u64,
+    a_rwnd: u64,
+    /// Packets received since the receiver's last SACK (`sack_cnt`).
+    packets_since_sack: u32,
+    /// When the receiver's delayed-SACK timer fires.
+    sack_due: Option<u64>,
     sender_waits: bool,
     receiver_waits: bool,
     /// The receiver's copy position in the front packet.
     rcursor: PageCursor,
     received: u64,
+}
+
+impl Pair {
+    /// A fresh association: both sides start from the receiver's initial window.
+    fn new(rwnd: u64) -> Pair {
+        Pair { rwnd, a_rwnd: rwnd, peer_rwnd: rwnd, ..Pair::default() }
+    }
+
+    /// `sctp_eat_data`'s window check and `sctp_assoc_rwnd_decrease` for one arriving chunk
+    /// of `len` bytes: false if the receiver drops it (no window left at all); a chunk
+    /// larger than what is left (a zero-window probe) is taken and the excess kept in
+    /// `rwnd_over`. (`rwnd_press` is left out: the unread events' memory, their length plus
+    /// an `sk_buff` each, stays under `sk_rcvbuf` while the window holds them.)
+    fn rwnd_decrease(&mut self, len: u64) -> bool {
+        if self.rwnd == 0 || self.rwnd_over > 0 {
+            return false;
+        }
+        if self.rwnd >= len {
+            self.rwnd -= len;
+        } else {
+            self.rwnd_over = len - self.rwnd;
+            self.rwnd = 0;
+        }
+        true
+    }
+
+    /// `sctp_assoc_rwnd_increase` as the application reads `len` bytes: the excess is paid
+    /// back first; true when the window has grown by `update` bytes or more over what the
+    /// last SACK advertised, so a window-update SACK goes out now (`sctp_peer_needs_update`),
+    /// whether or not the sender waits for it.
+    fn rwnd_increase(&mut self, len: u64, update: u64) -> bool {
+        let repaid = len.min(self.rwnd_over);
+        self.rwnd_over -= repaid;
+        self.rwnd += len - repaid;
+        self.rwnd > self.a_rwnd && self.rwnd - self.a_rwnd >= update
+    }
+
+    /// A packet with data arrives (`sctp_gen_sack` after its last chunk): true if it is
+    /// the `SACK_FREQ`-th since the last SACK, which is then sent at once; otherwise the
+    /// first one starts the delayed-SACK timer.
+    fn packet_arrived(&mut self, now: u64) -> bool {
+        self.packets_since_sack += 1;
+        if self.packets_since_sack >= SACK_FREQ {
+            return true;
+        }
+        self.sack_due.get_or_insert(now + SACK_TIMEOUT);
+        false
+    }
+
+    /// The receiver builds a SACK of everything it has: it advertises its window, and the
+    /// count and the timer start again.
+    fn make_sack(&mut self, retransmit: bool) -> Sack {
+        self.a_rwnd = self.rwnd;
+        self.packets_since_sack = 0;
+        self.sack_due = None;
+        Sack { acked: self.unacked.len(), a_rwnd: self.a_rwnd, retransmit }
+    }
+
+    /// The earliest timer that can still move a pair whose sender waits for buffer space
+    /// and whose receiver has read everything.
+    fn timer_due(&self) -> Option<u64> {
+        match (self.sack_due, self.rtx_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// One run.
@@ -254,10 +395,10 @@ pub struct NetperfSctp {
     /// Chunk buffers a sender may hold: sk_sndbuf / truesize, rounded up (it sleeps only
     /// once the space is used up).
     sndbuf_chunks: usize,
-    /// Receiver's window in messages.
-    rwnd_msgs: u64,
-    /// Window growth that triggers a window-update SACK, in messages.
-    rwnd_update_msgs: u64,
+    /// The receiver's initial window, bytes.
+    rwnd_bytes: u64,
+    /// Window growth that triggers a window-update SACK, bytes.
+    rwnd_update_bytes: u64,
     send_work: u64,
     packet_work: u64,
     recv_work: u64,
@@ -267,6 +408,11 @@ pub struct NetperfSctp {
     p: Vec<Pair>,
     packets: u64,
     packet_chunks: u64,
+    window_updates: u64,
+    timer_waits: u64,
+    /// Time pairs spent waiting for a timer, ps.
+    timer_wait_ps: u64,
+    drops: u64,
     alloc_failures: u64,
     latest: u64,
 }
@@ -294,9 +440,9 @@ impl NetperfSctp {
             packet_order,
             max_chunks,
             sndbuf_chunks: sndbuf.div_ceil(truesize) as usize,
-            rwnd_msgs: (rcvbuf / 2 / msg).max(1),
-            // sctp_assoc_rwnd_increase: max(sk_rcvbuf >> rwnd_upd_shift (4), pathmtu).
-            rwnd_update_msgs: ((rcvbuf >> 4).max(pmtu) / msg).max(1),
+            rwnd_bytes: rcvbuf / 2,
+            // sctp_peer_needs_update: max(sk_rcvbuf >> rwnd_upd_shift, pathmtu).
+            rwnd_update_bytes: (rcvbuf >> RWND_UPD_SHIFT).max(pmtu),
             send_work: ns(p.get("send_ns")),
             packet_work: ns(p.get("packet_ns")),
             recv_work: ns(p.get("recv_ns")),
@@ -306,6 +452,10 @@ impl NetperfSctp {
             p: Vec::new(),
             packets: 0,
             packet_chunks: 0,
+            window_updates: 0,
+            timer_waits: 0,
+            timer_wait_ps: 0,
+            drops: 0,
             alloc_failures: 0,
             latest: 0,
         }
@@ -320,14 +470,22 @@ impl NetperfSctp {
         r
     }
 
-    /// Move task `t` with probability `migrate_prob`; what its old CPU does next if it moved.
-    /// The SACK of everything sent: free the chunk buffers on this CPU.
-    fn sack(&mut self, i: usize, ctx: &mut Ctx<'_>) -> Result<()> {
-        let order = self.chunk_order;
-        for pfn in std::mem::take(&mut self.p[i].unacked) {
-            ctx.free(pfn, order)?;
+    /// `sctp_outq_sack` on this CPU: free the acknowledged chunk buffers and take the
+    /// advertised window less what is still in flight as the sender's view.
+    fn process_sack(&mut self, i: usize, sack: Sack, ctx: &mut Ctx<'_>) -> Result<()> {
+        let p = &mut self.p[i];
+        let n = sack.acked.min(p.unacked.len());
+        let acked: Vec<Pfn> = p.unacked.drain(..n).collect();
+        if sack.retransmit {
+            // Marked for retransmission, they no longer count as outstanding.
+            p.lost = 0;
+            p.rtx_due = None;
         }
-        self.p[i].packets_since_sack = 0;
+        let outstanding = (p.unacked.len() as u64 + p.lost) * self.msg;
+        p.peer_rwnd = sack.a_rwnd.saturating_sub(outstanding);
+        for pfn in acked {
+            ctx.free(pfn, self.chunk_order)?;
+        }
         Ok(())
     }
 
@@ -335,15 +493,9 @@ impl NetperfSctp {
     fn flush(&mut self, i: usize, ctx: &mut Ctx<'_>) -> Result<()> {
         loop {
             let p = &self.p[i];
-            if p.outq.is_empty() {
-                return Ok(());
-            }
-            // Nagle: go if nothing is in flight or more than a packet's worth is queued.
-            if !p.unacked.is_empty() && p.outq.len() <= self.max_chunks {
-                return Ok(());
-            }
-            let window = self.rwnd_msgs.saturating_sub(p.unread) as usize;
-            let k = p.outq.len().min(self.max_chunks).min(window);
+            let outstanding = (p.unacked.len() as u64 + p.lost) * self.msg;
+            let k =
+                packet_chunks(p.outq.len(), self.max_chunks, outstanding, p.peer_rwnd, self.msg);
             if k == 0 {
                 return Ok(());
             }
@@ -366,43 +518,130 @@ impl NetperfSctp {
             self.packets += 1;
             self.packet_chunks += k as u64;
             let p = &mut self.p[i];
-            p.rxq.push_back(Packet { pfn: pkt, order, chunks: k as u32 });
-            p.unread += k as u64;
-            if p.receiver_waits {
-                p.receiver_waits = false;
-                ctx.wake(self.tasks.cpu(2 * i + 1), ctx.now() + self.wake);
-            }
-            p.packets_since_sack += 1;
-            if p.packets_since_sack >= 2 {
-                self.sack(i, ctx)?;
-            }
+            p.peer_rwnd = p.peer_rwnd.saturating_sub(k as u64 * self.msg);
+            self.deliver(i, Packet { pfn: pkt, order, chunks: k as u32 }, ctx)?;
         }
     }
 
-    /// The receiver's window-update SACK, handled on its CPU as the kernel's softirq does:
-    /// free what it acknowledges, send what the window now allows, wake the sender.
-    fn window_update(&mut self, i: usize, ctx: &mut Ctx<'_>) -> Result<()> {
-        self.sack(i, ctx)?;
-        self.flush(i, ctx)?;
+    /// The packet's receive side, in the sender's context as on loopback: the receiver
+    /// takes the chunks its window admits and drops the rest (sending them back to the
+    /// sender's queue, counted in flight, and answering with a SACK at once), then SACKs
+    /// every second packet.
+    fn deliver(&mut self, i: usize, pkt: Packet, ctx: &mut Ctx<'_>) -> Result<()> {
+        let now = ctx.now();
         let p = &mut self.p[i];
-        if p.sender_waits {
-            p.sender_waits = false;
-            ctx.wake(self.tasks.cpu(2 * i), ctx.now() + self.wake);
+        let taken = (0..pkt.chunks).take_while(|_| p.rwnd_decrease(self.msg)).count() as u32;
+        let dropped = pkt.chunks - taken;
+        for _ in 0..dropped {
+            let chunk =
+                p.unacked.pop().ok_or_else(|| anyhow!("pair {i}: dropped an unsent chunk"))?;
+            p.outq.push_front(chunk);
+        }
+        if taken > 0 {
+            p.rxq.push_back(Packet { chunks: taken, ..pkt });
+            p.unread += u64::from(taken);
+            if p.receiver_waits {
+                p.receiver_waits = false;
+                ctx.wake(self.tasks.cpu(2 * i + 1), now + self.wake);
+            }
+        }
+        let sack = if dropped > 0 {
+            self.drops += u64::from(dropped);
+            p.lost += u64::from(dropped);
+            p.rtx_due.get_or_insert(now + RTO_MIN);
+            // discard_force in sctp_sf_eat_data_6_2: a SACK at once.
+            Some(p.make_sack(false))
+        } else if p.packet_arrived(now) {
+            Some(p.make_sack(true))
+        } else {
+            None
+        };
+        if taken == 0 {
+            ctx.free(pkt.pfn, pkt.order)?;
+        }
+        if let Some(sack) = sack {
+            // Processed before the sender's sendmsg returns; it supersedes any SACK
+            // still in its backlog.
+            self.p[i].backlog = None;
+            self.process_sack(i, sack, ctx)?;
         }
         Ok(())
     }
 
+    /// A SACK the receiver sends outside the sender's `sendmsg` (a window update, the
+    /// delayed-SACK timer): a sender asleep for buffer space has released its socket, so
+    /// the SACK is handled at once on this CPU as the kernel's softirq does (free what it
+    /// acknowledges, send what the window now allows, wake the sender); a running sender
+    /// owns its socket, so the SACK waits in its backlog until its `sendmsg` ends.
+    fn send_sack(&mut self, i: usize, sack: Sack, ctx: &mut Ctx<'_>) -> Result<()> {
+        if !self.p[i].sender_waits {
+            self.p[i].backlog = Some(sack);
+            return Ok(());
+        }
+        self.process_sack(i, sack, ctx)?;
+        self.flush(i, ctx)?;
+        let p = &mut self.p[i];
+        p.sender_waits = false;
+        ctx.wake(self.tasks.cpu(2 * i), ctx.now() + self.wake);
+        Ok(())
+    }
+
+    /// Pair `i` has read everything and its sender waits for buffer space, so nothing
+    /// moves it until `due`: counted. It is the kernel's state only if no window update is
+    /// due (the last SACK advertised more than the whole window less the update threshold);
+    /// otherwise a window update was lost, a bug of this workload.
+    fn wait_for_timer(&mut self, i: usize, due: u64, now: u64) -> Result<()> {
+        let p = &self.p[i];
+        if p.rwnd > p.a_rwnd && p.rwnd - p.a_rwnd >= self.rwnd_update_bytes {
+            bail!(
+                "pair {i}: waits for a timer with a window update due (window {} B, {} B \
+                 advertised)",
+                p.rwnd,
+                p.a_rwnd
+            );
+        }
+        if due > now {
+            self.timer_waits += 1;
+            self.timer_wait_ps += due - now;
+        }
+        Ok(())
+    }
+
+    /// The pair's timers, once due: the delayed SACK (`sctp_sf_do_6_2_sack`) and the
+    /// retransmission of dropped chunks (T3-rtx).
+    fn expire_timers(&mut self, i: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+        let now = ctx.now();
+        let p = &mut self.p[i];
+        if p.rtx_due.is_some_and(|d| d <= now) {
+            p.lost = 0;
+            p.rtx_due = None;
+        }
+        let sack = if p.sack_due.is_some_and(|d| d <= now) {
+            p.make_sack(true)
+        } else {
+            // Only the T3 timer fired: the window as last advertised, nothing new acked.
+            Sack { acked: 0, a_rwnd: p.a_rwnd, retransmit: true }
+        };
+        self.send_sack(i, sack, ctx)
+    }
+
     fn sender(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
         let i = t / 2;
+        // release_sock at the end of the previous sendmsg: the SACKs that came meanwhile.
+        if let Some(sack) = self.p[i].backlog.take() {
+            self.process_sack(i, sack, ctx)?;
+            self.flush(i, ctx)?;
+        }
         let p = &mut self.p[i];
         if p.outq.len() + p.unacked.len() >= self.sndbuf_chunks {
             p.sender_waits = true;
             if p.receiver_waits {
-                // The receiver sleeps with nothing to read, so only its delayed-SACK timer
-                // acknowledges what is in flight: it fires, the receiver's window update
-                // frees the chunks and wakes this sender.
+                // The receiver sleeps with nothing to read, so only a timer can acknowledge
+                // what is in flight: wake it when the first one fires.
                 p.receiver_waits = false;
-                ctx.wake(self.tasks.cpu(2 * i + 1), ctx.now() + SACK_TIMEOUT);
+                let at = p.timer_due().unwrap_or(ctx.now());
+                self.wait_for_timer(i, at, ctx.now())?;
+                ctx.wake(self.tasks.cpu(2 * i + 1), at);
             }
             return Ok(Next::Block);
         }
@@ -419,15 +658,30 @@ impl NetperfSctp {
         Ok(Next::Continue)
     }
 
+    /// The receiver has read everything: it sleeps until a packet comes, or, when the
+    /// sender waits too, until the pair's first timer fires.
+    fn idle_receiver(&mut self, i: usize, ctx: &mut Ctx<'_>) -> Result<Option<Next>> {
+        if self.p[i].sender_waits {
+            if let Some(due) = self.p[i].timer_due() {
+                if ctx.now() < due {
+                    self.wait_for_timer(i, due, ctx.now())?;
+                    return Ok(Some(Next::SleepUntil(due)));
+                }
+                self.expire_timers(i, ctx)?;
+                if !self.p[i].rxq.is_empty() {
+                    return Ok(None);
+                }
+            }
+        }
+        self.p[i].receiver_waits = true;
+        Ok(Some(Next::Block))
+    }
+
     fn receiver(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
         let i = t / 2;
         if self.p[i].rxq.is_empty() {
-            if self.p[i].sender_waits {
-                self.window_update(i, ctx)?;
-            }
-            if self.p[i].rxq.is_empty() {
-                self.p[i].receiver_waits = true;
-                return Ok(Next::Block);
+            if let Some(next) = self.idle_receiver(i, ctx)? {
+                return Ok(next);
             }
         }
         ctx.work(self.recv_work);
@@ -447,12 +701,11 @@ impl NetperfSctp {
             p.rcursor.reset();
             ctx.free(pkt.pfn, pkt.order)?;
         }
-        let p = &self.p[i];
-        if p.sender_waits
-            && (p.rxq.is_empty()
-                || self.rwnd_msgs.saturating_sub(p.unread) >= self.rwnd_update_msgs)
-        {
-            self.window_update(i, ctx)?;
+        // sctp_ulpevent_free → sctp_assoc_rwnd_increase.
+        if self.p[i].rwnd_increase(self.msg, self.rwnd_update_bytes) {
+            self.window_updates += 1;
+            let sack = self.p[i].make_sack(true);
+            self.send_sack(i, sack, ctx)?;
         }
         if let Some(next) = self.tasks.step_migrate(t, self.migrate_prob, ctx) {
             return Ok(next);
@@ -464,7 +717,7 @@ impl NetperfSctp {
 impl SerialWorkload for NetperfSctp {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         self.tasks = Tasks::place(info, self.pairs, 2, 0x7363_7470_5f73_746d)?;
-        self.p = (0..self.pairs).map(|_| Pair::default()).collect();
+        self.p = (0..self.pairs).map(|_| Pair::new(self.rwnd_bytes)).collect();
         Ok(self.tasks.all_cpus())
     }
 
@@ -503,6 +756,10 @@ impl SerialWorkload for NetperfSctp {
             ("messages".into(), msgs as f64),
             ("chunks_per_packet".into(), self.packet_chunks as f64 / self.packets.max(1) as f64),
             ("migrations".into(), self.tasks.migrations() as f64),
+            ("window_updates".into(), self.window_updates as f64),
+            ("timer_waits".into(), self.timer_waits as f64),
+            ("timer_wait_s".into(), self.timer_wait_ps as f64 / 1e12),
+            ("drops".into(), self.drops as f64),
             ("alloc_failures".into(), self.alloc_failures as f64),
         ]
     }
@@ -535,7 +792,86 @@ mod tests {
         let orders: Vec<u8> = w.packet_order[1..].iter().map(|o| o.0).collect();
         assert_eq!(orders, [2, 3, 3, 4, 4, 4], "§2.2's inferred sizes");
         assert_eq!(w.sndbuf_chunks, 13);
-        assert_eq!(w.rwnd_msgs, 10);
+        assert_eq!(w.rwnd_bytes, 106_496);
+        assert_eq!(w.rwnd_update_bytes, 65_536, "the loopback PMTU, above sk_rcvbuf >> 4");
+    }
+
+    /// `sctp_packet_can_append_data`: Nagle holds a short queue while data is in flight,
+    /// the sender's view of the window bounds a packet, and one chunk may always go when
+    /// nothing is in flight (the zero-window probe).
+    #[test]
+    fn nagle_and_the_window_bound_a_packet() {
+        const M: u64 = 10_240;
+        assert_eq!(packet_chunks(6, 6, M, 106_496, M), 0, "Nagle: a packet's worth or less");
+        assert_eq!(packet_chunks(3, 6, 0, 106_496, M), 3, "nothing in flight: go at once");
+        assert_eq!(packet_chunks(7, 6, M, 106_496, M), 6, "a full packet");
+        assert_eq!(packet_chunks(7, 6, M, 34_816, M), 3, "three chunks of window left");
+        assert_eq!(packet_chunks(7, 6, 0, 4_096, M), 1, "a probe, then no window");
+        assert_eq!(packet_chunks(7, 6, M, 4_096, M), 0, "no window with data in flight");
+    }
+
+    /// `sctp_eat_data` and `sctp_assoc_rwnd_decrease`: a chunk larger than what is left is
+    /// taken (the excess kept as `rwnd_over`); once nothing is left, data is dropped.
+    #[test]
+    fn the_receiver_takes_a_probe_beyond_its_window_then_drops() {
+        let mut p = Pair::new(106_496);
+        for _ in 0..10 {
+            assert!(p.rwnd_decrease(10_240));
+        }
+        assert_eq!((p.rwnd, p.rwnd_over), (4_096, 0));
+        assert!(p.rwnd_decrease(10_240), "the probe");
+        assert_eq!((p.rwnd, p.rwnd_over), (0, 6_144));
+        assert!(!p.rwnd_decrease(10_240), "a closed window drops data");
+        // Reading pays the excess back before the window grows.
+        assert!(!p.rwnd_increase(10_240, 65_536));
+        assert_eq!((p.rwnd, p.rwnd_over), (4_096, 0));
+    }
+
+    /// `sctp_assoc_rwnd_increase`: a read sends a window update once the window has grown
+    /// by the threshold over what the last SACK advertised, and never before; after a SACK
+    /// that advertised more than the window less the threshold, reading everything sends
+    /// none (the state only the delayed-SACK timer leaves).
+    #[test]
+    fn a_read_sends_a_window_update_at_the_threshold_only() {
+        let (m, update) = (10_240, 65_536);
+        let mut p = Pair::new(106_496);
+        for _ in 0..10 {
+            p.rwnd_decrease(m);
+        }
+        p.make_sack(true);
+        assert_eq!(p.a_rwnd, 4_096);
+        let reads: Vec<bool> = (0..7).map(|_| p.rwnd_increase(m, update)).collect();
+        assert_eq!(
+            reads,
+            [false, false, false, false, false, false, true],
+            "at 71 680 B, not 61 440"
+        );
+        let mut q = Pair::new(106_496);
+        for _ in 0..6 {
+            q.rwnd_decrease(m);
+        }
+        q.make_sack(true);
+        assert_eq!(q.a_rwnd, 45_056);
+        for _ in 0..4 {
+            q.rwnd_decrease(m);
+        }
+        assert!((0..10).all(|_| !q.rwnd_increase(m, update)));
+        assert_eq!(q.rwnd, 106_496);
+    }
+
+    /// `sctp_gen_sack` with `sack_freq` 2: the first packet after a SACK starts the
+    /// delayed-SACK timer, the second is acknowledged at once, and a SACK stops the timer.
+    #[test]
+    fn every_second_packet_is_sacked_and_the_first_starts_the_timer() {
+        let mut p = Pair::new(106_496);
+        assert!(!p.packet_arrived(5));
+        assert_eq!(p.sack_due, Some(5 + SACK_TIMEOUT));
+        assert!(p.timer_due().is_some());
+        assert!(p.packet_arrived(9));
+        p.make_sack(true);
+        assert_eq!((p.packets_since_sack, p.sack_due), (0, None));
+        assert!(!p.packet_arrived(20));
+        assert_eq!(p.sack_due, Some(20 + SACK_TIMEOUT));
     }
 
     fn run(preset: &str, seed: u64, extra: &[&str]) -> RunOutcome {
@@ -565,14 +901,15 @@ mod tests {
         // At most one message per send_ns per pair.
         let bound = 2.0 * 10240.0 * 8.0 / 1.5e-6 / 1e6;
         assert!(score > 0.0 && score < bound, "{score} vs {bound}");
-        // Nagle and the SACK of every second packet: packets of one and six chunks.
+        // Nagle, the window and the SACK of every second packet: packets of four and three
+        // chunks while the receiver keeps up.
         let cpp = metric(&o, "chunks_per_packet");
         assert!((3.0..=4.0).contains(&cpp), "{cpp}");
         assert_eq!(metric(&o, "alloc_failures"), 0.0);
         // A chunk and a share of a packet per message.
         let per_msg = o.ops.allocs as f64 / msgs;
         assert!((1.2..1.4).contains(&per_msg), "{per_msg}");
-        // Per seven messages: seven order-2 chunks, an order-2 and an order-4 packet; the
+        // Per seven messages: seven order-2 chunks, an order-4 and an order-3 packet; the
         // order-4 one bypasses the pagesets.
         let bypass = 1.0 - o.events.get(Counter::PcpAlloc) as f64 / o.ops.allocs as f64;
         assert!((0.09..0.13).contains(&bypass), "{bypass}");
@@ -604,6 +941,17 @@ mod tests {
         let msgs = metric(&o, "messages");
         assert!(msgs > 100.0 && msgs < 2.0 * 0.004 / 20e-6 + 2.0, "{msgs}");
         assert!(metric(&o, "migrations") > 0.0);
+    }
+
+    /// A wake as slow as a parked thread's on a VM (about 50 µs, docs/performance.md) lets
+    /// the receiver read everything before its sender runs again. The window update its
+    /// reads owe is sent all the same, so the pair never waits for a timer with one due
+    /// (the run would end with an error) and keeps sending.
+    #[test]
+    fn a_slow_wake_loses_no_window_update() {
+        let o = run("modern", 3, &["wake_ns=50000", "duration_s=0.02"]);
+        assert!(metric(&o, "window_updates") > 10.0, "{}", metric(&o, "window_updates"));
+        assert!(metric(&o, "messages") > 1000.0, "{}", metric(&o, "messages"));
     }
 
     /// Seed 001's machine and presets at full size: `cargo test --release -p pagealloc-lab
