@@ -73,8 +73,9 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The real calibration (about 10 s on a quiet 2-CPU machine, half of it writing the
-    /// cold region): 128 short rounds, so the samples cover the run evenly.
+    /// The real calibration (about 10 s on a quiet 2-CPU machine with a 32 MiB LLC, half of
+    /// it writing the cold region; 90 s with a 260 MiB one, whose regions are eight times
+    /// larger): 128 short rounds, so the samples cover the run evenly.
     pub const FULL: Plan = Plan {
         quick: false,
         rounds: 128,
