@@ -88,7 +88,7 @@ pub(crate) fn value(name: &str, r: &RunResult, real: bool) -> f64 {
         "beyond_work_ns" => beyond_work_ns(&r.outcome),
         "idle_pct" => idle_pct(&r.outcome),
         "wakes_per_kcall" => {
-            let calls = (r.outcome.ops.allocs + r.outcome.ops.frees) as f64;
+            let calls = value("calls", r, real);
             if calls == 0.0 {
                 f64::NAN
             } else {

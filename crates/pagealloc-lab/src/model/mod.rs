@@ -37,8 +37,7 @@ use self::cost::{CostProfile, CostPs};
 use self::lines::{CacheMap, Prices, LINES_PER_PAGE};
 use self::sink::ModelSink;
 use self::slab::{CacheId, SlabSet, SlabSetup};
-use crate::machine::hierarchy::Hierarchy;
-use crate::machine::hierarchy::Level;
+use crate::machine::hierarchy::{Hierarchy, Level};
 
 /// Picoseconds in a second: virtual time is kept in picoseconds.
 pub const PS_PER_S: u64 = 1_000_000_000_000;

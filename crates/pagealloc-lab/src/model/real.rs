@@ -353,23 +353,14 @@ impl RealRunner {
             let mut refused = Vec::new();
             for &c in &running {
                 let pin = self.setup.pin.then_some(c as usize % host_cpus);
-                let clock = ThreadClock {
-                    // Replaced by the run's start once every thread is spawned.
-                    start: Instant::now(),
-                    rng: Rng::new(stream_seed(self.setup.seed, u64::from(c))),
-                    debt_ps: 0,
-                    worked_ps: 0,
-                    touched: 0,
-                    bad_touches: 0,
-                    tag: u64::from(c),
-                };
+                let seed = self.setup.seed;
                 let spawned = std::thread::Builder::new().name(format!("cpu {c}")).spawn_scoped(
                     s,
                     move || {
                         // A panicking step (a workload bug) must end the run like a
                         // failing one, or the threads it would have woken wait for ever.
                         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            cpu_thread(c, pin, clock, heap, slabs, workload, shared)
+                            cpu_thread(c, pin, seed, heap, slabs, workload, shared)
                         }))
                         .unwrap_or_else(|_| Err(anyhow!("cpu {c}: the workload panicked")));
                         if r.is_err() {
@@ -503,7 +494,7 @@ fn tick_all(pa: &PageAllocator<ModelSink>, t: u64, sampled: &[u32], rec: &mut Re
 fn cpu_thread(
     c: u32,
     pin: Option<usize>,
-    mut clock: ThreadClock,
+    seed: u64,
     heap: &RealHeap,
     slabs: &SlabSet<'_>,
     workload: &dyn Workload,
@@ -513,7 +504,15 @@ fn cpu_thread(
     if let Some(host) = pin {
         pin_current_thread(host).with_context(|| format!("pinning cpu {c} to host CPU {host}"))?;
     }
-    clock.start = shared.wait_for_start();
+    let mut clock = ThreadClock {
+        start: shared.wait_for_start(),
+        rng: Rng::new(stream_seed(seed, u64::from(c))),
+        debt_ps: 0,
+        worked_ps: 0,
+        touched: 0,
+        bad_touches: 0,
+        tag: u64::from(c),
+    };
     let pa = heap.allocator();
     let cpu = pa.cpu(CpuId(c)).ok_or_else(|| anyhow!("workload names cpu {c}"))?;
     let mut totals = ThreadTotals::default();
