@@ -150,6 +150,17 @@ impl Summary {
 }
 
 /// The `q` quantile of sorted `v`, interpolating between neighbours.
+/// How many quantiles of a wake figure a machine file keeps: the 5th, 10th, …, 95th
+/// percentiles, enough for the model to draw wakes with the measured spread and its skew,
+/// short of the extreme tail a few hundred samples do not pin down.
+pub const WAKE_QUANTILES: usize = 19;
+
+/// `n` quantiles of a sorted sample, the i-th (from 1) its i/(n+1) quantile (the form a
+/// machine file's `quantiles` take).
+pub fn quantiles(sorted: &[f64], n: usize) -> Vec<f64> {
+    (1..=n).map(|i| percentile(sorted, i as f64 / (n + 1) as f64)).collect()
+}
+
 fn percentile(v: &[f64], q: f64) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -1096,6 +1107,10 @@ pub struct WakeFigures {
     /// The notify itself, as the waking thread pays it: handing the turn over to a parked
     /// thread (lock, store, condition-variable notify, unlock).
     pub call: Summary,
+    /// `one_way`'s spread: its [`WAKE_QUANTILES`] quantiles (see [`quantiles`]).
+    pub one_way_quantiles: Vec<f64>,
+    /// `call`'s spread, likewise.
+    pub call_quantiles: Vec<f64>,
     /// Repetitions kept (both threads on different CPUs before and after).
     pub reps_kept: usize,
     /// Repetitions in which the two threads shared a CPU (dropped unless `unchecked`).
@@ -1201,6 +1216,9 @@ impl WakeBench {
         Ok(WakeFigures {
             one_way: Summary::of(&mut one_way),
             call: Summary::of(&mut call),
+            // `Summary::of` sorted them.
+            one_way_quantiles: quantiles(&one_way, WAKE_QUANTILES),
+            call_quantiles: quantiles(&call, WAKE_QUANTILES),
             reps_kept: if unchecked { reps } else { reps - same },
             reps_same_cpu: same,
             unchecked,
@@ -1732,6 +1750,11 @@ mod tests {
         assert!((s.p10 - 1.4).abs() < 1e-9 && (s.p90 - 4.6).abs() < 1e-9, "{s:?}");
         assert!(Summary::of(&mut []).median.is_nan());
         assert_eq!(Summary::of(&mut [2.0]).shifted(1.0).p90, 3.0);
+        // 0..=100 sorted: the i-th of 19 quantiles is the (5·i)th percentile, exactly.
+        let v: Vec<f64> = (0..=100).map(f64::from).collect();
+        let q = quantiles(&v, WAKE_QUANTILES);
+        assert_eq!(q.len(), 19);
+        assert_eq!((q[0], q[9], q[18]), (5.0, 50.0, 95.0));
     }
 
     #[test]

@@ -213,7 +213,12 @@ pub fn host_machine(c: &Calibration, date: &str, command: &str) -> Result<Machin
             spread.p10,
             spread.p90
         );
-        hierarchy.set(level, Sourced { value, source });
+        let quantiles = match level {
+            Level::WakeIdle => c.wake.one_way_quantiles.iter().map(|&q| round1(q)).collect(),
+            Level::WakeCall => c.wake.call_quantiles.iter().map(|&q| round1(q)).collect(),
+            _ => Vec::new(),
+        };
+        hierarchy.set(level, Sourced { value, source, quantiles });
     }
     let machine = Machine {
         name: "host".into(),

@@ -34,13 +34,19 @@ pub const TOLERANCE: f64 = 0.15;
 pub(crate) const METRICS: &[(&str, bool, &str)] = &[
     ("elapsed_s", true, "run time: virtual in the model, wall in the real runner, s"),
     ("calls", false, "allocator calls (allocations and frees)"),
-    ("zone_lock_acquire", true, "zone-lock acquisitions"),
+    ("zone_lock_acquire", true, "zone-lock acquisitions while the workload ran"),
     ("zone_lock_held_pct", false, "time holding zone locks / CPU time, %"),
     ("zone_lock_pct", false, "time waiting for zone locks / CPU time, %"),
     ("refills", true, "pageset refills from the zone (rmqueue_bulk calls)"),
     ("alloc_zone", false, "pages moved from the zone into pagesets"),
-    ("drains", true, "pageset drains of every reason"),
+    ("drains", true, "pageset drains of every reason while the workload ran"),
     ("free_high", false, "drains triggered by free_high"),
+    (
+        "cooldown_drains",
+        false,
+        "drains in the idle cool-down after the run (decay): how full the pagesets were at the \
+         instant the run ended, a phase of the workload's loop that timing decides",
+    ),
     ("cold_touches", false, "pages touched out of the LLC (model only)"),
     ("work_s", false, "work the steps asked for (`Ctx::work`), CPU-seconds"),
     (
@@ -49,6 +55,18 @@ pub(crate) const METRICS: &[(&str, bool, &str)] = &[
         "busy time beyond the work asked, per step, ns: the model's charges for allocator calls, \
          touches and lock holds; the real step's wall time less its zone-lock waits, the \
          workload's bookkeeping and the runner's own included",
+    ),
+    (
+        "touch_ns",
+        false,
+        "page touches and copies per step, ns (part of beyond_work_ns): the model's charges \
+         at the machine's write rates; the real runner's wall time in them (one in eight timed)",
+    ),
+    (
+        "rest_ns",
+        false,
+        "beyond_work_ns less touch_ns: the model's allocator calls and lock holds; the real \
+         step's allocator calls, the workload's own bookkeeping and the runner's",
     ),
     (
         "wakes_per_kcall",
@@ -64,28 +82,39 @@ pub(crate) const METRICS: &[(&str, bool, &str)] = &[
     ),
 ];
 
-/// The value of compared metric `name` in `r` (NaN: not measured by that runner).
+/// The pageset drain counters, every reason.
+const DRAINS: [Counter; 6] = [
+    Counter::DrainHigh,
+    Counter::DrainFreeHigh,
+    Counter::DrainBelowHigh,
+    Counter::DrainReclaim,
+    Counter::DrainDecay,
+    Counter::DrainRemote,
+];
+
+/// The value of compared metric `name` in `r` (NaN: not measured by that runner). The
+/// allocator's counters are those of the run itself, before the idle cool-down, except
+/// `cooldown_drains`.
 pub(crate) fn value(name: &str, r: &RunResult, real: bool) -> f64 {
-    let e = &r.outcome.events;
+    let e = &r.outcome.events_in_run;
     let metric = |n: &str| r.metrics.iter().find(|m| m.name == n).map_or(f64::NAN, |m| m.value);
+    let drains = |e: &pagealloc::VmEvents| DRAINS.iter().map(|&c| e.get(c)).sum::<u64>();
     match name {
         "calls" => (r.outcome.ops.allocs + r.outcome.ops.frees) as f64,
+        "zone_lock_acquire" => e.get(Counter::ZoneLockAcquire) as f64,
         "refills" => e.get(Counter::PcpRefill) as f64,
-        "drains" => [
-            Counter::DrainHigh,
-            Counter::DrainFreeHigh,
-            Counter::DrainBelowHigh,
-            Counter::DrainReclaim,
-            Counter::DrainDecay,
-            Counter::DrainRemote,
-        ]
-        .iter()
-        .map(|&c| e.get(c))
-        .sum::<u64>() as f64,
+        "alloc_zone" => e.get(Counter::PcpRefillPages) as f64,
+        "free_high" => e.get(Counter::DrainFreeHigh) as f64,
+        "drains" => drains(e) as f64,
+        "cooldown_drains" => (drains(&r.outcome.events) - drains(e)) as f64,
         "cold_touches" if real => f64::NAN,
         "cold_touches" => r.outcome.touches.1 as f64,
         "work_s" => r.outcome.work_ps as f64 / 1e12,
-        "beyond_work_ns" => beyond_work_ns(&r.outcome),
+        "beyond_work_ns" => per_step_ns(&r.outcome, r.outcome.beyond_work_ps),
+        "touch_ns" => per_step_ns(&r.outcome, r.outcome.touch_ps),
+        "rest_ns" => {
+            per_step_ns(&r.outcome, r.outcome.beyond_work_ps.saturating_sub(r.outcome.touch_ps))
+        }
         "idle_pct" => idle_pct(&r.outcome),
         "wakes_per_kcall" => {
             let calls = value("calls", r, real);
@@ -99,13 +128,13 @@ pub(crate) fn value(name: &str, r: &RunResult, real: bool) -> f64 {
     }
 }
 
-/// Busy time beyond the work the steps asked for, per step (ns): where the two runners'
-/// prices part when their steps are the same.
-fn beyond_work_ns(o: &RunOutcome) -> f64 {
+/// `ps` of busy time per step, in ns (busy time beyond the work the steps asked for, or a
+/// part of it): where the two runners' prices part when their steps are the same.
+fn per_step_ns(o: &RunOutcome, ps: u64) -> f64 {
     if o.steps == 0 {
         return f64::NAN;
     }
-    o.beyond_work_ps as f64 / 1000.0 / o.steps as f64
+    ps as f64 / 1000.0 / o.steps as f64
 }
 
 /// The share of the running CPUs' time that was neither busy nor waiting for a zone lock, %.

@@ -115,6 +115,13 @@ fn writes_a_loadable_profile_and_prints_the_table() {
             assert!(m.contains(&format!("{f} = {{ value = ")), "{f} missing:\n{m}");
         }
         assert!(m.contains("measured by `pagealloc calibrate"), "{m}");
+        // The wake figures carry their measured spread, 19 quantiles each.
+        for f in ["wake_idle_ns", "wake_call_ns"] {
+            let line = m.lines().find(|l| l.starts_with(f)).unwrap();
+            let q = line.split("quantiles = [").nth(1).and_then(|r| r.split(']').next());
+            let q = q.unwrap_or_else(|| panic!("{f} has no quantiles: {line}"));
+            assert_eq!(q.split(", ").count(), 19, "{line}");
+        }
         check_machine(&machine);
     }
     // The header says who wrote it, when, on what, and how to regenerate it.

@@ -128,6 +128,27 @@ fn machine_files_with_a_missing_or_unsourced_latency() {
             &format!("[hierarchy]\nl3_hit_ns = {{ value = 9, source = \"x\" }}\n{node}"),
             ":2: field `hierarchy.l3_hit_ns`: unknown key; [hierarchy] has like, l2_hit_ns",
         ),
+        (
+            &format!(
+                "[hierarchy]\nlike = \"lab-2cpu\"\n\
+                 dram_local_ns = {{ value = 80, quantiles = [70, 90], source = \"x\" }}\n{node}"
+            ),
+            ":3: field `hierarchy.dram_local_ns.quantiles`: only a host's wake figures",
+        ),
+        (
+            &format!(
+                "[hierarchy]\nlike = \"lab-2cpu\"\n\
+                 wake_idle_ns = {{ value = 47, quantiles = \"35..60\", source = \"x\" }}\n{node}"
+            ),
+            ":3: field `hierarchy.wake_idle_ns.quantiles`: takes an array of numbers of ns",
+        ),
+        (
+            &format!(
+                "[hierarchy]\nlike = \"lab-2cpu\"\n\
+                 wake_idle_ns = {{ value = 47, quantiles = [60, 47, 35], source = \"x\" }}\n{node}"
+            ),
+            ":3: field `hierarchy.wake_idle_ns`: quantiles are not ascending",
+        ),
     ];
     check_files("--machine", cases, &[]);
     // A machine file without a [hierarchy] is a machine (for sizing and views), but the model

@@ -558,6 +558,8 @@ mod tests {
             wake: WakeFigures {
                 one_way: s(4000.0),
                 call: s(900.0),
+                one_way_quantiles: (1..=19).map(|i| 3000.0 + 100.0 * f64::from(i)).collect(),
+                call_quantiles: vec![900.0; 19],
                 reps_kept: 2,
                 reps_same_cpu: 0,
                 unchecked: false,

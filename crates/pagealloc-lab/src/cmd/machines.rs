@@ -38,7 +38,9 @@ A machine file describes the nodes, their CPUs, memory and caches:
     # ... every figure is { value = NUMBER, source = \"...\" }: l2_hit_ns, llc_hit_ns,
     # c2c_same_llc_ns, dram_local_ns, handoff_same_llc_ns, write_llc_gbps, write_dram_gbps;
     # with several nodes also c2c_remote_ns, dram_remote_ns, handoff_remote_ns; with several
-    # LLCs on one node also c2c_other_llc_ns, handoff_other_llc_ns
+    # LLCs on one node also c2c_other_llc_ns, handoff_other_llc_ns; optional, a host's
+    # wake-up as calibrate measures it: wake_idle_ns, wake_call_ns, each may add the
+    # measured spread, quantiles = [Q1, ..., Qn] (ascending, the i-th the i/(n+1) quantile)
 
 Keys above the first [[node]] belong to the machine; after a [[node]] header, to that node.
 Memory is laid out from physical address 0, node after node; on x86_64 the 3-4 GiB PCI window
@@ -78,8 +80,8 @@ pub struct Args {
     /// bytes), "llc_bytes", "llc_shared_by", "llc_domains" ([first, last]), "l2", "l1d"
     /// ({"bytes", "shared_by"} or null), "cache_per_cpu" ({"llc_slice_bytes",
     /// "data_slices_bytes"} of the node's first CPU), "zones" ([{"zone", "start_pfn",
-    /// "end_pfn", "pages"}])}]), "assumptions", "hierarchy" ({"KEY": {"value", "source"}}
-    /// or null) and, for a file, "file".
+    /// "end_pfn", "pages"}])}]), "assumptions", "hierarchy" ({"KEY": {"value", "source"} and
+    /// "quantiles" where the figure has a spread} or null) and, for a file, "file".
     #[arg(long, conflicts_with = "toml")]
     pub json: bool,
     /// Print each machine as a machine file (TOML), to start one of your own from.
@@ -208,7 +210,13 @@ fn to_json(m: &Machine) -> serde_json::Value {
         "assumptions": m.assumptions,
         "hierarchy": m.hierarchy.as_ref().map(|h| {
             h.iter()
-                .map(|(l, f)| (l.key().to_string(), json!({"value": f.value, "source": f.source})))
+                .map(|(l, f)| {
+                    let mut fig = json!({"value": f.value, "source": f.source});
+                    if !f.quantiles.is_empty() {
+                        fig["quantiles"] = json!(f.quantiles);
+                    }
+                    (l.key().to_string(), fig)
+                })
                 .collect::<serde_json::Map<_, _>>()
         }),
     });
@@ -354,6 +362,18 @@ fn write_text(out: &mut String, m: &Machine) {
             for (level, f) in h.iter() {
                 let unit = if level.is_rate() { "GB/s" } else { "ns" };
                 wrap(out, 4, 8, &format!("{} = {} {unit}: {}", level.key(), f.value, level.what()));
+                if let (Some(lo), Some(hi)) = (f.quantiles.first(), f.quantiles.last()) {
+                    let n = f.quantiles.len();
+                    wrap(
+                        out,
+                        8,
+                        8,
+                        &format!(
+                            "spread: {n} quantiles, {lo}..{hi} {unit} (the model draws each \
+                             wake from them)"
+                        ),
+                    );
+                }
                 wrap(out, 8, 8, &format!("source: {}", f.source));
             }
         }

@@ -262,26 +262,38 @@ impl Reader<'_> {
                 format_args!("takes {form}, not {}", kind_of(v.get_ref())),
             ));
         };
-        let (mut value, mut source) = (None, None);
+        let (mut value, mut source, mut quantiles) = (None, None, Vec::new());
         for (key, item) in in_file_order(t) {
             match key.get_ref().as_ref() {
-                "value" => {
-                    value = Some(match item.get_ref() {
-                        DeValue::Float(f) => {
-                            f.as_str().replace('_', "").parse::<f64>().unwrap_or(f64::NAN)
-                        }
-                        DeValue::Integer(n) => i64::from_str_radix(n.as_str(), n.radix())
-                            .map_or(f64::NAN, |n| n as f64),
-                        other => {
-                            return Err(self.err(
-                                item.span(),
-                                &format!("{path}.value"),
-                                format_args!("takes a number of {unit}, not {}", kind_of(other)),
-                            ))
-                        }
-                    });
-                }
+                "value" => value = Some(self.number(&format!("{path}.value"), unit, item)?),
                 "source" => source = Some(self.string(&format!("{path}.source"), item)?),
+                "quantiles" if level.takes_quantiles() => {
+                    let qpath = format!("{path}.quantiles");
+                    let DeValue::Array(items) = item.get_ref() else {
+                        return Err(self.err(
+                            item.span(),
+                            &qpath,
+                            format_args!(
+                                "takes an array of numbers of {unit} (ascending quantiles), not {}",
+                                kind_of(item.get_ref())
+                            ),
+                        ));
+                    };
+                    quantiles = items
+                        .iter()
+                        .map(|q| self.number(&qpath, unit, q))
+                        .collect::<Result<Vec<f64>>>()?;
+                }
+                "quantiles" => {
+                    return Err(self.err(
+                        key.span(),
+                        &format!("{path}.quantiles"),
+                        format_args!(
+                            "only a host's wake figures (wake_idle_ns, wake_call_ns) carry a \
+                             measured spread; a figure is {form}"
+                        ),
+                    ))
+                }
                 other => {
                     return Err(self.err(
                         key.span(),
@@ -297,7 +309,23 @@ impl Reader<'_> {
         Ok(Sourced {
             value: value.ok_or_else(|| missing("value"))?,
             source: source.ok_or_else(|| missing("source"))?,
+            quantiles,
         })
+    }
+
+    /// A number (a float or an integer; NaN for one the range check then refuses).
+    fn number(&self, path: &str, unit: &str, item: &Value<'_>) -> Result<f64> {
+        match item.get_ref() {
+            DeValue::Float(f) => Ok(f.as_str().replace('_', "").parse::<f64>().unwrap_or(f64::NAN)),
+            DeValue::Integer(n) => {
+                Ok(i64::from_str_radix(n.as_str(), n.radix()).map_or(f64::NAN, |n| n as f64))
+            }
+            other => Err(self.err(
+                item.span(),
+                path,
+                format_args!("takes a number of {unit}, not {}", kind_of(other)),
+            )),
+        }
     }
 
     /// The machine's name: the `name` key or the file stem; a word, and for a user file not a

@@ -15,6 +15,11 @@
 //! Every figure is `{ value = NUMBER, source = "…" }`; a figure without a source, or a source
 //! that is only blanks, is refused with the file, the line and the field. Figures that only
 //! some machines need (a second LLC on one node, a second node) are required only there.
+//!
+//! A host's wake figures (`wake_idle_ns`, `wake_call_ns`, which `pagealloc calibrate` writes)
+//! may also carry the spread it measured, `quantiles = [Q1, …, Qn]`: the i-th of n values is
+//! the sample's i/(n+1) quantile (19 values: the 5th, 10th, …, 95th percentiles), ascending.
+//! The model then draws each wake from that distribution instead of charging the median.
 
 use std::fmt;
 
@@ -155,6 +160,14 @@ impl Level {
         }
     }
 
+    /// May the figure carry a measured spread (`quantiles`)? Only a host's wake figures:
+    /// a wake's delay varies by tens of per cent from one wake to the next, and a workload
+    /// that parks often lands in one regime or another by it; the cache figures are
+    /// published as one number each.
+    pub fn takes_quantiles(self) -> bool {
+        matches!(self, Level::WakeIdle | Level::WakeCall)
+    }
+
     /// Which machines need it.
     pub fn needed(self) -> Needed {
         match self {
@@ -169,11 +182,25 @@ impl Level {
 /// One figure and where it was read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sourced {
-    /// ns, or GB/s for a rate.
+    /// ns, or GB/s for a rate; the median where `quantiles` are given.
     pub value: f64,
     /// The published source: document, table or file, and the cell as printed.
     pub source: String,
+    /// The measured spread, if the figure has one (only [`Level::takes_quantiles`]): n
+    /// ascending values, the i-th (from 1) the sample's i/(n+1) quantile. Empty: none.
+    pub quantiles: Vec<f64>,
 }
+
+#[cfg(test)]
+impl Sourced {
+    /// A figure without a spread.
+    pub fn new(value: f64, source: impl Into<String>) -> Sourced {
+        Sourced { value, source: source.into(), quantiles: Vec::new() }
+    }
+}
+
+/// The most quantiles a figure may carry (percentiles 1..=99).
+pub const MAX_QUANTILES: usize = 99;
 
 /// The figures a machine has, by [`Level`].
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -252,9 +279,42 @@ impl Hierarchy {
                         .to_string(),
                 });
             }
+            check_quantiles(level, f).map_err(|message| HierarchyError { level, message })?;
         }
         Ok(())
     }
+}
+
+/// A figure's `quantiles`: only where the figure takes them, at most [`MAX_QUANTILES`], each
+/// in the figure's range, ascending, and the value (the median) among them.
+fn check_quantiles(level: Level, f: &Sourced) -> Result<(), String> {
+    let q = &f.quantiles;
+    if q.is_empty() {
+        return Ok(());
+    }
+    if !level.takes_quantiles() {
+        return Err(
+            "takes no quantiles: only a host's wake figures carry a measured spread".to_string()
+        );
+    }
+    if q.len() > MAX_QUANTILES {
+        return Err(format!("has {} quantiles; at most {MAX_QUANTILES}", q.len()));
+    }
+    let (lo, hi) = level.range();
+    if let Some(x) = q.iter().find(|x| !x.is_finite() || **x < lo || **x > hi) {
+        return Err(format!("quantile {x} is out of range; they are ns in {lo}..={hi}"));
+    }
+    if q.windows(2).any(|w| w[1] < w[0]) {
+        return Err("quantiles are not ascending; the i-th of n is the i/(n+1) quantile".into());
+    }
+    let (first, last) = (q[0], q[q.len() - 1]);
+    if f.value < first || f.value > last {
+        return Err(format!(
+            "value {} (the median) lies outside its quantiles {first}..={last}",
+            f.value
+        ));
+    }
+    Ok(())
 }
 
 /// A figure of a hierarchy that is missing, out of range or unsourced.
@@ -281,7 +341,7 @@ mod tests {
     fn full() -> Hierarchy {
         let mut h = Hierarchy::default();
         for l in Level::ALL {
-            h.set(l, Sourced { value: 10.0, source: "a published table".into() });
+            h.set(l, Sourced::new(10.0, "a published table"));
         }
         h
     }
@@ -317,30 +377,57 @@ mod tests {
         h.figures[Level::WakeIdle as usize] = None;
         h.figures[Level::WakeCall as usize] = None;
         h.check(true, true).unwrap();
-        h.set(Level::WakeIdle, Sourced { value: 48_000.0, source: "measured here".into() });
+        h.set(Level::WakeIdle, Sourced::new(48_000.0, "measured here"));
         h.check(true, true).unwrap();
-        h.set(Level::WakeIdle, Sourced { value: 2e8, source: "measured here".into() });
+        h.set(Level::WakeIdle, Sourced::new(2e8, "measured here"));
         assert_eq!(h.check(true, true).unwrap_err().level, Level::WakeIdle);
     }
 
     #[test]
     fn values_need_a_range_and_a_source() {
         let mut h = full();
-        h.set(Level::DramLocal, Sourced { value: -1.0, source: "x".into() });
+        h.set(Level::DramLocal, Sourced::new(-1.0, "x"));
         let e = h.check(false, false).unwrap_err();
         assert_eq!(e.level, Level::DramLocal);
         assert!(e.to_string().starts_with("field `hierarchy.dram_local_ns`: -1 is out of range"));
         // A latency below a clock's resolution is written as 0, and loads (calibrate's
         // handoff on a busy host); a rate of 0 would divide by zero and does not.
-        h.set(Level::DramLocal, Sourced { value: 0.0, source: "x".into() });
+        h.set(Level::DramLocal, Sourced::new(0.0, "x"));
         h.check(false, false).unwrap();
-        h.set(Level::WriteLlc, Sourced { value: 0.0, source: "x".into() });
+        h.set(Level::WriteLlc, Sourced::new(0.0, "x"));
         assert_eq!(h.check(false, false).unwrap_err().level, Level::WriteLlc);
-        h.set(Level::WriteLlc, Sourced { value: 10.0, source: "x".into() });
-        h.set(Level::DramLocal, Sourced { value: 80.0, source: "  ".into() });
+        h.set(Level::WriteLlc, Sourced::new(10.0, "x"));
+        h.set(Level::DramLocal, Sourced::new(80.0, "  "));
         assert!(h.check(false, false).unwrap_err().to_string().contains("has no source"));
-        h.set(Level::WriteDram, Sourced { value: f64::NAN, source: "x".into() });
-        h.set(Level::DramLocal, Sourced { value: 80.0, source: "x".into() });
+        h.set(Level::WriteDram, Sourced::new(f64::NAN, "x"));
+        h.set(Level::DramLocal, Sourced::new(80.0, "x"));
         assert!(h.check(false, false).unwrap_err().to_string().contains("GB/s"));
+    }
+
+    /// A measured spread is taken only on the wake figures, ascending, in range, at most 99
+    /// values, with the median among them.
+    #[test]
+    fn quantiles_only_on_wake_figures_ascending_around_the_median() {
+        let with = |level, value, q: &[f64]| {
+            let mut h = full();
+            let mut f = Sourced::new(value, "measured here");
+            f.quantiles = q.to_vec();
+            h.set(level, f);
+            h.check(true, true).map_err(|e| e.to_string())
+        };
+        with(Level::WakeIdle, 47.0, &[35.5, 47.0, 60.2]).unwrap();
+        with(Level::WakeCall, 15.0, &[12.0, 15.0, 19.5]).unwrap();
+        let refused = [
+            (Level::DramLocal, 80.0, vec![70.0, 80.0, 90.0], "takes no quantiles"),
+            (Level::WakeIdle, 47.0, vec![60.2, 47.0, 35.5], "not ascending"),
+            (Level::WakeIdle, 47.0, vec![-1.0, 47.0], "out of range"),
+            (Level::WakeIdle, 47.0, vec![35.5, f64::NAN], "out of range"),
+            (Level::WakeIdle, 70.0, vec![35.5, 47.0, 60.2], "outside its quantiles"),
+            (Level::WakeIdle, 47.0, vec![47.0; MAX_QUANTILES + 1], "at most 99"),
+        ];
+        for (level, value, q, why) in refused {
+            let e = with(level, value, &q).unwrap_err();
+            assert!(e.contains(why) && e.contains(level.key()), "{why}: {e}");
+        }
     }
 }

@@ -966,9 +966,15 @@ impl Machine {
         if let Some(h) = &self.hierarchy {
             out.push_str("\n[hierarchy]\n");
             for (level, f) in h.iter() {
+                let quantiles = if f.quantiles.is_empty() {
+                    String::new()
+                } else {
+                    let qs: Vec<String> = f.quantiles.iter().map(f64::to_string).collect();
+                    format!(", quantiles = [{}]", qs.join(", "))
+                };
                 let _ = writeln!(
                     out,
-                    "{} = {{ value = {}, source = {} }}",
+                    "{} = {{ value = {}{quantiles}, source = {} }}",
                     level.key(),
                     f.value,
                     q(&f.source)

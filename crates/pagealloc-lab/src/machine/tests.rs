@@ -349,6 +349,16 @@ fn a_user_file_round_trips() {
     // to_toml writes a file that reads back as the same machine, for it and every built-in.
     let again = file::parse(&path, &m.to_toml()).unwrap();
     assert_eq!(again, m);
+    // A measured wake spread too.
+    let mut host = Machine::builtin("lab-2cpu").unwrap();
+    let mut h = host.hierarchy.clone().unwrap();
+    let mut wake = hierarchy::Sourced::new(47.0, "measured here");
+    wake.quantiles = vec![35.5, 47.0, 60.25];
+    h.set(hierarchy::Level::WakeIdle, wake);
+    host.hierarchy = Some(h);
+    let text = host.to_toml();
+    assert!(text.contains("quantiles = [35.5, 47, 60.25]"), "{text}");
+    assert_eq!(file::parse_builtin(Path::new("x.toml"), &text).unwrap(), host);
     for b in Machine::builtins().iter().chain([&m.with_cpus(5).unwrap()]) {
         let text = b.to_toml();
         let back = file::parse_builtin(Path::new("x.toml"), &text).unwrap();

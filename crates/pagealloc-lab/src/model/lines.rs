@@ -647,7 +647,7 @@ mod tests {
             (Level::WriteDram, 10.0),
             (Level::WriteLlc, 40.0),
         ] {
-            h.set(l, Sourced { value: v, source: "test".into() });
+            h.set(l, Sourced::new(v, "test"));
         }
         let p = Prices::of(&h);
         assert_eq!(p.handoff(c.distance(CpuId(0), CpuId(1))), 0, "SMT siblings share the line");

@@ -19,6 +19,7 @@ pub mod prefetch;
 pub mod real;
 pub mod sink;
 pub mod slab;
+mod wake;
 
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
@@ -37,7 +38,8 @@ use self::cost::{CostProfile, CostPs};
 use self::lines::{CacheMap, Prices, LINES_PER_PAGE};
 use self::sink::ModelSink;
 use self::slab::{CacheId, SlabSet, SlabSetup};
-use crate::machine::hierarchy::{Hierarchy, Level};
+use self::wake::WakeCosts;
+use crate::machine::hierarchy::Hierarchy;
 
 /// Picoseconds in a second: virtual time is kept in picoseconds.
 pub const PS_PER_S: u64 = 1_000_000_000_000;
@@ -313,6 +315,8 @@ struct VCpu {
     busy: u64,
     /// The part of `busy` the steps asked for as work ([`Ctx::work`]).
     worked: u64,
+    /// The part of `busy` charged for page touches and copies ([`Ctx::touch`]).
+    touched: u64,
     waited: u64,
     held: u64,
     rng: Rng,
@@ -676,6 +680,7 @@ impl Ctx<'_> {
                 let ps = page_write_ps(sink, self.cpu.id(), pfn, bytes, pages, cold);
                 v.now = v.now.saturating_add(ps);
                 v.busy = v.busy.saturating_add(ps);
+                v.touched = v.touched.saturating_add(ps);
                 cold
             }
             Clock::Real { t, heap } => {
@@ -776,6 +781,10 @@ pub struct RunOutcome {
     /// steps less the zone-lock waits, so a spin for the work that overran its deadline
     /// (a thread preempted while it spun) counts in neither.
     pub beyond_work_ps: u64,
+    /// The part of `beyond_work_ps` in page touches and copies ([`Ctx::touch`],
+    /// [`Ctx::copy`]): the model's charges for them; the real runner's wall time in them,
+    /// one in eight timed and counted eight times.
+    pub touch_ps: u64,
     /// The CPUs the workload ran on.
     pub running_cpus: u32,
     /// Wakes of a CPU that had blocked ([`Next::Block`]) — the wakes that cost a parked
@@ -785,8 +794,12 @@ pub struct RunOutcome {
     pub lock_wait_ps: u64,
     /// Time spent holding zone locks, summed over CPUs (ps).
     pub lock_held_ps: u64,
-    /// The allocator's counters over the run.
+    /// The allocator's counters over the run, the idle cool-down's ticks included.
     pub events: VmEvents,
+    /// The same counters up to the workload's end, before the cool-down: what the workload
+    /// itself made the allocator do. The cool-down's decay drains count what the pagesets
+    /// held at the instant the run ended, a phase of the workload's loop that timing decides.
+    pub events_in_run: VmEvents,
     /// Allocator calls.
     pub ops: OpCounts,
     /// Pages held by all pagesets at a tick: (virtual second, pages), every second of a run
@@ -847,46 +860,6 @@ const SAMPLED_CPUS: usize = 8;
 /// Scheduler steps between progress reports.
 const PROGRESS_EVERY: u64 = 1 << 16;
 
-/// This host's wake-up of a parked thread, from its machine file (`wake_idle_ns`,
-/// `wake_call_ns`, in ps; both 0 when it gives none, and then nothing changes).
-#[derive(Clone, Copy, Debug, Default)]
-struct WakeCosts {
-    /// A woken blocked CPU runs no sooner than this after the hand-over.
-    idle_ps: u64,
-    /// The waking CPU pays this for each blocked CPU it wakes.
-    call_ps: u64,
-}
-
-impl WakeCosts {
-    /// Charge CPU `c` the call for each CPU its step woke from a block, and return the
-    /// earliest time such a CPU may run (0: no limit). The real runner hands a step's wakes
-    /// over when the step's calls are done and before it spins for the work the step asked
-    /// for, so the hand-over starts at `c`'s clock less this step's work (its work counter
-    /// was `worked_before` when the step began).
-    fn hand_over(self, cpus: &mut [VCpu], c: u32, worked_before: u64, wakes: &[(u32, u64)]) -> u64 {
-        if self.idle_ps == 0 && self.call_ps == 0 {
-            return 0;
-        }
-        let mut parked: Vec<u32> = wakes
-            .iter()
-            .map(|w| w.0)
-            .filter(|&t| cpus.get(t as usize).is_some_and(|v| v.state == State::Blocked))
-            .collect();
-        parked.sort_unstable();
-        parked.dedup();
-        let v = &mut cpus[c as usize];
-        let handed_over = v.now - (v.worked - worked_before);
-        let calls = self.call_ps * parked.len() as u64;
-        v.now = v.now.saturating_add(calls);
-        v.busy = v.busy.saturating_add(calls);
-        if self.idle_ps == 0 {
-            0
-        } else {
-            handed_over.saturating_add(self.idle_ps)
-        }
-    }
-}
-
 /// A built model, ready to run one workload.
 #[derive(Debug)]
 pub struct Model {
@@ -935,6 +908,7 @@ impl Model {
                 now: 0,
                 busy: 0,
                 worked: 0,
+                touched: 0,
                 waited: 0,
                 held: 0,
                 rng: Rng::new(stream_seed(seed, c as u64)),
@@ -943,8 +917,7 @@ impl Model {
             })
             .collect();
         let cache = LlcModel::new(end_pfn, &topology.llc_bytes).context("LLC model")?;
-        let ps = |l| topology.hierarchy.value(l).map_or(0, |ns| (ns * 1000.0).round() as u64);
-        let wake = WakeCosts { idle_ps: ps(Level::WakeIdle), call_ps: ps(Level::WakeCall) };
+        let wake = WakeCosts::of(&topology.hierarchy);
         Ok(Model {
             pa,
             cpus,
@@ -1005,6 +978,8 @@ impl Model {
         let mut counts = OpCounts::default();
         let mut wakes = Vec::new();
         let mut blocked_wakes = 0u64;
+        // The host's wake draws (only a machine with measured wake quantiles makes any).
+        let mut wake_rng = Rng::new(stream_seed(self.seed, WAKE_STREAM));
         let mut next_tick = PS_PER_S;
         let mut steps = 0u64;
         let mut end = 0u64;
@@ -1039,7 +1014,8 @@ impl Model {
                 slab: &slabs,
             };
             let next = w.step_alone(&mut ctx)?;
-            let earliest = self.wake.hand_over(&mut self.cpus, c, worked_before, &wakes);
+            let handed_over =
+                self.wake.hand_over(&mut self.cpus, c, worked_before, &wakes, &mut wake_rng);
             let v = &mut self.cpus[c as usize];
             // The CPU is still the heap's top: a CPU that runs on moves down in place (one
             // sift instead of a pop and a push; the order of (time, cpu) keys is total, so
@@ -1078,6 +1054,8 @@ impl Model {
                     State::Blocked => {
                         blocked_wakes += 1;
                         tv.state = State::Runnable;
+                        let earliest =
+                            handed_over.map_or(0, |h| self.wake.woken_at(h, &mut wake_rng));
                         tv.now = tv.now.max(at).max(earliest);
                         heap.push(Reverse((tv.now, target)));
                     }
@@ -1100,6 +1078,7 @@ impl Model {
             next_tick += PS_PER_S;
         }
         let pcp_end_pages = self.pcp_pages();
+        let events_in_run = self.pa.vm_events().since(&start_events);
         for _ in 0..self.cooldown_s {
             self.tick_all(next_tick, &sampled, &mut rec);
             next_tick += PS_PER_S;
@@ -1120,16 +1099,19 @@ impl Model {
         let (busy, waited, held) =
             self.cpus.iter().fold((0, 0, 0), |(b, w, h), v| (b + v.busy, w + v.waited, h + v.held));
         let worked: u64 = self.cpus.iter().map(|v| v.worked).sum();
+        let touched: u64 = self.cpus.iter().map(|v| v.touched).sum();
         Ok(RunOutcome {
             elapsed_ps: end,
             busy_ps: busy,
             work_ps: worked,
             beyond_work_ps: busy - worked,
+            touch_ps: touched,
             running_cpus: running.len() as u32,
             blocked_wakes,
             lock_wait_ps: waited,
             lock_held_ps: held,
             events,
+            events_in_run,
             ops: counts,
             pcp_peak_pages: rec.peak.max(pcp_end_pages),
             pcp_pages: rec.pcp_pages,
@@ -1230,6 +1212,9 @@ fn give_back(
     Ok(())
 }
 
+/// The stream id of the model's wake draws ([`wake`]), apart from every CPU's (`0..nr_cpus`).
+const WAKE_STREAM: u64 = u64::MAX;
+
 /// The seed of CPU `cpu`'s generator. SplitMix64 walks its state in steps of one constant,
 /// so seeds that differ by small multiples of it give shifted copies of one stream (as
 /// `seed ^ (cpu + 1)·γ` did for small seeds): both inputs go through the output mix first.
@@ -1291,6 +1276,7 @@ fn sampled_cpus(_nr_cpus: usize, running: &[u32]) -> Vec<u32> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::machine::hierarchy::Level;
     use crate::workload;
     use pagealloc::Counter;
 
@@ -1317,6 +1303,18 @@ pub(crate) mod tests {
         m.run(w.as_mut(), &mut |_| {}).unwrap()
     }
 
+    /// The counters of the run itself stop where the workload ends: the idle cool-down's
+    /// decay drains (trunc ends with its pagesets full of the truncated files' pages) are in
+    /// `events` only, and nothing the cool-down does allocates.
+    #[test]
+    fn the_run_s_own_counters_leave_the_cool_down_out() {
+        let o = run_trunc(1);
+        let (run, all) = (&o.events_in_run, &o.events);
+        assert!(all.get(Counter::DrainDecay) > run.get(Counter::DrainDecay), "{all:?}");
+        assert_eq!(all.get(Counter::PcpRefill), run.get(Counter::PcpRefill));
+        assert!(run.get(Counter::PcpRefill) > 0);
+    }
+
     #[test]
     fn a_run_returns_every_page_and_counts_its_work() {
         let o = run_trunc(1);
@@ -1325,6 +1323,8 @@ pub(crate) mod tests {
         assert_eq!(o.ops.frees, pages);
         assert_eq!(o.ops.alloc_failures, 0);
         assert!(o.elapsed_ps > 0 && o.busy_ps > 0);
+        // trunc writes its files' pages: charged as touches, within what is beyond work.
+        assert!(o.touch_ps > 0 && o.touch_ps < o.beyond_work_ps, "{o:?}");
         let elapsed = o.workload.iter().find(|(k, _)| k == "elapsed").unwrap().1;
         assert!(elapsed > 0.0);
         // Every page was touched once, cold (fresh memory).
@@ -1467,7 +1467,7 @@ pub(crate) mod tests {
         let run = |figures: &[(Level, f64)]| {
             let mut setup = small_setup(2, 64, "modern", 1);
             for &(l, ns) in figures {
-                setup.topology.hierarchy.set(l, Sourced { value: ns, source: "test".into() });
+                setup.topology.hierarchy.set(l, Sourced::new(ns, "test"));
             }
             let mut m = Model::new(setup).unwrap();
             m.run(&mut Serial::new(Turns { left: 100, started: [false; 2] }), &mut |_| {}).unwrap()
@@ -1487,6 +1487,32 @@ pub(crate) mod tests {
         // 50 µs run from the hand-over's start.
         assert_eq!(both.busy_ps - idle.busy_ps, 101 * 5_000_000);
         assert_eq!(both.elapsed_ps, idle.elapsed_ps);
+    }
+
+    /// With the measured spread (`quantiles`) each wake is drawn from it: the same seed gives
+    /// the same run, and a spread with a long upper side (25th, 50th, 75th percentiles 40, 50,
+    /// 90 µs: a mean of about 61 µs) delays the run more than its median charged on every
+    /// wake would, each of its 101 wakes inside the quantiles.
+    #[test]
+    fn a_wake_with_a_measured_spread_is_drawn_from_it() {
+        use crate::machine::hierarchy::Sourced;
+        let run = |quantiles: &[f64]| {
+            let mut setup = small_setup(2, 64, "modern", 1);
+            let mut idle = Sourced::new(50_000.0, "test");
+            idle.quantiles = quantiles.to_vec();
+            setup.topology.hierarchy.set(Level::WakeIdle, idle);
+            let mut m = Model::new(setup).unwrap();
+            m.run(&mut Serial::new(Turns { left: 100, started: [false; 2] }), &mut |_| {}).unwrap()
+        };
+        let median = run(&[]);
+        let spread = run(&[40_000.0, 50_000.0, 90_000.0]);
+        assert_eq!(spread.elapsed_ps, run(&[40_000.0, 50_000.0, 90_000.0]).elapsed_ps);
+        assert_eq!(spread.blocked_wakes, 101);
+        // Against `median`, each wake moved by its draw less 50 µs.
+        let moved = spread.elapsed_ps as i64 - median.elapsed_ps as i64;
+        let mean_extra = moved / 101;
+        assert!((6_000_000..=16_000_000).contains(&mean_extra), "{mean_extra} ps a wake");
+        assert_eq!(spread.busy_ps, median.busy_ps);
     }
 
     /// A cost profile at the top of its range (1 s a call) stretches a small run over hours

@@ -87,11 +87,18 @@ pub struct ThreadClock {
     pub(super) worked_ps: u64,
     /// Pages written by touches.
     touched: u64,
+    /// Touches and copies so far, to time one in [`TOUCH_TIMED_EVERY`].
+    touch_calls: u64,
+    /// Wall time in touches and copies (ps), estimated from the timed ones.
+    touch_ps: u64,
     /// Touches that named memory outside the arena (a workload bug).
     bad_touches: u64,
     /// What touches write (the CPU's number, so memory shows who wrote it last).
     tag: u64,
 }
+
+/// The real runner times one touch in this many (`ThreadClock::timed`).
+const TOUCH_TIMED_EVERY: u64 = 8;
 
 impl ThreadClock {
     /// Wall time since the run started plus the work owed (ps).
@@ -100,7 +107,8 @@ impl ThreadClock {
     }
 
     pub(super) fn touch(&mut self, heap: &RealHeap, pfn: Pfn, bytes: u64) {
-        match heap.touch(pfn, bytes, self.tag) {
+        let tag = self.tag;
+        match self.timed(|| heap.touch(pfn, bytes, tag)) {
             Some(pages) => self.touched += pages,
             None => self.bad_touches += 1,
         }
@@ -108,10 +116,24 @@ impl ThreadClock {
 
     /// Copy a moved block's memory (a migration), counted as touched pages.
     pub(super) fn copy(&mut self, heap: &RealHeap, from: Pfn, to: Pfn, bytes: u64) {
-        match heap.copy(from, to, bytes) {
+        match self.timed(|| heap.copy(from, to, bytes)) {
             Some(pages) => self.touched += 2 * pages,
             None => self.bad_touches += 1,
         }
+    }
+
+    /// Run a touch or copy, timing one in [`TOUCH_TIMED_EVERY`] and counting it that many
+    /// times (`touch_ps`): two clock reads around every page write would add a tenth to it.
+    fn timed<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        self.touch_calls += 1;
+        if self.touch_calls % TOUCH_TIMED_EVERY != 0 {
+            return f();
+        }
+        let began = Instant::now();
+        let r = f();
+        let ps = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX / 1000) * 1000;
+        self.touch_ps = self.touch_ps.saturating_add(ps * TOUCH_TIMED_EVERY);
+        r
     }
 
     /// Spin for the work owed.
@@ -243,6 +265,8 @@ struct ThreadTotals {
     /// Wakes this thread gave to a blocked one (`RunOutcome::blocked_wakes`).
     blocked_wakes: u64,
     touched: u64,
+    /// Wall time in touches (`ThreadClock::touch_ps`).
+    touch_ps: u64,
     bad_touches: u64,
     end_ps: u64,
 }
@@ -426,6 +450,7 @@ impl RealRunner {
             totals.work_ps += t.work_ps;
             totals.blocked_wakes += t.blocked_wakes;
             totals.touched += t.touched;
+            totals.touch_ps += t.touch_ps;
             totals.bad_touches += t.bad_touches;
             totals.end_ps = totals.end_ps.max(t.end_ps);
         }
@@ -436,6 +461,7 @@ impl RealRunner {
             bail!("the workload touched memory outside the arena {} times", totals.bad_touches);
         }
         let pcp_end_pages = pcp_pages(pa);
+        let events_in_run = pa.vm_events().since(&start_events);
         for _ in 0..self.setup.cooldown_s {
             ticks += 1;
             tick_all(pa, ticks, &sampled, &mut rec);
@@ -460,11 +486,13 @@ impl RealRunner {
             busy_ps: totals.busy_ps.saturating_sub(wait_ps),
             beyond_work_ps: totals.step_ps.saturating_sub(wait_ps),
             work_ps: totals.work_ps,
+            touch_ps: totals.touch_ps,
             running_cpus: running.len() as u32,
             blocked_wakes: totals.blocked_wakes,
             lock_wait_ps: wait_ps,
             lock_held_ps: held_ps,
             events,
+            events_in_run,
             ops: totals.counts,
             pcp_peak_pages: rec.peak.max(pcp_end_pages),
             pcp_pages: rec.pcp_pages,
@@ -510,6 +538,8 @@ fn cpu_thread(
         debt_ps: 0,
         worked_ps: 0,
         touched: 0,
+        touch_calls: 0,
+        touch_ps: 0,
         bad_touches: 0,
         tag: u64::from(c),
     };
@@ -592,6 +622,7 @@ fn cpu_thread(
         }
     }
     totals.touched = clock.touched;
+    totals.touch_ps = clock.touch_ps;
     totals.bad_touches = clock.bad_touches;
     totals.work_ps = clock.worked_ps;
     Ok(totals)
@@ -694,6 +725,8 @@ mod tests {
         assert_eq!((o.work_ps, o.running_cpus), (2000 * 1_000_000, 2));
         assert!(o.busy_ps >= o.work_ps);
         assert!(o.beyond_work_ps > 0 && o.beyond_work_ps < o.busy_ps);
+        // 250 of the 2000 page writes timed, each a page of writes.
+        assert!(o.touch_ps > 0, "{o:?}");
         // Two wakes a round at most, and only those that found their thread parked count;
         // CPU 1 parks before the first page comes, so one at least did.
         assert!((1..=2 * 2000).contains(&o.blocked_wakes), "{}", o.blocked_wakes);

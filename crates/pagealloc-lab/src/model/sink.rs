@@ -602,10 +602,10 @@ mod tests {
                 Level::HandoffRemote => 50.0,
                 _ => 10.0,
             };
-            h.set(l, Sourced { value: v, source: "test".into() });
+            h.set(l, Sourced::new(v, "test"));
         }
         for &(l, v) in over {
-            h.set(l, Sourced { value: v, source: "test".into() });
+            h.set(l, Sourced::new(v, "test"));
         }
         Prices::of(&h)
     }
