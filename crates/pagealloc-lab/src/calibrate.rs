@@ -1232,6 +1232,15 @@ impl WakeBench {
 /// Hot and cold 4 KiB page writes, ns per page.
 #[derive(Clone, Debug, Serialize)]
 pub struct TouchFigures {
+    /// A page of a region a quarter of the private L2, written over and over: a page this
+    /// core wrote a moment ago (the pageset's LIFO hands it back while it is still there).
+    pub l2: Summary,
+    /// The L2 size used, bytes.
+    pub l2_bytes: u64,
+    /// Did it come from sysfs (else a 1 MiB guess)?
+    pub l2_from_sysfs: bool,
+    /// L2 region, bytes (a quarter of the L2, at least one window of pages).
+    pub l2_region_bytes: u64,
     /// A page of a region a quarter of the LLC, written over and over.
     pub hot: Summary,
     /// A page of a region many LLCs large, written once after an eviction.
@@ -1249,14 +1258,18 @@ pub struct TouchFigures {
 }
 
 /// Writes whole pages (`fill`, a `memset` like the kernel's `clear_page`) in shuffled page
-/// order, `WINDOW` pages per window: hot from a region a quarter of the LLC that stays in
-/// it, cold from a pre-faulted region `cold_llc_multiple` LLCs large, each page once per
+/// order, `WINDOW` pages per window: from a region a quarter of the L2 that stays in it,
+/// hot from a region a quarter of the LLC that stays in it, cold from a pre-faulted region `cold_llc_multiple` LLCs large, each page once per
 /// pass, after writing an eviction buffer twice the LLC. Plain `Vec<u8>`s with 4 KiB pages
 /// (no THP advice), so both figures include the TLB misses of the page walk.
 #[derive(Debug)]
 pub struct TouchBench {
     llc: u64,
     llc_from_sysfs: bool,
+    l2_bytes: u64,
+    l2_from_sysfs: bool,
+    l2_region: Vec<u8>,
+    l2_order: Vec<usize>,
     hot_region: Vec<u8>,
     hot_order: Vec<usize>,
     cold_region: Vec<u8>,
@@ -1265,17 +1278,25 @@ pub struct TouchBench {
     rng: Rng,
     /// Passes so far: the byte each pass writes.
     passes: u8,
+    l2: Vec<f64>,
     hot: Vec<f64>,
     cold: Vec<f64>,
 }
 
 impl TouchBench {
-    /// Size the regions from the LLC (sysfs; 32 MiB if it says nothing) and fault them in.
+    /// Size the regions from the L2 and LLC (sysfs; 1 MiB and 32 MiB if it says nothing)
+    /// and fault them in.
     pub fn new(plan: &Plan) -> TouchBench {
         let sysfs = std::path::Path::new("/sys/devices/system/cpu");
         let found = crate::cacheinfo::llc_bytes(sysfs, 0);
         let llc = found.unwrap_or(32 << 20);
         let mut rng = Rng::new(0x70c4);
+        let l2_found = crate::cacheinfo::level(sysfs, 0, 2).map(|(bytes, _)| bytes);
+        let l2_pages = (l2_found.unwrap_or(1 << 20) as usize / 4 / PAGE).max(WINDOW);
+        let mut l2_region = vec![0u8; l2_pages * PAGE];
+        l2_region.fill(1);
+        let mut l2_order: Vec<usize> = (0..l2_pages).collect();
+        shuffle(&mut l2_order, &mut rng);
         let hot_pages = (llc as usize / 4 / PAGE).max(WINDOW * 4);
         let mut hot_region = vec![0u8; hot_pages * PAGE];
         hot_region.fill(1);
@@ -1289,6 +1310,10 @@ impl TouchBench {
         TouchBench {
             llc,
             llc_from_sysfs: found.is_some(),
+            l2_bytes: l2_found.unwrap_or(1 << 20),
+            l2_from_sysfs: l2_found.is_some(),
+            l2_region,
+            l2_order,
             hot_region,
             hot_order,
             cold_region,
@@ -1296,16 +1321,24 @@ impl TouchBench {
             evict,
             rng,
             passes: 0,
+            l2: Vec::new(),
             hot: Vec::new(),
             cold: Vec::new(),
         }
     }
 
-    /// `plan.hot_passes` over the hot region (the first one untimed, to bring it back into
-    /// the LLC), then `plan.cold_passes` over the cold one; returns this round's medians.
-    pub fn round(&mut self, plan: &Plan, clk: &Clock, overhead: f64) -> (f64, f64) {
-        let (h0, c0) = (self.hot.len(), self.cold.len());
+    /// `plan.hot_passes` over the L2 region and then over the hot one (the first pass of
+    /// each untimed, to bring it back into its cache), then `plan.cold_passes` over the
+    /// cold one; returns this round's medians (L2, hot, cold).
+    pub fn round(&mut self, plan: &Plan, clk: &Clock, overhead: f64) -> [f64; 3] {
+        let (l0, h0, c0) = (self.l2.len(), self.hot.len(), self.cold.len());
         let mut scratch = Vec::new();
+        touch_pass(&mut self.l2_region, &self.l2_order, self.passes, clk, 0.0, &mut scratch);
+        for _ in 0..plan.hot_passes {
+            self.passes = self.passes.wrapping_add(1);
+            let v = self.passes;
+            touch_pass(&mut self.l2_region, &self.l2_order, v, clk, overhead, &mut self.l2);
+        }
         touch_pass(&mut self.hot_region, &self.hot_order, self.passes, clk, 0.0, &mut scratch);
         for _ in 0..plan.hot_passes {
             self.passes = self.passes.wrapping_add(1);
@@ -1320,15 +1353,17 @@ impl TouchBench {
             let v = self.passes;
             touch_pass(&mut self.cold_region, &self.cold_order, v, clk, overhead, &mut self.cold);
         }
-        (
+        [
+            Summary::of(&mut self.l2[l0..].to_vec()).median,
             Summary::of(&mut self.hot[h0..].to_vec()).median,
             Summary::of(&mut self.cold[c0..].to_vec()).median,
-        )
+        ]
     }
 
     /// Summarise; a real calibration refuses cold writes that came out cheaper than hot.
     pub fn finish(mut self, quick: bool) -> Result<TouchFigures> {
         let (hot, cold) = (Summary::of(&mut self.hot), Summary::of(&mut self.cold));
+        let l2 = Summary::of(&mut self.l2);
         // A quick run on a busy machine (other processes flushing the LLC) may not tell them
         // apart; it goes on and the table says so.
         if cold.median < hot.median && !quick {
@@ -1341,6 +1376,10 @@ impl TouchBench {
             );
         }
         Ok(TouchFigures {
+            l2,
+            l2_bytes: self.l2_bytes,
+            l2_from_sysfs: self.l2_from_sysfs,
+            l2_region_bytes: self.l2_region.len() as u64,
             hot,
             cold,
             llc_bytes: self.llc,
@@ -1597,6 +1636,8 @@ pub struct RoundMedians {
     pub slab_free: Vec<f64>,
     /// Acquisition of a lock the other thread released last (NaN: no repetition on two CPUs).
     pub handoff_acquisition: Vec<f64>,
+    /// A page write in the L2 (`write_l2_gbps`).
+    pub l2: Vec<f64>,
     /// `page_touch_hot_ns`.
     pub hot: Vec<f64>,
     /// `page_touch_cold_ns`.
@@ -1690,7 +1731,8 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
         spin_lock_uncontended(plan.lock_windows, &clk, ovh, &mut lock);
         holds.round(plan.hold_passes)?;
         rounds.handoff_acquisition.push(handoff.round(plan, &clk, ovh));
-        let (h, c) = touch.round(plan, &clk, ovh);
+        let [l, h, c] = touch.round(plan, &clk, ovh);
+        rounds.l2.push(l);
         rounds.hot.push(h);
         rounds.cold.push(c);
         rounds.latency.push(latency.round(plan, &clk, ovh));

@@ -66,6 +66,7 @@ pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
         let r = |ns: f64| round2(4096.0 / ns);
         (r(s.median), Summary { median: r(s.median), p10: r(s.p90), p90: r(s.p10), n: s.n })
     };
+    let (l2, l2_s) = gbps(c.touch.l2);
     let (hot, hot_s) = gbps(c.touch.hot);
     let (cold, cold_s) = gbps(c.touch.cold);
     vec![
@@ -103,6 +104,17 @@ pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
             "two threads taking turns at a chain of 16 spin locks, per acquisition less an \
              uncontended lock+unlock"
                 .into(),
+        ),
+        (
+            Level::WriteL2,
+            l2,
+            l2_s,
+            format!(
+                "4 KiB page writes over a {} KiB region (1/4 of the {} KiB L2), written over \
+                 and over",
+                c.touch.l2_region_bytes >> 10,
+                c.touch.l2_bytes >> 10
+            ),
         ),
         (
             Level::WriteLlc,

@@ -16,12 +16,13 @@ const COSTS: [&str; 6] = [
 ];
 
 /// The hierarchy figures calibrate measures on a one-node, one-LLC host.
-const FIGURES: [&str; 9] = [
+const FIGURES: [&str; 10] = [
     "l2_hit_ns",
     "llc_hit_ns",
     "c2c_same_llc_ns",
     "dram_local_ns",
     "handoff_same_llc_ns",
+    "write_l2_gbps",
     "write_llc_gbps",
     "write_dram_gbps",
     "wake_idle_ns",

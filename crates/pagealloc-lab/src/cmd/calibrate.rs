@@ -72,8 +72,9 @@ This machine's memory hierarchy (the [hierarchy] of --machine-out):
                               acquisition of a lock the other released last, minus the
                               uncontended lock+unlock
   c2c_same_llc_ns             the same threads ping-pong a flag: one way
-  write_llc_gbps,             4 KiB page writes in shuffled order: a region 1/4 of the LLC,
-  write_dram_gbps             and one 8 LLCs large written once per pass after an eviction
+  write_l2_gbps,              4 KiB page writes in shuffled order: a region 1/4 of the L2
+  write_llc_gbps,             (a page the core wrote a moment ago), one 1/4 of the LLC, and
+  write_dram_gbps             one 8 LLCs large written once per pass after an eviction
   wake_idle_ns                two threads hand a turn back and forth, each blocked on its
                               own condition variable until the other wakes it (the real
                               runner's wake-up; between turns a CPU is idle): half a round
@@ -541,6 +542,10 @@ mod tests {
                 pinned: false,
             },
             touch: TouchFigures {
+                l2: s(40.0),
+                l2_bytes: 2 << 20,
+                l2_from_sysfs: true,
+                l2_region_bytes: 512 << 10,
                 hot: s(100.0),
                 cold: s(600.0),
                 llc_bytes: 32 << 20,
@@ -571,6 +576,7 @@ mod tests {
                 slab_alloc: vec![30.0, 30.0],
                 slab_free: vec![35.0, 35.0],
                 handoff_acquisition: vec![f64::NAN, 5.0],
+                l2: vec![40.0, 40.0],
                 hot: vec![100.0, 100.0],
                 cold: vec![600.0, 610.0],
                 latency: vec![[4.0, 12.0, 110.0]; 2],

@@ -47,6 +47,10 @@ pub enum Level {
     HandoffOtherLlc,
     /// Handing it to a CPU of another node.
     HandoffRemote,
+    /// One core's streaming write rate to pages still in its own L2 (a page it wrote a
+    /// moment ago, handed back by the pageset's LIFO). Optional: a machine without it prices
+    /// such a page at the LLC's rate.
+    WriteL2,
     /// One core's streaming write rate to memory that stays in the LLC.
     WriteLlc,
     /// One core's streaming write rate to memory that is not cached (local DRAM).
@@ -78,7 +82,7 @@ pub enum Needed {
 
 impl Level {
     /// Every figure.
-    pub const ALL: [Level; 14] = [
+    pub const ALL: [Level; 15] = [
         Level::L2Hit,
         Level::LlcHit,
         Level::C2cSameLlc,
@@ -89,6 +93,7 @@ impl Level {
         Level::HandoffSameLlc,
         Level::HandoffOtherLlc,
         Level::HandoffRemote,
+        Level::WriteL2,
         Level::WriteLlc,
         Level::WriteDram,
         Level::WakeIdle,
@@ -108,6 +113,7 @@ impl Level {
             Level::HandoffSameLlc => "handoff_same_llc_ns",
             Level::HandoffOtherLlc => "handoff_other_llc_ns",
             Level::HandoffRemote => "handoff_remote_ns",
+            Level::WriteL2 => "write_l2_gbps",
             Level::WriteLlc => "write_llc_gbps",
             Level::WriteDram => "write_dram_gbps",
             Level::WakeIdle => "wake_idle_ns",
@@ -133,6 +139,7 @@ impl Level {
             Level::HandoffSameLlc => "contended lock handed to a CPU of the same LLC",
             Level::HandoffOtherLlc => "contended lock handed to another LLC of the node",
             Level::HandoffRemote => "contended lock handed to another node",
+            Level::WriteL2 => "one core's write rate, L2-resident",
             Level::WriteLlc => "one core's write rate, LLC-resident",
             Level::WriteDram => "one core's write rate, from DRAM",
             Level::WakeIdle => "a thread blocked on an idle CPU, woken until it runs",
@@ -142,7 +149,7 @@ impl Level {
 
     /// Is the figure a rate (GB/s, 10^9 bytes a second) rather than a latency (ns)?
     pub fn is_rate(self) -> bool {
-        matches!(self, Level::WriteLlc | Level::WriteDram)
+        matches!(self, Level::WriteL2 | Level::WriteLlc | Level::WriteDram)
     }
 
     /// The accepted range of the value.
@@ -173,7 +180,7 @@ impl Level {
         match self {
             Level::C2cOtherLlc | Level::HandoffOtherLlc => Needed::SeveralLlcsPerNode,
             Level::C2cRemote | Level::DramRemote | Level::HandoffRemote => Needed::SeveralNodes,
-            Level::WakeIdle | Level::WakeCall => Needed::Optional,
+            Level::WriteL2 | Level::WakeIdle | Level::WakeCall => Needed::Optional,
             _ => Needed::Always,
         }
     }

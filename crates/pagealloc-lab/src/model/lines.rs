@@ -78,6 +78,11 @@ pub struct Prices {
     pub handoff_other_llc: u64,
     /// See `handoff_same_llc`.
     pub handoff_remote: u64,
+    /// Writing a page of data still in this core's L2; `None` when the machine gives no
+    /// `write_l2_gbps` (the model then keeps no page L2 and prices such a page at the LLC's).
+    pub page_l2: Option<u64>,
+    /// The first line of a page in this core's L2: an L2 hit's latency.
+    pub line_l2: u64,
     /// Writing a page of data that is in this LLC.
     pub page_llc: u64,
     /// Writing a page of data from this node's DRAM.
@@ -123,6 +128,8 @@ impl Prices {
             handoff_same_llc: ps(Level::HandoffSameLlc),
             handoff_other_llc: ps(Level::HandoffOtherLlc),
             handoff_remote: ps(Level::HandoffRemote),
+            page_l2: h.value(Level::WriteL2).map(|_| page(Level::WriteL2)),
+            line_l2: ps(Level::L2Hit),
             page_llc: page(Level::WriteLlc),
             page_dram,
             page_dram_remote: (page_dram as f64 * remote_ratio).round() as u64,

@@ -342,8 +342,15 @@ pub struct Ctx<'a> {
 #[derive(Debug)]
 enum Clock<'a> {
     /// The model: a virtual CPU charged from the cost profile and the machine's hierarchy,
-    /// touching the LLC model.
-    Virtual { v: &'a mut VCpu, llc: usize, cache: &'a mut LlcModel, cost: &'a CostPs },
+    /// touching the LLC model and, where the machine prices L2-resident pages, its L2
+    /// domain's page model (`l2`: the domain and the model).
+    Virtual {
+        v: &'a mut VCpu,
+        llc: usize,
+        cache: &'a mut LlcModel,
+        l2: Option<(usize, &'a mut LlcModel)>,
+        cost: &'a CostPs,
+    },
     /// The real runner: an OS thread whose touches write the heap's memory.
     Real { t: &'a mut real::ThreadClock, heap: &'a real::RealHeap },
 }
@@ -437,8 +444,12 @@ impl Ctx<'_> {
     /// of pages. On the real runner the work is just time; the host's caches do the rest.
     pub fn compute(&mut self, ps: u64, lines: u64) {
         self.work(ps);
-        if let Clock::Virtual { llc, cache, .. } = &mut self.clock {
-            cache.advance(*llc, (lines + LINES_PER_PAGE / 2) / LINES_PER_PAGE);
+        if let Clock::Virtual { llc, cache, l2, .. } = &mut self.clock {
+            let pages = (lines + LINES_PER_PAGE / 2) / LINES_PER_PAGE;
+            cache.advance(*llc, pages);
+            if let Some((domain, l2)) = l2 {
+                l2.advance(*domain, pages);
+            }
             if let Some(l) = self.pa.events().lines() {
                 l.advance_lines(self.cpu.id(), lines);
             }
@@ -670,18 +681,19 @@ impl Ctx<'_> {
             return 0;
         }
         match &mut self.clock {
-            Clock::Virtual { v, llc, cache, .. } => {
+            Clock::Virtual { v, llc, cache, l2, .. } => {
                 let pages = bytes.div_ceil(4096);
-                let cold = cache.touch(*llc, pfn.0, pages);
+                let l2 = l2.as_mut().map(|(d, m)| (*d, &mut **m));
+                let found = find_pages(cache, *llc, l2, pfn.0, pages);
                 let sink = self.pa.events();
                 if let Some(lines) = sink.lines() {
                     lines.advance(self.cpu.id(), pages);
                 }
-                let ps = page_write_ps(sink, self.cpu.id(), pfn, bytes, pages, cold);
+                let ps = page_write_ps(sink, self.cpu.id(), pfn, bytes, pages, found);
                 v.now = v.now.saturating_add(ps);
                 v.busy = v.busy.saturating_add(ps);
                 v.touched = v.touched.saturating_add(ps);
-                cold
+                found.cold
             }
             Clock::Real { t, heap } => {
                 t.touch(heap, pfn, bytes);
@@ -697,18 +709,63 @@ impl Ctx<'_> {
     }
 }
 
-/// What writing `bytes` from the start of the block at `pfn` (`pages` pages, `cold` of them
-/// cold) costs `cpu` (ps): a cold page at the DRAM rate of the block's node, a hot one at
-/// the LLC's, and only the bytes written, not the whole last page; less than a page waits a
-/// whole miss for its first line and streams the rest ([`Prices::part_page`]). The node is
-/// looked up and the division made only when they can change the answer (a hot write of
-/// whole pages is the common case, and both showed in the profile).
-fn page_write_ps(sink: &ModelSink, cpu: CpuId, pfn: Pfn, bytes: u64, pages: u64, cold: u64) -> u64 {
+/// Where a touch found its pages: in this core's L2 (only where the machine prices it), in
+/// no cache, and (the rest) in the LLC.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct PagesFound {
+    l2: u64,
+    cold: u64,
+}
+
+/// Touch frames `first..first + pages` in CPU's LLC model `cache` (LLC `llc`) and, where
+/// the machine prices L2-resident pages, its L2 domain's page model: a page found in the L2
+/// is priced there whatever the LLC model says (a non-inclusive LLC may have dropped it).
+fn find_pages(
+    cache: &mut LlcModel,
+    llc: usize,
+    l2: Option<(usize, &mut LlcModel)>,
+    first: u64,
+    pages: u64,
+) -> PagesFound {
+    let Some((domain, l2)) = l2 else {
+        return PagesFound { l2: 0, cold: cache.touch(llc, first, pages) };
+    };
+    let mut found = PagesFound::default();
+    for f in first..first + pages {
+        let in_l2 = l2.touch(domain, f, 1) == 0;
+        let cold = cache.touch(llc, f, 1) == 1;
+        if in_l2 {
+            found.l2 += 1;
+        } else if cold {
+            found.cold += 1;
+        }
+    }
+    found
+}
+
+/// What writing `bytes` from the start of the block at `pfn` (`pages` pages, found as
+/// `found` says) costs `cpu` (ps): a cold page at the DRAM rate of the block's node, a page
+/// in the core's L2 at the L2's, any other at the LLC's, and only the bytes written, not the
+/// whole last page; less than a page waits a whole miss for its first line and streams the
+/// rest ([`Prices::part_page`]). The node is looked up and the division made only when they
+/// can change the answer (a hot write of whole pages is the common case, and both showed in
+/// the profile).
+fn page_write_ps(
+    sink: &ModelSink,
+    cpu: CpuId,
+    pfn: Pfn,
+    bytes: u64,
+    pages: u64,
+    found: PagesFound,
+) -> u64 {
     let prices = sink.prices();
     let remote = || matches!(sink.lines(), Some(l) if l.home_of_frame(pfn.0) != l.cpu_node(cpu));
+    let PagesFound { l2, cold } = found;
+    let page_l2 = prices.page_l2.unwrap_or(prices.page_llc);
     if bytes < 4096 {
-        let (first, page) = match cold {
-            0 => (prices.line_llc, prices.page_llc),
+        let (first, page) = match (l2, cold) {
+            (1.., _) => (prices.line_l2, page_l2),
+            (_, 0) => (prices.line_llc, prices.page_llc),
             _ if remote() => (prices.line_dram_remote, prices.page_dram_remote),
             _ => (prices.line_dram, prices.page_dram),
         };
@@ -719,7 +776,7 @@ fn page_write_ps(sink: &ModelSink, cpu: CpuId, pfn: Pfn, bytes: u64, pages: u64,
         _ if remote() => prices.page_dram_remote,
         _ => prices.page_dram,
     };
-    let full = cold * cold_price + (pages - cold) * prices.page_llc;
+    let full = cold * cold_price + l2 * page_l2 + (pages - cold - l2) * prices.page_llc;
     if bytes == pages * 4096 {
         full
     } else {
@@ -866,6 +923,9 @@ pub struct Model {
     pa: PageAllocator<ModelSink>,
     cpus: Vec<VCpu>,
     cache: LlcModel,
+    /// Per L2 domain, the pages it wrote last: only where the machine gives
+    /// `write_l2_gbps`, so a page still in the core's L2 is priced at that rate.
+    l2_pages: Option<LlcModel>,
     cost: CostPs,
     topology: Topology,
     wake: WakeCosts,
@@ -917,11 +977,16 @@ impl Model {
             })
             .collect();
         let cache = LlcModel::new(end_pfn, &topology.llc_bytes).context("LLC model")?;
+        let l2_pages = match prices.page_l2 {
+            Some(_) => Some(LlcModel::new(end_pfn, &topology.l2_bytes).context("L2 page model")?),
+            None => None,
+        };
         let wake = WakeCosts::of(&topology.hierarchy);
         Ok(Model {
             pa,
             cpus,
             cache,
+            l2_pages,
             cost: cost_ps,
             wake,
             topology,
@@ -1009,6 +1074,10 @@ impl Model {
                     v,
                     llc: self.topology.cpu_llc[c as usize] as usize,
                     cache: &mut self.cache,
+                    l2: self
+                        .l2_pages
+                        .as_mut()
+                        .map(|m| (self.topology.cpu_l2[c as usize] as usize, m)),
                     cost: &self.cost,
                 },
                 slab: &slabs,
@@ -1453,6 +1522,58 @@ pub(crate) mod tests {
         fn progress(&self) -> f64 {
             0.0
         }
+    }
+
+    /// One CPU writes a new page whole three times: at once, again, and after its task has
+    /// streamed 300 pages' worth of its own data through its caches (the L2 holds 256).
+    struct Rewrites;
+
+    impl SerialWorkload for Rewrites {
+        fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
+            Ok(vec![0])
+        }
+        fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+            let pfn = ctx.alloc(Gfp::KERNEL, Order(0)).expect("a page");
+            ctx.touch(pfn, 4096);
+            ctx.touch(pfn, 4096);
+            ctx.compute(0, 300 * LINES_PER_PAGE);
+            ctx.touch(pfn, 4096);
+            ctx.free(pfn, Order(0))?;
+            Ok(Next::Done)
+        }
+        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+            Vec::new()
+        }
+        fn metrics(&self) -> Vec<(String, f64)> {
+            Vec::new()
+        }
+        fn progress(&self) -> f64 {
+            0.0
+        }
+    }
+
+    /// With `write_l2_gbps` a page the CPU wrote a moment ago is in its L2 and costs the L2's
+    /// rate; once the task's own data has pushed it out, the LLC's. Without the figure both
+    /// rewrites cost the LLC's rate, as before the figure existed. The first write is of a
+    /// page no cache holds.
+    #[test]
+    fn a_page_still_in_the_l2_is_written_at_the_l2_rate_where_the_machine_gives_one() {
+        use crate::machine::hierarchy::Sourced;
+        let run = |l2_gbps: Option<f64>| {
+            let mut setup = small_setup(1, 64, "modern", 1);
+            if let Some(gbps) = l2_gbps {
+                setup.topology.hierarchy.set(Level::WriteL2, Sourced::new(gbps, "test"));
+            }
+            let prices = Prices::of(&setup.topology.hierarchy);
+            let mut m = Model::new(setup).unwrap();
+            (m.run(&mut Serial::new(Rewrites), &mut |_| {}).unwrap(), prices)
+        };
+        let (plain, p) = run(None);
+        assert_eq!(plain.touch_ps, p.page_dram + 2 * p.page_llc);
+        let (l2, p) = run(Some(40.96));
+        assert_eq!(p.page_l2, Some(100_000), "4096 bytes at 40.96 GB/s");
+        assert_eq!(l2.touch_ps, p.page_dram + 100_000 + p.page_llc);
+        assert_eq!(l2.touches, plain.touches, "the LLC model's counts do not change");
     }
 
     /// A machine whose file gives this host's wake-up starts a blocked CPU `wake_idle_ns`
