@@ -210,6 +210,21 @@ pub(crate) fn hierarchy_mismatch(like: &Machine, host: &Machine) -> Option<Strin
     ))
 }
 
+/// Why the model may charge a rewritten page more than the real runner spends: `like` gives
+/// no L2 write rate (`write_l2_gbps`), so a page still in the core's L2 is priced at the
+/// LLC's.
+pub(crate) fn l2_write_note(like: &Machine) -> Option<String> {
+    let given = like.hierarchy.as_ref().and_then(|h| h.get(Level::WriteL2)).is_some();
+    (!given).then(|| {
+        format!(
+            "machine `{}` gives no write_l2_gbps: the model writes a page still in the core's L2 \
+             (one the pageset handed back hot) at the LLC's rate. `pagealloc calibrate \
+             --machine-out host.toml` measures it",
+            like.name
+        )
+    })
+}
+
 /// Why the model may wake blocked CPUs sooner than the real runner: `like` gives no
 /// measured wake-up (`wake_idle_ns`), which only a file `pagealloc calibrate` wrote has.
 pub(crate) fn wake_note(like: &Machine) -> Option<String> {

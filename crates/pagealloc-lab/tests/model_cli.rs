@@ -288,6 +288,7 @@ fn validate_quick_compares_model_and_real_per_workload() {
     assert!(notes[1..].iter().all(|n| n.contains("pagealloc calibrate")), "{notes:?}");
     // lab-2cpu gives no measured wake-up: the doc says the model wakes sooner for it.
     assert!(notes.iter().any(|n| n.contains("gives no wake_idle_ns")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("gives no write_l2_gbps")), "{notes:?}");
     let ws = doc["workloads"].as_array().unwrap();
     assert_eq!(ws.len(), 2);
     for w in ws {

@@ -21,7 +21,7 @@ use crate::preset_file::resolve;
 use crate::results;
 use crate::runs::{self, RunSpec, Runner};
 use crate::validation::{
-    hierarchy_mismatch, host_machine, wake_note, Compared, METRICS, PLANS, TOLERANCE,
+    hierarchy_mismatch, host_machine, l2_write_note, wake_note, Compared, METRICS, PLANS, TOLERANCE,
 };
 use crate::workload;
 
@@ -94,11 +94,14 @@ pub fn run(args: &Args) -> Result<()> {
         None => CostProfile::default_profile(),
     };
     // Said first, so that a long run is not read without it.
-    let host_notes: Vec<String> =
-        [hierarchy_mismatch(&like, &host_machine(1, mib << 20, &like)?), wake_note(&like)]
-            .into_iter()
-            .flatten()
-            .collect();
+    let host_notes: Vec<String> = [
+        hierarchy_mismatch(&like, &host_machine(1, mib << 20, &like)?),
+        wake_note(&like),
+        l2_write_note(&like),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     if !args.json {
         host_notes.iter().for_each(|n| eprintln!("validate: note: {n}"));
     }
