@@ -10,6 +10,9 @@
 //! This is the lab's "cache miss rate%" — a proxy for the seeds' perf figure, counting pages
 //! rather than cache lines, and only the pages the workload touches (no instructions, no
 //! kernel metadata).
+//!
+//! The same structure, one "cache" per L2 domain with the L2's capacity, tells which pages
+//! are still in a core's private L2, where the machine prices those (`write_l2_gbps`).
 
 /// Every LLC's touch clock and every frame's last touch.
 ///

@@ -670,8 +670,9 @@ impl Ctx<'_> {
     }
 
     /// Write `bytes` starting at the first page of the block at `pfn` (pages after the first
-    /// as needed). The model charges each page at the machine's write rate: the LLC's for a
-    /// page this CPU's LLC model holds, DRAM's (local or remote, by the block's node) for a
+    /// as needed). The model charges each page at the machine's write rate: the L2's for a
+    /// page still in this CPU's L2 (only where the machine gives `write_l2_gbps`), the LLC's
+    /// for a page this CPU's LLC model holds, DRAM's (local or remote, by the block's node) for a
     /// cold one; a touch of less than a page waits a whole miss for its first line and
     /// streams the rest ([`Prices::part_page`]). It returns the number of cold pages; the
     /// pages also push metadata lines out of the CPU's caches. The real runner writes every
