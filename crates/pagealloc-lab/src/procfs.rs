@@ -318,12 +318,7 @@ fn inactive_ratio(layout: ProcLayout, present: u64, managed: u64) -> u64 {
         return 0;
     }
     let pages = if layout.since(3, 8) { managed } else { present };
-    let gib = pages >> (30 - pagealloc::types::PAGE_SHIFT);
-    if gib == 0 {
-        1
-    } else {
-        (10 * gib).isqrt()
-    }
+    crate::workload::workingset::inactive_ratio(pages)
 }
 
 fn zone_block<E: EventSink>(pa: &PageAllocator<E>, z: &Zone, layout: ProcLayout) -> ZoneBlock {

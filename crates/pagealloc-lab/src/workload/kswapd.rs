@@ -13,16 +13,21 @@
 //!   `pgdat_balanced`: some managed zone of the node up to the woken zone meets its HIGH
 //!   watermark at the woken order (4.20 has no watermark boost: that came with 5.0), and then
 //!   the run ends at once. A pass (`kswapd_shrink_node`) aims at `nr_to_reclaim` = the sum
-//!   over those zones of max(HIGH, `SWAP_CLUSTER_MAX`) but scans at most `lru >> priority`
-//!   pages of the node's LRU, in batches of `SWAP_CLUSTER_MAX`, stopping early once the pass
-//!   has reclaimed its target (kswapd's proportional-scan cut in `shrink_node_memcg`, with no
-//!   anon LRU to balance). After a pass, once the run has reclaimed `compact_gap(order)`
-//!   pages it checks the balance at order 0; the priority drops unless the pass scanned at
-//!   least its target and reclaimed something.
-//! - **The end of a run**: after priority 1 without balance, a run that reclaimed nothing
-//!   counts a failure (`kswapd_failures`; any reclaim resets it); kswapd does not sleep but
-//!   starts a new run at priority 12 (`kswapd_try_to_sleep` finds the node unbalanced), unless
-//!   the node is hopeless, which sleeps.
+//!   over those zones of max(HIGH, `SWAP_CLUSTER_MAX`) and scans `inactive >> priority` pages
+//!   of the node's inactive file list and `active >> priority` of its active one
+//!   (`get_scan_count` with no swap: file pages only), in rounds of up to `SWAP_CLUSTER_MAX`
+//!   of each (`shrink_node_memcg`'s loop: the inactive list's tail is reclaimed, then the
+//!   active list's tail is moved to the inactive list if the inactive list is low, which the
+//!   node decides, `workload::workingset`), stopping early once the pass has reclaimed its
+//!   target (kswapd's proportional-scan cut, with no anon LRU to balance). After a pass, once
+//!   the run has reclaimed `compact_gap(order)` pages it checks the balance at order 0; the
+//!   priority drops unless the pass scanned (on the inactive list) at least its target and
+//!   reclaimed something.
+//! - **The end of a run** (`balance_pgdat`'s exit, balanced or not): the node's refault
+//!   activations are noted (`snapshot_refaults`). After priority 1 without balance, a run that
+//!   reclaimed nothing counts a failure (`kswapd_failures`; any reclaim resets it); kswapd does
+//!   not sleep but starts a new run at priority 12 (`kswapd_try_to_sleep` finds the node
+//!   unbalanced), unless the node is hopeless, which sleeps.
 //! - **Sleeping** (`kswapd_try_to_sleep`): balanced (or hopeless), kswapd clears the
 //!   compaction skip hints of the node (`reset_isolation_suitable`) and wakes kcompactd for
 //!   the order it was woken for (`wakeup_kcompactd`, which ignores order 0), then naps for
@@ -34,9 +39,7 @@
 //! is all kswapd needs of its node; the rules are thus testable without a model run. Two
 //! simplifications: kswapd blocks through its nap (the model's runner cannot cut a timed
 //! sleep short when an allocation wakes it), and the nap's end is noticed by the next
-//! allocation that may reclaim ([`Kswapd::nap_over`]); and a pass scans one queue with a
-//! second chance for active pages, where the kernel scans the inactive and active lists
-//! (`lru >> priority` of each).
+//! allocation that may reclaim ([`Kswapd::nap_over`]).
 
 use anyhow::Result;
 use pagealloc::{AllocFlags, Order, RawLock, Zone, ZoneType, WMARK_HIGH, WMARK_LOW, WMARK_MIN};
@@ -61,16 +64,19 @@ pub trait KswapdNode {
     /// 4.20 `pgdat_balanced`: does some managed zone of the node up to `classzone` meet its
     /// HIGH watermark at `order`? (A node without such a zone needs no balancing.)
     fn balanced(&self, order: Order, classzone: ZoneType) -> bool;
-    /// Pages on the node's LRU that reclaim for `classzone` may take.
-    fn lru_pages(&self) -> u64;
+    /// Pages on the node's inactive and active file lists (4.20 `lruvec_lru_size`).
+    fn lru_pages(&self) -> (u64, u64);
     /// A pass's `nr_to_reclaim`: Σ max(HIGH, `SWAP_CLUSTER_MAX`) over the managed zones up
     /// to `classzone`.
     fn reclaim_target(&self, classzone: ZoneType) -> u64;
-    /// Scan up to `scan` of the LRU's oldest pages, evicting those that may go: (scanned,
-    /// evicted). Scanned is below `scan` only when the LRU ran out.
-    fn shrink(&mut self, scan: u64) -> Result<(u64, u64)>;
+    /// One round of `shrink_node_memcg`'s loop: scan up to `inactive` of the inactive list's
+    /// oldest pages, evicting those that may go, then, if the inactive list is low, move up
+    /// to `active` of the active list's oldest pages to it: (inactive pages scanned, evicted).
+    fn shrink(&mut self, inactive: u64, active: u64) -> Result<(u64, u64)>;
     /// Mark the node's zones as under background reclaim, or no longer.
     fn set_reclaim_active(&mut self, active: bool);
+    /// A run ended: note the node's refault activations (`snapshot_refaults`).
+    fn run_ended(&mut self);
     /// Going to sleep: clear the compaction skip hints, wake kcompactd if an allocation
     /// asked for it (`wakeup_kcompactd` at the order kswapd was woken for).
     fn going_to_sleep(&mut self) -> Result<()>;
@@ -92,8 +98,10 @@ enum State {
 struct Pass {
     /// `nr_to_reclaim`.
     target: u64,
-    /// Pages left to scan (`lru >> priority` at the pass's start).
-    scan_left: u64,
+    /// Pages left to scan on the inactive and the active list (`size >> priority` of each
+    /// at the pass's start).
+    inactive_left: u64,
+    active_left: u64,
     scanned: u64,
     reclaimed: u64,
 }
@@ -203,14 +211,17 @@ impl Kswapd {
         let Some(mut pass) = self.pass else {
             return self.between_passes(node, now);
         };
-        let batch = pass.scan_left.min(SWAP_CLUSTER_MAX);
-        let (scanned, evicted) = if batch > 0 { node.shrink(batch)? } else { (0, 0) };
+        // The kernel counts each round's batches off whether or not the lists held them.
+        let inactive = pass.inactive_left.min(SWAP_CLUSTER_MAX);
+        let active = pass.active_left.min(SWAP_CLUSTER_MAX);
+        let (scanned, evicted) = node.shrink(inactive, active)?;
         self.pages += evicted;
         self.reclaimed(evicted);
         pass.scanned += scanned;
         pass.reclaimed += evicted;
-        pass.scan_left = if scanned < batch { 0 } else { pass.scan_left - batch };
-        if pass.scan_left == 0 || pass.reclaimed >= pass.target {
+        pass.inactive_left -= inactive;
+        pass.active_left -= active;
+        if pass.inactive_left + pass.active_left == 0 || pass.reclaimed >= pass.target {
             self.end_pass(pass);
         } else {
             self.pass = Some(pass);
@@ -238,9 +249,11 @@ impl Kswapd {
     /// the run ends; otherwise a new pass starts.
     fn between_passes(&mut self, node: &mut impl KswapdNode, now: u64) -> Result<KswapdNext> {
         if node.balanced(self.order, self.classzone) {
+            node.run_ended();
             return self.sleep(node, now);
         }
         if self.priority < 1 {
+            node.run_ended();
             if self.run_reclaimed == 0 {
                 self.failures += 1;
             }
@@ -252,9 +265,11 @@ impl Kswapd {
             return Ok(KswapdNext::Continue);
         }
         self.passes += 1;
+        let (inactive, active) = node.lru_pages();
         self.pass = Some(Pass {
             target: node.reclaim_target(self.classzone),
-            scan_left: node.lru_pages() >> self.priority,
+            inactive_left: inactive >> self.priority,
+            active_left: active >> self.priority,
             scanned: 0,
             reclaimed: 0,
         });
@@ -306,22 +321,42 @@ mod tests {
     use super::*;
     use pagealloc::{Cpu, CpuId, Gfp, MemoryMap, PageAllocator, Pfn, Policy, Tunables};
 
-    /// A node reduced to counters: `free` pages against one HIGH watermark, an LRU of `lru`
-    /// pages of which a scan evicts `evict_pct` %; it records every batch (pass number,
-    /// pages asked) and every time kswapd went to sleep.
+    /// A node reduced to counters: `free` pages against one HIGH watermark, an inactive list
+    /// of `lru` pages of which a scan evicts `evict_pct` % and an active list of `active`
+    /// pages that is never low; it records every round (pass number, inactive and active
+    /// pages asked), every end of a run and every time kswapd went to sleep.
     struct FakeNode {
         free: u64,
         high: u64,
         lru: u64,
+        active: u64,
         evict_pct: u64,
-        batches: Vec<(u64, u64)>,
+        batches: Vec<(u64, u64, u64)>,
         pass: u64,
+        run_ends: u32,
         sleeps: u32,
     }
 
     impl FakeNode {
         fn new(free: u64, high: u64, lru: u64, evict_pct: u64) -> FakeNode {
-            FakeNode { free, high, lru, evict_pct, batches: Vec::new(), pass: 0, sleeps: 0 }
+            FakeNode {
+                free,
+                high,
+                lru,
+                active: 0,
+                evict_pct,
+                batches: Vec::new(),
+                pass: 0,
+                run_ends: 0,
+                sleeps: 0,
+            }
+        }
+
+        /// Pages asked of the inactive (`active` false) or active list in pass `pass`.
+        fn asked(&self, pass: u64, active: bool) -> u64 {
+            let of =
+                |&(p, i, a): &(u64, u64, u64)| (p == pass).then_some(if active { a } else { i });
+            self.batches.iter().filter_map(of).sum()
         }
     }
 
@@ -329,14 +364,14 @@ mod tests {
         fn balanced(&self, _order: Order, _classzone: ZoneType) -> bool {
             self.free >= self.high
         }
-        fn lru_pages(&self) -> u64 {
-            self.lru
+        fn lru_pages(&self) -> (u64, u64) {
+            (self.lru, self.active)
         }
         fn reclaim_target(&self, _classzone: ZoneType) -> u64 {
             self.high
         }
-        fn shrink(&mut self, scan: u64) -> Result<(u64, u64)> {
-            self.batches.push((self.pass, scan));
+        fn shrink(&mut self, scan: u64, active: u64) -> Result<(u64, u64)> {
+            self.batches.push((self.pass, scan, active));
             let scanned = scan.min(self.lru);
             let evicted = scanned * self.evict_pct / 100;
             self.lru -= evicted;
@@ -344,6 +379,9 @@ mod tests {
             Ok((scanned, evicted))
         }
         fn set_reclaim_active(&mut self, _active: bool) {}
+        fn run_ended(&mut self) {
+            self.run_ends += 1;
+        }
         fn going_to_sleep(&mut self) -> Result<()> {
             self.sleeps += 1;
             Ok(())
@@ -377,23 +415,25 @@ mod tests {
         assert!(matches!(k.state, State::Napping(_)));
     }
 
-    /// Each pass scans `lru >> priority`: 256, 512, … pages of a 1 Mi-page LRU from which
-    /// nothing can be evicted, in batches of 32, the priority dropping after each pass that
-    /// reclaimed nothing; after priority 1 a new run starts at 12.
+    /// Each pass scans `size >> priority` of each list: 256, 512, … pages of a 1 Mi-page
+    /// inactive list from which nothing can be evicted and 16, 32, … of a 64 Ki-page active
+    /// list, in rounds of at most 32 of each, the priority dropping after each pass that
+    /// reclaimed nothing; after priority 1 the run ends (refaults noted) and a new one starts
+    /// at 12.
     #[test]
-    fn a_pass_at_priority_p_scans_lru_shifted_by_p() {
+    fn a_pass_at_priority_p_scans_each_list_shifted_by_p() {
         let mut node = FakeNode::new(0, 1000, 1 << 20, 0);
+        node.active = 1 << 16;
         let mut k = Kswapd::default();
         assert_eq!(run(&mut k, &mut node, 40_000), 40_000, "an unbalanced node keeps it busy");
-        let scanned = |pass: u64| -> u64 {
-            node.batches.iter().filter(|&&(p, _)| p == pass).map(|&(_, n)| n).sum()
-        };
         for (pass, priority) in (1..=12).zip((1..=DEF_PRIORITY).rev()) {
-            assert_eq!(scanned(pass), (1 << 20) >> priority, "pass {pass}");
+            assert_eq!(node.asked(pass, false), (1 << 20) >> priority, "pass {pass}");
+            assert_eq!(node.asked(pass, true), (1 << 16) >> priority, "pass {pass}");
         }
-        assert!(node.batches.iter().all(|&(_, n)| n <= SWAP_CLUSTER_MAX));
-        assert_eq!(scanned(13), (1 << 20) >> DEF_PRIORITY, "a new run starts at 12");
+        assert!(node.batches.iter().all(|&(_, i, a)| i <= SWAP_CLUSTER_MAX && a <= 32));
+        assert_eq!(node.asked(13, false), (1 << 20) >> DEF_PRIORITY, "a new run starts at 12");
         assert!(k.runs >= 2);
+        assert_eq!(u64::from(node.run_ends), k.runs - 1, "every run but the current one ended");
     }
 
     /// A pass stops once it reclaimed its target, and while the pass scans at least its
@@ -421,6 +461,7 @@ mod tests {
         assert_eq!(node.sleeps, 0, "not while reclaiming");
         while k.step(&mut node, 0).unwrap() == KswapdNext::Continue {}
         assert_eq!(node.sleeps, 1);
+        assert_eq!(node.run_ends, 1, "the balanced run ended before the sleep");
         // The nap: woken in it (below HIGH again), kswapd runs again at once; at its end on a
         // balanced node it sleeps for good without a second reset.
         node.free = 0;

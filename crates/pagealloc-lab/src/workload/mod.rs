@@ -19,6 +19,7 @@ pub mod page_frag_rx;
 pub mod thpfioscale;
 pub mod trunc;
 pub mod vm_scalability;
+pub(crate) mod workingset;
 
 use anyhow::{bail, Result};
 
