@@ -121,8 +121,8 @@ pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
             hot,
             hot_s,
             format!(
-                "4 KiB page writes over a {} MiB region (1/4 of the LLC)",
-                c.touch.hot_bytes >> 20
+                "4 KiB page writes over a {} KiB region (4 L2s, at most 1/4 of the LLC)",
+                c.touch.hot_bytes >> 10
             ),
         ),
         (

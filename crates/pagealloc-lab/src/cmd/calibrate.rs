@@ -73,8 +73,10 @@ This machine's memory hierarchy (the [hierarchy] of --machine-out):
                               uncontended lock+unlock
   c2c_same_llc_ns             the same threads ping-pong a flag: one way
   write_l2_gbps,              4 KiB page writes in shuffled order: a region 1/4 of the L2
-  write_llc_gbps,             (a page the core wrote a moment ago), one 1/4 of the LLC, and
-  write_dram_gbps             one 8 LLCs large written once per pass after an eviction
+  write_llc_gbps,             (a page the core wrote a moment ago), one of 4 L2s (at most
+  write_dram_gbps             1/4 of the LLC: a VM is told the host's whole LLC but gets a
+                              share), and one 8 LLCs large written once per pass after an
+                              eviction
   wake_idle_ns                two threads hand a turn back and forth, each blocked on its
                               own condition variable until the other wakes it (the real
                               runner's wake-up; between turns a CPU is idle): half a round
@@ -299,11 +301,14 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
     }
     let _ = writeln!(
         s,
-        "- page writes: LLC {} MiB ({}); hot region {} MiB, cold region {} MiB after writing \
-         {} MiB to evict; cold/hot = {:.1}",
+        "- page writes: L2 {} KiB ({}), region {} KiB; LLC {} MiB ({}); hot region {} KiB, \
+         cold region {} MiB after writing {} MiB to evict; cold/hot = {:.1}",
+        t.l2_bytes >> 10,
+        if t.l2_from_sysfs { "sysfs" } else { "not in sysfs: guessed" },
+        t.l2_region_bytes >> 10,
         t.llc_bytes >> 20,
         if t.llc_from_sysfs { "sysfs" } else { "not in sysfs: guessed" },
-        t.hot_bytes >> 20,
+        t.hot_bytes >> 10,
         t.cold_bytes >> 20,
         t.evict_bytes >> 20,
         t.cold.median / t.hot.median
