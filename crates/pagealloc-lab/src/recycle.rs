@@ -6,16 +6,17 @@
 //! memory, which the OS maps lazily. The run takes a page fault for every page it touches
 //! first (the build alone writes every other page of a frame table), and freeing the table
 //! gives every page back, so the next run faults them all in again: on the lab VM a fault, the
-//! kernel's clearing of the page and its release cost about 2 µs, a fifth of `reproduce
-//! --quick`'s CPU time. A kept block skips all three: when it is freed, the pages the run wrote
-//! are found in `/proc/self/pagemap` and cleared in place, a `memset` of a page the host
-//! probably still caches. What is kept is bounded ([`KEEP_BYTES`] of resident pages, the
-//! oldest given back first), so the peak resident size grows by at most that.
+//! kernel's clearing of the page and its release cost about 2 µs, up to a fifth of
+//! `reproduce --quick`'s CPU time. A kept block skips the fault and the release, and clears
+//! only what was written: when it is freed, the pages the run wrote are found in
+//! `/proc/self/pagemap` and cleared in place with a `memset`. What is kept is bounded
+//! ([`KEEP_BYTES`] of resident pages, the oldest given back first), so the peak resident size
+//! grows by at most that.
 //!
 //! A kept block is always all zero, so it serves `alloc` and `alloc_zeroed` alike; a block
-//! larger than asked for (by at most twice) is trimmed to the size asked. Whatever
-//! goes wrong (no `/proc`, a failed `mmap`) falls back to what the system allocator would
-//! have done: the block is unmapped, or the allocation fails.
+//! larger than asked for (by at most twice) is trimmed to the size asked. Whatever goes wrong
+//! (no `/proc`, a failed `mmap`) falls back to what the system allocator would have done: the
+//! block is unmapped, or the allocation fails.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ptr;
