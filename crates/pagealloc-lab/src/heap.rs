@@ -4,9 +4,9 @@
 //! [`BuddyFrames`] over buddy_system_allocator), [`prefetch`] for the model, and
 //! [`default_sigpipe`] for `main`.
 //!
-//! This is the one module of the lab allowed `unsafe` (the workspace denies it everywhere
-//! else); every `unsafe` block carries a `// SAFETY:` argument. Every `unsafe` the heap itself
-//! needs is in `pagealloc-heap`.
+//! This is one of the two modules of the lab allowed `unsafe` (the workspace denies it
+//! everywhere else; the other is `recycle.rs`, the global allocator); every `unsafe` block
+//! carries a `// SAFETY:` argument. Every `unsafe` the heap itself needs is in `pagealloc-heap`.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::fmt;

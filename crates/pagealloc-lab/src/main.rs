@@ -11,8 +11,9 @@ mod calibrate;
 mod calibration;
 mod cmd;
 mod explore;
-// The one module allowed unsafe code: real memory (mmap, raw blocks) and the few OS calls
-// around it (CPU affinity, SIGPIPE, the model's cache prefetch hint).
+// The two modules allowed unsafe code: real memory (mmap, raw blocks) and the few OS calls
+// around it (CPU affinity, SIGPIPE, the model's cache prefetch hint), and the global
+// allocator that keeps large freed blocks for the next run's tables.
 #[allow(unsafe_code)]
 mod heap;
 mod input;
@@ -25,6 +26,8 @@ mod plot;
 mod preset_file;
 mod procfs;
 mod published;
+#[allow(unsafe_code)]
+mod recycle;
 mod report;
 mod reproduction;
 mod results;
@@ -40,6 +43,10 @@ mod zoneinfo;
 // The parsers under a seeded mutation fuzzer (stable; in the normal test suite).
 #[cfg(test)]
 mod fuzz_smoke;
+
+/// Every heap block of the lab: large ones are kept across model runs (`recycle.rs`).
+#[global_allocator]
+static ALLOC: recycle::Recycler = recycle::Recycler::new(recycle::KEEP_BYTES);
 
 /// The pagealloc lab: drive the page allocator, inspect it, compare policies.
 #[derive(Debug, Parser)]
