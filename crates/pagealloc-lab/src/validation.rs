@@ -63,10 +63,16 @@ pub(crate) const METRICS: &[(&str, bool, &str)] = &[
          at the machine's write rates; the real runner's wall time in them (one in eight timed)",
     ),
     (
+        "calls_ns",
+        false,
+        "allocator calls per step, ns (part of beyond_work_ns, zone-lock waits excluded): the \
+         model's charges; the real runner's wall time in them (one in eight timed)",
+    ),
+    (
         "rest_ns",
         false,
-        "beyond_work_ns less touch_ns: the model's allocator calls and lock holds; the real \
-         step's allocator calls, the workload's own bookkeeping and the runner's",
+        "beyond_work_ns less touch_ns and calls_ns: in the model, the wake-up calls; in the real \
+         step, the workload's own bookkeeping, its wake-ups and the runner's",
     ),
     (
         "wakes_per_kcall",
@@ -112,9 +118,11 @@ pub(crate) fn value(name: &str, r: &RunResult, real: bool) -> f64 {
         "work_s" => r.outcome.work_ps as f64 / 1e12,
         "beyond_work_ns" => per_step_ns(&r.outcome, r.outcome.beyond_work_ps),
         "touch_ns" => per_step_ns(&r.outcome, r.outcome.touch_ps),
-        "rest_ns" => {
-            per_step_ns(&r.outcome, r.outcome.beyond_work_ps.saturating_sub(r.outcome.touch_ps))
-        }
+        "calls_ns" => per_step_ns(&r.outcome, r.outcome.call_ps),
+        "rest_ns" => per_step_ns(
+            &r.outcome,
+            r.outcome.beyond_work_ps.saturating_sub(r.outcome.touch_ps + r.outcome.call_ps),
+        ),
         "idle_pct" => idle_pct(&r.outcome),
         "wakes_per_kcall" => {
             let calls = value("calls", r, real);

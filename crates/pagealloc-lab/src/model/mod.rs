@@ -317,6 +317,8 @@ struct VCpu {
     worked: u64,
     /// The part of `busy` charged for page touches and copies ([`Ctx::touch`]).
     touched: u64,
+    /// The part of `busy` charged for allocator calls (their fixed work, lines and holds).
+    in_calls: u64,
     waited: u64,
     held: u64,
     rng: Rng,
@@ -456,26 +458,36 @@ impl Ctx<'_> {
         }
     }
 
-    /// Charge a finished allocator call (model only; real time passes by itself).
+    /// Charge a finished allocator call (model; real time passes by itself, and the real
+    /// runner only ends the call's timing if it took one).
     fn charge(&mut self, fixed: impl FnOnce(&CostPs) -> u64) {
-        if let Clock::Virtual { v, cost, .. } = &mut self.clock {
-            let t = self.pa.events().end();
-            let before = v.now;
-            v.now = t.now.saturating_add(fixed(cost));
-            v.waited += t.waited;
-            v.held += t.held;
-            v.busy += v.now - before - t.waited;
+        match &mut self.clock {
+            Clock::Virtual { v, cost, .. } => {
+                let t = self.pa.events().end();
+                let before = v.now;
+                v.now = t.now.saturating_add(fixed(cost));
+                v.waited += t.waited;
+                v.held += t.held;
+                let charged = v.now - before - t.waited;
+                v.busy += charged;
+                v.in_calls += charged;
+            }
+            Clock::Real { t, .. } => t.call_end(),
         }
     }
 
     /// Start an allocator call on the model's clock, first paying what this CPU owes for
-    /// CPUs let in at the chunk boundaries of its earlier batched frees (time it waited).
+    /// CPUs let in at the chunk boundaries of its earlier batched frees (time it waited);
+    /// on the real runner, start timing it if it is one of those timed.
     fn begin(&mut self) {
-        if let Clock::Virtual { v, .. } = &mut self.clock {
-            let debt = self.pa.events().take_debt(self.cpu.id().0);
-            v.now = v.now.saturating_add(debt);
-            v.waited += debt;
-            self.pa.events().begin(v.now);
+        match &mut self.clock {
+            Clock::Virtual { v, .. } => {
+                let debt = self.pa.events().take_debt(self.cpu.id().0);
+                v.now = v.now.saturating_add(debt);
+                v.waited += debt;
+                self.pa.events().begin(v.now);
+            }
+            Clock::Real { t, .. } => t.call_begin(),
         }
     }
 
@@ -843,6 +855,10 @@ pub struct RunOutcome {
     /// [`Ctx::copy`]): the model's charges for them; the real runner's wall time in them,
     /// one in eight timed and counted eight times.
     pub touch_ps: u64,
+    /// The part of `beyond_work_ps` inside allocator calls, zone-lock waits excluded: the
+    /// model's charges for them; the real runner's wall time in them, one in eight timed and
+    /// counted eight times, less every zone-lock wait.
+    pub call_ps: u64,
     /// The CPUs the workload ran on.
     pub running_cpus: u32,
     /// Wakes of a CPU that had blocked ([`Next::Block`]) — the wakes that cost a parked
@@ -970,6 +986,7 @@ impl Model {
                 busy: 0,
                 worked: 0,
                 touched: 0,
+                in_calls: 0,
                 waited: 0,
                 held: 0,
                 rng: Rng::new(stream_seed(seed, c as u64)),
@@ -1170,12 +1187,14 @@ impl Model {
             self.cpus.iter().fold((0, 0, 0), |(b, w, h), v| (b + v.busy, w + v.waited, h + v.held));
         let worked: u64 = self.cpus.iter().map(|v| v.worked).sum();
         let touched: u64 = self.cpus.iter().map(|v| v.touched).sum();
+        let in_calls: u64 = self.cpus.iter().map(|v| v.in_calls).sum();
         Ok(RunOutcome {
             elapsed_ps: end,
             busy_ps: busy,
             work_ps: worked,
             beyond_work_ps: busy - worked,
             touch_ps: touched,
+            call_ps: in_calls,
             running_cpus: running.len() as u32,
             blocked_wakes,
             lock_wait_ps: waited,
@@ -1393,8 +1412,10 @@ pub(crate) mod tests {
         assert_eq!(o.ops.frees, pages);
         assert_eq!(o.ops.alloc_failures, 0);
         assert!(o.elapsed_ps > 0 && o.busy_ps > 0);
-        // trunc writes its files' pages: charged as touches, within what is beyond work.
-        assert!(o.touch_ps > 0 && o.touch_ps < o.beyond_work_ps, "{o:?}");
+        // trunc writes its files' pages and wakes no one: what is beyond its work is its
+        // touches and its allocator calls, exactly.
+        assert!(o.touch_ps > 0 && o.call_ps > 0, "{o:?}");
+        assert_eq!(o.touch_ps + o.call_ps, o.beyond_work_ps);
         let elapsed = o.workload.iter().find(|(k, _)| k == "elapsed").unwrap().1;
         assert!(elapsed > 0.0);
         // Every page was touched once, cold (fresh memory).

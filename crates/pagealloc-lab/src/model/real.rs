@@ -91,13 +91,20 @@ pub struct ThreadClock {
     touch_calls: u64,
     /// Wall time in touches and copies (ps), estimated from the timed ones.
     touch_ps: u64,
+    /// Allocator calls so far, to time one in [`TOUCH_TIMED_EVERY`].
+    calls: u64,
+    /// When the call being timed began.
+    call_began: Option<Instant>,
+    /// Wall time in allocator calls (ps), estimated from the timed ones, lock waits included.
+    call_ps: u64,
     /// Touches that named memory outside the arena (a workload bug).
     bad_touches: u64,
     /// What touches write (the CPU's number, so memory shows who wrote it last).
     tag: u64,
 }
 
-/// The real runner times one touch in this many (`ThreadClock::timed`).
+/// The real runner times one touch, and one allocator call, in this many
+/// (`ThreadClock::timed`, `ThreadClock::call_begin`).
 const TOUCH_TIMED_EVERY: u64 = 8;
 
 impl ThreadClock {
@@ -119,6 +126,22 @@ impl ThreadClock {
         match self.timed(|| heap.copy(from, to, bytes)) {
             Some(pages) => self.touched += 2 * pages,
             None => self.bad_touches += 1,
+        }
+    }
+
+    /// An allocator call begins: time it if it is one in [`TOUCH_TIMED_EVERY`].
+    pub(super) fn call_begin(&mut self) {
+        self.calls += 1;
+        if self.calls % TOUCH_TIMED_EVERY == 0 {
+            self.call_began = Some(Instant::now());
+        }
+    }
+
+    /// The allocator call ends: count a timed one [`TOUCH_TIMED_EVERY`] times.
+    pub(super) fn call_end(&mut self) {
+        if let Some(began) = self.call_began.take() {
+            let ps = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX / 1000) * 1000;
+            self.call_ps = self.call_ps.saturating_add(ps * TOUCH_TIMED_EVERY);
         }
     }
 
@@ -267,6 +290,8 @@ struct ThreadTotals {
     touched: u64,
     /// Wall time in touches (`ThreadClock::touch_ps`).
     touch_ps: u64,
+    /// Wall time in allocator calls (`ThreadClock::call_ps`).
+    call_ps: u64,
     bad_touches: u64,
     end_ps: u64,
 }
@@ -451,6 +476,7 @@ impl RealRunner {
             totals.blocked_wakes += t.blocked_wakes;
             totals.touched += t.touched;
             totals.touch_ps += t.touch_ps;
+            totals.call_ps += t.call_ps;
             totals.bad_touches += t.bad_touches;
             totals.end_ps = totals.end_ps.max(t.end_ps);
         }
@@ -487,6 +513,8 @@ impl RealRunner {
             beyond_work_ps: totals.step_ps.saturating_sub(wait_ps),
             work_ps: totals.work_ps,
             touch_ps: totals.touch_ps,
+            // The timed calls' waits for zone locks are in the waits measured exactly.
+            call_ps: totals.call_ps.saturating_sub(wait_ps),
             running_cpus: running.len() as u32,
             blocked_wakes: totals.blocked_wakes,
             lock_wait_ps: wait_ps,
@@ -540,6 +568,9 @@ fn cpu_thread(
         touched: 0,
         touch_calls: 0,
         touch_ps: 0,
+        calls: 0,
+        call_began: None,
+        call_ps: 0,
         bad_touches: 0,
         tag: u64::from(c),
     };
@@ -623,6 +654,7 @@ fn cpu_thread(
     }
     totals.touched = clock.touched;
     totals.touch_ps = clock.touch_ps;
+    totals.call_ps = clock.call_ps;
     totals.bad_touches = clock.bad_touches;
     totals.work_ps = clock.worked_ps;
     Ok(totals)
@@ -725,8 +757,8 @@ mod tests {
         assert_eq!((o.work_ps, o.running_cpus), (2000 * 1_000_000, 2));
         assert!(o.busy_ps >= o.work_ps);
         assert!(o.beyond_work_ps > 0 && o.beyond_work_ps < o.busy_ps);
-        // 250 of the 2000 page writes timed, each a page of writes.
-        assert!(o.touch_ps > 0, "{o:?}");
+        // 250 of the 2000 page writes timed, each a page of writes; 500 of the 4000 calls.
+        assert!(o.touch_ps > 0 && o.call_ps > 0, "{o:?}");
         // Two wakes a round at most, and only those that found their thread parked count;
         // CPU 1 parks before the first page comes, so one at least did.
         assert!((1..=2 * 2000).contains(&o.blocked_wakes), "{}", o.blocked_wakes);
