@@ -12,6 +12,23 @@
 //!
 //! Same machine, policy, workload, costs and seed ⇒ the same run, event for event.
 
+/// A test workload's `held`, `metrics` and `progress` when it keeps no pages past a step,
+/// reports nothing and says nothing of its progress.
+#[cfg(test)]
+macro_rules! holds_nothing_and_measures_nothing {
+    () => {
+        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+            Vec::new()
+        }
+        fn metrics(&self) -> Vec<(String, f64)> {
+            Vec::new()
+        }
+        fn progress(&self) -> f64 {
+            0.0
+        }
+    };
+}
+
 pub mod cache;
 pub mod cost;
 pub mod lines;
@@ -1490,15 +1507,7 @@ pub(crate) mod tests {
                     _ => unreachable!(),
                 })
             }
-            fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
-                Vec::new()
-            }
-            fn metrics(&self) -> Vec<(String, f64)> {
-                Vec::new()
-            }
-            fn progress(&self) -> f64 {
-                0.0
-            }
+            holds_nothing_and_measures_nothing!();
         }
         let mut m = Model::new(small_setup(1, 64, "modern", 1)).unwrap();
         let o = m.run(&mut Serial::new(Nap(0)), &mut |_| {}).unwrap();
@@ -1535,15 +1544,7 @@ pub(crate) mod tests {
             ctx.wake(other, ctx.now());
             Ok(Next::Block)
         }
-        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
-            Vec::new()
-        }
-        fn metrics(&self) -> Vec<(String, f64)> {
-            Vec::new()
-        }
-        fn progress(&self) -> f64 {
-            0.0
-        }
+        holds_nothing_and_measures_nothing!();
     }
 
     /// One CPU writes a new page whole three times: at once, again, and after its task has
@@ -1563,15 +1564,7 @@ pub(crate) mod tests {
             ctx.free(pfn, Order(0))?;
             Ok(Next::Done)
         }
-        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
-            Vec::new()
-        }
-        fn metrics(&self) -> Vec<(String, f64)> {
-            Vec::new()
-        }
-        fn progress(&self) -> f64 {
-            0.0
-        }
+        holds_nothing_and_measures_nothing!();
     }
 
     /// With `write_l2_gbps` a page the CPU wrote a moment ago is in its L2 and costs the L2's
@@ -1698,15 +1691,7 @@ pub(crate) mod tests {
                 ctx.work(u64::MAX);
                 Ok(Next::Continue)
             }
-            fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
-                Vec::new()
-            }
-            fn metrics(&self) -> Vec<(String, f64)> {
-                Vec::new()
-            }
-            fn progress(&self) -> f64 {
-                0.0
-            }
+            holds_nothing_and_measures_nothing!();
         }
         let mut m = Model::new(small_setup(1, 64, "modern", 1)).unwrap();
         let e = m.run(&mut Serial::new(Forever), &mut |_| {}).unwrap_err().to_string();
@@ -1797,15 +1782,7 @@ pub(crate) mod tests {
             self.next += 1;
             Ok(if self.next == self.steps.len() { Next::Done } else { Next::Continue })
         }
-        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
-            Vec::new()
-        }
-        fn metrics(&self) -> Vec<(String, f64)> {
-            Vec::new()
-        }
-        fn progress(&self) -> f64 {
-            0.0
-        }
+        holds_nothing_and_measures_nothing!();
         fn slab_setup(&self) -> SlabSetup {
             SlabSetup {
                 config: pagealloc_slab::SlubConfig::default(),

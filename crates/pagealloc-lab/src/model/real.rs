@@ -87,11 +87,11 @@ pub struct ThreadClock {
     pub(super) worked_ps: u64,
     /// Pages written by touches.
     touched: u64,
-    /// Touches and copies so far, to time one in [`TOUCH_TIMED_EVERY`].
+    /// Touches and copies so far, to time one in [`TIMED_EVERY`].
     touch_calls: u64,
     /// Wall time in touches and copies (ps), estimated from the timed ones.
     touch_ps: u64,
-    /// Allocator calls so far, to time one in [`TOUCH_TIMED_EVERY`].
+    /// Allocator calls so far, to time one in [`TIMED_EVERY`].
     calls: u64,
     /// When the call being timed began.
     call_began: Option<Instant>,
@@ -105,7 +105,14 @@ pub struct ThreadClock {
 
 /// The real runner times one touch, and one allocator call, in this many
 /// (`ThreadClock::timed`, `ThreadClock::call_begin`).
-const TOUCH_TIMED_EVERY: u64 = 8;
+const TIMED_EVERY: u64 = 8;
+
+/// The wall time since `began`, in ps, counted [`TIMED_EVERY`] times: the estimate one timed
+/// sample stands for.
+fn sampled_ps(began: Instant) -> u64 {
+    let ps = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX / 1000) * 1000;
+    ps.saturating_mul(TIMED_EVERY)
+}
 
 impl ThreadClock {
     /// Wall time since the run started plus the work owed (ps).
@@ -129,33 +136,31 @@ impl ThreadClock {
         }
     }
 
-    /// An allocator call begins: time it if it is one in [`TOUCH_TIMED_EVERY`].
+    /// An allocator call begins: time it if it is one in [`TIMED_EVERY`].
     pub(super) fn call_begin(&mut self) {
         self.calls += 1;
-        if self.calls % TOUCH_TIMED_EVERY == 0 {
+        if self.calls % TIMED_EVERY == 0 {
             self.call_began = Some(Instant::now());
         }
     }
 
-    /// The allocator call ends: count a timed one [`TOUCH_TIMED_EVERY`] times.
+    /// The allocator call ends: count a timed one [`TIMED_EVERY`] times.
     pub(super) fn call_end(&mut self) {
         if let Some(began) = self.call_began.take() {
-            let ps = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX / 1000) * 1000;
-            self.call_ps = self.call_ps.saturating_add(ps * TOUCH_TIMED_EVERY);
+            self.call_ps = self.call_ps.saturating_add(sampled_ps(began));
         }
     }
 
-    /// Run a touch or copy, timing one in [`TOUCH_TIMED_EVERY`] and counting it that many
+    /// Run a touch or copy, timing one in [`TIMED_EVERY`] and counting it that many
     /// times (`touch_ps`): two clock reads around every page write would add a tenth to it.
     fn timed<T>(&mut self, f: impl FnOnce() -> T) -> T {
         self.touch_calls += 1;
-        if self.touch_calls % TOUCH_TIMED_EVERY != 0 {
+        if self.touch_calls % TIMED_EVERY != 0 {
             return f();
         }
         let began = Instant::now();
         let r = f();
-        let ps = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX / 1000) * 1000;
-        self.touch_ps = self.touch_ps.saturating_add(ps * TOUCH_TIMED_EVERY);
+        self.touch_ps = self.touch_ps.saturating_add(sampled_ps(began));
         r
     }
 
@@ -806,15 +811,7 @@ mod tests {
                 }
             }
         }
-        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
-            Vec::new()
-        }
-        fn metrics(&self) -> Vec<(String, f64)> {
-            Vec::new()
-        }
-        fn progress(&self) -> f64 {
-            0.0
-        }
+        holds_nothing_and_measures_nothing!();
     }
 
     #[test]
