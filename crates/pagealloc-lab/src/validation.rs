@@ -60,19 +60,27 @@ pub(crate) const METRICS: &[(&str, bool, &str)] = &[
         "touch_ns",
         false,
         "page touches and copies per step, ns (part of beyond_work_ns): the model's charges \
-         at the machine's write rates; the real runner's wall time in them (one in eight timed)",
+         at the machine's write rates; the real runner's wall time in them (one in 32 timed, fenced)",
     ),
     (
         "calls_ns",
         false,
         "allocator calls per step, ns (part of beyond_work_ns, zone-lock waits excluded): the \
-         model's charges; the real runner's wall time in them (one in eight timed)",
+         model's charges; the real runner's wall time in them (one in 32 timed, fenced)",
     ),
     (
         "rest_ns",
         false,
         "beyond_work_ns less touch_ns and calls_ns: in the model, the wake-up calls; in the real \
-         step, the workload's own bookkeeping, its wake-ups and the runner's",
+         step, the workload's own bookkeeping, its wake-ups, the runner's, and turn_ns, less \
+         what the core overlapped (negative when the touches' line fills, timed whole, mostly \
+         completed while the step's work ran)",
+    ),
+    (
+        "turn_ns",
+        false,
+        "per step, ns (part of rest_ns): the real step's wait for its turn at a workload whose \
+         CPUs take turns at one lock, a wait a kernel does not have; 0 in the model",
     ),
     (
         "wakes_per_kcall",
@@ -119,10 +127,11 @@ pub(crate) fn value(name: &str, r: &RunResult, real: bool) -> f64 {
         "beyond_work_ns" => per_step_ns(&r.outcome, r.outcome.beyond_work_ps),
         "touch_ns" => per_step_ns(&r.outcome, r.outcome.touch_ps),
         "calls_ns" => per_step_ns(&r.outcome, r.outcome.call_ps),
-        "rest_ns" => per_step_ns(
-            &r.outcome,
-            r.outcome.beyond_work_ps.saturating_sub(r.outcome.touch_ps + r.outcome.call_ps),
-        ),
+        "rest_ns" => {
+            let o = &r.outcome;
+            per_step_ns(o, o.beyond_work_ps) - per_step_ns(o, o.touch_ps + o.call_ps)
+        }
+        "turn_ns" => per_step_ns(&r.outcome, r.outcome.turn_ps),
         "idle_pct" => idle_pct(&r.outcome),
         "wakes_per_kcall" => {
             let calls = value("calls", r, real);

@@ -266,8 +266,13 @@ impl<W: SerialWorkload> Workload for Serial<W> {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         self.get().start(info)
     }
+    /// On the real runner the wait for the lock is timed (`RunOutcome::turn_ps`): time a
+    /// kernel would not spend, since its CPUs do not take turns at a workload.
     fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        self.get().step(ctx)
+        let asked = std::time::Instant::now();
+        let mut w = self.get();
+        ctx.waited_for_turn(asked);
+        w.step(ctx)
     }
     fn step_alone(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
         part(&mut self.0).step(ctx)
@@ -490,6 +495,14 @@ impl Ctx<'_> {
                 v.in_calls += charged;
             }
             Clock::Real { t, .. } => t.call_end(),
+        }
+    }
+
+    /// A step of a workload whose CPUs take turns got its turn; it asked at `asked`. The real
+    /// runner counts the wait (`RunOutcome::turn_ps`); the model never makes a step wait.
+    pub fn waited_for_turn(&mut self, asked: std::time::Instant) {
+        if let Clock::Real { t, .. } = &mut self.clock {
+            t.waited_for_turn(asked);
         }
     }
 
@@ -870,12 +883,16 @@ pub struct RunOutcome {
     pub beyond_work_ps: u64,
     /// The part of `beyond_work_ps` in page touches and copies ([`Ctx::touch`],
     /// [`Ctx::copy`]): the model's charges for them; the real runner's wall time in them,
-    /// one in eight timed and counted eight times.
+    /// one in 32 timed (fenced) and counted 32 times.
     pub touch_ps: u64,
     /// The part of `beyond_work_ps` inside allocator calls, zone-lock waits excluded: the
-    /// model's charges for them; the real runner's wall time in them, one in eight timed and
-    /// counted eight times, less every zone-lock wait.
+    /// model's charges for them; the real runner's wall time in them, one in 32 timed
+    /// (fenced) and counted 32 times, less every zone-lock wait.
     pub call_ps: u64,
+    /// The part of `beyond_work_ps` a real step spent waiting for its turn at a workload
+    /// whose CPUs take turns ([`Serial`]), timed from the lock's request to its grant; 0 in
+    /// the model, which steps one CPU at a time and charges no such wait.
+    pub turn_ps: u64,
     /// The CPUs the workload ran on.
     pub running_cpus: u32,
     /// Wakes of a CPU that had blocked ([`Next::Block`]) — the wakes that cost a parked
@@ -1212,6 +1229,7 @@ impl Model {
             beyond_work_ps: busy - worked,
             touch_ps: touched,
             call_ps: in_calls,
+            turn_ps: 0,
             running_cpus: running.len() as u32,
             blocked_wakes,
             lock_wait_ps: waited,

@@ -97,6 +97,8 @@ pub struct ThreadClock {
     call_began: Option<Instant>,
     /// Wall time in allocator calls (ps), estimated from the timed ones, lock waits included.
     call_ps: u64,
+    /// Wall time waiting for a turn at a workload that takes turns (ps).
+    turn_ps: u64,
     /// Touches that named memory outside the arena (a workload bug).
     bad_touches: u64,
     /// What touches write (the CPU's number, so memory shows who wrote it last).
@@ -104,13 +106,34 @@ pub struct ThreadClock {
 }
 
 /// The real runner times one touch, and one allocator call, in this many
-/// (`ThreadClock::timed`, `ThreadClock::call_begin`).
-const TIMED_EVERY: u64 = 8;
+/// (`ThreadClock::timed`, `ThreadClock::call_begin`). A timed one is fenced
+/// ([`fenced_now`]), so it cannot overlap its stores with the code around it as the others
+/// do: sampling few keeps that from changing the run (a few hundred thousand touches a run
+/// still give thousands of samples).
+const TIMED_EVERY: u64 = 32;
+
+/// The clock, read once every store issued before it has completed: both ends of a timed
+/// touch or call read it so.
+///
+/// Stores retire into the core's store buffer before their cache lines arrive, so a clock
+/// read right after a page write stops while most of a cold page's 64 line fills are still
+/// under way; they complete during whatever the thread does next, which then seems slower.
+/// A full fence before each read puts every store in the window it was issued in: the
+/// window's own at its end, the previous code's before its start. Measured on the lab VM
+/// (a C loop writing one word per line of 4 KiB pages over 1 GiB after a 1 GiB eviction,
+/// 2–3 µs of other work between pages; docs/performance.md): 176 ns a page timed without
+/// the fence, 728 ns with it. The second is the write's cost, the first only its issue.
+/// Only the sampled operations (one in [`TIMED_EVERY`]) pay for the fences.
+fn fenced_now() -> Instant {
+    std::sync::atomic::fence(Ordering::SeqCst);
+    Instant::now()
+}
 
 /// The wall time since `began`, in ps, counted [`TIMED_EVERY`] times: the estimate one timed
-/// sample stands for.
+/// sample stands for. The end is read as [`fenced_now`] reads it.
 fn sampled_ps(began: Instant) -> u64 {
-    let ps = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX / 1000) * 1000;
+    let elapsed = fenced_now().duration_since(began);
+    let ps = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX / 1000) * 1000;
     ps.saturating_mul(TIMED_EVERY)
 }
 
@@ -140,7 +163,7 @@ impl ThreadClock {
     pub(super) fn call_begin(&mut self) {
         self.calls += 1;
         if self.calls % TIMED_EVERY == 0 {
-            self.call_began = Some(Instant::now());
+            self.call_began = Some(fenced_now());
         }
     }
 
@@ -151,14 +174,22 @@ impl ThreadClock {
         }
     }
 
+    /// A step got its turn at a workload that takes turns; it asked at `asked`.
+    pub(super) fn waited_for_turn(&mut self, asked: Instant) {
+        let ps = u64::try_from(asked.elapsed().as_nanos()).unwrap_or(u64::MAX / 1000) * 1000;
+        self.turn_ps = self.turn_ps.saturating_add(ps);
+    }
+
     /// Run a touch or copy, timing one in [`TIMED_EVERY`] and counting it that many
     /// times (`touch_ps`): two clock reads around every page write would add a tenth to it.
+    ///
+    /// The timed window is fenced ([`fenced_now`]).
     fn timed<T>(&mut self, f: impl FnOnce() -> T) -> T {
         self.touch_calls += 1;
         if self.touch_calls % TIMED_EVERY != 0 {
             return f();
         }
-        let began = Instant::now();
+        let began = fenced_now();
         let r = f();
         self.touch_ps = self.touch_ps.saturating_add(sampled_ps(began));
         r
@@ -297,6 +328,8 @@ struct ThreadTotals {
     touch_ps: u64,
     /// Wall time in allocator calls (`ThreadClock::call_ps`).
     call_ps: u64,
+    /// Wall time waiting for a turn (`ThreadClock::turn_ps`).
+    turn_ps: u64,
     bad_touches: u64,
     end_ps: u64,
 }
@@ -482,6 +515,7 @@ impl RealRunner {
             totals.touched += t.touched;
             totals.touch_ps += t.touch_ps;
             totals.call_ps += t.call_ps;
+            totals.turn_ps += t.turn_ps;
             totals.bad_touches += t.bad_touches;
             totals.end_ps = totals.end_ps.max(t.end_ps);
         }
@@ -520,6 +554,7 @@ impl RealRunner {
             touch_ps: totals.touch_ps,
             // The timed calls' waits for zone locks are in the waits measured exactly.
             call_ps: totals.call_ps.saturating_sub(wait_ps),
+            turn_ps: totals.turn_ps,
             running_cpus: running.len() as u32,
             blocked_wakes: totals.blocked_wakes,
             lock_wait_ps: wait_ps,
@@ -576,6 +611,7 @@ fn cpu_thread(
         calls: 0,
         call_began: None,
         call_ps: 0,
+        turn_ps: 0,
         bad_touches: 0,
         tag: u64::from(c),
     };
@@ -660,6 +696,7 @@ fn cpu_thread(
     totals.touched = clock.touched;
     totals.touch_ps = clock.touch_ps;
     totals.call_ps = clock.call_ps;
+    totals.turn_ps = clock.turn_ps;
     totals.bad_touches = clock.bad_touches;
     totals.work_ps = clock.worked_ps;
     Ok(totals)
@@ -762,8 +799,9 @@ mod tests {
         assert_eq!((o.work_ps, o.running_cpus), (2000 * 1_000_000, 2));
         assert!(o.busy_ps >= o.work_ps);
         assert!(o.beyond_work_ps > 0 && o.beyond_work_ps < o.busy_ps);
-        // 250 of the 2000 page writes timed, each a page of writes; 500 of the 4000 calls.
-        assert!(o.touch_ps > 0 && o.call_ps > 0, "{o:?}");
+        // 62 of the 2000 page writes timed, each a page of writes; 125 of the 4000 calls.
+        // Every step of this Serial workload asked for its turn, and asking takes time.
+        assert!(o.touch_ps > 0 && o.call_ps > 0 && o.turn_ps > 0, "{o:?}");
         // Two wakes a round at most, and only those that found their thread parked count;
         // CPU 1 parks before the first page comes, so one at least did.
         assert!((1..=2 * 2000).contains(&o.blocked_wakes), "{}", o.blocked_wakes);
