@@ -20,7 +20,8 @@
 //! into per-CPU state ([`PerCpu`](super::PerCpu)) and small shared parts (atomics, or locks
 //! held for bookkeeping only, never across an allocator call) has its CPUs' allocator calls
 //! and touches overlap as a kernel's do, so zone-lock and pageset contention is real here:
-//! page-fault1, kbuild, page-frag-rx, thpfioscale and vm-scalability (both cases) are, and
+//! page-fault1, kbuild, page-frag-rx, thpfioscale, vm-scalability (both cases) and
+//! netperf-tcp are, and
 //! trunc (whose two tasks run one after the other). The others still keep every CPU's state in
 //! one object behind [`Serial`](super::Serial)'s lock, so their steps, allocator calls
 //! included, take turns, and only the work a step asked for (`Ctx::work`), its sleep and its
@@ -1152,6 +1153,29 @@ mod tests {
             // Each forwarded page freed once; the rings' posted pages go back at the end (the
             // runner's give-back and conservation check, which would fail the run).
             assert_eq!(o.ops.frees as f64, packets, "every forwarded page freed once");
+        });
+    }
+
+    /// netperf-tcp's sender and receiver on two threads: the sender's frag pages, referenced
+    /// by segments the receiver reads and frees, pass between the threads through the shared
+    /// socket; every page comes back (the runner's give-back and validator), each allocation
+    /// is a frag page, no step waits for a turn; steps overlap in at least one run.
+    #[test]
+    fn netperf_tcp_streams_between_overlapping_threads_and_every_page_comes_back() {
+        let params = params("netperf-tcp", &["duration_s=0.05"]);
+        let build = || workload::netperf_tcp::NetperfTcp::new(&params);
+        assert_steps_overlap(2, build, |o| {
+            assert!(metric(o, "bytes") > 1e6, "{:?}", o.workload);
+            let frags = metric(o, "frag_allocs") + metric(o, "fallback_allocs");
+            assert_eq!(o.ops.allocs as f64, frags, "every allocation a frag page");
+            // At most the send buffer (4 MiB, 128 frag pages) and the frag page still held.
+            assert!(
+                o.ops.frees <= o.ops.allocs && o.ops.frees + 129 >= o.ops.allocs,
+                "{:?}",
+                o.ops
+            );
+            assert_eq!(metric(o, "alloc_failures"), 0.0);
+            assert_eq!(o.turn_ps, 0, "nothing takes turns");
         });
     }
 }

@@ -284,87 +284,39 @@ pub(crate) const SKB_BYTES: u64 = 256;
 pub(crate) struct FragPage {
     pub pfn: Pfn,
     pub order: Order,
-    /// References held by skbs (the owner's own reference is [`PageFrag::frag`]).
+    /// References held by skbs (the owner's own reference is [`FragPages::frag`]).
     pub refs: u32,
 }
 
-/// A task's page frag (`current->task_frag`) and the pages its skbs still hold, by slot:
-/// `skb_page_frag_refill` and the references skbs take and drop.
-#[derive(Debug)]
-pub(crate) struct PageFrag {
+/// The pages a task's page frag handed out and the skbs' references on them, by slot: the
+/// part of a page frag that the CPUs freeing skbs share with its owner (in a kernel, the
+/// pages' reference counts). Locked by workloads whose CPUs overlap; the allocator is never
+/// called with it held: [`put`](Self::put) names the page to free and the caller frees it.
+#[derive(Debug, Default)]
+pub(crate) struct FragPages {
     /// Pages by slot; `free_slots` lists unused slots.
     pub pages: Vec<FragPage>,
     free_slots: Vec<usize>,
-    /// The owner's current page (slot), and the offset of its first unused byte.
+    /// The owner's current page (slot): the owner's reference, which no skb drops.
     pub frag: Option<usize>,
-    pub off: u64,
-    /// The owner's copies into its page, charged once per 4 KiB.
-    pub cursor: PageCursor,
-    order: Order,
-    /// Blocks of `order` allocated; order-0 fallbacks; pages reused in place; failures.
-    pub allocs: u64,
-    pub fallback_allocs: u64,
-    pub reused_in_place: u64,
-    pub failures: u64,
 }
 
-impl PageFrag {
-    /// A frag of `order`-sized pages (3: SKB_FRAG_PAGE_ORDER).
-    pub fn new(order: Order) -> PageFrag {
-        PageFrag {
-            pages: Vec::new(),
-            free_slots: Vec::new(),
-            frag: None,
-            off: 0,
-            cursor: PageCursor::default(),
-            order,
-            allocs: 0,
-            fallback_allocs: 0,
-            reused_in_place: 0,
-            failures: 0,
+impl FragPages {
+    /// An skb drops its reference on the page in `slot`: the page, to free on the caller's
+    /// CPU, when that was the last reference of a page the owner has moved on from (its slot
+    /// is free again).
+    pub fn put(&mut self, slot: usize) -> Option<(Pfn, Order)> {
+        let page = &mut self.pages[slot];
+        page.refs -= 1;
+        if page.refs == 0 && self.frag != Some(slot) {
+            self.free_slots.push(slot);
+            return Some((page.pfn, page.order));
         }
+        None
     }
 
-    /// Bytes of the page in `slot`.
-    pub fn size(&self, slot: usize) -> u64 {
-        4096 << self.pages[slot].order.0
-    }
-
-    /// `skb_page_frag_refill`: make the frag page usable, reusing it in place if no skb holds
-    /// it any more. Its slot, or `None` if no page could be had.
-    pub fn refill(&mut self, ctx: &mut Ctx<'_>) -> Option<usize> {
-        if let Some(slot) = self.frag {
-            if self.pages[slot].refs == 0 {
-                if self.off > 0 {
-                    self.reused_in_place += 1;
-                    self.off = 0;
-                    self.cursor.reset();
-                }
-                return Some(slot);
-            }
-            if self.off < self.size(slot) {
-                return Some(slot);
-            }
-            // put_page: the skbs' references remain; the last one frees the page.
-            self.frag = None;
-        }
-        let big = (Gfp::KERNEL & !Gfp::DIRECT_RECLAIM) | Gfp::COMP | Gfp::NOWARN;
-        let (pfn, order) = match ctx.alloc(big, self.order) {
-            Some(p) => {
-                self.allocs += 1;
-                (p, self.order)
-            }
-            None => match ctx.alloc(Gfp::KERNEL, Order(0)) {
-                Some(p) => {
-                    self.fallback_allocs += 1;
-                    (p, Order(0))
-                }
-                None => {
-                    self.failures += 1;
-                    return None;
-                }
-            },
-        };
+    /// Take the owner's new page into a slot: it becomes the owner's current page.
+    fn install(&mut self, pfn: Pfn, order: Order) -> usize {
         let page = FragPage { pfn, order, refs: 0 };
         let slot = match self.free_slots.pop() {
             Some(s) => {
@@ -377,21 +329,7 @@ impl PageFrag {
             }
         };
         self.frag = Some(slot);
-        self.off = 0;
-        self.cursor.reset();
-        Some(slot)
-    }
-
-    /// An skb drops its reference on the page in `slot`, on `ctx`'s CPU: the last reference
-    /// of a page the owner has moved on from frees it.
-    pub fn put(&mut self, slot: usize, ctx: &mut Ctx<'_>) -> Result<()> {
-        let page = &mut self.pages[slot];
-        page.refs -= 1;
-        if page.refs == 0 && self.frag != Some(slot) {
-            ctx.free(page.pfn, page.order)?;
-            self.free_slots.push(slot);
-        }
-        Ok(())
+        slot
     }
 
     /// At the end of a run: the owner's page goes with `owner`, pages `live` says skbs still
@@ -414,6 +352,129 @@ impl PageFrag {
         self.free_slots.clear();
         self.frag = None;
         v
+    }
+}
+
+/// What [`FragOwner::refill_start`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refill {
+    /// The current page, usable at [`FragOwner::off`]: its slot and frame.
+    Ready(usize, Pfn),
+    /// The owner has let go of its page: allocate a new one ([`FragOwner::alloc_page`])
+    /// and [`install`](FragOwner::install) it.
+    Allocate,
+}
+
+/// The owner's side of a task's page frag (`current->task_frag`): its offset, its copies
+/// and its allocations, which only the owning task's steps touch.
+#[derive(Debug)]
+pub(crate) struct FragOwner {
+    /// The offset of the first unused byte of the current page.
+    pub off: u64,
+    /// The owner's copies into its page, charged once per 4 KiB.
+    pub cursor: PageCursor,
+    order: Order,
+    /// Blocks of `order` allocated; order-0 fallbacks; pages reused in place; failures.
+    pub allocs: u64,
+    pub fallback_allocs: u64,
+    pub reused_in_place: u64,
+    pub failures: u64,
+}
+
+impl FragOwner {
+    /// A frag of `order`-sized pages (3: SKB_FRAG_PAGE_ORDER).
+    pub fn new(order: Order) -> FragOwner {
+        FragOwner {
+            off: 0,
+            cursor: PageCursor::default(),
+            order,
+            allocs: 0,
+            fallback_allocs: 0,
+            reused_in_place: 0,
+            failures: 0,
+        }
+    }
+
+    /// `skb_page_frag_refill`'s first half, with the pages locked: keep the current page,
+    /// reusing it in place if no skb holds it any more, or let go of it (`put_page`: the
+    /// skbs' references remain, and the last one frees it).
+    pub fn refill_start(&mut self, pages: &mut FragPages) -> Refill {
+        if let Some(slot) = pages.frag {
+            let page = pages.pages[slot];
+            if page.refs == 0 {
+                if self.off > 0 {
+                    self.reused_in_place += 1;
+                    self.off = 0;
+                    self.cursor.reset();
+                }
+                return Refill::Ready(slot, page.pfn);
+            }
+            if self.off < 4096 << page.order.0 {
+                return Refill::Ready(slot, page.pfn);
+            }
+            pages.frag = None;
+        }
+        Refill::Allocate
+    }
+
+    /// `skb_page_frag_refill`'s allocation, without the pages locked: an `order` block
+    /// with direct reclaim masked off, else an order-0 page; `None` if neither (counted).
+    pub fn alloc_page(&mut self, ctx: &mut Ctx<'_>) -> Option<(Pfn, Order)> {
+        let big = (Gfp::KERNEL & !Gfp::DIRECT_RECLAIM) | Gfp::COMP | Gfp::NOWARN;
+        if let Some(p) = ctx.alloc(big, self.order) {
+            self.allocs += 1;
+            return Some((p, self.order));
+        }
+        if let Some(p) = ctx.alloc(Gfp::KERNEL, Order(0)) {
+            self.fallback_allocs += 1;
+            return Some((p, Order(0)));
+        }
+        self.failures += 1;
+        None
+    }
+
+    /// The new page from [`alloc_page`](Self::alloc_page) becomes the current one, with
+    /// the pages locked: its slot.
+    pub fn install(&mut self, pages: &mut FragPages, pfn: Pfn, order: Order) -> usize {
+        self.off = 0;
+        self.cursor.reset();
+        pages.install(pfn, order)
+    }
+}
+
+/// A task's page frag and the pages its skbs still hold, for a workload whose state one
+/// step has to itself (`netperf-udp`): [`FragPages`] and [`FragOwner`] together.
+#[derive(Debug)]
+pub(crate) struct PageFrag {
+    pub pages: FragPages,
+    pub owner: FragOwner,
+}
+
+impl PageFrag {
+    /// A frag of `order`-sized pages (3: SKB_FRAG_PAGE_ORDER).
+    pub fn new(order: Order) -> PageFrag {
+        PageFrag { pages: FragPages::default(), owner: FragOwner::new(order) }
+    }
+
+    /// `skb_page_frag_refill`: make the frag page usable, reusing it in place if no skb
+    /// holds it any more. Its slot, or `None` if no page could be had.
+    pub fn refill(&mut self, ctx: &mut Ctx<'_>) -> Option<usize> {
+        match self.owner.refill_start(&mut self.pages) {
+            Refill::Ready(slot, _) => Some(slot),
+            Refill::Allocate => {
+                let (pfn, order) = self.owner.alloc_page(ctx)?;
+                Some(self.owner.install(&mut self.pages, pfn, order))
+            }
+        }
+    }
+
+    /// An skb drops its reference on the page in `slot`, on `ctx`'s CPU: the last reference
+    /// of a page the owner has moved on from frees it.
+    pub fn put(&mut self, slot: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+        if let Some((pfn, order)) = self.pages.put(slot) {
+            ctx.free(pfn, order)?;
+        }
+        Ok(())
     }
 }
 

@@ -42,13 +42,15 @@
 //! not modelled (the send buffer bounds the data in flight).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use anyhow::Result;
 use pagealloc::{Order, Pfn};
 
-use super::net::{PageCursor, PageFrag, Tasks, FRAG_BYTES, WAKE_NS};
+use super::net::{FragOwner, FragPages, PageCursor, Refill, Tasks, FRAG_BYTES, WAKE_NS};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -57,7 +59,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               the receiver on its CPU",
     params: PARAMS,
     default_machine: "skylake-1s",
-    build: |p| Box::new(Serial::new(NetperfTcp::new(p))),
+    build: |p| Box::new(NetperfTcp::new(p)),
     fit: super::fits_any,
 };
 
@@ -179,7 +181,45 @@ struct Segment {
     len: u64,
 }
 
-/// One run.
+/// The socket pair's shared state: what the sender has sent and the receiver not yet read,
+/// the page frag's pages with the skbs' references on them, and who sleeps. Locked for
+/// bookkeeping only (lock order: a task's own state, then this; `tasks` is never held
+/// with either).
+#[derive(Debug, Default)]
+struct Socket {
+    pages: FragPages,
+    /// Sent, not fully read.
+    sent: VecDeque<Segment>,
+    /// Bytes in `sent`.
+    sent_bytes: u64,
+    sender_waits: bool,
+    receiver_waits: bool,
+}
+
+/// The sending task's own state.
+#[derive(Debug)]
+struct Sender {
+    /// Its page frag: offset, copies, allocations.
+    frag: FragOwner,
+    /// The unsent tail skb.
+    tail: Segment,
+    segments: u64,
+}
+
+/// The receiving task's own state.
+#[derive(Debug, Default)]
+struct Receiver {
+    /// Position in the front segment: piece index and byte in it.
+    rpiece: usize,
+    rbyte: u64,
+    rcursor: PageCursor,
+    received: u64,
+}
+
+/// One run. The two tasks' steps overlap on the real runner: each task's state is its
+/// own, behind a lock only its steps take (a task runs on one CPU at a time); the socket
+/// is shared behind a lock held for bookkeeping only, never across an allocator call or a
+/// copy.
 #[derive(Debug)]
 pub struct NetperfTcp {
     msg: u64,
@@ -191,24 +231,12 @@ pub struct NetperfTcp {
     recv_work: u64,
     wake: u64,
     migrate_prob: f64,
-    tasks: Tasks,
-    /// The sender's page frag and the pages segments hold.
-    frag: PageFrag,
-    /// The unsent tail skb.
-    tail: Segment,
-    /// Sent, not fully read.
-    sent: VecDeque<Segment>,
-    /// Bytes in `sent`.
-    sent_bytes: u64,
-    /// The receiver's position in the front segment: piece index and byte in it.
-    rpiece: usize,
-    rbyte: u64,
-    rcursor: PageCursor,
-    sender_waits: bool,
-    receiver_waits: bool,
-    received: u64,
-    segments: u64,
-    latest: u64,
+    tasks: Mutex<Tasks>,
+    sender: Mutex<Sender>,
+    receiver: Mutex<Receiver>,
+    socket: Mutex<Socket>,
+    /// The latest step's time, for progress.
+    latest: AtomicU64,
 }
 
 impl NetperfTcp {
@@ -224,184 +252,227 @@ impl NetperfTcp {
             recv_work: ns(p.get("recv_ns")),
             wake: ns(p.get("wake_ns")),
             migrate_prob: p.get("migrate_prob"),
-            tasks: Tasks::default(),
-            frag: PageFrag::new(Order(super::net::order_of(p.count("frag_bytes")))),
-            tail: Segment::default(),
-            sent: VecDeque::new(),
-            sent_bytes: 0,
-            rpiece: 0,
-            rbyte: 0,
-            rcursor: PageCursor::default(),
-            sender_waits: false,
-            receiver_waits: false,
-            received: 0,
-            segments: 0,
-            latest: 0,
+            tasks: Mutex::new(Tasks::default()),
+            sender: Mutex::new(Sender {
+                frag: FragOwner::new(Order(super::net::order_of(p.count("frag_bytes")))),
+                tail: Segment::default(),
+                segments: 0,
+            }),
+            receiver: Mutex::new(Receiver::default()),
+            socket: Mutex::new(Socket::default()),
+            latest: AtomicU64::new(0),
         }
     }
 
     /// Append `n` bytes at the frag's offset to the tail skb (coalescing with its last
     /// piece when contiguous, else a new piece and a page reference).
-    fn append(&mut self, slot: usize, n: u64) {
-        let off = self.frag.off;
-        match self.tail.pieces.last_mut() {
+    fn append(s: &mut Sender, pages: &mut FragPages, slot: usize, n: u64) {
+        let off = s.frag.off;
+        match s.tail.pieces.last_mut() {
             Some(last) if last.page == slot && last.off + last.len == off => last.len += n,
             _ => {
-                self.tail.pieces.push(Piece { page: slot, off, len: n });
-                self.frag.pages[slot].refs += 1;
+                s.tail.pieces.push(Piece { page: slot, off, len: n });
+                pages.pages[slot].refs += 1;
             }
         }
-        self.tail.len += n;
-        self.frag.off += n;
+        s.tail.len += n;
+        s.frag.off += n;
     }
 
-    /// Send the tail skb.
-    fn transmit(&mut self, ctx: &mut Ctx<'_>) {
-        if self.tail.len == 0 {
+    /// Send the tail skb, waking a sleeping receiver.
+    fn transmit(&self, s: &mut Sender, ctx: &mut Ctx<'_>) {
+        if s.tail.len == 0 {
             return;
         }
         ctx.work(self.segment_work);
-        self.sent_bytes += self.tail.len;
-        self.sent.push_back(std::mem::take(&mut self.tail));
-        self.segments += 1;
-        if self.receiver_waits {
-            self.receiver_waits = false;
-            ctx.wake(self.tasks.cpu(1), ctx.now() + self.wake);
+        let woke = {
+            let mut sock = lock(&self.socket);
+            sock.sent_bytes += s.tail.len;
+            sock.sent.push_back(std::mem::take(&mut s.tail));
+            std::mem::take(&mut sock.receiver_waits)
+        };
+        s.segments += 1;
+        if woke {
+            let to = lock(&self.tasks).cpu(1);
+            ctx.wake(to, ctx.now() + self.wake);
         }
     }
 
-    fn sender(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        // The ACK of everything sent came in: the held tail goes (release_sock).
-        if self.sent.is_empty() {
-            self.transmit(ctx);
+    /// `skb_page_frag_refill` on the sender's frag: the slot and frame of a usable page,
+    /// or `None` if none could be had. The allocation runs without the socket locked.
+    fn refill(&self, s: &mut Sender, ctx: &mut Ctx<'_>) -> Option<(usize, Pfn)> {
+        if let Refill::Ready(slot, pfn) = s.frag.refill_start(&mut lock(&self.socket).pages) {
+            return Some((slot, pfn));
         }
-        if self.tail.len + self.sent_bytes >= self.sndbuf {
-            self.sender_waits = true;
-            return Ok(Next::Block);
+        let (pfn, order) = s.frag.alloc_page(ctx)?;
+        Some((s.frag.install(&mut lock(&self.socket).pages, pfn, order), pfn))
+    }
+
+    fn sender(&self, s: &mut Sender, ctx: &mut Ctx<'_>) -> Result<Next> {
+        // The ACK of everything sent came in: the held tail goes (release_sock).
+        if lock(&self.socket).sent.is_empty() {
+            self.transmit(s, ctx);
+        }
+        {
+            let mut sock = lock(&self.socket);
+            if s.tail.len + sock.sent_bytes >= self.sndbuf {
+                sock.sender_waits = true;
+                return Ok(Next::Block);
+            }
         }
         ctx.work(self.send_work);
         let mut left = self.msg;
         while left > 0 {
-            let Some(slot) = self.frag.refill(ctx) else { break };
-            let f = &mut self.frag;
-            let n = left.min(f.size(slot) - f.off);
+            let Some((slot, pfn)) = self.refill(s, ctx) else { break };
+            let size = 4096 << lock(&self.socket).pages.pages[slot].order.0;
+            let n = left.min(size - s.frag.off);
             // copy_from_user into the frag.
-            f.cursor.copy(ctx, f.pages[slot].pfn, f.off, n);
-            self.append(slot, n);
+            s.frag.cursor.copy(ctx, pfn, s.frag.off, n);
+            Self::append(s, &mut lock(&self.socket).pages, slot, n);
             left -= n;
-            if self.tail.len >= self.size_goal {
-                self.transmit(ctx);
+            if s.tail.len >= self.size_goal {
+                self.transmit(s, ctx);
             }
         }
         // Nagle: nothing unacknowledged, so the tail goes now.
-        if self.sent.is_empty() {
-            self.transmit(ctx);
+        if lock(&self.socket).sent.is_empty() {
+            self.transmit(s, ctx);
         }
-        if let Some(next) = self.tasks.step_migrate(0, self.migrate_prob, ctx) {
-            return Ok(next);
-        }
-        Ok(Next::Continue)
+        Ok(self.migrate(0, ctx))
     }
 
-    fn receiver(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        if self.sent.is_empty() {
-            self.receiver_waits = true;
-            return Ok(Next::Block);
+    fn receiver(&self, r: &mut Receiver, ctx: &mut Ctx<'_>) -> Result<Next> {
+        {
+            let mut sock = lock(&self.socket);
+            if sock.sent.is_empty() {
+                sock.receiver_waits = true;
+                return Ok(Next::Block);
+            }
         }
         ctx.work(self.recv_work);
         let mut want = self.msg;
+        let mut to_free = Vec::new();
         while want > 0 {
-            let Some(seg) = self.sent.front() else { break };
-            let piece = seg.pieces[self.rpiece];
-            let n = want.min(piece.len - self.rbyte);
+            // Only the receiver takes segments off the queue, so the front one and its
+            // pages stay while the socket is let go for the copy.
+            let (piece, pieces, pfn) = {
+                let sock = lock(&self.socket);
+                let Some(seg) = sock.sent.front() else { break };
+                let piece = seg.pieces[r.rpiece];
+                (piece, seg.pieces.len(), sock.pages.pages[piece.page].pfn)
+            };
+            let n = want.min(piece.len - r.rbyte);
             // copy_to_user from the frag page.
-            self.rcursor.copy(ctx, self.frag.pages[piece.page].pfn, piece.off + self.rbyte, n);
-            self.rbyte += n;
+            r.rcursor.copy(ctx, pfn, piece.off + r.rbyte, n);
+            r.rbyte += n;
             want -= n;
-            self.received += n;
-            if self.rbyte < piece.len {
+            r.received += n;
+            if r.rbyte < piece.len {
                 continue;
             }
-            self.rpiece += 1;
-            self.rbyte = 0;
-            if self.rpiece < seg.pieces.len() {
+            r.rpiece += 1;
+            r.rbyte = 0;
+            if r.rpiece < pieces {
                 continue;
             }
             // The skb is consumed: its references go, freeing pages the sender left.
-            let Some(seg) = self.sent.pop_front() else { break };
-            self.rpiece = 0;
-            self.sent_bytes -= seg.len;
-            for p in &seg.pieces {
-                self.frag.put(p.page, ctx)?;
+            r.rpiece = 0;
+            {
+                let mut sock = lock(&self.socket);
+                let Some(seg) = sock.sent.pop_front() else { break };
+                sock.sent_bytes -= seg.len;
+                to_free.extend(seg.pieces.iter().filter_map(|p| sock.pages.put(p.page)));
+            }
+            for (pfn, order) in to_free.drain(..) {
+                ctx.free(pfn, order)?;
             }
         }
         // Everything read: tcp_cleanup_rbuf ACKs; a sleeping sender gets its space back.
-        if self.sent.is_empty() && self.sender_waits {
-            self.sender_waits = false;
-            ctx.wake(self.tasks.cpu(0), ctx.now() + self.wake);
+        let woke = {
+            let mut sock = lock(&self.socket);
+            sock.sent.is_empty() && std::mem::take(&mut sock.sender_waits)
+        };
+        if woke {
+            let to = lock(&self.tasks).cpu(0);
+            ctx.wake(to, ctx.now() + self.wake);
         }
-        if let Some(next) = self.tasks.step_migrate(1, self.migrate_prob, ctx) {
-            return Ok(next);
-        }
-        Ok(Next::Continue)
+        Ok(self.migrate(1, ctx))
+    }
+
+    /// After task `t`'s step: what its CPU does next, having maybe moved the task.
+    fn migrate(&self, t: usize, ctx: &mut Ctx<'_>) -> Next {
+        lock(&self.tasks).step_migrate(t, self.migrate_prob, ctx).unwrap_or(Next::Continue)
     }
 }
 
-impl SerialWorkload for NetperfTcp {
+impl Workload for NetperfTcp {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
-        self.tasks = Tasks::place(info, 1, 2, 0x7463_705f_7374_726d)?;
-        Ok(self.tasks.all_cpus())
+        let tasks = part(&mut self.tasks);
+        *tasks = Tasks::place(info, 1, 2, 0x7463_705f_7374_726d)?;
+        Ok(tasks.all_cpus())
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let Some(t) = self.tasks.on(ctx.cpu()) else {
-            return Ok(self.tasks.idle());
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let on = {
+            let tasks = lock(&self.tasks);
+            tasks.on(ctx.cpu()).ok_or_else(|| tasks.idle())
         };
-        self.latest = self.latest.max(ctx.now());
+        let t = match on {
+            Ok(t) => t,
+            Err(idle) => return Ok(idle),
+        };
+        self.latest.fetch_max(ctx.now(), Ordering::Relaxed);
         if ctx.now() >= self.end {
-            self.tasks.finish(t, ctx);
-            ctx.wake(self.tasks.cpu(t ^ 1), ctx.now());
-            return Ok(self.tasks.idle());
+            let mut tasks = lock(&self.tasks);
+            tasks.finish(t, ctx);
+            ctx.wake(tasks.cpu(t ^ 1), ctx.now());
+            return Ok(tasks.idle());
         }
         if t == 0 {
-            self.sender(ctx)
+            self.sender(&mut lock(&self.sender), ctx)
         } else {
-            self.receiver(ctx)
+            self.receiver(&mut lock(&self.receiver), ctx)
         }
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         // Pages with data still queued go with the receiver; the sender's frag page with
         // the sender.
-        let (s, r) = (self.tasks.cpu(0), self.tasks.cpu(1));
-        let mut live = vec![false; self.frag.pages.len()];
-        for seg in self.sent.iter().chain(std::iter::once(&self.tail)) {
+        let (s, r) = {
+            let tasks = part(&mut self.tasks);
+            (tasks.cpu(0), tasks.cpu(1))
+        };
+        let tail = std::mem::take(&mut part(&mut self.sender).tail);
+        let sock = part(&mut self.socket);
+        let mut live = vec![false; sock.pages.pages.len()];
+        for seg in sock.sent.iter().chain(std::iter::once(&tail)) {
             for p in &seg.pieces {
                 live[p.page] = true;
             }
         }
-        let v = self.frag.held(s, r, |slot| live[slot]);
-        self.sent.clear();
-        self.tail = Segment::default();
+        let v = sock.pages.held(s, r, |slot| live[slot]);
+        sock.sent.clear();
         v
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
         let secs = self.end as f64 / 1e12;
+        let received = lock(&self.receiver).received;
+        let s = lock(&self.sender);
         vec![
-            ("throughput".into(), (self.received * 8) as f64 / 1e6 / secs),
-            ("bytes".into(), self.received as f64),
-            ("segments".into(), self.segments as f64),
-            ("frag_allocs".into(), self.frag.allocs as f64),
-            ("fallback_allocs".into(), self.frag.fallback_allocs as f64),
-            ("reused_in_place".into(), self.frag.reused_in_place as f64),
-            ("alloc_failures".into(), self.frag.failures as f64),
-            ("migrations".into(), self.tasks.migrations() as f64),
+            ("throughput".into(), (received * 8) as f64 / 1e6 / secs),
+            ("bytes".into(), received as f64),
+            ("segments".into(), s.segments as f64),
+            ("frag_allocs".into(), s.frag.allocs as f64),
+            ("fallback_allocs".into(), s.frag.fallback_allocs as f64),
+            ("reused_in_place".into(), s.frag.reused_in_place as f64),
+            ("alloc_failures".into(), s.frag.failures as f64),
+            ("migrations".into(), lock(&self.tasks).migrations() as f64),
         ]
     }
 
     fn progress(&self) -> f64 {
-        (self.latest as f64 / self.end.max(1) as f64).min(1.0)
+        (self.latest.load(Ordering::Relaxed) as f64 / self.end.max(1) as f64).min(1.0)
     }
 }
 

@@ -337,12 +337,12 @@ impl NetperfUdp {
                 self.free(d, ctx)?;
                 return Ok(None);
             };
-            let f = &mut self.frag;
-            let n = left.min(f.size(slot) - f.off);
-            f.cursor.copy(ctx, f.pages[slot].pfn, f.off, n);
-            f.pages[slot].refs += 1;
-            d.pieces.push((slot, f.off, n));
-            f.off += n;
+            let (owner, page) = (&mut self.frag.owner, &mut self.frag.pages.pages[slot]);
+            let n = left.min((4096 << page.order.0) - owner.off);
+            owner.cursor.copy(ctx, page.pfn, owner.off, n);
+            page.refs += 1;
+            d.pieces.push((slot, owner.off, n));
+            owner.off += n;
             left -= n;
         }
         Ok(Some(d))
@@ -390,7 +390,7 @@ impl NetperfUdp {
             }
         }
         for &(slot, off, n) in &d.pieces {
-            self.rcursor.copy(ctx, self.frag.pages[slot].pfn, off, n);
+            self.rcursor.copy(ctx, self.frag.pages.pages[slot].pfn, off, n);
         }
         self.rmem -= self.layout.truesize;
         self.received += self.msg;
@@ -430,7 +430,7 @@ impl SerialWorkload for NetperfUdp {
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         // Every datagram was read; only the sender's frag page remains.
         let s = self.tasks.cpu(0);
-        self.frag.held(s, s, |_| false)
+        self.frag.pages.held(s, s, |_| false)
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
@@ -441,9 +441,9 @@ impl SerialWorkload for NetperfUdp {
             ("send".into(), mbit(self.sent)),
             ("dropped".into(), self.dropped as f64),
             ("large_allocs".into(), self.large_allocs as f64),
-            ("frag_allocs".into(), self.frag.allocs as f64),
-            ("reused_in_place".into(), self.frag.reused_in_place as f64),
-            ("alloc_failures".into(), (self.failures + self.frag.failures) as f64),
+            ("frag_allocs".into(), self.frag.owner.allocs as f64),
+            ("reused_in_place".into(), self.frag.owner.reused_in_place as f64),
+            ("alloc_failures".into(), (self.failures + self.frag.owner.failures) as f64),
             ("migrations".into(), self.tasks.migrations() as f64),
         ]
     }
