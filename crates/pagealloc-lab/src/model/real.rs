@@ -20,8 +20,8 @@
 //! into per-CPU state ([`PerCpu`](super::PerCpu)) and small shared parts (atomics, or locks
 //! held for bookkeeping only, never across an allocator call) has its CPUs' allocator calls
 //! and touches overlap as a kernel's do, so zone-lock and pageset contention is real here:
-//! page-fault1, kbuild, page-frag-rx, thpfioscale, vm-scalability (both cases) and
-//! netperf-tcp are, and
+//! page-fault1, kbuild, page-frag-rx, thpfioscale, vm-scalability (both cases),
+//! netperf-tcp and netperf-udp are, and
 //! trunc (whose two tasks run one after the other). The others still keep every CPU's state in
 //! one object behind [`Serial`](super::Serial)'s lock, so their steps, allocator calls
 //! included, take turns, and only the work a step asked for (`Ctx::work`), its sleep and its
@@ -1174,6 +1174,25 @@ mod tests {
                 "{:?}",
                 o.ops
             );
+            assert_eq!(metric(o, "alloc_failures"), 0.0);
+            assert_eq!(o.turn_ps, 0, "nothing takes turns");
+        });
+    }
+
+    /// netperf-udp's sender and receiver on two threads, the receive buffer small enough
+    /// that some datagrams are dropped on the sender's CPU: every datagram sent is read or
+    /// dropped, every page comes back (the runner's give-back and validator), no step waits
+    /// for a turn; steps overlap in at least one run.
+    #[test]
+    fn netperf_udp_datagrams_between_overlapping_threads_are_read_or_dropped() {
+        let params = params("netperf-udp", &["duration_s=0.05", "rcvbuf_bytes=40000"]);
+        let build = || workload::netperf_udp::NetperfUdp::new(&params);
+        assert_steps_overlap(2, build, |o| {
+            let (send, recv) = (metric(o, "send"), metric(o, "recv"));
+            assert!(recv > 0.0, "{:?}", o.workload);
+            // Mbit/s over the 0.05 s run: each dropped datagram is 16 KiB sent, not read.
+            let dropped_mbit = metric(o, "dropped") * 16384.0 * 8.0 / 1e6 / 0.05;
+            assert!((send - recv - dropped_mbit).abs() < 1e-6 * send, "{:?}", o.workload);
             assert_eq!(metric(o, "alloc_failures"), 0.0);
             assert_eq!(o.turn_ps, 0, "nothing takes turns");
         });

@@ -246,7 +246,7 @@ impl PageCursor {
     }
 }
 
-/// The size of the page frag pages, a parameter of every workload with a [`PageFrag`].
+/// The size of the page frag pages, a parameter of every workload with a page frag ([`FragOwner`], [`FragPages`]).
 pub(crate) const FRAG_BYTES: ParamSpec = ParamSpec {
     name: "frag_bytes",
     default: 32768.0,
@@ -439,42 +439,6 @@ impl FragOwner {
         self.off = 0;
         self.cursor.reset();
         pages.install(pfn, order)
-    }
-}
-
-/// A task's page frag and the pages its skbs still hold, for a workload whose state one
-/// step has to itself (`netperf-udp`): [`FragPages`] and [`FragOwner`] together.
-#[derive(Debug)]
-pub(crate) struct PageFrag {
-    pub pages: FragPages,
-    pub owner: FragOwner,
-}
-
-impl PageFrag {
-    /// A frag of `order`-sized pages (3: SKB_FRAG_PAGE_ORDER).
-    pub fn new(order: Order) -> PageFrag {
-        PageFrag { pages: FragPages::default(), owner: FragOwner::new(order) }
-    }
-
-    /// `skb_page_frag_refill`: make the frag page usable, reusing it in place if no skb
-    /// holds it any more. Its slot, or `None` if no page could be had.
-    pub fn refill(&mut self, ctx: &mut Ctx<'_>) -> Option<usize> {
-        match self.owner.refill_start(&mut self.pages) {
-            Refill::Ready(slot, _) => Some(slot),
-            Refill::Allocate => {
-                let (pfn, order) = self.owner.alloc_page(ctx)?;
-                Some(self.owner.install(&mut self.pages, pfn, order))
-            }
-        }
-    }
-
-    /// An skb drops its reference on the page in `slot`, on `ctx`'s CPU: the last reference
-    /// of a page the owner has moved on from frees it.
-    pub fn put(&mut self, slot: usize, ctx: &mut Ctx<'_>) -> Result<()> {
-        if let Some((pfn, order)) = self.pages.put(slot) {
-            ctx.free(pfn, order)?;
-        }
-        Ok(())
     }
 }
 

@@ -30,15 +30,19 @@
 //! next read); no migration by default.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use anyhow::{anyhow, Result};
 use pagealloc::{Gfp, Order, Pfn};
 use pagealloc_slab::{SlabFlags, SlabObject, SlubConfig};
 
-use super::net::{order_of, PageCursor, PageFrag, Tasks, FRAG_BYTES, SKB_BYTES, SMALL_HEAD};
+use super::net::{
+    order_of, FragOwner, FragPages, PageCursor, Refill, Tasks, FRAG_BYTES, SKB_BYTES, SMALL_HEAD,
+};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
-use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -47,7 +51,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               datagrams freed by the receiver, or by the sender when the receive buffer is full",
     params: PARAMS,
     default_machine: "skylake-1s",
-    build: |p| Box::new(Serial::new(NetperfUdp::new(p))),
+    build: |p| Box::new(NetperfUdp::new(p)),
     fit: super::fits_any,
 };
 
@@ -224,7 +228,41 @@ struct Datagram {
     pieces: Vec<(usize, u64, u64)>,
 }
 
-/// One run.
+/// The receiver's socket as both tasks share it: the queued datagrams and their truesize,
+/// the sender's frag pages with the datagrams' references on them, and whether the receiver
+/// sleeps. Locked for bookkeeping only (lock order: a task's own state, then this; `tasks`
+/// is never held with either).
+#[derive(Debug, Default)]
+struct Socket {
+    pages: FragPages,
+    queue: VecDeque<Datagram>,
+    /// Truesize queued (`sk_rmem_alloc`).
+    rmem: u64,
+    receiver_waits: bool,
+}
+
+/// The sending task's own state.
+#[derive(Debug)]
+struct Sender {
+    frag: FragOwner,
+    wcursor: PageCursor,
+    sent: u64,
+    dropped: u64,
+    large_allocs: u64,
+    failures: u64,
+}
+
+/// The receiving task's own state.
+#[derive(Debug, Default)]
+struct Receiver {
+    rcursor: PageCursor,
+    received: u64,
+}
+
+/// One run. The two tasks' steps overlap on the real runner: each task's state is its
+/// own, behind a lock only its steps take (a task runs on one CPU at a time); the socket
+/// is shared behind a lock held for bookkeeping only, never across an allocator call or a
+/// copy.
 #[derive(Debug)]
 pub struct NetperfUdp {
     msg: u64,
@@ -236,20 +274,12 @@ pub struct NetperfUdp {
     wake: u64,
     migrate_prob: f64,
     layout: Layout,
-    tasks: Tasks,
-    frag: PageFrag,
-    queue: VecDeque<Datagram>,
-    /// Truesize queued (`sk_rmem_alloc`).
-    rmem: u64,
-    wcursor: PageCursor,
-    rcursor: PageCursor,
-    receiver_waits: bool,
-    sent: u64,
-    received: u64,
-    dropped: u64,
-    large_allocs: u64,
-    failures: u64,
-    latest: u64,
+    tasks: Mutex<Tasks>,
+    sender: Mutex<Sender>,
+    receiver: Mutex<Receiver>,
+    socket: Mutex<Socket>,
+    /// The latest step's time, for progress.
+    latest: AtomicU64,
 }
 
 impl NetperfUdp {
@@ -266,24 +296,25 @@ impl NetperfUdp {
             wake: ns(p.get("wake_ns")),
             migrate_prob: p.get("migrate_prob"),
             layout: layout(msg),
-            tasks: Tasks::default(),
-            frag: PageFrag::new(Order(order_of(p.count("frag_bytes")))),
-            queue: VecDeque::new(),
-            rmem: 0,
-            wcursor: PageCursor::default(),
-            rcursor: PageCursor::default(),
-            receiver_waits: false,
-            sent: 0,
-            received: 0,
-            dropped: 0,
-            large_allocs: 0,
-            failures: 0,
-            latest: 0,
+            tasks: Mutex::new(Tasks::default()),
+            sender: Mutex::new(Sender {
+                frag: FragOwner::new(Order(order_of(p.count("frag_bytes")))),
+                wcursor: PageCursor::default(),
+                sent: 0,
+                dropped: 0,
+                large_allocs: 0,
+                failures: 0,
+            }),
+            receiver: Mutex::new(Receiver::default()),
+            socket: Mutex::new(Socket::default()),
+            latest: AtomicU64::new(0),
         }
     }
 
-    /// Free a datagram on this CPU (`kfree_skb` of a drop, `consume_skb` of a read).
-    fn free(&mut self, d: Datagram, ctx: &mut Ctx<'_>) -> Result<()> {
+    /// Free a datagram on this CPU (`kfree_skb` of a drop, `consume_skb` of a read): its
+    /// slab objects or head block, then its frag references, the pages whose last reference
+    /// it held freed after the socket is let go.
+    fn free(&self, d: Datagram, ctx: &mut Ctx<'_>) -> Result<()> {
         match d.head {
             HeadBlock::Slab(o) => ctx.slab_free(HEAD_CACHE, o)?,
             HeadBlock::Large(pfn) => {
@@ -292,16 +323,33 @@ impl NetperfUdp {
             }
         }
         ctx.slab_free(SKB_CACHE, d.skb)?;
-        for &(slot, _, _) in &d.pieces {
-            self.frag.put(slot, ctx)?;
+        let to_free: Vec<(Pfn, Order)> = {
+            let mut sock = lock(&self.socket);
+            d.pieces.iter().filter_map(|&(slot, _, _)| sock.pages.put(slot)).collect()
+        };
+        for (pfn, order) in to_free {
+            ctx.free(pfn, order)?;
         }
         Ok(())
     }
 
+    /// `skb_page_frag_refill` on the sender's frag: the slot and frame of a usable page,
+    /// or `None` if none could be had. The allocation runs without the socket locked.
+    fn refill(&self, s: &mut Sender, ctx: &mut Ctx<'_>) -> Option<(usize, Pfn, Order)> {
+        {
+            let mut sock = lock(&self.socket);
+            if let Refill::Ready(slot, pfn) = s.frag.refill_start(&mut sock.pages) {
+                return Some((slot, pfn, sock.pages.pages[slot].order));
+            }
+        }
+        let (pfn, order) = s.frag.alloc_page(ctx)?;
+        Some((s.frag.install(&mut lock(&self.socket).pages, pfn, order), pfn, order))
+    }
+
     /// Build one datagram on the sender's CPU: `None` if memory ran out (counted).
-    fn build(&mut self, ctx: &mut Ctx<'_>) -> Result<Option<Datagram>> {
+    fn build(&self, s: &mut Sender, ctx: &mut Ctx<'_>) -> Result<Option<Datagram>> {
         let Some(skb) = ctx.slab_alloc(SKB_CACHE, Gfp::KERNEL, None)? else {
-            self.failures += 1;
+            s.failures += 1;
             return Ok(None);
         };
         let linear = self.msg - self.layout.paged;
@@ -309,69 +357,88 @@ impl NetperfUdp {
             Head::Slab(bytes) => match ctx.slab_alloc(HEAD_CACHE, Gfp::KERNEL, None)? {
                 Some(o) => {
                     let at = u64::from(o.index()) * bytes;
-                    self.wcursor.copy(ctx, Pfn(o.slab().0 + at / 4096), at % 4096, linear);
+                    s.wcursor.copy(ctx, Pfn(o.slab().0 + at / 4096), at % 4096, linear);
                     Some(HeadBlock::Slab(o))
                 }
                 None => None,
             },
             Head::Large(order) => match ctx.alloc(Gfp::KERNEL | Gfp::COMP, order) {
                 Some(pfn) => {
-                    self.large_allocs += 1;
-                    self.wcursor.reset();
-                    self.wcursor.copy(ctx, pfn, 0, linear);
+                    s.large_allocs += 1;
+                    s.wcursor.reset();
+                    s.wcursor.copy(ctx, pfn, 0, linear);
                     Some(HeadBlock::Large(pfn))
                 }
                 None => None,
             },
         };
         let Some(head) = head else {
-            self.failures += 1;
+            s.failures += 1;
             ctx.slab_free(SKB_CACHE, skb)?;
             return Ok(None);
         };
         let mut d = Datagram { skb, head, pieces: Vec::new() };
         let mut left = self.layout.paged;
         while left > 0 {
-            let Some(slot) = self.frag.refill(ctx) else {
-                self.failures += 1;
+            let Some((slot, pfn, order)) = self.refill(s, ctx) else {
+                s.failures += 1;
                 self.free(d, ctx)?;
                 return Ok(None);
             };
-            let (owner, page) = (&mut self.frag.owner, &mut self.frag.pages.pages[slot]);
-            let n = left.min((4096 << page.order.0) - owner.off);
-            owner.cursor.copy(ctx, page.pfn, owner.off, n);
-            page.refs += 1;
-            d.pieces.push((slot, owner.off, n));
-            owner.off += n;
+            let off = s.frag.off;
+            let n = left.min((4096 << order.0) - off);
+            s.frag.cursor.copy(ctx, pfn, off, n);
+            lock(&self.socket).pages.pages[slot].refs += 1;
+            d.pieces.push((slot, off, n));
+            s.frag.off += n;
             left -= n;
         }
         Ok(Some(d))
     }
 
-    fn sender(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+    fn sender(&self, s: &mut Sender, ctx: &mut Ctx<'_>) -> Result<Next> {
         ctx.work(self.send_work);
-        if let Some(d) = self.build(ctx)? {
-            self.sent += self.msg;
+        if let Some(d) = self.build(s, ctx)? {
+            s.sent += self.msg;
             ctx.work(self.xmit_work);
-            if self.rmem + self.layout.truesize > self.rcvbuf {
-                // The receive queue is full: dropped in the sender's softirq.
-                self.dropped += 1;
-                self.free(d, ctx)?;
-            } else {
-                self.rmem += self.layout.truesize;
-                self.queue.push_back(d);
-                if std::mem::take(&mut self.receiver_waits) {
-                    ctx.wake(self.tasks.cpu(1), ctx.now() + self.wake);
+            let queued = {
+                let mut sock = lock(&self.socket);
+                if sock.rmem + self.layout.truesize > self.rcvbuf {
+                    Err(d)
+                } else {
+                    sock.rmem += self.layout.truesize;
+                    sock.queue.push_back(d);
+                    Ok(std::mem::take(&mut sock.receiver_waits))
                 }
+            };
+            match queued {
+                // The receive queue is full: dropped in the sender's softirq.
+                Err(d) => {
+                    s.dropped += 1;
+                    self.free(d, ctx)?;
+                }
+                Ok(true) => {
+                    let to = lock(&self.tasks).cpu(1);
+                    ctx.wake(to, ctx.now() + self.wake);
+                }
+                Ok(false) => {}
             }
         }
-        Ok(self.tasks.step_migrate(0, self.migrate_prob, ctx).unwrap_or(Next::Continue))
+        Ok(self.migrate(0, ctx))
     }
 
-    fn receiver(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let Some(d) = self.queue.pop_front() else {
-            self.receiver_waits = true;
-            return Ok(Next::Block);
+    fn receiver(&self, r: &mut Receiver, ctx: &mut Ctx<'_>) -> Result<Next> {
+        // The datagram's frag pages, read while the socket is locked: its references keep
+        // them until it is freed.
+        let (d, pfns) = {
+            let mut sock = lock(&self.socket);
+            let Some(d) = sock.queue.pop_front() else {
+                sock.receiver_waits = true;
+                return Ok(Next::Block);
+            };
+            let pfns: Vec<Pfn> =
+                d.pieces.iter().map(|&(slot, _, _)| sock.pages.pages[slot].pfn).collect();
+            (d, pfns)
         };
         ctx.work(self.recv_work);
         // copy_to_user from the head, then from the frag pages.
@@ -382,74 +449,88 @@ impl NetperfUdp {
                     return Err(anyhow!("netperf-udp: a slab head in a large-head run"));
                 };
                 let at = u64::from(o.index()) * bytes;
-                self.rcursor.copy(ctx, Pfn(o.slab().0 + at / 4096), at % 4096, linear);
+                r.rcursor.copy(ctx, Pfn(o.slab().0 + at / 4096), at % 4096, linear);
             }
             HeadBlock::Large(pfn) => {
-                self.rcursor.reset();
-                self.rcursor.copy(ctx, pfn, 0, linear);
+                r.rcursor.reset();
+                r.rcursor.copy(ctx, pfn, 0, linear);
             }
         }
-        for &(slot, off, n) in &d.pieces {
-            self.rcursor.copy(ctx, self.frag.pages.pages[slot].pfn, off, n);
+        for (&(_, off, n), &pfn) in d.pieces.iter().zip(&pfns) {
+            r.rcursor.copy(ctx, pfn, off, n);
         }
-        self.rmem -= self.layout.truesize;
-        self.received += self.msg;
+        lock(&self.socket).rmem -= self.layout.truesize;
+        r.received += self.msg;
         self.free(d, ctx)?;
-        Ok(self.tasks.step_migrate(1, self.migrate_prob, ctx).unwrap_or(Next::Continue))
+        Ok(self.migrate(1, ctx))
+    }
+
+    /// After task `t`'s step: what its CPU does next, having maybe moved the task.
+    fn migrate(&self, t: usize, ctx: &mut Ctx<'_>) -> Next {
+        lock(&self.tasks).step_migrate(t, self.migrate_prob, ctx).unwrap_or(Next::Continue)
     }
 }
 
-impl SerialWorkload for NetperfUdp {
+impl Workload for NetperfUdp {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
-        self.tasks = Tasks::place(info, 1, 2, 0x7564_705f_7374_726d)?;
-        Ok(self.tasks.all_cpus())
+        let tasks = part(&mut self.tasks);
+        *tasks = Tasks::place(info, 1, 2, 0x7564_705f_7374_726d)?;
+        Ok(tasks.all_cpus())
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let Some(t) = self.tasks.on(ctx.cpu()) else {
-            return Ok(self.tasks.idle());
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let on = {
+            let tasks = lock(&self.tasks);
+            tasks.on(ctx.cpu()).ok_or_else(|| tasks.idle())
         };
-        self.latest = self.latest.max(ctx.now());
+        let t = match on {
+            Ok(t) => t,
+            Err(idle) => return Ok(idle),
+        };
+        self.latest.fetch_max(ctx.now(), Ordering::Relaxed);
         if ctx.now() >= self.end {
             // The receiver reads what is queued before it stops: every slab object comes
             // back before the run ends.
-            if t == 1 && !self.queue.is_empty() {
-                return self.receiver(ctx);
+            if t == 1 && !lock(&self.socket).queue.is_empty() {
+                return self.receiver(&mut lock(&self.receiver), ctx);
             }
-            self.tasks.finish(t, ctx);
-            ctx.wake(self.tasks.cpu(t ^ 1), ctx.now());
-            return Ok(self.tasks.idle());
+            let mut tasks = lock(&self.tasks);
+            tasks.finish(t, ctx);
+            ctx.wake(tasks.cpu(t ^ 1), ctx.now());
+            return Ok(tasks.idle());
         }
         if t == 0 {
-            self.sender(ctx)
+            self.sender(&mut lock(&self.sender), ctx)
         } else {
-            self.receiver(ctx)
+            self.receiver(&mut lock(&self.receiver), ctx)
         }
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         // Every datagram was read; only the sender's frag page remains.
-        let s = self.tasks.cpu(0);
-        self.frag.pages.held(s, s, |_| false)
+        let s = part(&mut self.tasks).cpu(0);
+        part(&mut self.socket).pages.held(s, s, |_| false)
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
         let secs = self.end as f64 / 1e12;
         let mbit = |bytes: u64| (bytes * 8) as f64 / 1e6 / secs;
+        let received = lock(&self.receiver).received;
+        let s = lock(&self.sender);
         vec![
-            ("recv".into(), mbit(self.received)),
-            ("send".into(), mbit(self.sent)),
-            ("dropped".into(), self.dropped as f64),
-            ("large_allocs".into(), self.large_allocs as f64),
-            ("frag_allocs".into(), self.frag.owner.allocs as f64),
-            ("reused_in_place".into(), self.frag.owner.reused_in_place as f64),
-            ("alloc_failures".into(), (self.failures + self.frag.owner.failures) as f64),
-            ("migrations".into(), self.tasks.migrations() as f64),
+            ("recv".into(), mbit(received)),
+            ("send".into(), mbit(s.sent)),
+            ("dropped".into(), s.dropped as f64),
+            ("large_allocs".into(), s.large_allocs as f64),
+            ("frag_allocs".into(), s.frag.allocs as f64),
+            ("reused_in_place".into(), s.frag.reused_in_place as f64),
+            ("alloc_failures".into(), (s.failures + s.frag.failures) as f64),
+            ("migrations".into(), lock(&self.tasks).migrations() as f64),
         ]
     }
 
     fn progress(&self) -> f64 {
-        (self.latest as f64 / self.end.max(1) as f64).min(1.0)
+        (self.latest.load(Ordering::Relaxed) as f64 / self.end.max(1) as f64).min(1.0)
     }
 
     fn slab_setup(&self) -> SlabSetup {
