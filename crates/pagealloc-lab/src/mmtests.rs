@@ -46,6 +46,16 @@ pub enum Better {
     Lower,
     /// Throughput, ops/s: summarised by the harmonic mean (`Hmean`).
     Higher,
+    /// Higher is better, but not a rate: a margin that may be zero or negative, whose
+    /// harmonic mean means nothing (NaN for a negative sample). Summarised by `Amean`.
+    HigherAmean,
+}
+
+impl Better {
+    /// Is a higher value the better one (whichever mean summarises it)?
+    pub fn higher(self) -> bool {
+        !matches!(self, Better::Lower)
+    }
 }
 
 /// How the mean row decides whether a difference is significant (the `*  x.xx%*` marker).
@@ -109,13 +119,14 @@ pub fn summarize(samples: &[f64], better: Better) -> Option<Summary> {
     let mut sorted = samples.to_vec();
     match better {
         Better::Lower => sorted.sort_by(f64::total_cmp),
-        Better::Higher => sorted.sort_by(|a, b| b.total_cmp(a)),
+        Better::Higher | Better::HigherAmean => sorted.sort_by(|a, b| b.total_cmp(a)),
     }
     let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
     let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mean = mean_of(samples, better);
     let stddev = stddev_of(samples, mean, better);
-    let coeff_var = if mean == 0.0 { 0.0 } else { stddev * 100.0 / mean };
+    // Over the mean's size: a margin's mean may be negative (`Better::HigherAmean`).
+    let coeff_var = if mean == 0.0 { 0.0 } else { stddev * 100.0 / mean.abs() };
     let bmean = BMEAN_PERCENTS.map(|pct| mean_of(&sorted[..(n * pct / 100).max(1)], better));
     Some(Summary { n, min, max, mean, stddev, coeff_var, bmean })
 }
@@ -168,7 +179,7 @@ pub fn gmean(x: &[f64]) -> f64 {
 
 fn mean_of(x: &[f64], better: Better) -> f64 {
     match better {
-        Better::Lower => amean(x),
+        Better::Lower | Better::HigherAmean => amean(x),
         Better::Higher => hmean(x),
     }
 }
@@ -181,7 +192,9 @@ fn stddev_of(x: &[f64], mean: f64, better: Better) -> f64 {
         return 0.0;
     }
     match better {
-        Better::Lower => (x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt(),
+        Better::Lower | Better::HigherAmean => {
+            (x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        }
         // Stat.pm: sqrt(Σ(1/x − 1/H)² · H⁴ / n), the delta-method stddev of the harmonic mean.
         // With H = 0 (a zero sample) the terms are ∞ − ∞: all zeros have no spread, otherwise
         // the spread is undefined.
@@ -213,13 +226,15 @@ pub fn pct_better(base: f64, new: f64, better: Better) -> f64 {
     }
     if base == 0.0 {
         let new_better = match better {
-            Better::Higher => new > 0.0,
+            Better::Higher | Better::HigherAmean => new > 0.0,
             Better::Lower => new < 0.0,
         };
         return if new_better { 100.0 } else { -100.0 };
     }
     match better {
         Better::Higher => new * 100.0 / base - 100.0,
+        // A margin may be negative: the change over the base's size, so a rise is positive.
+        Better::HigherAmean => (new - base) * 100.0 / base.abs(),
         Better::Lower => 100.0 - new * 100.0 / base,
     }
 }
@@ -450,7 +465,7 @@ impl Stat {
 
     fn name(self, better: Better) -> String {
         let mean = match better {
-            Better::Lower => 'A',
+            Better::Lower | Better::HigherAmean => 'A',
             Better::Higher => 'H',
         };
         match self {
@@ -633,10 +648,7 @@ fn gmean_cells(
             Cell { value: Some(value), pct: None }
         })
         .collect();
-    let label = match preferred {
-        Better::Higher => "Higher",
-        Better::Lower => "Lower",
-    };
+    let label = if preferred.higher() { "Higher" } else { "Lower" };
     (label, cells)
 }
 
@@ -730,6 +742,25 @@ mod tests {
         // All-zero throughput: Hmean 0, no spread, CoeffVar 0 (seed 002's `Percentage` rows).
         let s = summarize(&[0.0, 0.0], Better::Higher).unwrap();
         assert_eq!((s.mean, s.stddev, s.coeff_var), (0.0, 0.0, 0.0));
+    }
+
+    /// A margin that went negative (vm-scalability's `min_free_margin`) has no harmonic mean;
+    /// `HigherAmean` gives the arithmetic mean and sample stddev, the best (largest) first.
+    #[test]
+    fn summary_of_a_margin_is_amean_best_first() {
+        assert!(summarize(&[-2000.0, -1000.0, 600.0], Better::Higher).unwrap().mean.is_nan());
+        let s = summarize(&[-2000.0, -1000.0, 600.0], Better::HigherAmean).unwrap();
+        assert_close(s.mean, -800.0, 1e-9);
+        // √(((−1200)² + (−200)² + 1400²) / 2) = √1 720 000.
+        assert_close(s.stddev, 1_720_000f64.sqrt(), 1e-9);
+        assert_close(s.coeff_var, 1_720_000f64.sqrt() * 100.0 / 800.0, 1e-9);
+        // BAmean-50 is the best one: 600; BAmean-95 the best two.
+        assert_eq!(s.bmean[0], 600.0);
+        assert_close(s.bmean[1], -200.0, 1e-9);
+        // From −2000 to −1000 is better by half the base's size (pdiff's formula says −50).
+        assert_close(pct_better(-2000.0, -1000.0, Better::HigherAmean), 50.0, 1e-9);
+        assert_close(pct_better(1000.0, 900.0, Better::HigherAmean), -10.0, 1e-9);
+        assert!(Better::HigherAmean.higher() && Better::Higher.higher() && !Better::Lower.higher());
     }
 
     #[test]

@@ -16,7 +16,6 @@ use super::run::Common;
 use crate::explore::{
     self, groups, point_rows, summarize, GridSpec, Group, DEFAULT_MARK, PCP_MEAN,
 };
-use crate::mmtests::Better;
 use crate::plot::{Dot, DotKind};
 use crate::results::{self, GridTag, Row};
 use crate::runs;
@@ -356,7 +355,7 @@ fn table(groups: &[Group], what: &str) -> String {
     let mut out = format!("explore, {what}\n");
     for g in groups {
         let (obj, unit, better) = &g.objective;
-        let way = if *better == Better::Higher { "higher" } else { "lower" };
+        let way = if better.higher() { "higher" } else { "lower" };
         let _ = writeln!(
             out,
             "\n{} on {}: {} points, {} on the Pareto front of {} ({unit}, {way} is better) \
@@ -441,7 +440,7 @@ fn chart(g: &Group) -> String {
         })
         .collect();
     let (obj, unit, better) = &g.objective;
-    let way = if *better == Better::Higher { "higher" } else { "lower" };
+    let way = if better.higher() { "higher" } else { "lower" };
     crate::plot::pareto_chart(
         &format!("{} on {}: Pareto front", g.workload, g.machine),
         &format!("{} ({}), lower is better", g.memory.0, g.memory.1),

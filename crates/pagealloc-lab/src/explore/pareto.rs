@@ -7,10 +7,7 @@ use crate::mmtests::Better;
 /// Does `a` dominate `b`: no worse on both sides and strictly better on one? Memory (`.0`) is
 /// better lower; the objective (`.1`) as `better` says.
 pub fn dominates(a: (f64, f64), b: (f64, f64), better: Better) -> bool {
-    let obj_le = match better {
-        Better::Lower => a.1 <= b.1,
-        Better::Higher => a.1 >= b.1,
-    };
+    let obj_le = if better.higher() { a.1 >= b.1 } else { a.1 <= b.1 };
     a.0 <= b.0 && obj_le && (a.0 < b.0 || a.1 != b.1)
 }
 
