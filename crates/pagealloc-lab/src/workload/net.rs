@@ -136,6 +136,19 @@ impl Tasks {
         }
     }
 
+    /// The task on `cpu`, or what the CPU does without one ([`idle`](Self::idle)).
+    pub fn on_or_idle(&self, cpu: u32) -> std::result::Result<usize, Next> {
+        self.on(cpu).ok_or_else(|| self.idle())
+    }
+
+    /// Task `t` of a pair ends ([`finish`](Self::finish)) and wakes its partner, so that
+    /// a partner blocked on it sees the end: what `t`'s CPU does next.
+    pub fn finish_pair(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Next {
+        self.finish(t, ctx);
+        ctx.wake(self.cpu(t ^ 1), ctx.now());
+        self.idle()
+    }
+
     /// Number of tasks.
     #[cfg(test)]
     pub fn len(&self) -> usize {

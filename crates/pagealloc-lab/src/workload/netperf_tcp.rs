@@ -413,20 +413,13 @@ impl Workload for NetperfTcp {
     }
 
     fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let on = {
-            let tasks = lock(&self.tasks);
-            tasks.on(ctx.cpu()).ok_or_else(|| tasks.idle())
-        };
-        let t = match on {
+        let t = match lock(&self.tasks).on_or_idle(ctx.cpu()) {
             Ok(t) => t,
             Err(idle) => return Ok(idle),
         };
         self.latest.fetch_max(ctx.now(), Ordering::Relaxed);
         if ctx.now() >= self.end {
-            let mut tasks = lock(&self.tasks);
-            tasks.finish(t, ctx);
-            ctx.wake(tasks.cpu(t ^ 1), ctx.now());
-            return Ok(tasks.idle());
+            return Ok(lock(&self.tasks).finish_pair(t, ctx));
         }
         if t == 0 {
             self.sender(&mut lock(&self.sender), ctx)

@@ -479,11 +479,7 @@ impl Workload for NetperfUdp {
     }
 
     fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let on = {
-            let tasks = lock(&self.tasks);
-            tasks.on(ctx.cpu()).ok_or_else(|| tasks.idle())
-        };
-        let t = match on {
+        let t = match lock(&self.tasks).on_or_idle(ctx.cpu()) {
             Ok(t) => t,
             Err(idle) => return Ok(idle),
         };
@@ -494,10 +490,7 @@ impl Workload for NetperfUdp {
             if t == 1 && !lock(&self.socket).queue.is_empty() {
                 return self.receiver(&mut lock(&self.receiver), ctx);
             }
-            let mut tasks = lock(&self.tasks);
-            tasks.finish(t, ctx);
-            ctx.wake(tasks.cpu(t ^ 1), ctx.now());
-            return Ok(tasks.idle());
+            return Ok(lock(&self.tasks).finish_pair(t, ctx));
         }
         if t == 0 {
             self.sender(&mut lock(&self.sender), ctx)
