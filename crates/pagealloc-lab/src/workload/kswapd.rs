@@ -183,6 +183,16 @@ impl Kswapd {
         }
     }
 
+    /// The earliest time [`nap_over`](Self::nap_over) can act: the end of the nap under way,
+    /// or `u64::MAX` when kswapd is not napping or was woken during the nap. Before it,
+    /// `nap_over` returns false and changes nothing, so a caller may skip it (and its lock).
+    pub fn nap_end(&self) -> u64 {
+        match self.state {
+            State::Napping(until) if !self.woken => until,
+            _ => u64::MAX,
+        }
+    }
+
     /// The end of a nap, noticed at `now` (a caller checks this before it may wake kswapd):
     /// still balanced, kswapd sleeps for good; otherwise it runs again without a wakeup. True
     /// if the runner must wake kswapd's CPU.
