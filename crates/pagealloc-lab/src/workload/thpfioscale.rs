@@ -144,7 +144,7 @@ use pagealloc_testkit::rng::Rng;
 use super::kswapd::SWAP_CLUSTER_MAX;
 use super::kswapd::{compact_gap, compaction_ready, Kswapd, KswapdNext, KswapdNode};
 use super::workingset::{self, Workingset};
-use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
+use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
 use crate::model::{lock, part, Ctx, ModelInfo, Next, PerCpu, Workload, PS_PER_S};
 
 /// The registry entry.
@@ -1978,7 +1978,10 @@ fn lru_entry(f: usize, b: usize, gen: u8) -> u64 {
 /// Free the blocks a step took out under the cache lock, in the order it took them, each
 /// followed by its reclaim work: the calls the model made when it freed them as it went.
 fn free_all(ctx: &mut Ctx<'_>, frees: Vec<Free>) -> Result<()> {
-    for (pfn, order, work) in frees {
+    for (i, &(pfn, order, work)) in frees.iter().enumerate() {
+        if let Some(&(ahead, _, _)) = frees.get(i + PREFETCH_AHEAD) {
+            ctx.prefetch(ahead);
+        }
         ctx.free(pfn, order)?;
         ctx.work(work);
     }
