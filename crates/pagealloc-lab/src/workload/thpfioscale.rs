@@ -109,7 +109,11 @@
 //! the last writer, the THP threads for it and the warm-up, kswapd for a wakeup or the stop;
 //! each reads the phase or its state under its lock when it steps, the waker publishes the
 //! change before it wakes, and a wake sent to a CPU still running is kept by the runner, so
-//! none is lost. The model steps one CPU at a time, so its decisions are those of one object.
+//! none is lost. The model steps one CPU at a time, so its decisions are those of one object;
+//! it steps through `step_alone`, which takes no task lock. A node's kswapd keeps the end of
+//! its nap readable without its lock, so an allocation takes the lock only once the nap may
+//! be over (on the real runner a reader may see an older value; the nap's end is then
+//! noticed by a later allocation).
 //! On real threads a reader may touch a page that reclaim on another CPU has just evicted (the
 //! kernel would hold a reference over the copy); the runner's touches are plain writes into
 //! the arena, so this changes no count.
