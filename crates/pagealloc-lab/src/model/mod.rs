@@ -310,6 +310,13 @@ impl<T> PerCpu<T> {
         Ok(lock(m))
     }
 
+    /// CPU `cpu`'s part without locking, for a caller that owns the workload (the model's
+    /// [`Workload::step_alone`]); an error for a CPU the workload did not set up.
+    pub fn get_mut(&mut self, cpu: u32) -> Result<&mut T> {
+        let m = self.0.get_mut(cpu as usize).ok_or_else(|| anyhow!("no state for cpu {cpu}"))?;
+        Ok(part(m))
+    }
+
     /// Every CPU's part, CPU 0 first, without locking (the run is over or not started).
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
         self.0.iter_mut().map(part)

@@ -183,6 +183,16 @@ impl Kswapd {
         }
     }
 
+    /// The earliest time [`nap_over`](Self::nap_over) can act: the end of the nap under way,
+    /// or `u64::MAX` when kswapd is not napping or was woken during the nap. Before it,
+    /// `nap_over` returns false and changes nothing, so a caller may skip it (and its lock).
+    pub fn nap_end(&self) -> u64 {
+        match self.state {
+            State::Napping(until) if !self.woken => until,
+            _ => u64::MAX,
+        }
+    }
+
     /// The end of a nap, noticed at `now` (a caller checks this before it may wake kswapd):
     /// still balanced, kswapd sleeps for good; otherwise it runs again without a wakeup. True
     /// if the runner must wake kswapd's CPU.
@@ -446,6 +456,48 @@ mod tests {
         run(&mut k, &mut node, 100_000);
         assert_eq!(node.free, 1008, "one pass of 63 batches of 16 evictions");
         assert_eq!(k.passes, 1);
+    }
+
+    /// `nap_end` against `nap_over` at times around it: before it, `nap_over` says false and
+    /// changes nothing (so the workload may skip it); at it, a napping kswapd not yet woken
+    /// changes state. Checked asleep, woken, running, napping, woken in the nap and napping
+    /// on an unbalanced node.
+    #[test]
+    fn nap_over_does_nothing_before_nap_end() {
+        let check = |k: &Kswapd, node: &FakeNode| {
+            let end = k.nap_end();
+            let times = [0, 1, NAP_PS, end.saturating_sub(1), end, end.saturating_add(1)];
+            for now in times.into_iter().filter(|&t| t < end) {
+                let mut c = k.clone();
+                assert!(!c.nap_over(node, now), "acted at {now}, before {end}");
+                assert_eq!(format!("{c:?}"), format!("{k:?}"), "changed at {now}");
+            }
+            if end != u64::MAX {
+                let mut c = k.clone();
+                c.nap_over(node, end);
+                assert_ne!(format!("{c:?}"), format!("{k:?}"), "nothing at the nap's end");
+            }
+        };
+        let mut node = FakeNode::new(0, 1000, 1 << 20, 100);
+        let mut k = Kswapd::default();
+        check(&k, &node);
+        assert!(k.wake(&node, Order(0), ZoneType::Normal));
+        check(&k, &node);
+        for (now, free) in [(5, 0), (10, 0)] {
+            node.free = free;
+            if now > 5 {
+                assert!(k.wake(&node, Order(0), ZoneType::Normal), "woken in the nap");
+                check(&k, &node);
+                assert_eq!(k.nap_end(), u64::MAX);
+            }
+            while k.step(&mut node, now).unwrap() == KswapdNext::Continue {
+                check(&k, &node);
+            }
+            assert_eq!(k.nap_end(), now + NAP_PS, "napping");
+            check(&k, &node);
+            node.free = 0;
+            check(&k, &node);
+        }
     }
 
     /// Going to sleep clears the skip hints (and wakes kcompactd): once per sleep, and not

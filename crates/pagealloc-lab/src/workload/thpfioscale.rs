@@ -109,7 +109,11 @@
 //! the last writer, the THP threads for it and the warm-up, kswapd for a wakeup or the stop;
 //! each reads the phase or its state under its lock when it steps, the waker publishes the
 //! change before it wakes, and a wake sent to a CPU still running is kept by the runner, so
-//! none is lost. The model steps one CPU at a time, so its decisions are those of one object.
+//! none is lost. The model steps one CPU at a time, so its decisions are those of one object;
+//! it steps through `step_alone`, which takes no task lock. A node's kswapd keeps the end of
+//! its nap readable without its lock, so an allocation takes the lock only once the nap may
+//! be over (on the real runner a reader may see an older value; the nap's end is then
+//! noticed by a later allocation).
 //! On real threads a reader may touch a page that reclaim on another CPU has just evicted (the
 //! kernel would hold a reference over the copy); the runner's touches are plain writes into
 //! the arena, so this changes no count.
@@ -144,7 +148,7 @@ use pagealloc_testkit::rng::Rng;
 use super::kswapd::SWAP_CLUSTER_MAX;
 use super::kswapd::{compact_gap, compaction_ready, Kswapd, KswapdNext, KswapdNode};
 use super::workingset::{self, Workingset};
-use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
+use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
 use crate::model::{lock, part, Ctx, ModelInfo, Next, PerCpu, Workload, PS_PER_S};
 
 /// The registry entry.
@@ -695,6 +699,34 @@ impl Zones {
     }
 }
 
+/// A node's kswapd behind its lock, with the end of its nap readable without the lock.
+#[derive(Debug)]
+struct KswapdSlot {
+    kswapd: Mutex<Kswapd>,
+    /// [`Kswapd::nap_end`] as the lock was last let go: every allocation that may reclaim
+    /// asks whether the nap is over ([`Kswapd::nap_over`]), and almost always it is not.
+    nap_end: AtomicU64,
+}
+
+impl Default for KswapdSlot {
+    fn default() -> KswapdSlot {
+        let kswapd = Kswapd::default();
+        let nap_end = AtomicU64::new(kswapd.nap_end());
+        KswapdSlot { kswapd: Mutex::new(kswapd), nap_end }
+    }
+}
+
+impl KswapdSlot {
+    /// `f` on the kswapd under its lock; `nap_end` follows what `f` changed. Every change
+    /// of the kswapd goes through here.
+    fn with<R>(&self, f: impl FnOnce(&mut Kswapd) -> R) -> R {
+        let mut k = lock(&self.kswapd);
+        let r = f(&mut k);
+        self.nap_end.store(k.nap_end(), Relaxed);
+        r
+    }
+}
+
 /// A block a step took out of the page cache or the slab under the cache lock, freed after
 /// it, then `work` ps of reclaim work (0 for a slab page).
 type Free = (Pfn, Order, u64);
@@ -831,7 +863,7 @@ pub struct ThpFioScale {
     /// Per THP thread: the blocks it holds, in `owner`'s slot order.
     held: Vec<Mutex<Vec<(Pfn, Order)>>>,
     /// Per node: its kswapd (4.20's rules, `workload::kswapd`).
-    kswapd: Vec<Mutex<Kswapd>>,
+    kswapd: Vec<KswapdSlot>,
     phase: Mutex<Phase>,
     thp_done: AtomicUsize,
     /// The THP program is done: fio is killed, kswapd has nothing left to do.
@@ -937,7 +969,12 @@ impl ThpFioScale {
         let node = self.cpu_node[ctx.cpu() as usize] as usize;
         for m in 0..self.nr_nodes {
             let now = ctx.now();
-            let wake = lock(&self.kswapd[m]).nap_over(&NodeReclaim::new(self, ctx, m), now);
+            let k = &self.kswapd[m];
+            // Before the nap's end `nap_over` does nothing: most requests skip its lock.
+            if now < k.nap_end.load(Relaxed) {
+                continue;
+            }
+            let wake = k.with(|k| k.nap_over(&NodeReclaim::new(self, ctx, m), now));
             if wake {
                 ctx.wake(self.kswapd_cpu[m], now);
             }
@@ -947,7 +984,7 @@ impl ThpFioScale {
         }
         for m in 0..self.nr_nodes {
             let r = NodeReclaim::new(self, ctx, m);
-            let wake = lock(&self.kswapd[m]).wake(&r, order, gfp.zone());
+            let wake = self.kswapd[m].with(|k| k.wake(&r, order, gfp.zone()));
             if wake {
                 add(&self.stats.kswapd_wakes, 1);
                 let now = ctx.now();
@@ -1031,7 +1068,7 @@ impl ThpFioScale {
         let mut frees = Vec::new();
         let got = lock(&self.cache).reclaim_scan(ctx, node, want, &mut frees);
         free_all(ctx, frees)?;
-        lock(&self.kswapd[node]).reclaimed(got);
+        self.kswapd[node].with(|k| k.reclaimed(got));
         Ok(got)
     }
 
@@ -1104,18 +1141,18 @@ impl ThpFioScale {
 
     /// Put a new page-cache page of block `b` of file `f` in the cache (with the radix-tree
     /// node if the file has none), brought in by a write or (`read`) a read that missed. The
-    /// file is open on this CPU, so reclaim leaves its slab objects alone meanwhile.
+    /// file is open on this CPU, so reclaim leaves its slab objects alone meanwhile. A page of
+    /// a file that has its radix-tree node (all but the first) takes the cache lock once.
     fn add_page(&self, ctx: &mut Ctx<'_>, f: usize, b: usize, pfn: Pfn, read: bool) -> Result<()> {
-        let needs_radix = {
-            let cache = lock(&self.cache);
-            cache.files[f].objs[RADIX] == NONE && cache.files[f].has_slab
-        };
-        if needs_radix {
-            let id = self.slab_alloc(ctx, RADIX)?;
-            lock(&self.cache).files[f].objs[RADIX] = id;
-        }
         let node = pfn_node(ctx, pfn);
         let mut cache = lock(&self.cache);
+        if cache.files[f].objs[RADIX] == NONE && cache.files[f].has_slab {
+            // The slab may reclaim: the lock is let go meanwhile.
+            drop(cache);
+            let id = self.slab_alloc(ctx, RADIX)?;
+            cache = lock(&self.cache);
+            cache.files[f].objs[RADIX] = id;
+        }
         let frame = frame_of(cache.base, pfn)?;
         self.zones(ctx).own(pfn, (f * MAX_FILE_PAGES + b) as u32);
         cache.insert_page(f, b, frame, node, read);
@@ -1279,6 +1316,21 @@ impl ThpFioScale {
         }
         let due = ctx.now() + wait;
         Ok(sleep_until(ctx, due))
+    }
+
+    /// One step of `task`, this CPU's.
+    fn step_task(&self, ctx: &mut Ctx<'_>, task: &mut Task) -> Result<Next> {
+        match task {
+            Task::Fio(job) => match job.state {
+                JobState::Write => self.step_writer(ctx, job),
+                JobState::WaitRead => self.step_waiting(ctx, job),
+                JobState::Read => self.step_reader(ctx, job),
+                JobState::Done => Ok(Next::Done),
+            },
+            Task::Thp(th) => self.step_thp(ctx, th),
+            Task::Kswapd(n) => self.step_kswapd(ctx, *n),
+            Task::Idle => Ok(Next::Done),
+        }
     }
 
     fn step_thp(&self, ctx: &mut Ctx<'_>, th: &mut ThpThread) -> Result<Next> {
@@ -1503,7 +1555,7 @@ impl ThpFioScale {
         }
         let now = ctx.now();
         let mut r = NodeReclaim::new(self, ctx, node);
-        let next = lock(&self.kswapd[node]).step(&mut r, now);
+        let next = self.kswapd[node].with(|k| k.step(&mut r, now));
         let (frees, to_sleep) = (r.frees, r.going_to_sleep);
         free_all(ctx, frees)?;
         if to_sleep {
@@ -1930,7 +1982,10 @@ fn lru_entry(f: usize, b: usize, gen: u8) -> u64 {
 /// Free the blocks a step took out under the cache lock, in the order it took them, each
 /// followed by its reclaim work: the calls the model made when it freed them as it went.
 fn free_all(ctx: &mut Ctx<'_>, frees: Vec<Free>) -> Result<()> {
-    for (pfn, order, work) in frees {
+    for (i, &(pfn, order, work)) in frees.iter().enumerate() {
+        if let Some(&(ahead, _, _)) = frees.get(i + PREFETCH_AHEAD) {
+            ctx.prefetch(ahead);
+        }
         ctx.free(pfn, order)?;
         ctx.work(work);
     }
@@ -2178,7 +2233,7 @@ impl Workload for ThpFioScale {
             partial: vec![Vec::new(); NR_CACHES * nodes],
             ..Cache::default()
         };
-        self.kswapd = (0..nodes).map(|_| Mutex::new(Kswapd::default())).collect();
+        self.kswapd = (0..nodes).map(|_| KswapdSlot::default()).collect();
         let cpus: Vec<u32> =
             (0..info.nr_cpus).filter(|&c| !matches!(roles[c as usize], Task::Idle)).collect();
         self.tasks = PerCpu::new(roles);
@@ -2189,17 +2244,22 @@ impl Workload for ThpFioScale {
         self.zones(ctx);
         self.last_now.fetch_max(ctx.now(), Relaxed);
         let mut task = self.tasks.get(ctx.cpu())?;
-        match &mut *task {
-            Task::Fio(job) => match job.state {
-                JobState::Write => self.step_writer(ctx, job),
-                JobState::WaitRead => self.step_waiting(ctx, job),
-                JobState::Read => self.step_reader(ctx, job),
-                JobState::Done => Ok(Next::Done),
-            },
-            Task::Thp(th) => self.step_thp(ctx, th),
-            Task::Kswapd(n) => self.step_kswapd(ctx, *n),
-            Task::Idle => Ok(Next::Done),
-        }
+        self.step_task(ctx, &mut task)
+    }
+
+    /// The same step without the task's lock and the clock's atomic maximum: the model owns
+    /// the workload, so the task is taken out of its slot for the step and put back after
+    /// it (nothing else reads a CPU's task during its step). Those two atomic
+    /// read-modify-writes were a few per cent of a thpfioscale run.
+    fn step_alone(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        self.zones(ctx);
+        let last = self.last_now.get_mut();
+        *last = (*last).max(ctx.now());
+        let cpu = ctx.cpu();
+        let mut task = std::mem::replace(self.tasks.get_mut(cpu)?, Task::Idle);
+        let next = self.step_task(ctx, &mut task);
+        *self.tasks.get_mut(cpu)? = task;
+        next
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
@@ -2234,7 +2294,7 @@ impl Workload for ThpFioScale {
         let steps = base_steps + huge_steps;
         let huge_pct = if steps == 0 { 0.0 } else { 100.0 * huge_steps as f64 / steps as f64 };
         let kswapd = |f: fn(&Kswapd) -> u64| -> f64 {
-            self.kswapd.iter().map(|k| f(&lock(k))).sum::<u64>() as f64
+            self.kswapd.iter().map(|k| f(&lock(&k.kswapd))).sum::<u64>() as f64
         };
         let (init_time, cache) = (lock(&self.phase).init_time, lock(&self.cache));
         let c = |v: &AtomicU64| get(v) as f64;
