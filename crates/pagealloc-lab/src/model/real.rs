@@ -20,11 +20,12 @@
 //! into per-CPU state ([`PerCpu`](super::PerCpu)) and small shared parts (atomics, or locks
 //! held for bookkeeping only, never across an allocator call) has its CPUs' allocator calls
 //! and touches overlap as a kernel's do, so zone-lock and pageset contention is real here:
-//! page-fault1, kbuild, page-frag-rx, thpfioscale and vm-scalability (both cases) are, and
-//! trunc (whose two tasks run one after the other). The others still keep every CPU's state in
-//! one object behind [`Serial`](super::Serial)'s lock, so their steps, allocator calls
-//! included, take turns, and only the work a step asked for (`Ctx::work`), its sleep and its
-//! wait run in parallel (docs/performance.md lists which workloads are which, and why).
+//! page-fault1, kbuild, page-frag-rx, thpfioscale, vm-scalability (both cases) and
+//! lmbench-unix are, and trunc (whose two tasks run one after the other). The others still
+//! keep every CPU's state in one object behind [`Serial`](super::Serial)'s lock, so their
+//! steps, allocator calls included, take turns, and only the work a step asked for
+//! (`Ctx::work`), its sleep and its wait run in parallel (docs/performance.md lists which
+//! workloads are which, and why).
 //!
 //! # Ticks
 //!
@@ -1115,5 +1116,26 @@ mod tests {
             // runner's give-back and conservation check, which would fail the run).
             assert_eq!(o.ops.frees as f64, packets, "every forwarded page freed once");
         });
+    }
+
+    /// lmbench-unix with one pair on two threads: the writer allocates and fills skbs while
+    /// the reader copies and frees earlier ones, through the pair's queue. With migrations
+    /// made frequent, writer and reader swap threads many times mid-run (each swap may leave
+    /// a thread finishing a step of the task that moved). Data moves, every page comes back
+    /// and the validator passes (the runner checks both); steps overlap in at least one run.
+    #[test]
+    fn lmbench_unix_pair_overlaps_across_swaps_and_every_page_comes_back() {
+        for migrate in [0.0, 0.02] {
+            let prob = format!("migrate_prob={migrate}");
+            let params = params("lmbench-unix", &["pairs=1", "duration_s=0.1", &prob]);
+            let build = || workload::lmbench_unix::LmbenchUnix::new(&params);
+            assert_steps_overlap(2, build, |o| {
+                assert!(metric(o, "bytes") >= 10.0 * 65536.0, "{:?}", o.workload);
+                assert_eq!(o.ops.alloc_failures, 0);
+                // Four blocks per 64 KiB write, allocated by the writer, freed by the reader.
+                assert!(o.ops.frees as f64 >= 4.0 * (metric(o, "bytes") / 65536.0).floor());
+                assert_eq!(metric(o, "migrations") > 0.0, migrate > 0.0, "{:?}", o.workload);
+            });
+        }
     }
 }
