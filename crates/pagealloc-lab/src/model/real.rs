@@ -20,10 +20,10 @@
 //! into per-CPU state ([`PerCpu`](super::PerCpu)) and small shared parts (atomics, or locks
 //! held for bookkeeping only, never across an allocator call) has its CPUs' allocator calls
 //! and touches overlap as a kernel's do, so zone-lock and pageset contention is real here:
-//! page-fault1, kbuild, page-frag-rx, thpfioscale, vm-scalability (both cases) and
-//! lmbench-unix are, and trunc (whose two tasks run one after the other). The others still
-//! keep every CPU's state in one object behind [`Serial`](super::Serial)'s lock, so their
-//! steps, allocator calls included, take turns, and only the work a step asked for
+//! page-fault1, kbuild, page-frag-rx, thpfioscale, vm-scalability (both cases),
+//! lmbench-unix and hackbench are, and trunc (whose two tasks run one after the other). The
+//! others still keep every CPU's state in one object behind [`Serial`](super::Serial)'s lock,
+//! so their steps, allocator calls included, take turns, and only the work a step asked for
 //! (`Ctx::work`), its sleep and its wait run in parallel (docs/performance.md lists which
 //! workloads are which, and why).
 //!
@@ -1135,6 +1135,25 @@ mod tests {
                 // Four blocks per 64 KiB write, allocated by the writer, freed by the reader.
                 assert!(o.ops.frees as f64 >= 4.0 * (metric(o, "bytes") / 65536.0).floor());
                 assert_eq!(metric(o, "migrations") > 0.0, migrate > 0.0, "{:?}", o.workload);
+            });
+        }
+    }
+
+    /// hackbench on two threads, one group of two receivers and two senders, over sockets
+    /// (slab objects allocated by senders, freed by receivers) and over pipes (pages copied
+    /// into outside the pipe's lock, a page reserved by a writer never leaving the pipe
+    /// before it is written): every message read, every page back, the validator passing;
+    /// steps overlap in at least one run of each.
+    #[test]
+    fn hackbench_messages_cross_overlapping_threads_and_every_page_comes_back() {
+        for pipes in ["pipes=0", "pipes=1"] {
+            let params = params("hackbench", &["groups=1", "fds=2", "loops=2000", pipes]);
+            let build = || workload::hackbench::Hackbench::new(&params);
+            assert_steps_overlap(2, build, |o| {
+                assert_eq!(metric(o, "messages"), 2.0 * 2.0 * 2000.0, "{:?}", o.workload);
+                assert_eq!(metric(o, "alloc_failures"), 0.0);
+                assert!(metric(o, "time") > 0.0);
+                assert_eq!(o.ops.slab_frees, o.ops.slab_allocs, "every skb consumed");
             });
         }
     }
