@@ -21,11 +21,11 @@
 //! held for bookkeeping only, never across an allocator call) has its CPUs' allocator calls
 //! and touches overlap as a kernel's do, so zone-lock and pageset contention is real here:
 //! page-fault1, kbuild, page-frag-rx, thpfioscale, vm-scalability (both cases),
-//! lmbench-unix and hackbench are, and trunc (whose two tasks run one after the other). The
-//! others still keep every CPU's state in one object behind [`Serial`](super::Serial)'s lock,
-//! so their steps, allocator calls included, take turns, and only the work a step asked for
-//! (`Ctx::work`), its sleep and its wait run in parallel (docs/performance.md lists which
-//! workloads are which, and why).
+//! lmbench-unix, hackbench and iperf3-nic are, and trunc (whose two tasks run one after the
+//! other). The others still keep every CPU's state in one object behind
+//! [`Serial`](super::Serial)'s lock, so their steps, allocator calls included, take turns,
+//! and only the work a step asked for (`Ctx::work`), its sleep and its wait run in parallel
+//! (docs/performance.md lists which workloads are which, and why).
 //!
 //! # Ticks
 //!
@@ -1156,5 +1156,21 @@ mod tests {
                 assert_eq!(o.ops.slab_frees, o.ops.slab_allocs, "every skb consumed");
             });
         }
+    }
+
+    /// iperf3-nic with one stream on two threads: the RX CPU carves page_frag buffers and
+    /// allocates skbs and ACKs while the reader copies and frees earlier segments through the
+    /// socket. Data moves, every skb and ACK is freed, every page comes back and the
+    /// validator passes; steps overlap in at least one run.
+    #[test]
+    fn iperf3_nic_stream_overlaps_and_every_page_comes_back() {
+        let params = params("iperf3-nic", &["streams=1", "duration_s=0.1"]);
+        let build = || workload::iperf3_nic::Iperf3Nic::new(&params);
+        assert_steps_overlap(2, build, |o| {
+            assert!(metric(o, "packets") > 100.0, "{:?}", o.workload);
+            assert!(metric(o, "frag_pages") > 0.0 && metric(o, "acks") > 0.0);
+            assert_eq!(metric(o, "alloc_failures"), 0.0);
+            assert_eq!(o.ops.slab_frees, o.ops.slab_allocs, "every skb and ACK freed");
+        });
     }
 }
