@@ -21,11 +21,12 @@
 //! held for bookkeeping only, never across an allocator call) has its CPUs' allocator calls
 //! and touches overlap as a kernel's do, so zone-lock and pageset contention is real here:
 //! page-fault1, kbuild, page-frag-rx, thpfioscale, vm-scalability (both cases),
-//! netperf-tcp and netperf-udp are, and
-//! trunc (whose two tasks run one after the other). The others still keep every CPU's state in
-//! one object behind [`Serial`](super::Serial)'s lock, so their steps, allocator calls
-//! included, take turns, and only the work a step asked for (`Ctx::work`), its sleep and its
-//! wait run in parallel (docs/performance.md lists which workloads are which, and why).
+//! lmbench-unix, hackbench, iperf3-nic, netperf-tcp and netperf-udp are, and trunc (whose
+//! two tasks run one after the other). The others (netperf-sctp-stream-many, the trace
+//! replay) still keep every CPU's state in one object behind [`Serial`](super::Serial)'s
+//! lock, so their steps, allocator calls included, take turns, and only the work a step asked
+//! for (`Ctx::work`), its sleep and its wait run in parallel (docs/performance.md lists which
+//! workloads are which, and why).
 //!
 //! # Ticks
 //!
@@ -1195,6 +1196,62 @@ mod tests {
             assert!((send - recv - dropped_mbit).abs() < 1e-6 * send, "{:?}", o.workload);
             assert_eq!(metric(o, "alloc_failures"), 0.0);
             assert_eq!(o.turn_ps, 0, "nothing takes turns");
+        });
+    }
+
+    /// lmbench-unix with one pair on two threads: the writer allocates and fills skbs while
+    /// the reader copies and frees earlier ones, through the pair's queue. With migrations
+    /// made frequent, writer and reader swap threads many times mid-run (each swap may leave
+    /// a thread finishing a step of the task that moved). Data moves, every page comes back
+    /// and the validator passes (the runner checks both); steps overlap in at least one run.
+    #[test]
+    fn lmbench_unix_pair_overlaps_across_swaps_and_every_page_comes_back() {
+        for migrate in [0.0, 0.02] {
+            let prob = format!("migrate_prob={migrate}");
+            let params = params("lmbench-unix", &["pairs=1", "duration_s=0.1", &prob]);
+            let build = || workload::lmbench_unix::LmbenchUnix::new(&params);
+            assert_steps_overlap(2, build, |o| {
+                assert!(metric(o, "bytes") >= 10.0 * 65536.0, "{:?}", o.workload);
+                assert_eq!(o.ops.alloc_failures, 0);
+                // Four blocks per 64 KiB write, allocated by the writer, freed by the reader.
+                assert!(o.ops.frees as f64 >= 4.0 * (metric(o, "bytes") / 65536.0).floor());
+                assert_eq!(metric(o, "migrations") > 0.0, migrate > 0.0, "{:?}", o.workload);
+            });
+        }
+    }
+
+    /// hackbench on two threads, one group of two receivers and two senders, over sockets
+    /// (slab objects allocated by senders, freed by receivers) and over pipes (pages copied
+    /// into outside the pipe's lock, a page reserved by a writer never leaving the pipe
+    /// before it is written): every message read, every page back, the validator passing;
+    /// steps overlap in at least one run of each.
+    #[test]
+    fn hackbench_messages_cross_overlapping_threads_and_every_page_comes_back() {
+        for pipes in ["pipes=0", "pipes=1"] {
+            let params = params("hackbench", &["groups=1", "fds=2", "loops=2000", pipes]);
+            let build = || workload::hackbench::Hackbench::new(&params);
+            assert_steps_overlap(2, build, |o| {
+                assert_eq!(metric(o, "messages"), 2.0 * 2.0 * 2000.0, "{:?}", o.workload);
+                assert_eq!(metric(o, "alloc_failures"), 0.0);
+                assert!(metric(o, "time") > 0.0);
+                assert_eq!(o.ops.slab_frees, o.ops.slab_allocs, "every skb consumed");
+            });
+        }
+    }
+
+    /// iperf3-nic with one stream on two threads: the RX CPU carves page_frag buffers and
+    /// allocates skbs and ACKs while the reader copies and frees earlier segments through the
+    /// socket. Data moves, every skb and ACK is freed, every page comes back and the
+    /// validator passes; steps overlap in at least one run.
+    #[test]
+    fn iperf3_nic_stream_overlaps_and_every_page_comes_back() {
+        let params = params("iperf3-nic", &["streams=1", "duration_s=0.1"]);
+        let build = || workload::iperf3_nic::Iperf3Nic::new(&params);
+        assert_steps_overlap(2, build, |o| {
+            assert!(metric(o, "packets") > 100.0, "{:?}", o.workload);
+            assert!(metric(o, "frag_pages") > 0.0 && metric(o, "acks") > 0.0);
+            assert_eq!(metric(o, "alloc_failures"), 0.0);
+            assert_eq!(o.ops.slab_frees, o.ops.slab_allocs, "every skb and ACK freed");
         });
     }
 }

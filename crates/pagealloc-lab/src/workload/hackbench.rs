@@ -49,8 +49,28 @@
 //! costs, not contended; a 6.16+ pipe keeps two spare pages, the model one; the parent's side
 //! of fork (task_struct, signal, files objects) and a thread's user stack faults are left out;
 //! the exit path frees a task's pages at once, not in TLB-gather batches.
+//!
+//! State: each task's own (phase, count, start-up pages) behind a lock only its CPU's steps
+//! take (tasks never migrate), held across their allocator calls; each channel (its skbs or
+//! pipe pages, `wmem`, the spare page, the sleeping writers and the reader's sleep flag) and
+//! each CPU's run queue behind locks held for bookkeeping only; counters atomic. A sender
+//! builds its skb, or copies into a page not yet in the pipe or into bytes it reserved in
+//! the pipe's last page, outside the channel's lock and queues or commits under it; a
+//! receiver takes its skb, or its bytes, out under the lock, copies and frees after it, and
+//! a pipe page leaves the pipe only once no reserved bytes are left in it. Lock order: a
+//! task's lock first, then one channel's or one run queue's lock, never two of those
+//! together; the start signal is given after the last task's lock is let go. No lost wake:
+//! a task marks itself asleep (a writer on the channel's list, the reader's flag) in the same
+//! critical section as its last look at the channel; a waker clears the mark under that
+//! lock, queues the task on its CPU's run queue and wakes the CPU after (a wake for a
+//! running CPU makes its next block return at once). On real threads several senders may
+//! pass a socket's or pipe's "full" test before any of them queues, so a channel may hold
+//! a few messages or pages more than `sndbuf_bytes` or `pipe_buffers` allow. The model steps
+//! one CPU at a time, so its decisions are those of one object.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::Mutex;
 
 use anyhow::{anyhow, Result};
 use pagealloc::{Gfp, Order, Pfn};
@@ -60,7 +80,7 @@ use pagealloc_testkit::rng::Rng;
 use super::net::PageCursor;
 use super::{ns, ParamSpec, Params, WorkloadInfo};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
-use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -70,7 +90,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               CPUs) or pipes, processes or threads",
     params: PARAMS,
     default_machine: "skylake-1s",
-    build: |p| Box::new(Serial::new(Hackbench::new(p))),
+    build: |p| Box::new(Hackbench::new(p)),
     fit: super::fits_any,
 };
 
@@ -321,7 +341,6 @@ struct Task {
     group: usize,
     /// Receiver (its channel is `group × fds + k`).
     receiver: Option<usize>,
-    cpu: u32,
     phase: Phase,
     /// Messages sent or received so far.
     done: u64,
@@ -338,12 +357,21 @@ struct Skb {
     head: SlabObject,
 }
 
-/// A page of a pipe: bytes `start .. start + len` unread.
+/// A page of a pipe: bytes `start .. start + len` unread, and `pending` more after them that
+/// writers have reserved and are still copying in (0 but on real threads, mid-write).
 #[derive(Clone, Copy, Debug)]
 struct PipeBuf {
     pfn: Pfn,
     start: u64,
     len: u64,
+    pending: u64,
+}
+
+impl PipeBuf {
+    /// Where the next write into this page goes.
+    fn end(&self) -> u64 {
+        self.start + self.len + self.pending
+    }
 }
 
 /// One receiver's channel.
@@ -358,6 +386,23 @@ struct Chan {
     /// Writers asleep on a full channel.
     writers: Vec<usize>,
     reader_waits: bool,
+}
+
+/// A write's outcome: `None` if the writer must sleep (the channel is full), else whether
+/// the channel's reader is to be woken.
+type Sent = Option<bool>;
+
+/// A read's outcome: `None` if the reader must sleep (nothing to read), else the writers to
+/// wake.
+type Got = Option<Vec<usize>>;
+
+/// Where a pipe write goes, chosen under the channel's lock.
+#[derive(Clone, Copy, Debug)]
+enum PipeSlot {
+    /// Bytes reserved at `off` of the pipe's last page.
+    Merge { pfn: Pfn, off: u64 },
+    /// A new page: the pipe's spare, taken, or (`None`) a fresh allocation.
+    New(Option<Pfn>),
 }
 
 /// One CPU's run queue.
@@ -400,20 +445,25 @@ pub struct Hackbench {
     slice: u64,
     /// Truesize of one skb: head + `sk_buff` (SKB_TRUESIZE).
     truesize: u64,
-    tasks: Vec<Task>,
-    chans: Vec<Chan>,
-    rqs: Vec<RunQueue>,
-    ready: usize,
-    finished: usize,
-    start: u64,
-    end: u64,
-    messages: u64,
-    pipe_allocs: u64,
-    pipe_frees: u64,
-    spare_reuses: u64,
-    switches: u64,
-    failures: u64,
-    latest: u64,
+    /// Per task, taken by the steps of its CPU.
+    tasks: Vec<Mutex<Task>>,
+    /// Each task's CPU (tasks never migrate): read without a lock.
+    cpu_of: Vec<u32>,
+    /// Per receiver: bookkeeping only.
+    chans: Vec<Mutex<Chan>>,
+    /// Per CPU: its own steps and the wakers that queue tasks on it, bookkeeping only.
+    rqs: Vec<Mutex<RunQueue>>,
+    ready: AtomicUsize,
+    finished: AtomicUsize,
+    start: AtomicU64,
+    end: AtomicU64,
+    messages: AtomicU64,
+    pipe_allocs: AtomicU64,
+    pipe_frees: AtomicU64,
+    spare_reuses: AtomicU64,
+    switches: AtomicU64,
+    failures: AtomicU64,
+    latest: AtomicU64,
 }
 
 impl Hackbench {
@@ -440,19 +490,20 @@ impl Hackbench {
             slice: ns(p.get("timeslice_ms") * 1e6).max(1),
             truesize: u64::from(head_bytes) + u64::from(SKB_BYTES),
             tasks: Vec::new(),
+            cpu_of: Vec::new(),
             chans: Vec::new(),
             rqs: Vec::new(),
-            ready: 0,
-            finished: 0,
-            start: 0,
-            end: 0,
-            messages: 0,
-            pipe_allocs: 0,
-            pipe_frees: 0,
-            spare_reuses: 0,
-            switches: 0,
-            failures: 0,
-            latest: 0,
+            ready: AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
+            start: AtomicU64::new(0),
+            end: AtomicU64::new(0),
+            messages: AtomicU64::new(0),
+            pipe_allocs: AtomicU64::new(0),
+            pipe_frees: AtomicU64::new(0),
+            spare_reuses: AtomicU64::new(0),
+            switches: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            latest: AtomicU64::new(0),
         }
     }
 
@@ -461,15 +512,17 @@ impl Hackbench {
         self.loops * self.fds as u64
     }
 
-    /// Put task `t` on its CPU's run queue and wake the CPU.
-    fn wake_task(&mut self, t: usize, ctx: &mut Ctx<'_>) {
-        let cpu = self.tasks[t].cpu;
-        self.rqs[cpu as usize].queue.push_back(t);
+    /// Put task `t` on its CPU's run queue and wake the CPU (after the run queue's lock: a
+    /// wake for a CPU still running makes its next block return at once, so none is lost).
+    fn wake_task(&self, t: usize, ctx: &mut Ctx<'_>) {
+        let cpu = self.cpu_of[t];
+        lock(&self.rqs[cpu as usize]).queue.push_back(t);
         ctx.wake(cpu, ctx.now() + self.wake);
     }
 
-    /// Start-up: the kernel stack and, for a process, its PGD and first pages.
-    fn spawn(&mut self, t: usize, ctx: &mut Ctx<'_>) {
+    /// Start-up: the kernel stack and, for a process, its PGD and first pages. Returns
+    /// whether this was the last task to get ready.
+    fn spawn(&self, task: &mut Task, ctx: &mut Ctx<'_>) -> bool {
         let mut want: Vec<(Gfp, Order)> = vec![(GFP_ZEROED, Order(0)); self.stack_pages as usize];
         if !self.threads {
             want.push((GFP_ZEROED, PGD_ORDER));
@@ -482,39 +535,42 @@ impl Hackbench {
             match ctx.alloc(gfp, order) {
                 Some(pfn) => {
                     ctx.touch(pfn, PAGE << order.0);
-                    self.tasks[t].pages.push((pfn, order));
+                    task.pages.push((pfn, order));
                 }
-                None => self.failures += 1,
+                None => {
+                    self.failures.fetch_add(1, SeqCst);
+                }
             }
         }
-        self.tasks[t].phase = Phase::Ready;
-        self.ready += 1;
-        if self.ready == self.tasks.len() {
-            // perf's start signal: every task becomes runnable at once.
-            self.start = ctx.now();
-            for u in 0..self.tasks.len() {
-                self.tasks[u].phase = Phase::Run;
-                self.wake_task(u, ctx);
-            }
+        task.phase = Phase::Ready;
+        self.ready.fetch_add(1, SeqCst) + 1 == self.tasks.len()
+    }
+
+    /// perf's start signal, given by the last task to get ready (with its own lock let go):
+    /// every task becomes runnable at once.
+    fn start_signal(&self, ctx: &mut Ctx<'_>) {
+        self.start.store(ctx.now(), SeqCst);
+        for u in 0..self.tasks.len() {
+            lock(&self.tasks[u]).phase = Phase::Run;
+            self.wake_task(u, ctx);
         }
     }
 
     /// Exit: free what the task allocated at start-up (and a receiver's pipe spare page, the
     /// pipe going with its last user).
-    fn exit(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<()> {
-        for (pfn, order) in std::mem::take(&mut self.tasks[t].pages) {
+    fn exit(&self, task: &mut Task, ctx: &mut Ctx<'_>) -> Result<()> {
+        for (pfn, order) in std::mem::take(&mut task.pages) {
             ctx.free(pfn, order)?;
         }
-        if let Some(k) = self.tasks[t].receiver {
-            let c = self.tasks[t].group * self.fds + k;
-            if let Some(spare) = self.chans[c].tmp_page.take() {
+        if let Some(k) = task.receiver {
+            let spare = lock(&self.chans[task.group * self.fds + k]).tmp_page.take();
+            if let Some(spare) = spare {
                 ctx.free(spare, Order(0))?;
             }
         }
-        self.tasks[t].phase = Phase::Done;
-        self.finished += 1;
-        if self.finished == self.tasks.len() {
-            self.end = ctx.now();
+        task.phase = Phase::Done;
+        if self.finished.fetch_add(1, SeqCst) + 1 == self.tasks.len() {
+            self.end.store(ctx.now(), SeqCst);
             for c in 0..self.rqs.len() as u32 {
                 ctx.wake(c, ctx.now());
             }
@@ -528,10 +584,15 @@ impl Hackbench {
         (Pfn(o.slab().0 + at / PAGE), at % PAGE)
     }
 
-    fn send_socket(&mut self, t: usize, c: usize, ctx: &mut Ctx<'_>) -> Result<Ran> {
-        if self.chans[c].wmem >= self.sndbuf {
-            self.chans[c].writers.push(t);
-            return Ok(Ran::Off);
+    /// Write one message of task `t` to socket `c`. The skb is built outside the channel's
+    /// lock and queued under it.
+    fn send_socket(&self, t: usize, task: &mut Task, c: usize, ctx: &mut Ctx<'_>) -> Result<Sent> {
+        {
+            let mut chan = lock(&self.chans[c]);
+            if chan.wmem >= self.sndbuf {
+                chan.writers.push(t);
+                return Ok(None);
+            }
         }
         ctx.work(self.send);
         let skb = ctx.slab_alloc(SKB_CACHE, GFP_SLAB, None)?;
@@ -541,143 +602,226 @@ impl Hackbench {
         };
         // copy_from_user into the head.
         let (pfn, off) = Self::object_page(head, self.head_bytes);
-        self.tasks[t].cursor.copy(ctx, pfn, off, self.datasize);
-        let chan = &mut self.chans[c];
+        task.cursor.copy(ctx, pfn, off, self.datasize);
+        let mut chan = lock(&self.chans[c]);
         chan.skbs.push_back(Skb { skb, head });
         chan.wmem += self.truesize;
-        Ok(Ran::Runnable)
+        Ok(Some(std::mem::take(&mut chan.reader_waits)))
     }
 
-    fn send_pipe(&mut self, t: usize, c: usize, ctx: &mut Ctx<'_>) -> Result<Ran> {
+    /// Where task `t`'s write to pipe `c` goes, or `None` if it must sleep (the pipe is
+    /// full). A merge reserves its bytes, so the reader leaves the page in the pipe until
+    /// they are written.
+    fn pipe_slot(&self, t: usize, c: usize) -> Option<PipeSlot> {
         let ds = self.datasize;
-        let merge = self.chans[c].bufs.back().is_some_and(|b| b.start + b.len + ds <= PAGE);
-        if !merge && self.chans[c].bufs.len() >= self.pipe_buffers {
-            self.chans[c].writers.push(t);
-            return Ok(Ran::Off);
+        let mut chan = lock(&self.chans[c]);
+        if let Some(b) = chan.bufs.back_mut().filter(|b| b.end() + ds <= PAGE) {
+            let off = b.end();
+            b.pending += ds;
+            return Some(PipeSlot::Merge { pfn: b.pfn, off });
         }
+        if chan.bufs.len() >= self.pipe_buffers {
+            chan.writers.push(t);
+            return None;
+        }
+        Some(PipeSlot::New(chan.tmp_page.take()))
+    }
+
+    /// [`send_socket`](Self::send_socket) for a pipe: the bytes are copied outside the
+    /// channel's lock, into a page reserved or not yet in the pipe, and then made readable.
+    fn send_pipe(&self, t: usize, task: &mut Task, c: usize, ctx: &mut Ctx<'_>) -> Result<Sent> {
+        let ds = self.datasize;
+        let Some(slot) = self.pipe_slot(t, c) else { return Ok(None) };
         ctx.work(self.send);
-        if merge {
-            let b = self.chans[c].bufs.back_mut().expect("checked");
-            let (pfn, off) = (b.pfn, b.start + b.len);
-            b.len += ds;
-            self.tasks[t].cursor.copy(ctx, pfn, off, ds);
-            return Ok(Ran::Runnable);
+        match slot {
+            PipeSlot::Merge { pfn, off } => {
+                task.cursor.copy(ctx, pfn, off, ds);
+                let mut chan = lock(&self.chans[c]);
+                let b =
+                    chan.bufs.iter_mut().rev().find(|b| b.pfn == pfn).ok_or_else(|| {
+                        anyhow!("hackbench: pipe {c} lost page {} mid-write", pfn.0)
+                    })?;
+                b.pending -= ds;
+                b.len += ds;
+                Ok(Some(std::mem::take(&mut chan.reader_waits)))
+            }
+            PipeSlot::New(spare) => {
+                let pfn = match spare {
+                    Some(p) => {
+                        self.spare_reuses.fetch_add(1, SeqCst);
+                        p
+                    }
+                    None => {
+                        self.pipe_allocs.fetch_add(1, SeqCst);
+                        ctx.alloc(GFP_PIPE, Order(0)).ok_or_else(|| {
+                            anyhow!("hackbench: no page for a pipe on CPU {}", ctx.cpu())
+                        })?
+                    }
+                };
+                task.cursor.reset();
+                task.cursor.copy(ctx, pfn, 0, ds);
+                let mut chan = lock(&self.chans[c]);
+                chan.bufs.push_back(PipeBuf { pfn, start: 0, len: ds, pending: 0 });
+                Ok(Some(std::mem::take(&mut chan.reader_waits)))
+            }
         }
-        let pfn = match self.chans[c].tmp_page.take() {
-            Some(p) => {
-                self.spare_reuses += 1;
-                p
-            }
-            None => {
-                self.pipe_allocs += 1;
-                ctx.alloc(GFP_PIPE, Order(0))
-                    .ok_or_else(|| anyhow!("hackbench: no page for a pipe on CPU {}", ctx.cpu()))?
-            }
-        };
-        self.tasks[t].cursor.reset();
-        self.tasks[t].cursor.copy(ctx, pfn, 0, ds);
-        self.chans[c].bufs.push_back(PipeBuf { pfn, start: 0, len: ds });
-        Ok(Ran::Runnable)
     }
 
-    fn sender(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<Ran> {
-        let task = &self.tasks[t];
+    fn sender(&self, t: usize, task: &mut Task, ctx: &mut Ctx<'_>) -> Result<Ran> {
         let c = task.group * self.fds + (task.done % self.fds as u64) as usize;
-        let ran =
-            if self.pipes { self.send_pipe(t, c, ctx)? } else { self.send_socket(t, c, ctx)? };
-        if ran == Ran::Off {
-            return Ok(ran);
+        let sent = if self.pipes {
+            self.send_pipe(t, task, c, ctx)?
+        } else {
+            self.send_socket(t, task, c, ctx)?
+        };
+        let Some(wake_reader) = sent else { return Ok(Ran::Off) };
+        task.done += 1;
+        if wake_reader {
+            self.wake_task(task.group * 2 * self.fds + c % self.fds, ctx);
         }
-        self.tasks[t].done += 1;
-        if std::mem::take(&mut self.chans[c].reader_waits) {
-            let r = self.tasks[t].group * 2 * self.fds + c % self.fds;
-            self.wake_task(r, ctx);
-        }
-        if self.tasks[t].done == self.per_task() {
-            self.tasks[t].phase = Phase::Exit;
+        if task.done == self.per_task() {
+            task.phase = Phase::Exit;
         }
         Ok(Ran::Runnable)
     }
 
-    fn receiver(&mut self, t: usize, c: usize, ctx: &mut Ctx<'_>) -> Result<Ran> {
+    /// Read one message from pipe `c` (its writers are woken when a page leaves it). The
+    /// bytes are taken under the channel's lock and copied after it; the page leaves the pipe
+    /// (as its spare, or freed here) only once they are copied and no write into it is under
+    /// way.
+    fn recv_pipe(&self, task: &mut Task, c: usize, ctx: &mut Ctx<'_>) -> Result<Got> {
         let ds = self.datasize;
-        let writable = if self.pipes {
-            let Some(b) = self.chans[c].bufs.front_mut() else {
-                self.chans[c].reader_waits = true;
-                return Ok(Ran::Off);
+        let (pfn, off) = {
+            // The last look at the pipe and the mark asleep are one critical section.
+            let mut chan = lock(&self.chans[c]);
+            let Some(b) = chan.bufs.front_mut().filter(|b| b.len > 0) else {
+                chan.reader_waits = true;
+                return Ok(None);
             };
-            ctx.work(self.recv);
-            let (pfn, off) = (b.pfn, b.start);
+            let off = b.start;
             b.start += ds;
             b.len -= ds;
-            let emptied = b.len == 0;
-            self.tasks[t].cursor.copy(ctx, pfn, off, ds);
-            if emptied {
-                self.chans[c].bufs.pop_front();
-                self.tasks[t].cursor.reset();
-                // anon_pipe_buf_release: keep one spare page, free the rest.
-                if self.chans[c].tmp_page.is_none() {
-                    self.chans[c].tmp_page = Some(pfn);
-                } else {
-                    self.pipe_frees += 1;
-                    ctx.free(pfn, Order(0))?;
-                }
-            }
-            emptied
-        } else {
-            let Some(skb) = self.chans[c].skbs.pop_front() else {
-                self.chans[c].reader_waits = true;
-                return Ok(Ran::Off);
-            };
-            ctx.work(self.recv);
-            let (pfn, off) = Self::object_page(skb.head, self.head_bytes);
-            self.tasks[t].cursor.copy(ctx, pfn, off, ds);
-            // consume_skb on the reader's CPU: the head, then the sk_buff.
-            ctx.slab_free(HEAD_CACHE, skb.head)?;
-            ctx.slab_free(SKB_CACHE, skb.skb)?;
-            let chan = &mut self.chans[c];
-            chan.wmem -= self.truesize;
-            // unix_writable: writers wake once a quarter of sk_sndbuf is left queued.
-            chan.wmem * 4 <= self.sndbuf
+            (b.pfn, off)
         };
-        self.messages += 1;
-        if writable {
-            for w in std::mem::take(&mut self.chans[c].writers) {
-                self.wake_task(w, ctx);
+        ctx.work(self.recv);
+        task.cursor.copy(ctx, pfn, off, ds);
+        let (spare, writers) = {
+            let mut chan = lock(&self.chans[c]);
+            let emptied =
+                chan.bufs.front().is_some_and(|b| b.pfn == pfn && b.len == 0 && b.pending == 0);
+            if !emptied {
+                return Ok(Some(Vec::new()));
             }
+            chan.bufs.pop_front();
+            // anon_pipe_buf_release: keep one spare page, free the rest.
+            let spare = chan.tmp_page.is_none();
+            if spare {
+                chan.tmp_page = Some(pfn);
+            }
+            (spare, std::mem::take(&mut chan.writers))
+        };
+        task.cursor.reset();
+        if !spare {
+            self.pipe_frees.fetch_add(1, SeqCst);
+            ctx.free(pfn, Order(0))?;
         }
-        self.tasks[t].done += 1;
-        if self.tasks[t].done == self.per_task() {
-            self.tasks[t].phase = Phase::Exit;
+        Ok(Some(writers))
+    }
+
+    /// [`recv_pipe`](Self::recv_pipe) for a socket: the skb is taken out under the channel's
+    /// lock, copied and freed after it.
+    fn recv_socket(&self, task: &mut Task, c: usize, ctx: &mut Ctx<'_>) -> Result<Got> {
+        let skb = {
+            let mut chan = lock(&self.chans[c]);
+            let Some(skb) = chan.skbs.pop_front() else {
+                chan.reader_waits = true;
+                return Ok(None);
+            };
+            skb
+        };
+        ctx.work(self.recv);
+        let (pfn, off) = Self::object_page(skb.head, self.head_bytes);
+        task.cursor.copy(ctx, pfn, off, self.datasize);
+        // consume_skb on the reader's CPU: the head, then the sk_buff.
+        ctx.slab_free(HEAD_CACHE, skb.head)?;
+        ctx.slab_free(SKB_CACHE, skb.skb)?;
+        let mut chan = lock(&self.chans[c]);
+        chan.wmem -= self.truesize;
+        // unix_writable: writers wake once a quarter of sk_sndbuf is left queued.
+        let writable = chan.wmem * 4 <= self.sndbuf;
+        Ok(Some(if writable { std::mem::take(&mut chan.writers) } else { Vec::new() }))
+    }
+
+    fn receiver(&self, task: &mut Task, c: usize, ctx: &mut Ctx<'_>) -> Result<Ran> {
+        let got = if self.pipes {
+            self.recv_pipe(task, c, ctx)?
+        } else {
+            self.recv_socket(task, c, ctx)?
+        };
+        let Some(writers) = got else { return Ok(Ran::Off) };
+        self.messages.fetch_add(1, SeqCst);
+        for w in writers {
+            self.wake_task(w, ctx);
+        }
+        task.done += 1;
+        if task.done == self.per_task() {
+            task.phase = Phase::Exit;
         }
         Ok(Ran::Runnable)
     }
 
-    /// One step of task `t`.
-    fn run(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<Ran> {
-        match self.tasks[t].phase {
+    /// One step of task `t`, under its lock (the start signal is given after it).
+    fn run(&self, t: usize, ctx: &mut Ctx<'_>) -> Result<Ran> {
+        let mut task = lock(&self.tasks[t]);
+        match task.phase {
             Phase::Spawn => {
-                self.spawn(t, ctx);
+                let last = self.spawn(&mut task, ctx);
+                drop(task);
+                if last {
+                    self.start_signal(ctx);
+                }
                 Ok(Ran::Off)
             }
-            Phase::Run => match self.tasks[t].receiver {
-                Some(k) => self.receiver(t, self.tasks[t].group * self.fds + k, ctx),
-                None => self.sender(t, ctx),
+            Phase::Run => match task.receiver {
+                Some(k) => {
+                    let c = task.group * self.fds + k;
+                    self.receiver(&mut task, c, ctx)
+                }
+                None => self.sender(t, &mut task, ctx),
             },
             Phase::Exit => {
-                self.exit(t, ctx)?;
+                self.exit(&mut task, ctx)?;
                 Ok(Ran::Off)
             }
             Phase::Ready | Phase::Done => Ok(Ran::Off),
         }
     }
+
+    /// The task CPU `cpu` runs next: its current one, or the next of its run queue after a
+    /// context switch; `None` if it has none.
+    fn pick(&self, cpu: usize, ctx: &mut Ctx<'_>) -> Option<usize> {
+        let mut rq = lock(&self.rqs[cpu]);
+        if let Some(t) = rq.current {
+            return Some(t);
+        }
+        let t = rq.queue.pop_front()?;
+        if rq.last.is_some_and(|l| l != t) {
+            self.switches.fetch_add(1, SeqCst);
+            let cost = if self.threads { self.switch } else { self.switch + self.mm_switch };
+            ctx.work(cost);
+        }
+        rq.current = Some(t);
+        rq.last = Some(t);
+        rq.slice_end = ctx.now() + self.slice;
+        Some(t)
+    }
 }
 
-impl SerialWorkload for Hackbench {
+impl Workload for Hackbench {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         let n = self.groups * 2 * self.fds;
-        self.rqs = (0..info.nr_cpus).map(|_| RunQueue::default()).collect();
-        self.chans = (0..self.groups * self.fds).map(|_| Chan::default()).collect();
+        let mut rqs: Vec<RunQueue> = (0..info.nr_cpus).map(|_| RunQueue::default()).collect();
+        self.chans = (0..self.groups * self.fds).map(|_| Mutex::default()).collect();
         // Fork balancing puts each new task on an idle CPU; which task lands next to which
         // is drawn from the run's seed: the tasks, shuffled, are dealt round robin.
         let mut order: Vec<usize> = (0..n).collect();
@@ -691,48 +835,31 @@ impl SerialWorkload for Hackbench {
         }
         for (i, &cpu) in cpu_of.iter().enumerate() {
             let (group, k) = (i / (2 * self.fds), i % (2 * self.fds));
-            self.tasks.push(Task {
+            self.tasks.push(Mutex::new(Task {
                 group,
                 receiver: (k < self.fds).then_some(k),
-                cpu,
                 phase: Phase::Spawn,
                 done: 0,
                 pages: Vec::new(),
                 cursor: PageCursor::default(),
-            });
-            self.rqs[cpu as usize].queue.push_back(i);
+            }));
+            rqs[cpu as usize].queue.push_back(i);
         }
+        self.cpu_of = cpu_of;
+        self.rqs = rqs.into_iter().map(Mutex::new).collect();
         Ok((0..info.nr_cpus).collect())
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        if self.finished == self.tasks.len() {
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        if self.finished.load(SeqCst) == self.tasks.len() {
             return Ok(Next::Done);
         }
-        let now = ctx.now();
-        self.latest = self.latest.max(now);
+        self.latest.fetch_max(ctx.now(), SeqCst);
         let cpu = ctx.cpu() as usize;
-        let rq = &mut self.rqs[cpu];
-        let t = match rq.current {
-            Some(t) => t,
-            None => {
-                let Some(t) = rq.queue.pop_front() else {
-                    return Ok(Next::Block);
-                };
-                if rq.last.is_some_and(|l| l != t) {
-                    self.switches += 1;
-                    let cost =
-                        if self.threads { self.switch } else { self.switch + self.mm_switch };
-                    ctx.work(cost);
-                }
-                rq.current = Some(t);
-                rq.last = Some(t);
-                rq.slice_end = ctx.now() + self.slice;
-                t
-            }
-        };
+        // Its run queue is empty: a waker queues a task before it wakes this CPU.
+        let Some(t) = self.pick(cpu, ctx) else { return Ok(Next::Block) };
         let ran = self.run(t, ctx)?;
-        let rq = &mut self.rqs[cpu];
+        let mut rq = lock(&self.rqs[cpu]);
         if ran == Ran::Off {
             rq.current = None;
         } else if ctx.now() >= rq.slice_end && !rq.queue.is_empty() {
@@ -745,27 +872,29 @@ impl SerialWorkload for Hackbench {
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         // Every message was read and every task exited: only a run cut short holds pages.
         let mut v = Vec::new();
-        for t in &mut self.tasks {
-            v.extend(t.pages.drain(..).map(|(p, o)| (t.cpu, p, o)));
+        for (t, &cpu) in self.tasks.iter_mut().zip(&self.cpu_of) {
+            v.extend(part(t).pages.drain(..).map(|(p, o)| (cpu, p, o)));
         }
         v
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
+        let count = |a: &AtomicU64| a.load(SeqCst) as f64;
+        let time = self.end.load(SeqCst).saturating_sub(self.start.load(SeqCst));
         vec![
-            ("time".into(), self.end.saturating_sub(self.start) as f64 / 1e12),
-            ("messages".into(), self.messages as f64),
-            ("pipe_allocs".into(), self.pipe_allocs as f64),
-            ("pipe_frees".into(), self.pipe_frees as f64),
-            ("spare_reuses".into(), self.spare_reuses as f64),
-            ("switches".into(), self.switches as f64),
-            ("alloc_failures".into(), self.failures as f64),
+            ("time".into(), time as f64 / 1e12),
+            ("messages".into(), count(&self.messages)),
+            ("pipe_allocs".into(), count(&self.pipe_allocs)),
+            ("pipe_frees".into(), count(&self.pipe_frees)),
+            ("spare_reuses".into(), count(&self.spare_reuses)),
+            ("switches".into(), count(&self.switches)),
+            ("alloc_failures".into(), count(&self.failures)),
         ]
     }
 
     fn progress(&self) -> f64 {
         let total = (self.tasks.len() as u64 / 2 * self.per_task()).max(1);
-        (self.messages as f64 / total as f64).min(1.0)
+        (self.messages.load(SeqCst) as f64 / total as f64).min(1.0)
     }
 
     fn slab_setup(&self) -> SlabSetup {

@@ -32,8 +32,21 @@
 //! average over aggregated segments); no wire by default (`link_gbit = 0`: the streams run as
 //! fast as the CPUs allow); no page_pool; TCP's window is the receive buffer, reopened as soon
 //! as the reader frees a segment's room; no migration; the per-packet costs are assumed.
+//!
+//! State: each stream's RX queue (ring, page_frag cache, ACKs in flight) is its RX CPU's own
+//! and its reader's position the reader CPU's own, each behind a lock only that CPU's steps
+//! take, held across their allocator calls; the socket (queued skbs, their truesize, the two
+//! sleep flags, the end mark) behind a lock held for bookkeeping only: the RX CPU builds the
+//! skb and then queues it, the reader takes it off and then copies and frees it. Lock order:
+//! a CPU's own lock first, then the socket's. No lost wake: each side marks itself asleep in
+//! the same critical section as its last look at the socket, and the other clears the mark
+//! under that lock and wakes it after. So on the real runner's threads the RX CPUs'
+//! allocations and the readers' frees overlap, while the model, stepping one CPU at a time,
+//! makes the same decisions as with one object.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::Mutex;
 
 use anyhow::{bail, Result};
 use pagealloc::{Frag, Gfp, Order, PageFragCache, Pfn};
@@ -43,7 +56,7 @@ use pagealloc_testkit::rng::Rng;
 use super::net::{PageCursor, SKB_BYTES, SMALL_HEAD, WAKE_NS};
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
-use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload, PS_PER_S};
+use crate::model::{lock, Ctx, ModelInfo, Next, Workload, PS_PER_S};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -53,7 +66,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               IRQ CPU",
     params: PARAMS,
     default_machine: "spr-2s-224",
-    build: |p| Box::new(Serial::new(Iperf3Nic::new(p))),
+    build: |p| Box::new(Iperf3Nic::new(p)),
     fit,
 };
 
@@ -284,30 +297,49 @@ struct Ack {
     head: SlabObject,
 }
 
-/// One stream: its RX queue (on `rx_cpu`) and its socket, read on `reader_cpu`.
+/// The RX side of a stream, its RX CPU's own: held by that CPU's steps across their
+/// allocator calls.
 #[derive(Debug)]
-struct Stream {
-    rx_cpu: u32,
-    reader_cpu: u32,
+struct RxQueue {
     /// The RX CPU's page_frag cache (the kernel's per-CPU NAPI cache: one stream per CPU).
     cache: PageFragCache,
     /// Posted buffers, in the order the NIC fills them.
     ring: VecDeque<Frag>,
     /// Packets taken in the current NAPI round.
     in_round: u32,
-    queue: VecDeque<Skb>,
-    /// Truesize queued on the socket.
-    queued: u64,
     /// When the next segment reaches the NIC (ps; with a wire).
     next_arrival: u64,
     unacked: u32,
     tx: VecDeque<Ack>,
+}
+
+/// A stream's socket, shared by its RX CPU and its reader: bookkeeping only.
+#[derive(Debug, Default)]
+struct Socket {
+    queue: VecDeque<Skb>,
+    /// Truesize queued on the socket.
+    queued: u64,
     rx_blocked: bool,
     reader_waits: bool,
     rx_done: bool,
+}
+
+/// The reader's side of a stream, its CPU's own.
+#[derive(Debug, Default)]
+struct ReaderSide {
     /// Bytes left in the reader's current recvmsg.
     read_left: u64,
     rcursor: PageCursor,
+}
+
+/// One stream: its RX queue (on `rx_cpu`) and its socket, read on `reader_cpu`.
+#[derive(Debug)]
+struct Stream {
+    rx_cpu: u32,
+    reader_cpu: u32,
+    rx: Mutex<RxQueue>,
+    sock: Mutex<Socket>,
+    reader: Mutex<ReaderSide>,
 }
 
 /// What a CPU runs: stream `s`'s RX queue or its reader.
@@ -339,14 +371,14 @@ pub struct Iperf3Nic {
     wake: u64,
     streams: Vec<Stream>,
     roles: Vec<Option<Role>>,
-    received: u64,
-    packets: u64,
-    acks: u64,
+    received: AtomicU64,
+    packets: AtomicU64,
+    acks: AtomicU64,
     /// Page_frag refills: order-3 pages, order-0 fallbacks.
-    frag_pages: u64,
-    frag_fallbacks: u64,
-    failures: u64,
-    latest: u64,
+    frag_pages: AtomicU64,
+    frag_fallbacks: AtomicU64,
+    failures: AtomicU64,
+    latest: AtomicU64,
 }
 
 impl Iperf3Nic {
@@ -381,13 +413,13 @@ impl Iperf3Nic {
             wake: ns(p.get("wake_ns")),
             streams: Vec::new(),
             roles: Vec::new(),
-            received: 0,
-            packets: 0,
-            acks: 0,
-            frag_pages: 0,
-            frag_fallbacks: 0,
-            failures: 0,
-            latest: 0,
+            received: AtomicU64::new(0),
+            packets: AtomicU64::new(0),
+            acks: AtomicU64::new(0),
+            frag_pages: AtomicU64::new(0),
+            frag_fallbacks: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            latest: AtomicU64::new(0),
         }
     }
 
@@ -396,157 +428,180 @@ impl Iperf3Nic {
         u64::from(self.buf_bytes) + SKB_BYTES
     }
 
-    /// Free the ACKs of stream `s` whose transmissions completed (at most `n`).
-    fn complete_tx(&mut self, s: usize, n: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+    /// Count one allocation failure.
+    fn failed(&self) {
+        self.failures.fetch_add(1, SeqCst);
+    }
+
+    /// Free the ACKs of RX queue `q` whose transmissions completed (at most `n`).
+    fn complete_tx(q: &mut RxQueue, n: usize, ctx: &mut Ctx<'_>) -> Result<()> {
         for _ in 0..n {
-            let Some(a) = self.streams[s].tx.pop_front() else { break };
+            let Some(a) = q.tx.pop_front() else { break };
             ctx.slab_free(HEAD_CACHE, a.head)?;
             ctx.slab_free(SKB_CACHE, a.skb)?;
         }
         Ok(())
     }
 
-    /// Post fresh buffers on stream `s`'s ring until it is full (`napi_alloc_frag` each).
-    fn refill(&mut self, s: usize, ctx: &mut Ctx<'_>) {
+    /// Post fresh buffers on RX queue `q`'s ring until it is full (`napi_alloc_frag` each).
+    fn refill(&self, q: &mut RxQueue, ctx: &mut Ctx<'_>) {
         let bytes = self.buf_bytes;
-        let st = &mut self.streams[s];
-        while st.ring.len() < self.rx_ring {
-            let before = st.cache.page();
-            match ctx.frag_alloc(&mut st.cache, bytes, GFP_RX) {
+        while q.ring.len() < self.rx_ring {
+            let before = q.cache.page();
+            match ctx.frag_alloc(&mut q.cache, bytes, GFP_RX) {
                 Some(f) => {
-                    match st.cache.page() {
-                        Some((_, o)) if st.cache.page() != before && o.0 > 0 => {
-                            self.frag_pages += 1
+                    match q.cache.page() {
+                        Some((_, o)) if q.cache.page() != before && o.0 > 0 => {
+                            self.frag_pages.fetch_add(1, SeqCst);
                         }
-                        Some(_) if st.cache.page() != before => self.frag_fallbacks += 1,
+                        Some(_) if q.cache.page() != before => {
+                            self.frag_fallbacks.fetch_add(1, SeqCst);
+                        }
                         _ => {}
                     }
-                    st.ring.push_back(f);
+                    q.ring.push_back(f);
                 }
                 None => {
                     // The descriptors stay empty; the next round retries.
-                    self.failures += 1;
+                    self.failed();
                     break;
                 }
             }
         }
-        st.in_round = 0;
+        q.in_round = 0;
     }
 
     /// Send an ACK from the RX softirq: an `sk_buff` and a small head, freed by the channel's
     /// TX completion.
-    fn ack(&mut self, s: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+    fn ack(&self, q: &mut RxQueue, ctx: &mut Ctx<'_>) -> Result<()> {
         ctx.work(self.ack_work);
         let Some(skb) = ctx.slab_alloc(SKB_CACHE, GFP_RX, None)? else {
-            self.failures += 1;
+            self.failed();
             return Ok(());
         };
         let Some(head) = ctx.slab_alloc(HEAD_CACHE, GFP_RX, None)? else {
-            self.failures += 1;
+            self.failed();
             return ctx.slab_free(SKB_CACHE, skb);
         };
-        self.acks += 1;
-        self.streams[s].tx.push_back(Ack { skb, head });
+        self.acks.fetch_add(1, SeqCst);
+        q.tx.push_back(Ack { skb, head });
         Ok(())
     }
 
     /// The RX queue's end: free the posted buffers, drain the page_frag cache, complete the
-    /// ACKs in flight, and wake the reader to empty the socket.
-    fn close(&mut self, s: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let st = &mut self.streams[s];
-        st.rx_done = true;
-        while let Some(f) = st.ring.pop_front() {
+    /// ACKs in flight, and wake the reader to empty the socket (it sees `rx_done` under the
+    /// socket's lock, so it is woken or finds it set).
+    fn close(&self, st: &Stream, q: &mut RxQueue, ctx: &mut Ctx<'_>) -> Result<Next> {
+        lock(&st.sock).rx_done = true;
+        while let Some(f) = q.ring.pop_front() {
             ctx.frag_free(f.page)?;
         }
-        ctx.frag_drain(&mut st.cache)?;
-        let n = st.tx.len();
-        self.complete_tx(s, n, ctx)?;
-        ctx.wake(self.streams[s].reader_cpu, ctx.now());
+        ctx.frag_drain(&mut q.cache)?;
+        let n = q.tx.len();
+        Self::complete_tx(q, n, ctx)?;
+        ctx.wake(st.reader_cpu, ctx.now());
         Ok(Next::Done)
     }
 
     /// One RX step of stream `s`: completions, a refill, or one segment.
-    fn rx(&mut self, s: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
+    fn rx(&self, s: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let st = &self.streams[s];
+        let mut q = lock(&st.rx);
         let now = ctx.now();
         if now >= self.end {
-            return self.close(s, ctx);
+            return self.close(st, &mut q, ctx);
         }
-        if self.streams[s].tx.len() >= self.tx_batch {
-            self.complete_tx(s, self.tx_batch, ctx)?;
+        if q.tx.len() >= self.tx_batch {
+            Self::complete_tx(&mut q, self.tx_batch, ctx)?;
             return Ok(Next::Continue);
         }
-        let st = &self.streams[s];
-        if st.in_round >= self.budget || st.ring.is_empty() {
-            self.refill(s, ctx);
-            if self.streams[s].ring.is_empty() {
+        if q.in_round >= self.budget || q.ring.is_empty() {
+            self.refill(&mut q, ctx);
+            if q.ring.is_empty() {
                 // Nothing could be posted: the NIC drops until a later poll refills.
                 return Ok(Next::SleepUntil(ctx.now() + self.wake));
             }
             return Ok(Next::Continue);
         }
         let truesize = self.truesize();
-        let st = &mut self.streams[s];
-        if st.queued + truesize > self.rcvbuf {
-            st.rx_blocked = true;
-            return Ok(Next::Block);
+        {
+            // Marked blocked under the lock the reader frees room under: no lost wake.
+            let mut sock = lock(&st.sock);
+            if sock.queued + truesize > self.rcvbuf {
+                sock.rx_blocked = true;
+                return Ok(Next::Block);
+            }
         }
-        if self.wire > 0 && st.next_arrival > now {
-            return Ok(Next::SleepUntil(st.next_arrival));
+        if self.wire > 0 && q.next_arrival > now {
+            return Ok(Next::SleepUntil(q.next_arrival));
         }
-        let Some(buf) = st.ring.pop_front() else { return Ok(Next::Continue) };
-        st.in_round += 1;
-        st.next_arrival = st.next_arrival.max(now) + self.wire;
+        let Some(buf) = q.ring.pop_front() else { return Ok(Next::Continue) };
+        q.in_round += 1;
+        q.next_arrival = q.next_arrival.max(now) + self.wire;
         ctx.work(self.rx_work);
         ctx.touch(Pfn(buf.page.0 + u64::from(buf.offset) / 4096), HEADER_READ);
         let Some(skb) = ctx.slab_alloc(SKB_CACHE, GFP_RX, None)? else {
             // No sk_buff: the segment is dropped and its buffer freed.
-            self.failures += 1;
+            self.failed();
             ctx.frag_free(buf.page)?;
             return Ok(Next::Continue);
         };
-        self.packets += 1;
-        self.received += u64::from(self.payload);
-        self.latest = self.latest.max(ctx.now());
-        let st = &mut self.streams[s];
-        st.queue.push_back(Skb { skb, buf });
-        st.queued += truesize;
-        if std::mem::take(&mut st.reader_waits) {
+        self.packets.fetch_add(1, SeqCst);
+        self.received.fetch_add(u64::from(self.payload), SeqCst);
+        self.latest.fetch_max(ctx.now(), SeqCst);
+        let wake_reader = {
+            let mut sock = lock(&st.sock);
+            sock.queue.push_back(Skb { skb, buf });
+            sock.queued += truesize;
+            std::mem::take(&mut sock.reader_waits)
+        };
+        if wake_reader {
             ctx.wake(st.reader_cpu, ctx.now() + self.wake);
         }
-        st.unacked += 1;
-        if st.unacked >= self.ack_every {
-            st.unacked = 0;
-            self.ack(s, ctx)?;
+        q.unacked += 1;
+        if q.unacked >= self.ack_every {
+            q.unacked = 0;
+            self.ack(&mut q, ctx)?;
         }
         Ok(Next::Continue)
     }
 
-    /// One reader step of stream `s`: copy one queued segment to user space and free it.
-    fn read(&mut self, s: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let Some(skb) = self.streams[s].queue.pop_front() else {
-            let st = &mut self.streams[s];
-            if st.rx_done {
-                return Ok(Next::Done);
+    /// One reader step of stream `s`: copy one queued segment to user space and free it
+    /// (taken off the socket under its lock, copied and freed after it).
+    fn read(&self, s: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let st = &self.streams[s];
+        let skb = {
+            // The last look at the socket and the mark asleep are one critical section.
+            let mut sock = lock(&st.sock);
+            match sock.queue.pop_front() {
+                Some(skb) => skb,
+                None if sock.rx_done => return Ok(Next::Done),
+                None => {
+                    sock.reader_waits = true;
+                    return Ok(Next::Block);
+                }
             }
-            st.reader_waits = true;
-            return Ok(Next::Block);
         };
-        if self.streams[s].read_left == 0 {
+        let mut r = lock(&st.reader);
+        if r.read_left == 0 {
             ctx.work(self.recv_work);
-            self.streams[s].read_left = self.read_bytes;
+            r.read_left = self.read_bytes;
         }
         let payload = u64::from(self.payload);
         let at = u64::from(skb.buf.offset + RX_HEADROOM + HEADERS);
-        let st = &mut self.streams[s];
-        st.rcursor.copy(ctx, skb.buf.page, at, payload);
-        st.read_left = st.read_left.saturating_sub(payload);
+        r.rcursor.copy(ctx, skb.buf.page, at, payload);
+        r.read_left = r.read_left.saturating_sub(payload);
         ctx.slab_free(SKB_CACHE, skb.skb)?;
         ctx.frag_free(skb.buf.page)?;
         let truesize = self.truesize();
-        let st = &mut self.streams[s];
-        st.queued -= truesize;
-        if st.rx_blocked && st.queued + truesize <= self.rcvbuf {
-            st.rx_blocked = false;
+        let wake_rx = {
+            let mut sock = lock(&st.sock);
+            sock.queued -= truesize;
+            let wake = sock.rx_blocked && sock.queued + truesize <= self.rcvbuf;
+            sock.rx_blocked &= !wake;
+            wake
+        };
+        if wake_rx {
             ctx.wake(st.rx_cpu, ctx.now() + self.wake);
         }
         Ok(Next::Continue)
@@ -574,7 +629,7 @@ fn place(info: &ModelInfo, streams: usize, nic_node: u32, rng: &mut Rng) -> Vec<
     out
 }
 
-impl SerialWorkload for Iperf3Nic {
+impl Workload for Iperf3Nic {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         let need = 2 * self.nr_streams;
         if need > info.nr_cpus as usize || self.nic_node >= info.nr_nodes {
@@ -605,20 +660,17 @@ impl SerialWorkload for Iperf3Nic {
             self.streams.push(Stream {
                 rx_cpu,
                 reader_cpu,
-                cache: PageFragCache::new(),
-                ring: VecDeque::with_capacity(self.rx_ring),
-                // The ring is filled by the first step.
-                in_round: self.budget,
-                queue: VecDeque::new(),
-                queued: 0,
-                next_arrival: 0,
-                unacked: 0,
-                tx: VecDeque::new(),
-                rx_blocked: false,
-                reader_waits: false,
-                rx_done: false,
-                read_left: 0,
-                rcursor: PageCursor::default(),
+                rx: Mutex::new(RxQueue {
+                    cache: PageFragCache::new(),
+                    ring: VecDeque::with_capacity(self.rx_ring),
+                    // The ring is filled by the first step.
+                    in_round: self.budget,
+                    next_arrival: 0,
+                    unacked: 0,
+                    tx: VecDeque::new(),
+                }),
+                sock: Mutex::default(),
+                reader: Mutex::default(),
             });
         }
         let mut cpus: Vec<u32> =
@@ -627,7 +679,7 @@ impl SerialWorkload for Iperf3Nic {
         Ok(cpus)
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
         match self.roles[ctx.cpu() as usize] {
             Some(Role::Rx(s)) => self.rx(s, ctx),
             Some(Role::Reader(s)) => self.read(s, ctx),
@@ -643,18 +695,19 @@ impl SerialWorkload for Iperf3Nic {
 
     fn metrics(&self) -> Vec<(String, f64)> {
         let secs = self.end as f64 / PS_PER_S as f64;
+        let count = |a: &AtomicU64| a.load(SeqCst) as f64;
         vec![
-            ("throughput".into(), self.received as f64 * 8.0 / 1e9 / secs),
-            ("packets".into(), self.packets as f64),
-            ("acks".into(), self.acks as f64),
-            ("frag_pages".into(), self.frag_pages as f64),
-            ("frag_fallbacks".into(), self.frag_fallbacks as f64),
-            ("alloc_failures".into(), self.failures as f64),
+            ("throughput".into(), count(&self.received) * 8.0 / 1e9 / secs),
+            ("packets".into(), count(&self.packets)),
+            ("acks".into(), count(&self.acks)),
+            ("frag_pages".into(), count(&self.frag_pages)),
+            ("frag_fallbacks".into(), count(&self.frag_fallbacks)),
+            ("alloc_failures".into(), count(&self.failures)),
         ]
     }
 
     fn progress(&self) -> f64 {
-        (self.latest as f64 / self.end.max(1) as f64).min(1.0)
+        (self.latest.load(SeqCst) as f64 / self.end.max(1) as f64).min(1.0)
     }
 
     fn slab_setup(&self) -> SlabSetup {
@@ -674,7 +727,7 @@ mod tests {
 
     use super::*;
     use crate::model::tests::small_setup;
-    use crate::model::{Model, RunOutcome};
+    use crate::model::{Model, RunOutcome, Serial, SerialWorkload};
     use crate::workload::testing::metric;
 
     const SHORT: &[&str] = &["streams=2", "duration_s=0.002"];

@@ -35,15 +35,32 @@
 //! per-iteration control pipe (one round trip per 10 MiB) is left out; a read takes whole
 //! skbs (the kernel may leave a partly read skb on the queue); system-call and socket costs
 //! are assumed figures; migrations stay inside a node.
+//!
+//! State: each task's own (its place in a write or a read) behind a lock its CPU's steps
+//! hold, allocator calls included; each pair's queue (skbs, `wmem`, the sleep flags, bytes
+//! read) behind a lock held for bookkeeping only: a writer allocates and fills its blocks,
+//! then queues the skb; a reader takes the skb out, then copies and frees its blocks. Which
+//! task runs on which CPU ([`Tasks`]) is behind one more bookkeeping lock. Lock order: a
+//! task's lock first, then the queue lock or the task lock of [`Tasks`], never those two
+//! together. No lost wake: a task marks itself asleep in the same critical section as its
+//! last look at the queue, and its peer clears the mark under that lock, then looks up the
+//! task's CPU and wakes it (a wake for a running CPU makes its next block return at once).
+//! A migration that swaps two tasks may leave a CPU finishing a step of the task that moved
+//! away: the task's lock makes its new CPU wait for that step, and a step checks, once it
+//! holds the lock, that its task is still on its CPU. So on the real runner's threads the
+//! writers' allocations and the readers' frees overlap, while the model, stepping one CPU
+//! at a time, makes the same decisions as with one object.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::Mutex;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::net::Tasks;
 use super::{ns, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -52,7 +69,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               per write) freed by the reader on its CPU",
     params: PARAMS,
     default_machine: "icl-2s-128",
-    build: |p| Box::new(Serial::new(LmbenchUnix::new(p))),
+    build: |p| Box::new(LmbenchUnix::new(p)),
     fit: super::fit_pairs,
 };
 
@@ -238,34 +255,39 @@ fn frag_orders(mut pages: u64) -> impl Iterator<Item = u8> {
     })
 }
 
-/// An skb on a reader's queue; its blocks are the next `nfrags` of the pair's `frags`.
-#[derive(Clone, Copy, Debug)]
+/// An skb on a reader's queue, with the blocks of its paged part.
+#[derive(Clone, Debug)]
 struct Skb {
-    nfrags: u32,
+    blocks: Vec<(Pfn, Order)>,
     bytes: u64,
     truesize: u64,
 }
 
-/// One reader/writer pair: tasks `2 × i` (writer) and `2 × i + 1` (reader).
+/// A task's own state: taken by the steps of the CPU it is on, held across their allocator
+/// calls (contended only right after a migration swapped it, when its old CPU may still be
+/// finishing a step of it).
 #[derive(Debug, Default)]
-struct Pair {
-    queue: VecDeque<Skb>,
-    /// Blocks of the queued skbs, in queue order.
-    frags: VecDeque<(Pfn, Order)>,
+struct Own {
+    /// Writer: next skb of the current write.
+    next_skb: usize,
+    /// Writer: a write call is under way (its system-call cost is charged).
+    in_write: bool,
+    /// Reader: bytes the current read call may still take (0: no call under way).
+    read_left: u64,
+}
+
+/// What a pair's writer and reader share: the reader's queue and the sleep flags.
+#[derive(Debug, Default)]
+struct Queue {
+    skbs: VecDeque<Skb>,
     /// Truesize queued (`sk_wmem_alloc` of the writer's socket).
     wmem: u64,
-    /// Next skb of the current write.
-    next_skb: usize,
-    /// A write call is under way (its system-call cost is charged).
-    in_write: bool,
-    /// Bytes the current read call may still take (0: no call under way).
-    read_left: u64,
     writer_waits: bool,
     reader_waits: bool,
     bytes_read: u64,
 }
 
-/// One run.
+/// One run. Pair `i` is tasks `2 × i` (writer) and `2 × i + 1` (reader).
 #[derive(Debug)]
 pub struct LmbenchUnix {
     pairs: usize,
@@ -279,10 +301,14 @@ pub struct LmbenchUnix {
     wake: u64,
     migrate_prob: f64,
     plan: Vec<SkbPlan>,
-    tasks: Tasks,
-    p: Vec<Pair>,
+    /// Which task runs where; bookkeeping only.
+    tasks: Mutex<Tasks>,
+    /// Per task.
+    own: Vec<Mutex<Own>>,
+    /// Per pair.
+    queues: Vec<Mutex<Queue>>,
     /// Latest clock seen, for progress.
-    latest: u64,
+    latest: AtomicU64,
 }
 
 impl LmbenchUnix {
@@ -302,33 +328,58 @@ impl LmbenchUnix {
             wake: ns(p.get("wake_ns")),
             migrate_prob: p.get("migrate_prob"),
             plan: plan_write(write_bytes, sndbuf),
-            tasks: Tasks::default(),
-            p: Vec::new(),
-            latest: 0,
+            tasks: Mutex::default(),
+            own: Vec::new(),
+            queues: Vec::new(),
+            latest: AtomicU64::new(0),
         }
     }
 
     /// Task `t` stops at the end of the run; its peer is woken to stop too.
-    fn stop(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Next {
-        self.tasks.finish(t, ctx);
-        let peer = t ^ 1;
-        ctx.wake(self.tasks.cpu(peer), ctx.now());
-        self.tasks.idle()
+    fn stop(&self, t: usize, ctx: &mut Ctx<'_>) -> Next {
+        let mut tasks = lock(&self.tasks);
+        tasks.finish(t, ctx);
+        let peer = tasks.cpu(t ^ 1);
+        ctx.wake(peer, ctx.now());
+        tasks.idle()
     }
 
-    fn writer(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
+    /// After a call of task `t`: maybe migrate it ([`Tasks::step_migrate`]). On real threads
+    /// another task's migration may have swapped `t` off this CPU during the step; it then
+    /// moves no further, and this CPU runs on with the task it now has (the model steps one
+    /// CPU at a time, so there `t` is always still here).
+    fn migrate(&self, t: usize, ctx: &mut Ctx<'_>) -> Option<Next> {
+        let mut tasks = lock(&self.tasks);
+        if tasks.on(ctx.cpu()) != Some(t) {
+            return Some(Next::Continue);
+        }
+        tasks.step_migrate(t, self.migrate_prob, ctx)
+    }
+
+    /// Wake task `t`'s CPU `after` from now: its CPU is looked up after the queue's lock is
+    /// let go, so a task that migrated since is woken where it is now.
+    fn wake_task(&self, t: usize, after: u64, ctx: &mut Ctx<'_>) {
+        let cpu = lock(&self.tasks).cpu(t);
+        ctx.wake(cpu, ctx.now() + after);
+    }
+
+    fn writer(&self, t: usize, own: &mut Own, ctx: &mut Ctx<'_>) -> Result<Next> {
         let i = t / 2;
-        if !self.p[i].in_write {
+        if !own.in_write {
             ctx.work(self.write_work);
-            self.p[i].in_write = true;
+            own.in_write = true;
         }
-        if self.p[i].wmem >= self.sndbuf {
-            self.p[i].writer_waits = true;
-            return Ok(Next::Block);
+        {
+            // Marked asleep under the lock the reader lowers wmem under: no lost wake.
+            let mut q = lock(&self.queues[i]);
+            if q.wmem >= self.sndbuf {
+                q.writer_waits = true;
+                return Ok(Next::Block);
+            }
         }
-        let plan = &self.plan[self.p[i].next_skb];
+        let plan = &self.plan[own.next_skb];
         let (pages, bytes, truesize) = (plan.pages, plan.bytes, plan.truesize);
-        let mut nfrags = 0;
+        let mut blocks = Vec::with_capacity(FRAG_MAX_ORDER as usize + 1);
         for order in frag_orders(pages) {
             // alloc_skb_with_frags: orders > 0 without direct reclaim, compound, quiet;
             // on failure the next lower order.
@@ -348,68 +399,73 @@ impl LmbenchUnix {
             let Some(pfn) = pfn else { break };
             // copy_from_user into the block.
             ctx.touch(pfn, 4096 << o);
-            self.p[i].frags.push_back((pfn, Order(o)));
-            nfrags += 1;
+            blocks.push((pfn, Order(o)));
         }
         ctx.work(self.skb_work);
-        let pair = &mut self.p[i];
-        pair.queue.push_back(Skb { nfrags, bytes, truesize });
-        pair.wmem += truesize;
-        if pair.reader_waits {
-            pair.reader_waits = false;
-            ctx.wake(self.tasks.cpu(t + 1), ctx.now() + self.wake);
+        let wake_reader = {
+            let mut q = lock(&self.queues[i]);
+            q.skbs.push_back(Skb { blocks, bytes, truesize });
+            q.wmem += truesize;
+            std::mem::take(&mut q.reader_waits)
+        };
+        if wake_reader {
+            self.wake_task(t + 1, self.wake, ctx);
         }
-        pair.next_skb += 1;
-        if pair.next_skb == self.plan.len() {
-            pair.next_skb = 0;
-            pair.in_write = false;
-            if let Some(next) = self.tasks.step_migrate(t, self.migrate_prob, ctx) {
+        own.next_skb += 1;
+        if own.next_skb == self.plan.len() {
+            own.next_skb = 0;
+            own.in_write = false;
+            if let Some(next) = self.migrate(t, ctx) {
                 return Ok(next);
             }
         }
         Ok(Next::Continue)
     }
 
-    fn reader(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
+    fn reader(&self, t: usize, own: &mut Own, ctx: &mut Ctx<'_>) -> Result<Next> {
         let i = t / 2;
-        if self.p[i].read_left == 0 {
+        if own.read_left == 0 {
             ctx.work(self.read_work);
-            self.p[i].read_left = self.write_bytes;
+            own.read_left = self.write_bytes;
         }
-        let Some(skb) = self.p[i].queue.pop_front() else {
+        let skb = {
+            // The last look at the queue and the mark asleep are one critical section.
+            let mut q = lock(&self.queues[i]);
+            let skb = q.skbs.pop_front();
+            q.reader_waits |= skb.is_none();
+            skb
+        };
+        let Some(skb) = skb else {
             // The call returns what it copied (SO_RCVLOWAT 1); the next one sleeps.
-            let pair = &mut self.p[i];
-            let partial = pair.read_left < self.write_bytes;
-            pair.reader_waits = true;
-            if partial {
-                pair.read_left = 0;
-                if let Some(next) = self.tasks.step_migrate(t, self.migrate_prob, ctx) {
+            if own.read_left < self.write_bytes {
+                own.read_left = 0;
+                if let Some(next) = self.migrate(t, ctx) {
                     return Ok(next);
                 }
             }
             return Ok(Next::Block);
         };
-        for _ in 0..skb.nfrags {
-            let (pfn, order) = self.p[i]
-                .frags
-                .pop_front()
-                .ok_or_else(|| anyhow!("pair {i}: an skb's blocks are missing"))?;
+        for &(pfn, order) in &skb.blocks {
             // copy_to_user from the block, then consume_skb frees it on this CPU.
             ctx.touch(pfn, 4096 << order.0);
             ctx.free(pfn, order)?;
         }
         ctx.work(self.rskb_work);
-        let pair = &mut self.p[i];
-        pair.wmem -= skb.truesize;
-        pair.bytes_read += skb.bytes;
-        // unix_write_space: wake the writer once the queue is down to a quarter of sndbuf.
-        if pair.writer_waits && pair.wmem * 4 <= self.sndbuf {
-            pair.writer_waits = false;
-            ctx.wake(self.tasks.cpu(t - 1), ctx.now() + self.wake);
+        let wake_writer = {
+            let mut q = lock(&self.queues[i]);
+            q.wmem -= skb.truesize;
+            q.bytes_read += skb.bytes;
+            // unix_write_space: wake the writer once the queue is down to a quarter of sndbuf.
+            let wake = q.writer_waits && q.wmem * 4 <= self.sndbuf;
+            q.writer_waits &= !wake;
+            wake
+        };
+        if wake_writer {
+            self.wake_task(t - 1, self.wake, ctx);
         }
-        pair.read_left = pair.read_left.saturating_sub(skb.bytes);
-        if pair.read_left == 0 {
-            if let Some(next) = self.tasks.step_migrate(t, self.migrate_prob, ctx) {
+        own.read_left = own.read_left.saturating_sub(skb.bytes);
+        if own.read_left == 0 {
+            if let Some(next) = self.migrate(t, ctx) {
                 return Ok(next);
             }
         }
@@ -417,50 +473,65 @@ impl LmbenchUnix {
     }
 }
 
-impl SerialWorkload for LmbenchUnix {
+impl Workload for LmbenchUnix {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
-        self.tasks = Tasks::place(info, self.pairs, 2, 0x6c6d_6265_6e63_6875)?;
-        self.p = (0..self.pairs).map(|_| Pair::default()).collect();
-        Ok(self.tasks.all_cpus())
+        let tasks = Tasks::place(info, self.pairs, 2, 0x6c6d_6265_6e63_6875)?;
+        let cpus = tasks.all_cpus();
+        self.tasks = Mutex::new(tasks);
+        self.own = (0..2 * self.pairs).map(|_| Mutex::default()).collect();
+        self.queues = (0..self.pairs).map(|_| Mutex::default()).collect();
+        Ok(cpus)
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let Some(t) = self.tasks.on(ctx.cpu()) else {
-            return Ok(self.tasks.idle());
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let cpu = ctx.cpu();
+        let t = {
+            let tasks = lock(&self.tasks);
+            match tasks.on(cpu) {
+                Some(t) => t,
+                None => return Ok(tasks.idle()),
+            }
         };
-        self.latest = self.latest.max(ctx.now());
+        let mut own = lock(&self.own[t]);
+        // On real threads, a swap may have moved `t` on while this CPU waited for it.
+        if lock(&self.tasks).on(cpu) != Some(t) {
+            return Ok(Next::Continue);
+        }
+        self.latest.fetch_max(ctx.now(), SeqCst);
         if ctx.now() >= self.end {
             return Ok(self.stop(t, ctx));
         }
         if t % 2 == 0 {
-            self.writer(t, ctx)
+            self.writer(t, &mut own, ctx)
         } else {
-            self.reader(t, ctx)
+            self.reader(t, &mut own, ctx)
         }
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+        let tasks = part(&mut self.tasks);
         let mut v = Vec::new();
-        for (i, pair) in self.p.iter_mut().enumerate() {
-            let reader = self.tasks.cpu(2 * i + 1);
-            v.extend(pair.frags.drain(..).map(|(p, o)| (reader, p, o)));
-            pair.queue.clear();
+        for (i, q) in self.queues.iter_mut().enumerate() {
+            let reader = tasks.cpu(2 * i + 1);
+            for skb in part(q).skbs.drain(..) {
+                v.extend(skb.blocks.into_iter().map(|(p, o)| (reader, p, o)));
+            }
         }
         v
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
-        let bytes: u64 = self.p.iter().map(|p| p.bytes_read).sum();
+        let bytes: u64 = self.queues.iter().map(|q| lock(q).bytes_read).sum();
         let secs = self.end as f64 / 1e12;
         vec![
             ("score".into(), bytes as f64 / f64::from(1 << 20) / secs),
             ("bytes".into(), bytes as f64),
-            ("migrations".into(), self.tasks.migrations() as f64),
+            ("migrations".into(), lock(&self.tasks).migrations() as f64),
         ]
     }
 
     fn progress(&self) -> f64 {
-        (self.latest as f64 / self.end.max(1) as f64).min(1.0)
+        (self.latest.load(SeqCst) as f64 / self.end.max(1) as f64).min(1.0)
     }
 }
 
