@@ -101,6 +101,8 @@ pub struct ThreadClock {
     call_ps: u64,
     /// Wall time waiting for a turn at a workload that takes turns (ps).
     turn_ps: u64,
+    /// An empty timed window's cost on this thread ([`empty_window_ps`]).
+    window_ps: u64,
     /// Touches that named memory outside the arena (a workload bug).
     bad_touches: u64,
     /// What touches write (the CPU's number, so memory shows who wrote it last).
@@ -131,15 +133,35 @@ fn fenced_now() -> Instant {
     Instant::now()
 }
 
-/// The wall time since `began`, in ps, counted [`TIMED_EVERY`] times: the estimate one timed
-/// sample stands for. The end is read as [`fenced_now`] reads it.
-fn sampled_ps(began: Instant) -> u64 {
-    let elapsed = fenced_now().duration_since(began);
-    let ps = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX / 1000) * 1000;
-    ps.saturating_mul(TIMED_EVERY)
+/// Picoseconds in `d`.
+fn ps_of(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX / 1000) * 1000
+}
+
+/// What an empty timed window costs on this thread (ps): the median of [`WINDOWS`] fenced
+/// clock reads around nothing. Every timed touch and call is counted less it, or a cheap
+/// call would be charged its timing: a fenced window costs tens of ns on the lab VM, about
+/// a pageset hit's own time.
+fn empty_window_ps() -> u64 {
+    const WINDOWS: usize = 255;
+    let mut v: Vec<u64> = (0..WINDOWS)
+        .map(|_| {
+            let began = fenced_now();
+            ps_of(fenced_now().duration_since(began))
+        })
+        .collect();
+    v.sort_unstable();
+    v[WINDOWS / 2]
 }
 
 impl ThreadClock {
+    /// The wall time since `began` (a [`fenced_now`]), less an empty window's cost, counted
+    /// [`TIMED_EVERY`] times: the estimate one timed sample stands for.
+    fn sampled_ps(&self, began: Instant) -> u64 {
+        let ps = ps_of(fenced_now().duration_since(began));
+        ps.saturating_sub(self.window_ps).saturating_mul(TIMED_EVERY)
+    }
+
     /// Wall time since the run started plus the work owed (ps).
     pub(super) fn now(&self) -> u64 {
         ps_since(self.start) + self.debt_ps
@@ -172,14 +194,13 @@ impl ThreadClock {
     /// The allocator call ends: count a timed one [`TIMED_EVERY`] times.
     pub(super) fn call_end(&mut self) {
         if let Some(began) = self.call_began.take() {
-            self.call_ps = self.call_ps.saturating_add(sampled_ps(began));
+            self.call_ps = self.call_ps.saturating_add(self.sampled_ps(began));
         }
     }
 
     /// A step got its turn at a workload that takes turns; it asked at `asked`.
     pub(super) fn waited_for_turn(&mut self, asked: Instant) {
-        let ps = u64::try_from(asked.elapsed().as_nanos()).unwrap_or(u64::MAX / 1000) * 1000;
-        self.turn_ps = self.turn_ps.saturating_add(ps);
+        self.turn_ps = self.turn_ps.saturating_add(ps_of(asked.elapsed()));
     }
 
     /// Run a touch or copy, timing one in [`TIMED_EVERY`] and counting it that many
@@ -193,7 +214,7 @@ impl ThreadClock {
         }
         let began = fenced_now();
         let r = f();
-        self.touch_ps = self.touch_ps.saturating_add(sampled_ps(began));
+        self.touch_ps = self.touch_ps.saturating_add(self.sampled_ps(began));
         r
     }
 
@@ -602,6 +623,8 @@ fn cpu_thread(
     if let Some(host) = pin {
         pin_current_thread(host).with_context(|| format!("pinning cpu {c} to host CPU {host}"))?;
     }
+    // Measured before the start, so that the run's clock does not include it.
+    let window_ps = empty_window_ps();
     let mut clock = ThreadClock {
         start: shared.wait_for_start(),
         rng: Rng::new(stream_seed(seed, u64::from(c))),
@@ -614,6 +637,7 @@ fn cpu_thread(
         call_began: None,
         call_ps: 0,
         turn_ps: 0,
+        window_ps,
         bad_touches: 0,
         tag: u64::from(c),
     };
