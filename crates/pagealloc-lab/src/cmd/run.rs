@@ -82,10 +82,9 @@ pub struct Args {
     pub cpus: Option<u32>,
     /// Which runner: `model` simulates the machine deterministically; `real` runs the
     /// workload on OS threads over an arena of this host's memory, timed by the wall clock
-    /// (one thread per CPU; page-fault1's, kbuild's, page-frag-rx's, thpfioscale's,
-    /// vm-scalability's, lmbench-unix's, hackbench's and iperf3-nic's steps run at the same
-    /// time, trunc's without a shared lock, the other socket workloads' and trace replay's take
-    /// turns, and every step's work and sleeps overlap).
+    /// (one thread per CPU; every workload's steps run at the same time but netperf-sctp's
+    /// and trace replay's, which take turns, and trunc's, whose tasks run one after the
+    /// other; every step's work and sleeps overlap).
     #[arg(long, value_enum, default_value_t = RunnerArg::Model)]
     pub runner: RunnerArg,
     /// With `--runner real`: pin thread `c` to host CPU `c % host CPUs`.
