@@ -135,7 +135,7 @@ fn fenced_now() -> Instant {
 
 /// Picoseconds in `d`.
 fn ps_of(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX / 1000) * 1000
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).saturating_mul(1000)
 }
 
 /// What an empty timed window costs on this thread (ps): the median of [`WINDOWS`] fenced
@@ -164,7 +164,7 @@ impl ThreadClock {
 
     /// Wall time since the run started plus the work owed (ps).
     pub(super) fn now(&self) -> u64 {
-        ps_since(self.start) + self.debt_ps
+        ps_since(self.start).saturating_add(self.debt_ps)
     }
 
     pub(super) fn touch(&mut self, heap: &RealHeap, pfn: Pfn, bytes: u64) {
@@ -200,7 +200,7 @@ impl ThreadClock {
 
     /// A step got its turn at a workload that takes turns; it asked at `asked`.
     pub(super) fn waited_for_turn(&mut self, asked: Instant) {
-        self.turn_ps = self.turn_ps.saturating_add(ps_of(asked.elapsed()));
+        self.turn_ps = self.turn_ps.saturating_add(ps_since(asked));
     }
 
     /// Run a touch or copy, timing one in [`TIMED_EVERY`] and counting it that many
@@ -257,8 +257,9 @@ impl ThreadClock {
 /// a loaded host.
 const SPIN_BEFORE: Duration = Duration::from_micros(500);
 
+/// Picoseconds since `start`.
 fn ps_since(start: Instant) -> u64 {
-    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX / 2).saturating_mul(1000)
+    ps_of(start.elapsed())
 }
 
 /// Scheduling state of one workload CPU.
@@ -683,8 +684,8 @@ fn cpu_thread(
         }
         let stepped = began.elapsed();
         clock.spend();
-        totals.step_ps += u64::try_from(stepped.as_nanos()).unwrap_or(0) * 1000;
-        totals.busy_ps += u64::try_from(began.elapsed().as_nanos()).unwrap_or(0) * 1000;
+        totals.step_ps += ps_of(stepped);
+        totals.busy_ps += ps_since(began);
         match next {
             Next::Continue => {}
             Next::SleepUntil(at) => clock.sleep_until(at),
