@@ -1188,21 +1188,25 @@ mod tests {
     /// is a frag page, no step waits for a turn; steps overlap in at least one run.
     #[test]
     fn netperf_tcp_streams_between_overlapping_threads_and_every_page_comes_back() {
-        let params = params("netperf-tcp", &["duration_s=0.05"]);
-        let build = || workload::netperf_tcp::NetperfTcp::new(&params);
-        assert_steps_overlap(2, build, |o| {
-            assert!(metric(o, "bytes") > 1e6, "{:?}", o.workload);
-            let frags = metric(o, "frag_allocs") + metric(o, "fallback_allocs");
-            assert_eq!(o.ops.allocs as f64, frags, "every allocation a frag page");
-            // At most the send buffer (4 MiB, 128 frag pages) and the frag page still held.
-            assert!(
-                o.ops.frees <= o.ops.allocs && o.ops.frees + 129 >= o.ops.allocs,
-                "{:?}",
-                o.ops
-            );
-            assert_eq!(metric(o, "alloc_failures"), 0.0);
-            assert_eq!(o.turn_ps, 0, "nothing takes turns");
-        });
+        // With migrations frequent, sender and receiver swap threads mid-run too.
+        for migrate in [0.0, 0.02] {
+            let prob = format!("migrate_prob={migrate}");
+            let params = params("netperf-tcp", &["duration_s=0.05", &prob]);
+            let build = || workload::netperf_tcp::NetperfTcp::new(&params);
+            assert_steps_overlap(2, build, |o| {
+                assert!(metric(o, "bytes") > 1e6, "{:?}", o.workload);
+                let frags = metric(o, "frag_allocs") + metric(o, "fallback_allocs");
+                assert_eq!(o.ops.allocs as f64, frags, "every allocation a frag page");
+                // At most the send buffer (4 MiB, 128 frag pages) and the frag page still held.
+                assert!(
+                    o.ops.frees <= o.ops.allocs && o.ops.frees + 129 >= o.ops.allocs,
+                    "{:?}",
+                    o.ops
+                );
+                assert_eq!(metric(o, "alloc_failures"), 0.0);
+                assert_eq!(o.turn_ps, 0, "nothing takes turns");
+            });
+        }
     }
 
     /// netperf-udp's sender and receiver on two threads, the receive buffer small enough

@@ -485,16 +485,12 @@ impl Workload for LmbenchUnix {
 
     fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
         let cpu = ctx.cpu();
-        let t = {
-            let tasks = lock(&self.tasks);
-            match tasks.on(cpu) {
-                Some(t) => t,
-                None => return Ok(tasks.idle()),
-            }
+        let t = match lock(&self.tasks).on_or_idle(cpu) {
+            Ok(t) => t,
+            Err(idle) => return Ok(idle),
         };
         let mut own = lock(&self.own[t]);
-        // On real threads, a swap may have moved `t` on while this CPU waited for it.
-        if lock(&self.tasks).on(cpu) != Some(t) {
+        if !Tasks::still_on(&self.tasks, cpu, t) {
             return Ok(Next::Continue);
         }
         self.latest.fetch_max(ctx.now(), SeqCst);

@@ -141,6 +141,13 @@ impl Tasks {
         self.on(cpu).ok_or_else(|| self.idle())
     }
 
+    /// Is task `t` still on `cpu`? On real threads another CPU's step may swap it away
+    /// while this CPU waits for the task's state; the step then runs again, as whichever
+    /// task is there now. Always true in the model, which steps one CPU at a time.
+    pub fn still_on(tasks: &std::sync::Mutex<Tasks>, cpu: u32, t: usize) -> bool {
+        crate::model::lock(tasks).on(cpu) == Some(t)
+    }
+
     /// Task `t` of a pair ends ([`finish`](Self::finish)) and wakes its partner, so that
     /// a partner blocked on it sees the end: what `t`'s CPU does next.
     pub fn finish_pair(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Next {

@@ -422,9 +422,17 @@ impl Workload for NetperfTcp {
             return Ok(lock(&self.tasks).finish_pair(t, ctx));
         }
         if t == 0 {
-            self.sender(&mut lock(&self.sender), ctx)
+            let mut s = lock(&self.sender);
+            if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
+                return Ok(Next::Continue);
+            }
+            self.sender(&mut s, ctx)
         } else {
-            self.receiver(&mut lock(&self.receiver), ctx)
+            let mut r = lock(&self.receiver);
+            if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
+                return Ok(Next::Continue);
+            }
+            self.receiver(&mut r, ctx)
         }
     }
 
