@@ -238,6 +238,8 @@ impl From<AllocError> for Failure {
             AllocError::InvalidNode(_) => PageallocError::BadNode,
             AllocError::ImpossibleZones(_) => PageallocError::BadGfp,
             AllocError::OutOfMemory { .. } => PageallocError::OutOfMemory,
+            // The C API has no prepared requests.
+            AllocError::ForeignRequest => PageallocError::BadArgument,
             // page_frag's errors: the C API has no page_frag calls.
             AllocError::InvalidAlign(_)
             | AllocError::FragTooLarge { .. }

@@ -10,8 +10,8 @@ use pagealloc::lock_api::RawMutex;
 use pagealloc::page_alloc::zone_metadata_bytes;
 use pagealloc::types::{MAX_PAGE_ORDER, PAGE_SHIFT, PAGE_SIZE};
 use pagealloc::{
-    AllocError, BuildError, Cpu, CpuId, EventSink, FreeError, Gfp, MemoryMap, NoEvents, NodeId,
-    Order, PageAllocator, PageFragCache, Policy, Tunables, Zone, ZoneLimits,
+    AllocError, AllocRequest, BuildError, Cpu, CpuId, EventSink, FreeError, Gfp, MemoryMap,
+    NoEvents, NodeId, Order, PageAllocator, PageFragCache, Pfn, Policy, Tunables, Zone, ZoneLimits,
 };
 
 use crate::arena::{Arena, HugePages};
@@ -33,6 +33,9 @@ pub enum HeapError {
     Advise(std::io::Error),
     /// The allocator refused the memory map.
     Build(BuildError),
+    /// The heap's GFP flags name no zone ([`AllocError::ImpossibleZones`]): every allocation
+    /// would fail.
+    Flags(AllocError),
 }
 
 impl fmt::Display for HeapError {
@@ -46,6 +49,7 @@ impl fmt::Display for HeapError {
             ),
             HeapError::Advise(e) => write!(f, "madvise(MADV_HUGEPAGE) failed: {e}"),
             HeapError::Build(e) => write!(f, "building the allocator: {e}"),
+            HeapError::Flags(e) => write!(f, "the heap's allocation flags: {e}"),
         }
     }
 }
@@ -55,6 +59,7 @@ impl std::error::Error for HeapError {
         match self {
             HeapError::Map(e) | HeapError::Advise(e) => Some(e),
             HeapError::Build(e) => Some(e),
+            HeapError::Flags(e) => Some(e),
             HeapError::BadSize(_) => None,
         }
     }
@@ -147,7 +152,9 @@ pub struct PageHeap<E: EventSink = NoEvents, L: RawMutex = YieldLock> {
     /// The allocator's CPUs, by allocator CPU number; host CPU `c` uses `cpus[c % len]`.
     cpus: Box<[Cpu]>,
     cpu_source: CpuSource,
-    gfp: Gfp,
+    /// The heap's flags, decoded once ([`PageAllocator::prepare`]): its own allocations
+    /// take the prepared path.
+    req: AllocRequest,
     id: SourceId,
     init_time: Duration,
     /// Declared last: unmapped after the allocator (which never touches the memory) is gone.
@@ -229,12 +236,13 @@ impl<E: EventSink, L: RawMutex> PageHeap<E, L> {
             }
         }
         let cpus = (0..pa.nr_cpus()).filter_map(|c| pa.cpu(CpuId(c))).collect();
+        let req = pa.prepare(opts.gfp).map_err(HeapError::Flags)?;
         let init_time = started.elapsed();
         Ok(PageHeap {
             pa,
             cpus,
             cpu_source: CpuSource::detect(),
-            gfp: opts.gfp,
+            req,
             id: SourceId::unique(),
             init_time,
             arena,
@@ -278,9 +286,20 @@ impl<E: EventSink, L: RawMutex> PageHeap<E, L> {
     #[inline]
     pub fn current_cpu(&self) -> Cpu {
         let c = self.cpu_source.cpu();
-        let n = self.cpus.len();
-        let i = if c < 0 { 0 } else { c as usize };
-        self.cpus[if i < n { i } else { i % n }]
+        // A negative number (no CPU known) converts to an index beyond every table.
+        match self.cpus.get(c as usize) {
+            Some(&cpu) => cpu,
+            None => self.fold_cpu(c),
+        }
+    }
+
+    /// [`current_cpu`](Self::current_cpu) for a host CPU beyond the allocator's CPU count
+    /// (folded into it) or an unknown one (CPU 0): out of line, off the common path.
+    #[cold]
+    #[inline(never)]
+    fn fold_cpu(&self, c: i32) -> Cpu {
+        let i = usize::try_from(c).unwrap_or(0);
+        self.cpus[i % self.cpus.len()]
     }
 
     /// Allocate a block of `4096 << order` bytes, aligned to its size, on the current CPU.
@@ -294,13 +313,20 @@ impl<E: EventSink, L: RawMutex> PageHeap<E, L> {
     /// above 10.
     #[inline]
     pub fn alloc_pages(&self, order: Order) -> Result<NonNull<u8>, AllocError> {
-        self.alloc_raw(self.gfp, order)
+        let pfn = self.pa.alloc_prepared(self.current_cpu(), &self.req, order)?;
+        self.block_at(pfn, order)
     }
 
     /// A block of `order` from the allocator with `gfp`, as a pointer into the arena.
     #[inline]
     fn alloc_raw(&self, gfp: Gfp, order: Order) -> Result<NonNull<u8>, AllocError> {
         let pfn = self.pa.alloc_pages(self.current_cpu(), gfp, order)?;
+        self.block_at(pfn, order)
+    }
+
+    /// The address of the block at `pfn`, which the allocator handed out.
+    #[inline]
+    fn block_at(&self, pfn: Pfn, order: Order) -> Result<NonNull<u8>, AllocError> {
         let addr = (pfn.0 as usize) << PAGE_SHIFT;
         debug_assert!(self.arena.contains(addr, block_bytes(order.0)));
         // The address is inside the arena (the allocator hands out only frames of the map),
@@ -341,7 +367,8 @@ impl<E: EventSink, L: RawMutex> PageHeap<E, L> {
     /// As [`alloc_pages`](Self::alloc_pages).
     #[inline]
     pub fn alloc_block(&self, order: Order) -> Result<PageBlock<'_>, AllocError> {
-        self.alloc_block_with(self.gfp, order)
+        let ptr = self.alloc_pages(order)?;
+        Ok(PageBlock::new(ptr, order.0, self.id))
     }
 
     /// A block of `order` on the current CPU with `gfp`'s constraints instead of the heap's

@@ -255,6 +255,23 @@ fn bad_arena_sizes_are_errors() {
     assert!(matches!(PageHeap::new(&o), Err(HeapError::BadSize(4096))));
 }
 
+/// Flags that name no zone are refused when the heap is built (every allocation would fail);
+/// the heap's own allocations with good flags take the prepared path and a block allocated
+/// with other flags frees as any other.
+#[test]
+fn heap_flags_are_checked_once() {
+    let gfp = Gfp::KERNEL | Gfp::DMA | Gfp::DMA32;
+    let e = PageHeap::new(&HeapOptions::new(16 << 20).with(|o| o.gfp = gfp)).unwrap_err();
+    assert!(matches!(e, HeapError::Flags(AllocError::ImpossibleZones(g)) if g == gfp), "{e}");
+    assert!(e.to_string().contains("allocation flags"), "{e}");
+    let h = PageHeap::new(&HeapOptions::new(16 << 20)).unwrap();
+    let own = h.alloc_block(Order(1)).unwrap();
+    let movable = h.alloc_block_with(Gfp::HIGHUSER_MOVABLE, Order(0)).unwrap();
+    h.free_block(own).unwrap();
+    h.free_block(movable).unwrap();
+    drained_and_valid(&h);
+}
+
 /// A FrameHeap writes every cache line of a block its allocator gave out by frame number,
 /// and writes nothing for a range outside the arena; a copy moves the words.
 #[test]

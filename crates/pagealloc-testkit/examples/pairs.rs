@@ -17,8 +17,14 @@
 //! `pair-1`, `pair-64`, `pair-1024` (order 0 with that many live blocks, freed in allocation
 //! order), `order3-64`, `mix-0-10` (16 live, orders 0..=10 from the bench's xorshift
 //! sequence) and `cross-thread` (CPU 0 allocates batches of 64, CPU 1 frees them; one
-//! thread plays both CPUs, so this counts the work, not the cache-line traffic). A third
-//! argument `--remote-free` turns `Policy::remote_free` on (beyond the kernel).
+//! thread plays both CPUs, so this counts the work, not the cache-line traffic).
+//!
+//! Options: `--remote-free` turns `Policy::remote_free` on (beyond the kernel); `--gfp FORM`
+//! says how the allocations name their flags: `prepared` (the default, what `PageHeap` and so
+//! `pagealloc bench` do: `GFP_KERNEL` decoded once by `PageAllocator::prepare`, then
+//! `alloc_prepared`), `const` (`alloc_pages` with the constant `Gfp::KERNEL`, which the
+//! compiler folds, as at a kernel call site) or `runtime` (`alloc_pages` with flags the
+//! compiler cannot see, decoded on every call).
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -31,6 +37,39 @@ struct Shape {
     outstanding: usize,
     order: Option<u8>,
     cross: bool,
+}
+
+/// How the driver's allocations name their flags (`--gfp`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GfpForm {
+    Prepared,
+    Const,
+    Runtime,
+}
+
+impl GfpForm {
+    fn parse(s: &str) -> Option<GfpForm> {
+        match s {
+            "prepared" => Some(GfpForm::Prepared),
+            "const" => Some(GfpForm::Const),
+            "runtime" => Some(GfpForm::Runtime),
+            _ => None,
+        }
+    }
+}
+
+/// The options after PATTERN and PAIRS: (`--remote-free`, `--gfp`), or `None` if malformed.
+fn options(rest: &[String]) -> Option<(bool, GfpForm)> {
+    let (mut remote_free, mut gfp) = (false, GfpForm::Prepared);
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--remote-free" => remote_free = true,
+            "--gfp" => gfp = GfpForm::parse(it.next()?)?,
+            _ => return None,
+        }
+    }
+    Some((remote_free, gfp))
 }
 
 fn shape(name: &str) -> Option<Shape> {
@@ -46,47 +85,85 @@ fn shape(name: &str) -> Option<Shape> {
     Some(Shape { outstanding, order, cross })
 }
 
+/// The loop of `rounds`, with `$alloc` (an allocation of order `$o`) written into it: a
+/// macro rather than a closure so the compiler inlines the library's calls as it does at a
+/// user's call site (through a closure it did not, and counted 90 more instructions a pair).
+macro_rules! pair_loop {
+    ($pa:expr, $s:expr, $free:expr, $rounds:expr, $mix:expr, |$o:ident| $alloc:expr) => {{
+        let mut held: Vec<(Pfn, Order)> = Vec::with_capacity($s.outstanding);
+        let mut k = 0usize;
+        for _ in 0..$rounds {
+            for _ in 0..$s.outstanding {
+                let order = Order($s.order.unwrap_or_else(|| $mix[k & (MIX_LEN - 1)]));
+                k += 1;
+                let $o = black_box(order);
+                let p = $alloc.expect("memory");
+                held.push((black_box(p), order));
+            }
+            for (p, order) in held.drain(..) {
+                $pa.free_pages($free, p, order).expect("free");
+            }
+        }
+        $rounds * $s.outstanding as u64
+    }};
+}
+
 /// `rounds` rounds of the pattern: allocate `outstanding` blocks on `a`, free them in
 /// allocation order on `f`. Returns the pairs done.
-fn rounds(pa: &PageAllocator, s: &Shape, a: Cpu, f: Cpu, rounds: u64, mix: &[u8]) -> u64 {
-    let mut held: Vec<(Pfn, Order)> = Vec::with_capacity(s.outstanding);
-    let mut k = 0usize;
-    for _ in 0..rounds {
-        for _ in 0..s.outstanding {
-            let order = Order(s.order.unwrap_or_else(|| mix[k & (MIX_LEN - 1)]));
-            k += 1;
-            let p = pa.alloc_pages(a, Gfp::KERNEL, black_box(order)).expect("memory");
-            held.push((black_box(p), order));
-        }
-        for (p, order) in held.drain(..) {
-            pa.free_pages(f, p, order).expect("free");
-        }
+/// `rounds` rounds of the pattern: allocate `outstanding` blocks on `run.alloc`, free them in
+/// allocation order on `run.free`. Returns the pairs done. Each flag form has its own copy of
+/// the loop (`#[inline(never)]`), with the allocation call inlined into it as a user's is.
+fn rounds(pa: &PageAllocator, s: &Shape, run: Run, rounds: u64, mix: &[u8]) -> u64 {
+    match run.gfp {
+        GfpForm::Prepared => rounds_prepared(pa, s, run.alloc, run.free, rounds, mix),
+        GfpForm::Const => rounds_const(pa, s, run.alloc, run.free, rounds, mix),
+        GfpForm::Runtime => rounds_runtime(pa, s, run.alloc, run.free, rounds, mix),
     }
-    rounds * s.outstanding as u64
+}
+
+#[inline(never)]
+fn rounds_prepared(pa: &PageAllocator, s: &Shape, a: Cpu, f: Cpu, rounds: u64, mix: &[u8]) -> u64 {
+    let req = black_box(pa.prepare(black_box(Gfp::KERNEL)).expect("flags"));
+    pair_loop!(pa, s, f, rounds, mix, |o| pa.alloc_prepared(a, &req, o))
+}
+
+#[inline(never)]
+fn rounds_const(pa: &PageAllocator, s: &Shape, a: Cpu, f: Cpu, rounds: u64, mix: &[u8]) -> u64 {
+    pair_loop!(pa, s, f, rounds, mix, |o| pa.alloc_pages(a, Gfp::KERNEL, o))
+}
+
+#[inline(never)]
+fn rounds_runtime(pa: &PageAllocator, s: &Shape, a: Cpu, f: Cpu, rounds: u64, mix: &[u8]) -> u64 {
+    let gfp = black_box(Gfp::KERNEL);
+    pair_loop!(pa, s, f, rounds, mix, |o| pa.alloc_pages(a, gfp, o))
+}
+
+/// The CPUs that allocate and free and how allocations name their flags.
+#[derive(Clone, Copy)]
+struct Run {
+    alloc: Cpu,
+    free: Cpu,
+    gfp: GfpForm,
 }
 
 /// The collected part (callgrind's `--toggle-collect` names it).
 #[inline(never)]
-fn measured(pa: &PageAllocator, s: &Shape, a: Cpu, f: Cpu, n: u64, mix: &[u8]) -> u64 {
-    rounds(pa, s, a, f, n, mix)
+fn measured(pa: &PageAllocator, s: &Shape, run: Run, n: u64, mix: &[u8]) -> u64 {
+    rounds(pa, s, run, n, mix)
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let remote_free = match args.get(3).map(String::as_str) {
-        None => Some(false),
-        Some("--remote-free") => Some(true),
-        Some(_) => None,
-    };
-    let (Some(s), Some(pairs), Some(remote_free)) = (
+    let (Some(s), Some(pairs), Some((remote_free, gfp))) = (
         args.get(1).and_then(|n| shape(n)),
         args.get(2).and_then(|n| n.parse::<u64>().ok()),
-        remote_free,
+        options(args.get(3..).unwrap_or_default()),
     ) else {
         eprintln!(
-            "usage: pairs PATTERN PAIRS [--remote-free] (PATTERN: pair-1, pair-64, pair-1024, \
-             order3-64, mix-0-10, cross-thread; --remote-free: the modern preset with \
-             Policy::remote_free on)"
+            "usage: pairs PATTERN PAIRS [--remote-free] [--gfp prepared|const|runtime] \
+             (PATTERN: pair-1, pair-64, pair-1024, order3-64, mix-0-10, cross-thread; \
+             --remote-free: the modern preset with Policy::remote_free on; --gfp: how the \
+             allocations name GFP_KERNEL, default prepared)"
         );
         return ExitCode::from(2);
     };
@@ -106,10 +183,11 @@ fn main() -> ExitCode {
     let free_cpu = if s.cross { pa.cpu(CpuId(1)).expect("cpu 1") } else { c0 };
     let mix = mix_orders();
     let n = (pairs / s.outstanding as u64).max(1);
-    rounds(&pa, &s, c0, free_cpu, (n / 4).max(4), &mix);
+    let run = Run { alloc: c0, free: free_cpu, gfp };
+    rounds(&pa, &s, run, (n / 4).max(4), &mix);
     let before = pa.vm_events();
     let started = std::time::Instant::now();
-    let done = measured(&pa, &s, c0, free_cpu, n, &mix);
+    let done = measured(&pa, &s, run, n, &mix);
     let ns = started.elapsed().as_nanos() as f64 / done as f64;
     let d = pa.vm_events().since(&before);
     println!(

@@ -30,6 +30,8 @@ pub enum AllocError {
     },
     /// The page_frag cache holds a page of another allocator: a cache serves one allocator.
     ForeignFragCache,
+    /// The prepared request (`AllocRequest`) was prepared by another allocator.
+    ForeignRequest,
     /// No zone the flags allow had a free block above the watermark the flags allow, after
     /// draining the per-CPU lists and releasing the highatomic reserve where the flags permit.
     OutOfMemory {
@@ -59,6 +61,9 @@ impl fmt::Display for AllocError {
             ),
             AllocError::ForeignFragCache => {
                 f.write_str("the page_frag cache holds a page of another allocator")
+            }
+            AllocError::ForeignRequest => {
+                f.write_str("the allocation request was prepared by another allocator")
             }
             AllocError::OutOfMemory { order } => {
                 write!(f, "out of memory for an order-{order} block")

@@ -286,7 +286,7 @@ pub use crate::events::{EventSink, MetaLine, NoEvents, TraceEvent};
 pub use crate::gfp::{AllocFlags, Gfp};
 pub use crate::memory_map::{CacheInfo, MapError, MemoryMap, ZoneLimits};
 pub use crate::migratetype::MigrateType;
-pub use crate::page_alloc::{BuildError, Cpu, PageAllocator};
+pub use crate::page_alloc::{AllocRequest, BuildError, Cpu, PageAllocator};
 pub use crate::page_frag::{Frag, PageFragCache};
 pub use crate::pcp::PcpSnapshot;
 pub use crate::pcp::{PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};

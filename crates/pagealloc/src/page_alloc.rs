@@ -146,6 +146,61 @@ impl Cpu {
     }
 }
 
+/// A GFP mask checked and decoded once for one allocator ([`PageAllocator::prepare`]): the
+/// part of the kernel's `prepare_alloc_pages` that depends on the flags alone (the highest zone
+/// type, the migratetype), and the pageset list an order-0 block of that type comes from. A
+/// caller that allocates with the same flags over and over (a heap, a slab cache) prepares
+/// them once and calls [`PageAllocator::alloc_prepared`], whose hit path then does what
+/// `alloc_pages` does with the flags a compile-time constant. Like [`Cpu`], it remembers its
+/// allocator: another allocator refuses it ([`AllocError::ForeignRequest`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocRequest {
+    gfp: Gfp,
+    highest: ZoneType,
+    mt: MigrateType,
+    /// `PcpFast::pindex(Order(0), mt)`, `u8::MAX` when the layout caches no order-0 block.
+    pindex0: u8,
+    /// What the fast path's watermark test is given ([`FastShape::flags`]) and whether the
+    /// flags wake kswapd.
+    fast_flags: AllocFlags,
+    kswapd: bool,
+    /// [`PageAllocator`]'s identity (`PageAllocator::id`).
+    owner: u64,
+}
+
+impl AllocRequest {
+    /// The flags it was prepared from.
+    pub fn gfp(&self) -> Gfp {
+        self.gfp
+    }
+
+    /// The migratetype its blocks have (`Unmovable` for every request while the allocator
+    /// groups nothing by mobility).
+    pub fn migratetype(&self) -> MigrateType {
+        self.mt
+    }
+}
+
+/// What the allocation fast path needs of a request: the highest zone type, the migratetype,
+/// the flags of its watermark test (CMA for a movable request) and whether the request wakes
+/// kswapd (clearing a boosted watermark counts a wake).
+#[derive(Clone, Copy)]
+struct FastShape {
+    highest: ZoneType,
+    mt: MigrateType,
+    flags: AllocFlags,
+    kswapd: bool,
+}
+
+impl FastShape {
+    #[inline(always)]
+    fn of(gfp: Gfp, highest: ZoneType, mt: MigrateType) -> FastShape {
+        let flags =
+            if mt == MigrateType::Movable { AllocFlags::CMA } else { AllocFlags::default() };
+        FastShape { highest, mt, flags, kswapd: gfp.intersects(Gfp::KSWAPD_RECLAIM) }
+    }
+}
+
 /// A node: its zones by type and its zonelist (the order allocations try zones in).
 #[derive(Debug)]
 pub(crate) struct Node {
@@ -751,6 +806,54 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         self.alloc_checked(cpu, None, gfp, order, None)
     }
 
+    /// Check and decode `gfp` once, for [`alloc_prepared`](Self::alloc_prepared).
+    ///
+    /// # Errors
+    /// [`AllocError::ImpossibleZones`], as `alloc_pages` would give for these flags.
+    pub fn prepare(&self, gfp: Gfp) -> Result<AllocRequest, AllocError> {
+        let (highest, mt) = self.request_shape(gfp, Order(0))?;
+        let pindex0 = self.pcp_fast.pindex(Order(0), mt).map_or(u8::MAX, |i| i as u8);
+        let FastShape { flags: fast_flags, kswapd, .. } = FastShape::of(gfp, highest, mt);
+        Ok(AllocRequest { gfp, highest, mt, pindex0, fast_flags, kswapd, owner: self.id })
+    }
+
+    /// Allocate as [`alloc_pages`](Self::alloc_pages) does with the flags `req` was prepared
+    /// from: the same steps and decisions, without decoding the flags again.
+    ///
+    /// # Errors
+    /// As `alloc_pages`, and [`AllocError::ForeignRequest`] for a request another allocator
+    /// prepared.
+    #[inline]
+    pub fn alloc_prepared(
+        &self,
+        cpu: Cpu,
+        req: &AllocRequest,
+        order: Order,
+    ) -> Result<Pfn, AllocError> {
+        if !self.owns(cpu) {
+            return Err(AllocError::InvalidCpu(cpu.id));
+        }
+        if req.owner != self.id {
+            return Err(AllocError::ForeignRequest);
+        }
+        if !order.is_valid() {
+            return Err(AllocError::InvalidOrder(order));
+        }
+        let shape = FastShape {
+            highest: req.highest,
+            mt: req.mt,
+            flags: req.fast_flags,
+            kswapd: req.kswapd,
+        };
+        let fast = if order.0 == 0 {
+            let pindex = (req.pindex0 != u8::MAX).then_some(usize::from(req.pindex0));
+            self.alloc_fast(cpu, Order(0), shape, pindex)
+        } else {
+            self.alloc_fast(cpu, order, shape, self.pcp_fast.pindex(order, req.mt))
+        };
+        self.alloc_finish(cpu, req.gfp, order, req.mt, req.highest, fast, None)
+    }
+
     /// Allocate as [`alloc_pages`](Self::alloc_pages) does, letting the slow path compact
     /// (kernel direct compaction) with `m` moving the caller's movable blocks: when `gfp`
     /// allows direct reclaim and the order is costly (or above 0 for an unmovable or
@@ -837,6 +940,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 
     /// The allocation proper; `cpu.node` names the zonelist to walk; `m`, if any, moves
     /// blocks for direct compaction.
+    #[inline(always)]
     fn alloc_pages_from(
         &self,
         cpu: Cpu,
@@ -847,11 +951,29 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let (highest, mt) = self.request_shape(gfp, order)?;
         // Most allocations are of order 0: a copy of the fast path with the order a constant
         // folds its order tests and shifts away (the same steps, the same decisions).
+        let shape = FastShape::of(gfp, highest, mt);
         let fast = if order.0 == 0 {
-            self.alloc_fast(cpu, gfp, Order(0), mt, highest)
+            self.alloc_fast(cpu, Order(0), shape, self.pcp_fast.pindex(Order(0), mt))
         } else {
-            self.alloc_fast(cpu, gfp, order, mt, highest)
+            self.alloc_fast(cpu, order, shape, self.pcp_fast.pindex(order, mt))
         };
+        self.alloc_finish(cpu, gfp, order, mt, highest, fast, m)
+    }
+
+    /// After the fast path: its block, else the full zonelist walk and slow path; the
+    /// allocation's trace event either way.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn alloc_finish(
+        &self,
+        cpu: Cpu,
+        gfp: Gfp,
+        order: Order,
+        mt: MigrateType,
+        highest: ZoneType,
+        fast: Option<Pfn>,
+        m: Option<&mut dyn Migrate>,
+    ) -> Result<Pfn, AllocError> {
         let res = match fast {
             Some(p) => Ok(p),
             None => self.alloc_inner(cpu, gfp, order, mt, highest, m),
@@ -878,16 +1000,14 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     fn alloc_fast(
         &self,
         cpu: Cpu,
-        gfp: Gfp,
         order: Order,
-        mt: MigrateType,
-        highest: ZoneType,
+        shape: FastShape,
+        pindex: Option<usize>,
     ) -> Option<Pfn> {
-        let pindex = self.pcp_fast.pindex(order, mt)?;
+        let FastShape { highest, mt, flags, kswapd } = shape;
+        let pindex = pindex?;
         // SAFETY: the public calls checked `cpu` and any node they were given (hot.rs, N).
         let z = unsafe { self.preferred_zone(cpu, highest) }?;
-        let flags =
-            if mt == MigrateType::Movable { AllocFlags::CMA } else { AllocFlags::default() };
         // One read of the zone's flags serves both tests: a pageset hit changes no zone flag.
         let zone_flags = z.flags.load(Relaxed);
         if zone_flags & flags::BELOW_HIGH != 0
@@ -897,7 +1017,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             return None;
         }
         let p = self.pcp_take(cpu, z, order, pindex, mt)?;
-        if gfp.intersects(Gfp::KSWAPD_RECLAIM)
+        if kswapd
             && zone_flags & flags::BOOSTED_WATERMARK != 0
             && z.clear_flag(flags::BOOSTED_WATERMARK)
         {

@@ -393,3 +393,31 @@ fn validating_a_zone_of_another_allocator_is_a_violation() {
     assert!(v.to_string().contains("not one of this allocator's"), "{v}");
     validate_zone(&other, z).unwrap();
 }
+
+/// A prepared request: impossible flags are refused when it is prepared; a request another
+/// allocator prepared is refused (even one of the same flags and shape) and changes nothing;
+/// a bad order is refused as `alloc_pages` refuses it.
+#[test]
+fn prepared_requests_are_checked() {
+    let pa = machine(64 * MIB);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let gfp = Gfp::KERNEL | Gfp::DMA | Gfp::DMA32;
+    assert_eq!(pa.prepare(gfp), Err(AllocError::ImpossibleZones(gfp)));
+    let own = pa.prepare(Gfp::KERNEL).unwrap();
+    assert_eq!(own.gfp(), Gfp::KERNEL);
+    let cached = pa.alloc_prepared(cpu, &own, Order(0)).unwrap();
+    pa.free_pages(cpu, cached, Order(0)).unwrap();
+    let before = footprint(&pa);
+    let twin = machine(64 * MIB);
+    let foreign = twin.prepare(Gfp::KERNEL).unwrap();
+    for order in [Order(0), Order(3)] {
+        assert_eq!(pa.alloc_prepared(cpu, &foreign, order), Err(AllocError::ForeignRequest));
+    }
+    assert_eq!(
+        pa.alloc_prepared(twin.cpu(CpuId(0)).unwrap(), &own, Order(0)),
+        Err(AllocError::InvalidCpu(CpuId(0)))
+    );
+    assert_eq!(pa.alloc_prepared(cpu, &own, Order(11)), Err(AllocError::InvalidOrder(Order(11))));
+    unchanged(&pa, before);
+    assert!(AllocError::ForeignRequest.to_string().contains("another allocator"));
+}
