@@ -21,9 +21,9 @@ pub(crate) const PLANS: &[(&str, u32, &[&str], f64)] = &[
     ("lmbench-unix", 2, &["pairs=1"], 0.2),
     ("page-frag-rx", 2, &["rx_cpus=1", "tx_cpus=1"], 0.2),
     ("thpfioscale", 3, &["fio_threads=1"], 0.1),
-    ("hackbench", 2, &["groups=1", "fds=4"], 0.1),
+    ("hackbench", 2, &["groups=1", "fds=4"], 10.0),
     ("netperf-udp", 2, &[], 0.2),
-    ("vm-scalability", 2, &["tasks=2"], 0.01),
+    ("vm-scalability", 2, &["tasks=2"], 0.3),
     ("iperf3-nic", 2, &["streams=1"], 0.001),
 ];
 
