@@ -107,6 +107,12 @@ impl SlabStats {
         self.0[s as usize].fetch_add(n, Relaxed);
     }
 
+    /// One counter.
+    #[inline]
+    pub(crate) fn get(&self, s: SlabStat) -> u64 {
+        self.0[s as usize].load(Relaxed)
+    }
+
     /// A copy of every counter.
     pub(crate) fn snapshot(&self) -> StatSnapshot {
         StatSnapshot(core::array::from_fn(|i| self.0[i].load(Relaxed)))

@@ -340,6 +340,11 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         self.stats.snapshot()
     }
 
+    /// One event counter: a single load, where [`stats`](Self::stats) reads every one.
+    pub fn stat(&self, s: SlabStat) -> u64 {
+        self.stats.get(s)
+    }
+
     /// The physical address of an object (its slab's address plus index × stride).
     pub fn address(&self, obj: SlabObject) -> u64 {
         obj.slab.phys() + u64::from(obj.index) * u64::from(self.layout.size)
