@@ -82,9 +82,8 @@ pub struct Args {
     pub cpus: Option<u32>,
     /// Which runner: `model` simulates the machine deterministically; `real` runs the
     /// workload on OS threads over an arena of this host's memory, timed by the wall clock
-    /// (one thread per CPU; every workload's steps run at the same time but netperf-sctp's
-    /// and trace replay's, which take turns, and trunc's, whose tasks run one after the
-    /// other; every step's work and sleeps overlap).
+    /// (one thread per CPU; every workload's steps run at the same time but trunc's, whose
+    /// tasks run one after the other; every step's work and sleeps overlap).
     #[arg(long, value_enum, default_value_t = RunnerArg::Model)]
     pub runner: RunnerArg,
     /// With `--runner real`: pin thread `c` to host CPU `c % host CPUs`.

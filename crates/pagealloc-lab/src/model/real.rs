@@ -21,12 +21,12 @@
 //! held for bookkeeping only, never across an allocator call) has its CPUs' allocator calls
 //! and touches overlap as a kernel's do, so zone-lock and pageset contention is real here:
 //! page-fault1, kbuild, page-frag-rx, thpfioscale, vm-scalability (both cases),
-//! lmbench-unix, hackbench, iperf3-nic, netperf-tcp and netperf-udp are, and trunc (whose
-//! two tasks run one after the other). The others (netperf-sctp-stream-many, the trace
-//! replay) still keep every CPU's state in one object behind [`Serial`](super::Serial)'s
-//! lock, so their steps, allocator calls included, take turns, and only the work a step asked
-//! for (`Ctx::work`), its sleep and its wait run in parallel (docs/performance.md lists which
-//! workloads are which, and why).
+//! lmbench-unix, hackbench, iperf3-nic, netperf-tcp, netperf-udp and
+//! netperf-sctp-stream-many are, and trunc (whose two tasks run one after the other). The
+//! trace replay alone still keeps every CPU's state in one object behind
+//! [`Serial`](super::Serial)'s lock, so its steps, allocator calls included, take turns, and
+//! only the work a step asked for (`Ctx::work`), its sleep and its wait run in parallel
+//! (docs/performance.md lists which workloads are which, and why).
 //!
 //! # Ticks
 //!
@@ -1030,6 +1030,22 @@ mod tests {
         panic!("the threads' steps never ran at the same time in {OVERLAP_TRIES} runs");
     }
 
+    /// [`assert_steps_overlap`] for a socket workload `name` with `over` on two threads,
+    /// once without migrations and once with them frequent (0.02 per call), so that its two
+    /// tasks also swap threads mid-run; `check` is given each run and its `migrate_prob`.
+    fn assert_pair_overlaps<W: Workload>(
+        name: &str,
+        over: &[&str],
+        build: impl Fn(&workload::Params) -> W,
+        check: impl Fn(&RunOutcome, f64),
+    ) {
+        for migrate in [0.0, 0.02] {
+            let prob = format!("migrate_prob={migrate}");
+            let params = params(name, &[over, &[prob.as_str()]].concat());
+            assert_steps_overlap(2, || build(&params), |o| check(o, migrate));
+        }
+    }
+
     /// page-fault1's CPUs share nothing but the allocator, so two threads' steps (faults
     /// and munmap chunks: allocator calls) run at the same time; every page still comes
     /// back and the validator passes (the runner checks both at the end). Whether two steps
@@ -1189,24 +1205,20 @@ mod tests {
     #[test]
     fn netperf_tcp_streams_between_overlapping_threads_and_every_page_comes_back() {
         // With migrations frequent, sender and receiver swap threads mid-run too.
-        for migrate in [0.0, 0.02] {
-            let prob = format!("migrate_prob={migrate}");
-            let params = params("netperf-tcp", &["duration_s=0.05", &prob]);
-            let build = || workload::netperf_tcp::NetperfTcp::new(&params);
-            assert_steps_overlap(2, build, |o| {
-                assert!(metric(o, "bytes") > 1e6, "{:?}", o.workload);
-                let frags = metric(o, "frag_allocs") + metric(o, "fallback_allocs");
-                assert_eq!(o.ops.allocs as f64, frags, "every allocation a frag page");
-                // At most the send buffer (4 MiB, 128 frag pages) and the frag page still held.
-                assert!(
-                    o.ops.frees <= o.ops.allocs && o.ops.frees + 129 >= o.ops.allocs,
-                    "{:?}",
-                    o.ops
-                );
-                assert_eq!(metric(o, "alloc_failures"), 0.0);
-                assert_eq!(o.turn_ps, 0, "nothing takes turns");
-            });
-        }
+        let build = workload::netperf_tcp::NetperfTcp::new;
+        assert_pair_overlaps("netperf-tcp", &["duration_s=0.05"], build, |o, _| {
+            assert!(metric(o, "bytes") > 1e6, "{:?}", o.workload);
+            let frags = metric(o, "frag_allocs") + metric(o, "fallback_allocs");
+            assert_eq!(o.ops.allocs as f64, frags, "every allocation a frag page");
+            // At most the send buffer (4 MiB, 128 frag pages) and the frag page still held.
+            assert!(
+                o.ops.frees <= o.ops.allocs && o.ops.frees + 129 >= o.ops.allocs,
+                "{:?}",
+                o.ops
+            );
+            assert_eq!(metric(o, "alloc_failures"), 0.0);
+            assert_eq!(o.turn_ps, 0, "nothing takes turns");
+        });
     }
 
     /// netperf-udp's sender and receiver on two threads, the receive buffer small enough
@@ -1228,6 +1240,36 @@ mod tests {
         });
     }
 
+    /// netperf-sctp with one pair on two threads: the sender allocates chunk and packet
+    /// buffers under its socket's lock while the receiver copies and frees earlier packets
+    /// under its own, the two meeting only in the association's bookkeeping (and the
+    /// receiver taking the sender's socket to handle a SACK while the sender sleeps). With
+    /// migrations frequent, sender and receiver swap threads mid-run too. Messages move, every
+    /// page comes back and the validator passes (the runner checks both), no step waits for a
+    /// turn; steps overlap in at least one run.
+    #[test]
+    fn netperf_sctp_pair_overlaps_and_every_page_comes_back() {
+        let over = ["pairs=1", "duration_s=0.25"];
+        let build = workload::netperf_sctp::NetperfSctp::new;
+        assert_pair_overlaps("netperf-sctp-stream-many", &over, build, |o, migrate| {
+            // A run may end in the delayed-SACK timer's wait, a state the kernel's rules
+            // leave a pair in only after its window's ten messages have moved
+            // (docs/workloads.md §2.3).
+            let msgs = metric(o, "messages");
+            assert!(msgs >= 10.0, "{:?}", o.workload);
+            assert_eq!(metric(o, "alloc_failures"), 0.0);
+            // A chunk buffer per message, and a packet buffer per one to six chunks.
+            let cpp = metric(o, "chunks_per_packet");
+            assert!((1.0..=6.0).contains(&cpp), "{cpp}");
+            assert!(o.ops.allocs as f64 >= msgs * (1.0 + 1.0 / 6.0), "{:?}", o.ops);
+            // Held at the end: at most sk_sndbuf's 13 chunks and the packets holding the
+            // window's 11 chunks (10 and a probe).
+            assert!(o.ops.frees <= o.ops.allocs && o.ops.frees + 24 >= o.ops.allocs, "{:?}", o.ops);
+            assert_eq!(metric(o, "migrations") > 0.0, migrate > 0.0, "{:?}", o.workload);
+            assert_eq!(o.turn_ps, 0, "nothing takes turns");
+        });
+    }
+
     /// lmbench-unix with one pair on two threads: the writer allocates and fills skbs while
     /// the reader copies and frees earlier ones, through the pair's queue. With migrations
     /// made frequent, writer and reader swap threads many times mid-run (each swap may leave
@@ -1235,18 +1277,15 @@ mod tests {
     /// and the validator passes (the runner checks both); steps overlap in at least one run.
     #[test]
     fn lmbench_unix_pair_overlaps_across_swaps_and_every_page_comes_back() {
-        for migrate in [0.0, 0.02] {
-            let prob = format!("migrate_prob={migrate}");
-            let params = params("lmbench-unix", &["pairs=1", "duration_s=0.1", &prob]);
-            let build = || workload::lmbench_unix::LmbenchUnix::new(&params);
-            assert_steps_overlap(2, build, |o| {
-                assert!(metric(o, "bytes") >= 10.0 * 65536.0, "{:?}", o.workload);
-                assert_eq!(o.ops.alloc_failures, 0);
-                // Four blocks per 64 KiB write, allocated by the writer, freed by the reader.
-                assert!(o.ops.frees as f64 >= 4.0 * (metric(o, "bytes") / 65536.0).floor());
-                assert_eq!(metric(o, "migrations") > 0.0, migrate > 0.0, "{:?}", o.workload);
-            });
-        }
+        let over = ["pairs=1", "duration_s=0.1"];
+        let build = workload::lmbench_unix::LmbenchUnix::new;
+        assert_pair_overlaps("lmbench-unix", &over, build, |o, migrate| {
+            assert!(metric(o, "bytes") >= 10.0 * 65536.0, "{:?}", o.workload);
+            assert_eq!(o.ops.alloc_failures, 0);
+            // Four blocks per 64 KiB write, allocated by the writer, freed by the reader.
+            assert!(o.ops.frees as f64 >= 4.0 * (metric(o, "bytes") / 65536.0).floor());
+            assert_eq!(metric(o, "migrations") > 0.0, migrate > 0.0, "{:?}", o.workload);
+        });
     }
 
     /// hackbench on two threads, one group of two receivers and two senders, over sockets

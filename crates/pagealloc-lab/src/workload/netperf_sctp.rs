@@ -57,15 +57,38 @@
 //! T3 timer; the timers are looked at only when the pair is otherwise stuck (sender asleep,
 //! receiver with nothing to read), which at these rates is the only time they can fire;
 //! migrations stay inside a node; a pair's two tasks start on one node.
+//!
+//! State, as the kernel keeps it in the two sockets of a pair: the sender's socket (chunks
+//! queued and unacknowledged, what it has seen acknowledged, its view of the window) behind
+//! a lock held by whoever runs the sender's side, across that side's allocations and frees
+//! — the sender's own steps, or the receiver's CPU handling a SACK while the sender sleeps
+//! for buffer space, as the kernel's softirq takes a socket no task owns; the reader's place
+//! in its front packet behind a lock its steps hold, copies and frees included; and between
+//! them the association's bookkeeping (packets delivered and not yet read, the receiver's
+//! window and SACK state, both timers, the SACK waiting in a running sender's backlog, the
+//! sleep flags) behind a lock held for bookkeeping only. A SACK carries the receiver's count
+//! of chunks taken (its cumulative TSN), so the receiver builds one without the sender's
+//! queues. Which task runs where ([`Tasks`]) is behind one more bookkeeping lock. Lock order:
+//! the reader, then the sender's socket, then the association; [`Tasks`]'s lock is taken
+//! last, never with the association's, and nothing is taken under it. So on the real runner's threads a sender allocates and
+//! fills chunk and packet buffers while its receiver copies and frees earlier packets. No
+//! lost wake or SACK: a task marks itself asleep in the same critical section as its last
+//! look at the queue (the receiver) or at the backlog (the sender); a SACK for a sleeping
+//! sender is handled by the receiver's CPU, one for a running sender waits in the backlog.
+//! A step checks, once it holds its task's lock, that the task is still on its CPU (a
+//! migration's swap may have moved it). The model steps one CPU at a time, so none of this
+//! changes its runs.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use anyhow::{anyhow, bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::net::{order_of, PageCursor, Tasks};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
-use crate::model::{Ctx, ModelInfo, Next, Serial, SerialWorkload};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -74,7 +97,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
               order 2-4 packet buffers freed by the receiver on its CPU",
     params: PARAMS,
     default_machine: "icl-2s-128",
-    build: |p| Box::new(Serial::new(NetperfSctp::new(p))),
+    build: |p| Box::new(NetperfSctp::new(p)),
     fit: super::fit_pairs,
 };
 
@@ -238,8 +261,11 @@ struct Packet {
 /// A SACK as the sender processes it (`sctp_outq_sack`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Sack {
-    /// Chunks it acknowledges: the first `acked` of the sender's unacknowledged ones.
-    acked: usize,
+    /// Its cumulative TSN ack, as a count: every chunk up to the `cum_ack`-th the receiver
+    /// has taken since the association began is acknowledged. The receiver builds it from
+    /// its own count, without looking at the sender's queues; one at or below what the
+    /// sender has already seen acknowledged acknowledges nothing new.
+    cum_ack: u64,
     /// The window it advertises, bytes.
     a_rwnd: u64,
     /// Whether chunks the receiver dropped are now to be sent again (every SACK but the
@@ -276,28 +302,67 @@ fn packet_chunks(
     k
 }
 
-/// One pair: tasks `2 × i` (sender) and `2 × i + 1` (receiver).
-#[derive(Debug, Default)]
-struct Pair {
+/// The sender's socket: its chunk queues and its side of the association. Held by whoever
+/// runs the sender's side, across that side's allocations and frees, as the kernel holds
+/// the socket's lock: the sender's own steps (`lock_sock` in `sctp_sendmsg`), and the
+/// receiver's CPU handling a SACK while the sender sleeps (the softirq's `bh_lock_sock` of a
+/// socket no task owns).
+#[derive(Debug)]
+struct SendSide {
     /// Chunk buffers queued, not yet in a packet (dropped ones back at the front).
     outq: VecDeque<Pfn>,
     /// Chunk buffers sent, waiting for a SACK.
     unacked: Vec<Pfn>,
+    /// Chunks acknowledged so far: the sender's cumulative TSN ack point, as a count.
+    acked: u64,
     /// Chunks the receiver dropped, still counted in flight until a SACK marks them for
     /// retransmission.
     lost: u64,
-    /// When the T3 timer resends dropped chunks if no SACK has.
-    rtx_due: Option<u64>,
     /// The sender's view of the receiver's window, bytes (`peer.rwnd`).
     peer_rwnd: u64,
-    /// A SACK waiting in the sender's socket backlog, processed when its `sendmsg` ends.
-    backlog: Option<Sack>,
-    /// Packets delivered to the receiver.
-    rxq: VecDeque<Packet>,
+    packets: u64,
+    packet_chunks: u64,
+    drops: u64,
+    alloc_failures: u64,
+}
+
+impl SendSide {
+    /// A fresh association: the sender sees the receiver's whole initial window.
+    fn new(rwnd: u64) -> SendSide {
+        SendSide {
+            outq: VecDeque::new(),
+            unacked: Vec::new(),
+            acked: 0,
+            lost: 0,
+            peer_rwnd: rwnd,
+            packets: 0,
+            packet_chunks: 0,
+            drops: 0,
+            alloc_failures: 0,
+        }
+    }
+}
+
+/// The reader's own state: its place in the front packet. Only the receiving task's steps
+/// take it, held throughout (`lock_sock` in `sctp_recvmsg`).
+#[derive(Debug, Default)]
+struct Reader {
     /// Chunks of the front packet already read.
     read_in_front: u32,
-    /// Messages delivered and not yet read.
-    unread: u64,
+    /// The copy position in the front packet.
+    rcursor: PageCursor,
+    received: u64,
+}
+
+/// What the two sides share: the packets delivered and not yet read, the receiver's window
+/// and SACK state, the timers, the SACK waiting for a running sender, and who sleeps.
+/// Locked for bookkeeping only, never across an allocator call or a copy.
+#[derive(Debug, Default)]
+struct Assoc {
+    /// Packets delivered to the receiver; only the reader takes them off.
+    rxq: VecDeque<Packet>,
+    /// Chunks the receiver has taken since the association began (its cumulative TSN).
+    taken: u64,
     /// The receiver's window, bytes (`asoc->rwnd`), the part of a chunk accepted beyond it
     /// (`rwnd_over`) and the window its last SACK advertised (`a_rwnd`).
     rwnd: u64,
@@ -307,17 +372,22 @@ struct Pair {
     packets_since_sack: u32,
     /// When the receiver's delayed-SACK timer fires.
     sack_due: Option<u64>,
+    /// When the T3 timer resends dropped chunks if no SACK has.
+    rtx_due: Option<u64>,
+    /// A SACK waiting in the sender's socket backlog, processed when its `sendmsg` ends.
+    backlog: Option<Sack>,
     sender_waits: bool,
     receiver_waits: bool,
-    /// The receiver's copy position in the front packet.
-    rcursor: PageCursor,
-    received: u64,
+    window_updates: u64,
+    timer_waits: u64,
+    /// Time spent waiting for a timer, ps.
+    timer_wait_ps: u64,
 }
 
-impl Pair {
-    /// A fresh association: both sides start from the receiver's initial window.
-    fn new(rwnd: u64) -> Pair {
-        Pair { rwnd, a_rwnd: rwnd, peer_rwnd: rwnd, ..Pair::default() }
+impl Assoc {
+    /// A fresh association: the receiver's whole window open and advertised.
+    fn new(rwnd: u64) -> Assoc {
+        Assoc { rwnd, a_rwnd: rwnd, ..Assoc::default() }
     }
 
     /// `sctp_eat_data`'s window check and `sctp_assoc_rwnd_decrease` for one arriving chunk
@@ -361,13 +431,13 @@ impl Pair {
         false
     }
 
-    /// The receiver builds a SACK of everything it has: it advertises its window, and the
-    /// count and the timer start again.
+    /// The receiver builds a SACK of everything it has taken: it advertises its window, and
+    /// the count and the timer start again.
     fn make_sack(&mut self, retransmit: bool) -> Sack {
         self.a_rwnd = self.rwnd;
         self.packets_since_sack = 0;
         self.sack_due = None;
-        Sack { acked: self.unacked.len(), a_rwnd: self.a_rwnd, retransmit }
+        Sack { cum_ack: self.taken, a_rwnd: self.a_rwnd, retransmit }
     }
 
     /// The earliest timer that can still move a pair whose sender waits for buffer space
@@ -380,7 +450,18 @@ impl Pair {
     }
 }
 
-/// One run.
+/// One pair: tasks `2 × i` (sender) and `2 × i + 1` (receiver). Lock order: the reader, then
+/// the sender's socket, then the association (module doc).
+#[derive(Debug)]
+struct Pair {
+    send: Mutex<SendSide>,
+    reader: Mutex<Reader>,
+    assoc: Mutex<Assoc>,
+}
+
+/// One run. The pairs' sender and receiver steps overlap on the real runner: the sender's
+/// allocations run under its socket's lock, the reader's copies and frees under its own,
+/// and the two meet only in the association's bookkeeping lock.
 #[derive(Debug)]
 pub struct NetperfSctp {
     pairs: usize,
@@ -404,17 +485,11 @@ pub struct NetperfSctp {
     recv_work: u64,
     wake: u64,
     migrate_prob: f64,
-    tasks: Tasks,
+    /// Which task runs where; bookkeeping only.
+    tasks: Mutex<Tasks>,
     p: Vec<Pair>,
-    packets: u64,
-    packet_chunks: u64,
-    window_updates: u64,
-    timer_waits: u64,
-    /// Time pairs spent waiting for a timer, ps.
-    timer_wait_ps: u64,
-    drops: u64,
-    alloc_failures: u64,
-    latest: u64,
+    /// The latest step's time, for progress.
+    latest: AtomicU64,
 }
 
 impl NetperfSctp {
@@ -448,41 +523,47 @@ impl NetperfSctp {
             recv_work: ns(p.get("recv_ns")),
             wake: ns(p.get("wake_ns")),
             migrate_prob: p.get("migrate_prob"),
-            tasks: Tasks::default(),
+            tasks: Mutex::default(),
             p: Vec::new(),
-            packets: 0,
-            packet_chunks: 0,
-            window_updates: 0,
-            timer_waits: 0,
-            timer_wait_ps: 0,
-            drops: 0,
-            alloc_failures: 0,
-            latest: 0,
+            latest: AtomicU64::new(0),
         }
     }
 
     /// kmalloc-large: a compound page of the caller's GFP_KERNEL.
-    fn kmalloc_large(&mut self, ctx: &mut Ctx<'_>, order: Order) -> Option<Pfn> {
+    fn kmalloc_large(s: &mut SendSide, ctx: &mut Ctx<'_>, order: Order) -> Option<Pfn> {
         let r = ctx.alloc(Gfp::KERNEL | Gfp::COMP, order);
         if r.is_none() {
-            self.alloc_failures += 1;
+            s.alloc_failures += 1;
         }
         r
     }
 
+    /// Wake task `t`'s CPU at `at`: its CPU is looked up with no pair lock held, so a task
+    /// that migrated meanwhile is woken where it is now.
+    fn wake_task(&self, t: usize, at: u64, ctx: &mut Ctx<'_>) {
+        let cpu = lock(&self.tasks).cpu(t);
+        ctx.wake(cpu, at);
+    }
+
     /// `sctp_outq_sack` on this CPU: free the acknowledged chunk buffers and take the
     /// advertised window less what is still in flight as the sender's view.
-    fn process_sack(&mut self, i: usize, sack: Sack, ctx: &mut Ctx<'_>) -> Result<()> {
-        let p = &mut self.p[i];
-        let n = sack.acked.min(p.unacked.len());
-        let acked: Vec<Pfn> = p.unacked.drain(..n).collect();
+    fn process_sack(
+        &self,
+        i: usize,
+        s: &mut SendSide,
+        sack: Sack,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<()> {
+        let n = (sack.cum_ack.saturating_sub(s.acked) as usize).min(s.unacked.len());
+        s.acked += n as u64;
+        let acked: Vec<Pfn> = s.unacked.drain(..n).collect();
         if sack.retransmit {
             // Marked for retransmission, they no longer count as outstanding.
-            p.lost = 0;
-            p.rtx_due = None;
+            s.lost = 0;
+            lock(&self.p[i].assoc).rtx_due = None;
         }
-        let outstanding = (p.unacked.len() as u64 + p.lost) * self.msg;
-        p.peer_rwnd = sack.a_rwnd.saturating_sub(outstanding);
+        let outstanding = (s.unacked.len() as u64 + s.lost) * self.msg;
+        s.peer_rwnd = sack.a_rwnd.saturating_sub(outstanding);
         for pfn in acked {
             ctx.free(pfn, self.chunk_order)?;
         }
@@ -490,99 +571,102 @@ impl NetperfSctp {
     }
 
     /// `sctp_outq_flush` on this CPU: send what Nagle and the receiver's window allow.
-    fn flush(&mut self, i: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+    fn flush(&self, i: usize, s: &mut SendSide, ctx: &mut Ctx<'_>) -> Result<()> {
         loop {
-            let p = &self.p[i];
-            let outstanding = (p.unacked.len() as u64 + p.lost) * self.msg;
+            let outstanding = (s.unacked.len() as u64 + s.lost) * self.msg;
             let k =
-                packet_chunks(p.outq.len(), self.max_chunks, outstanding, p.peer_rwnd, self.msg);
+                packet_chunks(s.outq.len(), self.max_chunks, outstanding, s.peer_rwnd, self.msg);
             if k == 0 {
                 return Ok(());
             }
             let order = self.packet_order[k];
-            let Some(pkt) = self.kmalloc_large(ctx, order) else {
+            let Some(pkt) = Self::kmalloc_large(s, ctx, order) else {
                 return Ok(());
             };
             ctx.work(self.packet_work);
             let mut wcursor = PageCursor::default();
             for j in 0..k as u64 {
-                let chunk = self.p[i]
+                let chunk = s
                     .outq
                     .pop_front()
                     .ok_or_else(|| anyhow!("pair {i}: packet of {k} chunks, fewer queued"))?;
                 // sctp_packet_pack: copy the chunk into the packet.
                 ctx.touch(chunk, self.wire);
                 wcursor.copy(ctx, pkt, PACKET_HDR + j * self.wire, self.wire);
-                self.p[i].unacked.push(chunk);
+                s.unacked.push(chunk);
             }
-            self.packets += 1;
-            self.packet_chunks += k as u64;
-            let p = &mut self.p[i];
-            p.peer_rwnd = p.peer_rwnd.saturating_sub(k as u64 * self.msg);
-            self.deliver(i, Packet { pfn: pkt, order, chunks: k as u32 }, ctx)?;
+            s.packets += 1;
+            s.packet_chunks += k as u64;
+            s.peer_rwnd = s.peer_rwnd.saturating_sub(k as u64 * self.msg);
+            self.deliver(i, s, Packet { pfn: pkt, order, chunks: k as u32 }, ctx)?;
         }
     }
 
     /// The packet's receive side, in the sender's context as on loopback: the receiver
     /// takes the chunks its window admits and drops the rest (sending them back to the
     /// sender's queue, counted in flight, and answering with a SACK at once), then SACKs
-    /// every second packet.
-    fn deliver(&mut self, i: usize, pkt: Packet, ctx: &mut Ctx<'_>) -> Result<()> {
+    /// every second packet. The packet is on the receiver's queue once the association's
+    /// lock is let go, and may be read and freed on its CPU from then on.
+    fn deliver(&self, i: usize, s: &mut SendSide, pkt: Packet, ctx: &mut Ctx<'_>) -> Result<()> {
         let now = ctx.now();
-        let p = &mut self.p[i];
-        let taken = (0..pkt.chunks).take_while(|_| p.rwnd_decrease(self.msg)).count() as u32;
+        let (taken, wake_reader, sack) = {
+            let mut a = lock(&self.p[i].assoc);
+            let taken = (0..pkt.chunks).take_while(|_| a.rwnd_decrease(self.msg)).count() as u32;
+            let mut wake_reader = false;
+            if taken > 0 {
+                a.rxq.push_back(Packet { chunks: taken, ..pkt });
+                a.taken += u64::from(taken);
+                wake_reader = std::mem::take(&mut a.receiver_waits);
+            }
+            let sack = if taken < pkt.chunks {
+                a.rtx_due.get_or_insert(now + RTO_MIN);
+                // discard_force in sctp_sf_eat_data_6_2: a SACK at once.
+                Some(a.make_sack(false))
+            } else if a.packet_arrived(now) {
+                Some(a.make_sack(true))
+            } else {
+                None
+            };
+            if sack.is_some() {
+                // Processed before the sender's sendmsg returns; it supersedes any SACK
+                // still in its backlog.
+                a.backlog = None;
+            }
+            (taken, wake_reader, sack)
+        };
         let dropped = pkt.chunks - taken;
         for _ in 0..dropped {
             let chunk =
-                p.unacked.pop().ok_or_else(|| anyhow!("pair {i}: dropped an unsent chunk"))?;
-            p.outq.push_front(chunk);
+                s.unacked.pop().ok_or_else(|| anyhow!("pair {i}: dropped an unsent chunk"))?;
+            s.outq.push_front(chunk);
         }
-        if taken > 0 {
-            p.rxq.push_back(Packet { chunks: taken, ..pkt });
-            p.unread += u64::from(taken);
-            if p.receiver_waits {
-                p.receiver_waits = false;
-                ctx.wake(self.tasks.cpu(2 * i + 1), now + self.wake);
-            }
+        s.drops += u64::from(dropped);
+        s.lost += u64::from(dropped);
+        if wake_reader {
+            self.wake_task(2 * i + 1, now + self.wake, ctx);
         }
-        let sack = if dropped > 0 {
-            self.drops += u64::from(dropped);
-            p.lost += u64::from(dropped);
-            p.rtx_due.get_or_insert(now + RTO_MIN);
-            // discard_force in sctp_sf_eat_data_6_2: a SACK at once.
-            Some(p.make_sack(false))
-        } else if p.packet_arrived(now) {
-            Some(p.make_sack(true))
-        } else {
-            None
-        };
         if taken == 0 {
             ctx.free(pkt.pfn, pkt.order)?;
         }
         if let Some(sack) = sack {
-            // Processed before the sender's sendmsg returns; it supersedes any SACK
-            // still in its backlog.
-            self.p[i].backlog = None;
-            self.process_sack(i, sack, ctx)?;
+            self.process_sack(i, s, sack, ctx)?;
         }
         Ok(())
     }
 
-    /// A SACK the receiver sends outside the sender's `sendmsg` (a window update, the
-    /// delayed-SACK timer): a sender asleep for buffer space has released its socket, so
-    /// the SACK is handled at once on this CPU as the kernel's softirq does (free what it
-    /// acknowledges, send what the window now allows, wake the sender); a running sender
-    /// owns its socket, so the SACK waits in its backlog until its `sendmsg` ends.
-    fn send_sack(&mut self, i: usize, sack: Sack, ctx: &mut Ctx<'_>) -> Result<()> {
-        if !self.p[i].sender_waits {
-            self.p[i].backlog = Some(sack);
-            return Ok(());
+    /// A SACK the receiver sends to a sender asleep for buffer space, outside its
+    /// `sendmsg`: the sender has released its socket, so the SACK is handled at once on this
+    /// CPU as the kernel's softirq does (free what it acknowledges, send what the window now
+    /// allows, wake the sender). A running sender owns its socket, so a SACK for it waits
+    /// in the backlog instead, put there by the caller under the association's lock.
+    fn sack_sleeping_sender(&self, i: usize, sack: Sack, ctx: &mut Ctx<'_>) -> Result<()> {
+        {
+            let mut s = lock(&self.p[i].send);
+            self.process_sack(i, &mut s, sack, ctx)?;
+            self.flush(i, &mut s, ctx)?;
         }
-        self.process_sack(i, sack, ctx)?;
-        self.flush(i, ctx)?;
-        let p = &mut self.p[i];
-        p.sender_waits = false;
-        ctx.wake(self.tasks.cpu(2 * i), ctx.now() + self.wake);
+        lock(&self.p[i].assoc).sender_waits = false;
+        self.wake_task(2 * i, ctx.now() + self.wake, ctx);
         Ok(())
     }
 
@@ -590,182 +674,270 @@ impl NetperfSctp {
     /// moves it until `due`: counted. It is the kernel's state only if no window update is
     /// due (the last SACK advertised more than the whole window less the update threshold);
     /// otherwise a window update was lost, a bug of this workload.
-    fn wait_for_timer(&mut self, i: usize, due: u64, now: u64) -> Result<()> {
-        let p = &self.p[i];
-        if p.rwnd > p.a_rwnd && p.rwnd - p.a_rwnd >= self.rwnd_update_bytes {
+    fn wait_for_timer(&self, a: &mut Assoc, i: usize, due: u64, now: u64) -> Result<()> {
+        if a.rwnd > a.a_rwnd && a.rwnd - a.a_rwnd >= self.rwnd_update_bytes {
             bail!(
                 "pair {i}: waits for a timer with a window update due (window {} B, {} B \
                  advertised)",
-                p.rwnd,
-                p.a_rwnd
+                a.rwnd,
+                a.a_rwnd
             );
         }
         if due > now {
-            self.timer_waits += 1;
-            self.timer_wait_ps += due - now;
+            a.timer_waits += 1;
+            a.timer_wait_ps += due - now;
         }
         Ok(())
     }
 
     /// The pair's timers, once due: the delayed SACK (`sctp_sf_do_6_2_sack`) and the
-    /// retransmission of dropped chunks (T3-rtx).
-    fn expire_timers(&mut self, i: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+    /// retransmission of dropped chunks (T3-rtx), for a sender asleep for buffer space.
+    fn expire_timers(&self, i: usize, ctx: &mut Ctx<'_>) -> Result<()> {
         let now = ctx.now();
-        let p = &mut self.p[i];
-        if p.rtx_due.is_some_and(|d| d <= now) {
-            p.lost = 0;
-            p.rtx_due = None;
-        }
-        let sack = if p.sack_due.is_some_and(|d| d <= now) {
-            p.make_sack(true)
-        } else {
-            // Only the T3 timer fired: the window as last advertised, nothing new acked.
-            Sack { acked: 0, a_rwnd: p.a_rwnd, retransmit: true }
+        let sack = {
+            let mut s = lock(&self.p[i].send);
+            let mut a = lock(&self.p[i].assoc);
+            if a.rtx_due.is_some_and(|d| d <= now) {
+                s.lost = 0;
+                a.rtx_due = None;
+            }
+            if a.sack_due.is_some_and(|d| d <= now) {
+                a.make_sack(true)
+            } else {
+                // Only the T3 timer fired: the window as last advertised, nothing new acked.
+                Sack { cum_ack: 0, a_rwnd: a.a_rwnd, retransmit: true }
+            }
         };
-        self.send_sack(i, sack, ctx)
+        self.sack_sleeping_sender(i, sack, ctx)
     }
 
-    fn sender(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
+    fn sender(&self, t: usize, s: &mut SendSide, ctx: &mut Ctx<'_>) -> Result<Next> {
         let i = t / 2;
         // release_sock at the end of the previous sendmsg: the SACKs that came meanwhile.
-        if let Some(sack) = self.p[i].backlog.take() {
-            self.process_sack(i, sack, ctx)?;
-            self.flush(i, ctx)?;
+        let backlog = lock(&self.p[i].assoc).backlog.take();
+        if let Some(sack) = backlog {
+            self.process_sack(i, s, sack, ctx)?;
+            self.flush(i, s, ctx)?;
         }
-        let p = &mut self.p[i];
-        if p.outq.len() + p.unacked.len() >= self.sndbuf_chunks {
-            p.sender_waits = true;
-            if p.receiver_waits {
-                // The receiver sleeps with nothing to read, so only a timer can acknowledge
-                // what is in flight: wake it when the first one fires.
-                p.receiver_waits = false;
-                let at = p.timer_due().unwrap_or(ctx.now());
-                self.wait_for_timer(i, at, ctx.now())?;
-                ctx.wake(self.tasks.cpu(2 * i + 1), at);
-            }
-            return Ok(Next::Block);
+        if s.outq.len() + s.unacked.len() >= self.sndbuf_chunks {
+            return self.sender_sleeps(i, ctx);
         }
         ctx.work(self.send_work);
-        if let Some(chunk) = self.kmalloc_large(ctx, self.chunk_order) {
+        if let Some(chunk) = Self::kmalloc_large(s, ctx, self.chunk_order) {
             // copy_from_user into the chunk.
             ctx.touch(chunk, self.wire);
-            self.p[i].outq.push_back(chunk);
+            s.outq.push_back(chunk);
         }
-        self.flush(i, ctx)?;
-        if let Some(next) = self.tasks.step_migrate(t, self.migrate_prob, ctx) {
-            return Ok(next);
-        }
-        Ok(Next::Continue)
+        self.flush(i, s, ctx)?;
+        Ok(self.migrate(t, ctx))
     }
 
-    /// The receiver has read everything: it sleeps until a packet comes, or, when the
-    /// sender waits too, until the pair's first timer fires.
-    fn idle_receiver(&mut self, i: usize, ctx: &mut Ctx<'_>) -> Result<Option<Next>> {
-        if self.p[i].sender_waits {
-            if let Some(due) = self.p[i].timer_due() {
-                if ctx.now() < due {
-                    self.wait_for_timer(i, due, ctx.now())?;
-                    return Ok(Some(Next::SleepUntil(due)));
-                }
-                self.expire_timers(i, ctx)?;
-                if !self.p[i].rxq.is_empty() {
-                    return Ok(None);
-                }
+    /// The sender of pair `i` has no buffer space: it sleeps until a SACK frees some. Its
+    /// mark is set in the same critical section as its last look at the backlog, where a
+    /// SACK may have come since its step began (on real threads; it then runs again to
+    /// process it, as `sk_wait_event`'s release of the socket does).
+    fn sender_sleeps(&self, i: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let now = ctx.now();
+        let wake_reader_at = {
+            let mut a = lock(&self.p[i].assoc);
+            if a.backlog.is_some() {
+                return Ok(Next::Continue);
             }
-        }
-        self.p[i].receiver_waits = true;
-        Ok(Some(Next::Block))
-    }
-
-    fn receiver(&mut self, t: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let i = t / 2;
-        if self.p[i].rxq.is_empty() {
-            if let Some(next) = self.idle_receiver(i, ctx)? {
-                return Ok(next);
+            a.sender_waits = true;
+            if !std::mem::take(&mut a.receiver_waits) {
+                return Ok(Next::Block);
             }
-        }
-        ctx.work(self.recv_work);
-        let p = &mut self.p[i];
-        let Some(&pkt) = p.rxq.front() else {
-            return Ok(Next::Block);
+            // The receiver sleeps with nothing to read, so only a timer can acknowledge
+            // what is in flight: wake it when the first one fires.
+            let at = a.timer_due().unwrap_or(now);
+            self.wait_for_timer(&mut a, i, at, now)?;
+            at
         };
-        let at = PACKET_HDR + u64::from(p.read_in_front) * self.wire + DATA_CHUNK_HDR;
+        self.wake_task(2 * i + 1, wake_reader_at, ctx);
+        Ok(Next::Block)
+    }
+
+    /// The receiver of pair `i`'s next packet, or what it does without one: with nothing to
+    /// read it sleeps until a packet comes, or, when the sender waits too, until the pair's
+    /// first timer fires (and handles it, which may bring a packet). It marks itself asleep
+    /// in the same critical section as its last look at the queue.
+    fn front_or_idle(
+        &self,
+        i: usize,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<std::result::Result<Packet, Next>> {
+        let now = ctx.now();
+        {
+            let mut a = lock(&self.p[i].assoc);
+            if let Some(&pkt) = a.rxq.front() {
+                return Ok(Ok(pkt));
+            }
+            match (a.sender_waits, a.timer_due()) {
+                (true, Some(due)) if now < due => {
+                    self.wait_for_timer(&mut a, i, due, now)?;
+                    return Ok(Err(Next::SleepUntil(due)));
+                }
+                (true, Some(_)) => {}
+                _ => {
+                    a.receiver_waits = true;
+                    return Ok(Err(Next::Block));
+                }
+            }
+        }
+        self.expire_timers(i, ctx)?;
+        let mut a = lock(&self.p[i].assoc);
+        match a.rxq.front() {
+            Some(&pkt) => Ok(Ok(pkt)),
+            None => {
+                a.receiver_waits = true;
+                Ok(Err(Next::Block))
+            }
+        }
+    }
+
+    fn receiver(&self, t: usize, r: &mut Reader, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let i = t / 2;
+        let pkt = match self.front_or_idle(i, ctx)? {
+            Ok(pkt) => pkt,
+            Err(next) => return Ok(next),
+        };
+        ctx.work(self.recv_work);
+        let at = PACKET_HDR + u64::from(r.read_in_front) * self.wire + DATA_CHUNK_HDR;
         // copy_to_user of one message.
-        p.rcursor.copy(ctx, pkt.pfn, at, self.msg);
-        p.read_in_front += 1;
-        p.unread -= 1;
-        p.received += 1;
-        if p.read_in_front == pkt.chunks {
-            p.rxq.pop_front();
-            p.read_in_front = 0;
-            p.rcursor.reset();
+        r.rcursor.copy(ctx, pkt.pfn, at, self.msg);
+        r.read_in_front += 1;
+        r.received += 1;
+        let done = r.read_in_front == pkt.chunks;
+        let sack_for_sleeper = {
+            let mut a = lock(&self.p[i].assoc);
+            if done {
+                a.rxq.pop_front();
+            }
+            // sctp_ulpevent_free → sctp_assoc_rwnd_increase.
+            if a.rwnd_increase(self.msg, self.rwnd_update_bytes) {
+                a.window_updates += 1;
+                let sack = a.make_sack(true);
+                if a.sender_waits {
+                    Some(sack)
+                } else {
+                    a.backlog = Some(sack);
+                    None
+                }
+            } else {
+                None
+            }
+        };
+        if done {
+            r.read_in_front = 0;
+            r.rcursor.reset();
             ctx.free(pkt.pfn, pkt.order)?;
         }
-        // sctp_ulpevent_free → sctp_assoc_rwnd_increase.
-        if self.p[i].rwnd_increase(self.msg, self.rwnd_update_bytes) {
-            self.window_updates += 1;
-            let sack = self.p[i].make_sack(true);
-            self.send_sack(i, sack, ctx)?;
+        if let Some(sack) = sack_for_sleeper {
+            self.sack_sleeping_sender(i, sack, ctx)?;
         }
-        if let Some(next) = self.tasks.step_migrate(t, self.migrate_prob, ctx) {
-            return Ok(next);
+        Ok(self.migrate(t, ctx))
+    }
+
+    /// After a call of task `t`: maybe migrate it ([`Tasks::step_migrate`]). On real threads
+    /// another task's migration may have swapped `t` off this CPU during the step; it then
+    /// moves no further, and this CPU runs on with the task it now has.
+    fn migrate(&self, t: usize, ctx: &mut Ctx<'_>) -> Next {
+        let mut tasks = lock(&self.tasks);
+        if tasks.on(ctx.cpu()) != Some(t) {
+            return Next::Continue;
         }
-        Ok(Next::Continue)
+        tasks.step_migrate(t, self.migrate_prob, ctx).unwrap_or(Next::Continue)
+    }
+
+    /// Task `t`'s step, holding `own` (its own state's lock): the end of the run, or its
+    /// sender's or receiver's work.
+    fn step_task<T>(
+        &self,
+        t: usize,
+        own: &mut T,
+        ctx: &mut Ctx<'_>,
+        run: impl FnOnce(&Self, usize, &mut T, &mut Ctx<'_>) -> Result<Next>,
+    ) -> Result<Next> {
+        if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
+            return Ok(Next::Continue);
+        }
+        self.latest.fetch_max(ctx.now(), Ordering::Relaxed);
+        if ctx.now() >= self.end {
+            return Ok(lock(&self.tasks).finish_pair(t, ctx));
+        }
+        run(self, t, own, ctx)
     }
 }
 
-impl SerialWorkload for NetperfSctp {
+impl Workload for NetperfSctp {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
-        self.tasks = Tasks::place(info, self.pairs, 2, 0x7363_7470_5f73_746d)?;
-        self.p = (0..self.pairs).map(|_| Pair::new(self.rwnd_bytes)).collect();
-        Ok(self.tasks.all_cpus())
+        let tasks = Tasks::place(info, self.pairs, 2, 0x7363_7470_5f73_746d)?;
+        let cpus = tasks.all_cpus();
+        self.tasks = Mutex::new(tasks);
+        self.p = (0..self.pairs)
+            .map(|_| Pair {
+                send: Mutex::new(SendSide::new(self.rwnd_bytes)),
+                reader: Mutex::default(),
+                assoc: Mutex::new(Assoc::new(self.rwnd_bytes)),
+            })
+            .collect();
+        Ok(cpus)
     }
 
-    fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let Some(t) = self.tasks.on(ctx.cpu()) else {
-            return Ok(self.tasks.idle());
+    fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let t = match lock(&self.tasks).on_or_idle(ctx.cpu()) {
+            Ok(t) => t,
+            Err(idle) => return Ok(idle),
         };
-        self.latest = self.latest.max(ctx.now());
-        if ctx.now() >= self.end {
-            self.tasks.finish(t, ctx);
-            ctx.wake(self.tasks.cpu(t ^ 1), ctx.now());
-            return Ok(self.tasks.idle());
-        }
+        let pair = &self.p[t / 2];
         if t % 2 == 0 {
-            self.sender(t, ctx)
+            self.step_task(t, &mut *lock(&pair.send), ctx, Self::sender)
         } else {
-            self.receiver(t, ctx)
+            self.step_task(t, &mut *lock(&pair.reader), ctx, Self::receiver)
         }
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+        let tasks = part(&mut self.tasks);
         let mut v = Vec::new();
         for (i, p) in self.p.iter_mut().enumerate() {
-            let (s, r) = (self.tasks.cpu(2 * i), self.tasks.cpu(2 * i + 1));
-            v.extend(p.outq.drain(..).chain(p.unacked.drain(..)).map(|c| (s, c, self.chunk_order)));
-            v.extend(p.rxq.drain(..).map(|k| (r, k.pfn, k.order)));
+            let (s, r) = (tasks.cpu(2 * i), tasks.cpu(2 * i + 1));
+            let send = part(&mut p.send);
+            let chunks = send.outq.drain(..).chain(send.unacked.drain(..));
+            v.extend(chunks.map(|c| (s, c, self.chunk_order)));
+            v.extend(part(&mut p.assoc).rxq.drain(..).map(|k| (r, k.pfn, k.order)));
         }
         v
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
-        let msgs: u64 = self.p.iter().map(|p| p.received).sum();
+        let (mut msgs, mut packets, mut chunks, mut drops, mut failures) = (0, 0, 0, 0, 0);
+        let (mut updates, mut waits, mut wait_ps) = (0, 0, 0);
+        for p in &self.p {
+            msgs += lock(&p.reader).received;
+            let s = lock(&p.send);
+            (packets, chunks) = (packets + s.packets, chunks + s.packet_chunks);
+            (drops, failures) = (drops + s.drops, failures + s.alloc_failures);
+            let a = lock(&p.assoc);
+            (updates, waits, wait_ps) =
+                (updates + a.window_updates, waits + a.timer_waits, wait_ps + a.timer_wait_ps);
+        }
         let secs = self.end as f64 / 1e12;
         vec![
             ("score".into(), (msgs * self.msg * 8) as f64 / 1e6 / secs),
             ("messages".into(), msgs as f64),
-            ("chunks_per_packet".into(), self.packet_chunks as f64 / self.packets.max(1) as f64),
-            ("migrations".into(), self.tasks.migrations() as f64),
-            ("window_updates".into(), self.window_updates as f64),
-            ("timer_waits".into(), self.timer_waits as f64),
-            ("timer_wait_s".into(), self.timer_wait_ps as f64 / 1e12),
-            ("drops".into(), self.drops as f64),
-            ("alloc_failures".into(), self.alloc_failures as f64),
+            ("chunks_per_packet".into(), chunks as f64 / packets.max(1) as f64),
+            ("migrations".into(), lock(&self.tasks).migrations() as f64),
+            ("window_updates".into(), updates as f64),
+            ("timer_waits".into(), waits as f64),
+            ("timer_wait_s".into(), wait_ps as f64 / 1e12),
+            ("drops".into(), drops as f64),
+            ("alloc_failures".into(), failures as f64),
         ]
     }
 
     fn progress(&self) -> f64 {
-        (self.latest as f64 / self.end.max(1) as f64).min(1.0)
+        (self.latest.load(Ordering::Relaxed) as f64 / self.end.max(1) as f64).min(1.0)
     }
 }
 
@@ -814,7 +986,7 @@ mod tests {
     /// taken (the excess kept as `rwnd_over`); once nothing is left, data is dropped.
     #[test]
     fn the_receiver_takes_a_probe_beyond_its_window_then_drops() {
-        let mut p = Pair::new(106_496);
+        let mut p = Assoc::new(106_496);
         for _ in 0..10 {
             assert!(p.rwnd_decrease(10_240));
         }
@@ -834,7 +1006,7 @@ mod tests {
     #[test]
     fn a_read_sends_a_window_update_at_the_threshold_only() {
         let (m, update) = (10_240, 65_536);
-        let mut p = Pair::new(106_496);
+        let mut p = Assoc::new(106_496);
         for _ in 0..10 {
             p.rwnd_decrease(m);
         }
@@ -846,7 +1018,7 @@ mod tests {
             [false, false, false, false, false, false, true],
             "at 71 680 B, not 61 440"
         );
-        let mut q = Pair::new(106_496);
+        let mut q = Assoc::new(106_496);
         for _ in 0..6 {
             q.rwnd_decrease(m);
         }
@@ -863,7 +1035,7 @@ mod tests {
     /// delayed-SACK timer, the second is acknowledged at once, and a SACK stops the timer.
     #[test]
     fn every_second_packet_is_sacked_and_the_first_starts_the_timer() {
-        let mut p = Pair::new(106_496);
+        let mut p = Assoc::new(106_496);
         assert!(!p.packet_arrived(5));
         assert_eq!(p.sack_due, Some(5 + SACK_TIMEOUT));
         assert!(p.timer_due().is_some());
