@@ -476,6 +476,22 @@ mod tests {
         m.run(w.as_mut(), &mut |_| {}).unwrap()
     }
 
+    /// The model's lock-free step (`step_alone`) and the locked one answer the same, with
+    /// tasks sharing CPUs (time slices) and alone on them.
+    #[test]
+    fn the_step_without_locks_runs_as_the_locked_one() {
+        for processes in ["processes=3", "processes=9"] {
+            let params =
+                [processes, "mmap_mib=1", "warmup_s=0.001", "window_s=0.004", "threads_per_core=1"];
+            let alone =
+                crate::workload::testing::run("page-fault1", &params, &[], 4, "hpc-vanilla", 2);
+            let locked =
+                crate::workload::testing::run_locked("page-fault1", &params, 4, "hpc-vanilla", 2);
+            assert!(alone.steps > 1000, "{processes}: {} steps", alone.steps);
+            assert_eq!(format!("{alone:?}"), format!("{locked:?}"), "{processes}");
+        }
+    }
+
     fn metric(o: &RunOutcome, name: &str) -> f64 {
         o.workload.iter().find(|(k, _)| k == name).unwrap().1
     }
