@@ -474,12 +474,8 @@ pub(crate) mod testing {
         preset: &str,
         seed: u64,
     ) -> RunOutcome {
-        let info = super::find(name).unwrap();
-        let o: Vec<String> = params.iter().chain(extra).map(|s| s.to_string()).collect();
-        let params = info.params(&o, 1.0).unwrap();
-        let mut w = (info.build)(&params);
-        let mut m = Model::new(small_setup(cpus, 256, preset, seed)).unwrap();
-        m.run(w.as_mut(), &mut |_| {}).unwrap()
+        let all: Vec<&str> = params.iter().chain(extra).copied().collect();
+        run_as(name, &all, cpus, preset, seed, false)
     }
 
     /// [`run`], every step through [`Workload::step`] (the real runner's path, which locks
@@ -491,11 +487,26 @@ pub(crate) mod testing {
         preset: &str,
         seed: u64,
     ) -> RunOutcome {
+        run_as(name, params, cpus, preset, seed, true)
+    }
+
+    /// [`run`] or, if `locked`, [`run_locked`].
+    fn run_as(
+        name: &str,
+        params: &[&str],
+        cpus: u32,
+        preset: &str,
+        seed: u64,
+        locked: bool,
+    ) -> RunOutcome {
         let info = super::find(name).unwrap();
         let o: Vec<String> = params.iter().map(|s| s.to_string()).collect();
-        let mut w = Locked((info.build)(&info.params(&o, 1.0).unwrap()));
+        let mut w = (info.build)(&info.params(&o, 1.0).unwrap());
+        if locked {
+            w = Box::new(Locked(w));
+        }
         let mut m = Model::new(small_setup(cpus, 256, preset, seed)).unwrap();
-        m.run(&mut w, &mut |_| {}).unwrap()
+        m.run(w.as_mut(), &mut |_| {}).unwrap()
     }
 
     /// A workload whose `step_alone` is the default, [`Workload::step`].
