@@ -458,8 +458,11 @@ pub(crate) mod bigtest {
 /// What the workloads' unit tests share: a small run and a metric of it.
 #[cfg(test)]
 pub(crate) mod testing {
+    use pagealloc::{Order, Pfn};
+
+    use crate::model::slab::SlabSetup;
     use crate::model::tests::small_setup;
-    use crate::model::{Model, RunOutcome};
+    use crate::model::{Ctx, Model, ModelInfo, Next, RunOutcome, Workload};
 
     /// Workload `name` with `params`, then `extra`, on a one-node machine of `cpus` CPUs and
     /// 256 MiB under `preset`.
@@ -471,12 +474,63 @@ pub(crate) mod testing {
         preset: &str,
         seed: u64,
     ) -> RunOutcome {
+        let all: Vec<&str> = params.iter().chain(extra).copied().collect();
+        run_as(name, &all, cpus, preset, seed, false)
+    }
+
+    /// [`run`], every step through [`Workload::step`] (the real runner's path, which locks
+    /// what it shares) instead of the model's [`Workload::step_alone`].
+    pub(crate) fn run_locked(
+        name: &str,
+        params: &[&str],
+        cpus: u32,
+        preset: &str,
+        seed: u64,
+    ) -> RunOutcome {
+        run_as(name, params, cpus, preset, seed, true)
+    }
+
+    /// [`run`] or, if `locked`, [`run_locked`].
+    fn run_as(
+        name: &str,
+        params: &[&str],
+        cpus: u32,
+        preset: &str,
+        seed: u64,
+        locked: bool,
+    ) -> RunOutcome {
         let info = super::find(name).unwrap();
-        let o: Vec<String> = params.iter().chain(extra).map(|s| s.to_string()).collect();
-        let params = info.params(&o, 1.0).unwrap();
-        let mut w = (info.build)(&params);
+        let o: Vec<String> = params.iter().map(|s| s.to_string()).collect();
+        let mut w = (info.build)(&info.params(&o, 1.0).unwrap());
+        if locked {
+            w = Box::new(Locked(w));
+        }
         let mut m = Model::new(small_setup(cpus, 256, preset, seed)).unwrap();
         m.run(w.as_mut(), &mut |_| {}).unwrap()
+    }
+
+    /// A workload whose `step_alone` is the default, [`Workload::step`].
+    struct Locked(Box<dyn Workload>);
+
+    impl Workload for Locked {
+        fn start(&mut self, info: &ModelInfo) -> anyhow::Result<Vec<u32>> {
+            self.0.start(info)
+        }
+        fn step(&self, ctx: &mut Ctx<'_>) -> anyhow::Result<Next> {
+            self.0.step(ctx)
+        }
+        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+            self.0.held()
+        }
+        fn metrics(&self) -> Vec<(String, f64)> {
+            self.0.metrics()
+        }
+        fn progress(&self) -> f64 {
+            self.0.progress()
+        }
+        fn slab_setup(&self) -> SlabSetup {
+            self.0.slab_setup()
+        }
     }
 
     /// The workload's metric `name` (which must exist).

@@ -329,6 +329,22 @@ impl PageFault1 {
         Ok(())
     }
 
+    /// A step of the CPU's run queue `q` at `ctx.now()`: its current task's, after a task
+    /// switch if the time slice is over.
+    fn run_queue(&self, q: &mut RunQueue, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let now = ctx.now();
+        let n = q.tasks.len() as u64;
+        if n > 1 && now >= q.slice_end {
+            q.cur = (q.cur + 1) % q.tasks.len();
+            q.slice_end = now + (self.period / n).max(MIN_SLICE_PS);
+        }
+        let cpu = ctx.cpu();
+        let task =
+            q.tasks.get_mut(q.cur).ok_or_else(|| anyhow!("page-fault1: cpu {cpu} has no task"))?;
+        self.run_task(task, ctx)?;
+        Ok(Next::Continue)
+    }
+
     /// The CPU of the `i`-th core's `thread`-th thread: cores numbered node by node, a
     /// node's CPUs being its cores' first threads, then their second threads, and so on.
     fn core_cpus(info: &ModelInfo, threads: u32) -> Vec<Vec<u32>> {
@@ -384,18 +400,23 @@ impl Workload for PageFault1 {
             return Ok(Next::Done);
         }
         self.latest.fetch_max(now, Ordering::Relaxed);
-        let cpu = ctx.cpu();
-        let mut q = self.queues.get(cpu)?;
-        let q = &mut *q;
-        let n = q.tasks.len() as u64;
-        if n > 1 && now >= q.slice_end {
-            q.cur = (q.cur + 1) % q.tasks.len();
-            q.slice_end = now + (self.period / n).max(MIN_SLICE_PS);
+        let mut q = self.queues.get(ctx.cpu())?;
+        self.run_queue(&mut q, ctx)
+    }
+
+    /// The same step without the CPU's queue lock and the atomic maximum: they were most of
+    /// the step's own time in a model run (the queue is the CPU's alone either way).
+    fn step_alone(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+        let now = ctx.now();
+        if now >= self.end() {
+            return Ok(Next::Done);
         }
-        let task =
-            q.tasks.get_mut(q.cur).ok_or_else(|| anyhow!("page-fault1: cpu {cpu} has no task"))?;
-        self.run_task(task, ctx)?;
-        Ok(Next::Continue)
+        let latest = self.latest.get_mut();
+        *latest = (*latest).max(now);
+        let mut queues = std::mem::take(&mut self.queues);
+        let next = queues.get_mut(ctx.cpu()).and_then(|q| self.run_queue(q, ctx));
+        self.queues = queues;
+        next
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
@@ -453,6 +474,22 @@ mod tests {
         let mut w = (INFO.build)(&p);
         let mut m = Model::new(small_setup(cpus, 256, preset, seed)).unwrap();
         m.run(w.as_mut(), &mut |_| {}).unwrap()
+    }
+
+    /// The model's lock-free step (`step_alone`) and the locked one answer the same, with
+    /// tasks sharing CPUs (time slices) and alone on them.
+    #[test]
+    fn the_step_without_locks_runs_as_the_locked_one() {
+        for processes in ["processes=3", "processes=9"] {
+            let params =
+                [processes, "mmap_mib=1", "warmup_s=0.001", "window_s=0.004", "threads_per_core=1"];
+            let alone =
+                crate::workload::testing::run("page-fault1", &params, &[], 4, "hpc-vanilla", 2);
+            let locked =
+                crate::workload::testing::run_locked("page-fault1", &params, 4, "hpc-vanilla", 2);
+            assert!(alone.steps > 1000, "{processes}: {} steps", alone.steps);
+            assert_eq!(format!("{alone:?}"), format!("{locked:?}"), "{processes}");
+        }
     }
 
     fn metric(o: &RunOutcome, name: &str) -> f64 {
