@@ -85,27 +85,30 @@ fn shape(name: &str) -> Option<Shape> {
     Some(Shape { outstanding, order, cross })
 }
 
-/// The loop of `rounds`, with `$alloc` (an allocation of order `$o`) written into it: a
-/// macro rather than a closure so the compiler inlines the library's calls as it does at a
-/// user's call site (through a closure it did not, and counted 90 more instructions a pair).
-macro_rules! pair_loop {
-    ($pa:expr, $s:expr, $free:expr, $rounds:expr, $mix:expr, |$o:ident| $alloc:expr) => {{
-        let mut held: Vec<(Pfn, Order)> = Vec::with_capacity($s.outstanding);
-        let mut k = 0usize;
-        for _ in 0..$rounds {
-            for _ in 0..$s.outstanding {
-                let order = Order($s.order.unwrap_or_else(|| $mix[k & (MIX_LEN - 1)]));
-                k += 1;
-                let $o = black_box(order);
-                let p = $alloc.expect("memory");
-                held.push((black_box(p), order));
-            }
-            for (p, order) in held.drain(..) {
-                $pa.free_pages($free, p, order).expect("free");
-            }
+/// The loop of `rounds`, allocating with `alloc` (inlined into each form's copy).
+#[inline(always)]
+fn pair_loop(
+    pa: &PageAllocator,
+    s: &Shape,
+    free: Cpu,
+    rounds: u64,
+    mix: &[u8],
+    alloc: impl Fn(Order) -> Result<Pfn, pagealloc::AllocError>,
+) -> u64 {
+    let mut held: Vec<(Pfn, Order)> = Vec::with_capacity(s.outstanding);
+    let mut k = 0usize;
+    for _ in 0..rounds {
+        for _ in 0..s.outstanding {
+            let order = Order(s.order.unwrap_or_else(|| mix[k & (MIX_LEN - 1)]));
+            k += 1;
+            let p = alloc(black_box(order)).expect("memory");
+            held.push((black_box(p), order));
         }
-        $rounds * $s.outstanding as u64
-    }};
+        for (p, order) in held.drain(..) {
+            pa.free_pages(free, p, order).expect("free");
+        }
+    }
+    rounds * s.outstanding as u64
 }
 
 /// `rounds` rounds of the pattern: allocate `outstanding` blocks on `a`, free them in
@@ -124,18 +127,18 @@ fn rounds(pa: &PageAllocator, s: &Shape, run: Run, rounds: u64, mix: &[u8]) -> u
 #[inline(never)]
 fn rounds_prepared(pa: &PageAllocator, s: &Shape, a: Cpu, f: Cpu, rounds: u64, mix: &[u8]) -> u64 {
     let req = black_box(pa.prepare(black_box(Gfp::KERNEL)).expect("flags"));
-    pair_loop!(pa, s, f, rounds, mix, |o| pa.alloc_prepared(a, &req, o))
+    pair_loop(pa, s, f, rounds, mix, |o| pa.alloc_prepared(a, &req, o))
 }
 
 #[inline(never)]
 fn rounds_const(pa: &PageAllocator, s: &Shape, a: Cpu, f: Cpu, rounds: u64, mix: &[u8]) -> u64 {
-    pair_loop!(pa, s, f, rounds, mix, |o| pa.alloc_pages(a, Gfp::KERNEL, o))
+    pair_loop(pa, s, f, rounds, mix, |o| pa.alloc_pages(a, Gfp::KERNEL, o))
 }
 
 #[inline(never)]
 fn rounds_runtime(pa: &PageAllocator, s: &Shape, a: Cpu, f: Cpu, rounds: u64, mix: &[u8]) -> u64 {
     let gfp = black_box(Gfp::KERNEL);
-    pair_loop!(pa, s, f, rounds, mix, |o| pa.alloc_pages(a, gfp, o))
+    pair_loop(pa, s, f, rounds, mix, |o| pa.alloc_pages(a, gfp, o))
 }
 
 /// The CPUs that allocate and free and how allocations name their flags.

@@ -156,14 +156,10 @@ impl Cpu {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AllocRequest {
     gfp: Gfp,
-    highest: ZoneType,
-    mt: MigrateType,
+    /// What the fast path needs of the flags, decoded.
+    shape: FastShape,
     /// `PcpFast::pindex(Order(0), mt)`, `u8::MAX` when the layout caches no order-0 block.
     pindex0: u8,
-    /// What the fast path's watermark test is given ([`FastShape::flags`]) and whether the
-    /// flags wake kswapd.
-    fast_flags: AllocFlags,
-    kswapd: bool,
     /// [`PageAllocator`]'s identity (`PageAllocator::id`).
     owner: u64,
 }
@@ -177,14 +173,14 @@ impl AllocRequest {
     /// The migratetype its blocks have (`Unmovable` for every request while the allocator
     /// groups nothing by mobility).
     pub fn migratetype(&self) -> MigrateType {
-        self.mt
+        self.shape.mt
     }
 }
 
 /// What the allocation fast path needs of a request: the highest zone type, the migratetype,
 /// the flags of its watermark test (CMA for a movable request) and whether the request wakes
 /// kswapd (clearing a boosted watermark counts a wake).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct FastShape {
     highest: ZoneType,
     mt: MigrateType,
@@ -813,8 +809,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     pub fn prepare(&self, gfp: Gfp) -> Result<AllocRequest, AllocError> {
         let (highest, mt) = self.request_shape(gfp, Order(0))?;
         let pindex0 = self.pcp_fast.pindex(Order(0), mt).map_or(u8::MAX, |i| i as u8);
-        let FastShape { flags: fast_flags, kswapd, .. } = FastShape::of(gfp, highest, mt);
-        Ok(AllocRequest { gfp, highest, mt, pindex0, fast_flags, kswapd, owner: self.id })
+        let shape = FastShape::of(gfp, highest, mt);
+        Ok(AllocRequest { gfp, shape, pindex0, owner: self.id })
     }
 
     /// Allocate as [`alloc_pages`](Self::alloc_pages) does with the flags `req` was prepared
@@ -839,19 +835,14 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if !order.is_valid() {
             return Err(AllocError::InvalidOrder(order));
         }
-        let shape = FastShape {
-            highest: req.highest,
-            mt: req.mt,
-            flags: req.fast_flags,
-            kswapd: req.kswapd,
-        };
+        let shape = req.shape;
         let fast = if order.0 == 0 {
             let pindex = (req.pindex0 != u8::MAX).then_some(usize::from(req.pindex0));
             self.alloc_fast(cpu, Order(0), shape, pindex)
         } else {
-            self.alloc_fast(cpu, order, shape, self.pcp_fast.pindex(order, req.mt))
+            self.alloc_fast(cpu, order, shape, self.pcp_fast.pindex(order, shape.mt))
         };
-        self.alloc_finish(cpu, req.gfp, order, req.mt, req.highest, fast, None)
+        self.alloc_finish(cpu, req.gfp, order, shape.mt, shape.highest, fast, None)
     }
 
     /// Allocate as [`alloc_pages`](Self::alloc_pages) does, letting the slow path compact
