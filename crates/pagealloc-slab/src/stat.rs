@@ -124,6 +124,11 @@ impl SlabStats {
 pub struct StatSnapshot([u64; SlabStat::COUNT]);
 
 impl StatSnapshot {
+    /// Add `other`'s counts to these.
+    pub(crate) fn add(&mut self, other: &StatSnapshot) {
+        self.0.iter_mut().zip(other.0).for_each(|(a, b)| *a += b);
+    }
+
     /// One counter.
     pub fn get(&self, s: SlabStat) -> u64 {
         self.0[s as usize]

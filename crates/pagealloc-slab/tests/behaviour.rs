@@ -205,10 +205,12 @@ fn the_preferred_order_falls_back_to_one_objects_order() {
     // 2 KiB objects on 1 CPU: 8 * 2 KiB = 16 KiB → order 2 preferred; one object: order 0.
     let cache = KmemCache::new(&pa, "t", 2048, 0, SlabFlags::NONE, &SlubConfig::default()).unwrap();
     assert_eq!((cache.oo().order.0, cache.min().order.0, cache.min().objects), (2, 0, 2));
-    cache.alloc(c0, Gfp::KERNEL).unwrap();
+    let first = cache.alloc(c0, Gfp::KERNEL).unwrap();
     let info = cache.slabinfo();
     assert_eq!(cache.stats().get(SlabStat::OrderFallback), 1);
     assert_eq!((info.num_objs, info.pages, info.pagesperslab), (2, 1, 4));
+    // Found by address though its slab is of the fallback order.
+    assert_eq!(cache.object_at(cache.address(first) + 2048).map(|o| o.index()), Ok(1));
     cache.validate().unwrap();
     validate(&pa).unwrap();
     // With nothing left at all, the allocation fails and changes nothing.
@@ -355,4 +357,34 @@ fn a_bound_task_takes_its_new_slabs_from_the_bound_node() {
     free.shrink(c0).unwrap();
     pa.drain_all_pages(c0, None);
     assert_eq!(pa.nr_free_pages(), pa.managed_pages());
+}
+
+#[test]
+fn counters_are_kept_per_cpu_and_summed() {
+    let pa = machine(2, 64);
+    let other_pa = machine(2, 64);
+    let [c0, c1] = cpus(&pa)[..] else { unreachable!() };
+    let cache = page_cache(&pa);
+    let on = |cpu, st| cache.cpu_stat(cpu, st).unwrap();
+
+    // Two slabs' worth on CPU 0: its counters move, CPU 1's do not.
+    let objs: Vec<SlabObject> = (0..16).map(|_| cache.alloc(c0, Gfp::KERNEL).unwrap()).collect();
+    assert_eq!((on(c0, SlabStat::AllocSlab), on(c1, SlabStat::AllocSlab)), (2, 0));
+    // CPU 1 frees them: its free counters move, CPU 0's do not.
+    for o in &objs {
+        cache.free(c1, *o).unwrap();
+    }
+    assert_eq!((on(c0, SlabStat::FreeSlowpath), on(c1, SlabStat::FreeSlowpath)), (0, 16));
+    // A shrink run by CPU 0 flushes CPU 0's active slab on CPU 0's account; every counter
+    // read whole is the sum of the CPUs'.
+    cache.shrink(c0).unwrap();
+    assert_eq!(on(c0, SlabStat::CpuslabFlush), 1);
+    for (name, total) in cache.stats().iter() {
+        let st = *SlabStat::ALL.iter().find(|s| s.name() == name).unwrap();
+        assert_eq!(total, on(c0, st) + on(c1, st), "{name}");
+        assert_eq!(cache.stat(st), total, "{name}");
+    }
+    let foreign = other_pa.cpu(CpuId(0)).unwrap();
+    assert_eq!(cache.cpu_stat(foreign, SlabStat::AllocSlab), Err(SlabError::InvalidCpu(CpuId(0))));
+    cache.validate().unwrap();
 }

@@ -633,12 +633,15 @@ impl Ctx<'_> {
         let slab: &SlabSet<'_> = self.slab;
         let c = slab.cache(cache)?;
         self.begin();
-        // A slab of the preferred order, or a failed try and the fallback order. Two counters
-        // read, not the cache's every one: on real threads the others' lines are contended.
-        let slabs = || c.stat(SlabStat::AllocSlab) + c.stat(SlabStat::OrderFallback);
-        let before = slabs();
+        // A slab of the preferred order, or a failed try and the fallback order: this CPU's
+        // own counters, which no other thread's calls move.
+        let slabs = || -> Result<u64> {
+            Ok(c.cpu_stat(self.cpu, SlabStat::AllocSlab)?
+                + c.cpu_stat(self.cpu, SlabStat::OrderFallback)?)
+        };
+        let before = slabs()?;
         let r = c.alloc_mpol(self.cpu, gfp, bind.map(NodeId));
-        let pages = slabs() - before;
+        let pages = slabs()? - before;
         self.charge(|k| k.slab_alloc + pages * k.pcp_alloc);
         self.counts.allocs += pages;
         self.counts.slabs_new += pages;
@@ -656,9 +659,10 @@ impl Ctx<'_> {
         let slab: &SlabSet<'_> = self.slab;
         let c = slab.cache(cache)?;
         self.begin();
-        let before = c.stat(SlabStat::FreeSlab);
+        let freed = || c.cpu_stat(self.cpu, SlabStat::FreeSlab);
+        let before = freed()?;
         let r = c.free(self.cpu, obj);
-        let pages = c.stat(SlabStat::FreeSlab) - before;
+        let pages = freed()? - before;
         self.charge(|k| k.slab_free + pages * k.pcp_free);
         self.counts.frees += pages;
         self.counts.slabs_freed += pages;

@@ -23,14 +23,14 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         bind: Option<NodeId>,
     ) -> Result<SlabObject, SlabError> {
         self.check_cpu(cpu)?;
-        let mut c = self.cpu_slab[cpu.id().index()].0.lock();
+        let mut c = self.cpu_slab[cpu.id().index()].slabs.lock();
         if let Some(slab) = &c.slab {
             if let Some(i) = slab.state.lock().take_cpu_object() {
-                self.stats.inc(SlabStat::AllocFastpath);
+                self.count(cpu.id(), SlabStat::AllocFastpath);
                 return Ok(self.handle(slab, i));
             }
         }
-        self.stats.inc(SlabStat::AllocSlowpath);
+        self.count(cpu.id(), SlabStat::AllocSlowpath);
         let (slab, i) = self.slab_alloc_slow(cpu, &mut c, gfp, bind)?;
         Ok(self.handle(&slab, i))
     }
@@ -49,15 +49,15 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             st.refill_cpu_freelist();
             if let Some(i) = st.take_cpu_object() {
                 drop(st);
-                self.stats.inc(SlabStat::AllocRefill);
+                self.count(cpu.id(), SlabStat::AllocRefill);
                 c.slab = Some(Arc::clone(&slab));
                 return Ok((slab, i));
             }
             // Nothing free: the slab joins no list until an object comes back.
             st.place = Place::Full;
-            self.stats.inc(SlabStat::DeactivateBypass);
+            self.count(cpu.id(), SlabStat::DeactivateBypass);
         }
-        let slab = match self.take_cpu_partial(c) {
+        let slab = match self.take_cpu_partial(cpu.id(), c) {
             Some(slab) => slab,
             None => match self.get_partial(cpu, c) {
                 Some(slab) => slab,
@@ -79,9 +79,13 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     }
 
     /// The head of the CPU's partial list, if any.
-    pub(super) fn take_cpu_partial(&self, c: &mut KmemCacheCpu<L>) -> Option<Arc<Slab<L>>> {
+    pub(super) fn take_cpu_partial(
+        &self,
+        cpu: CpuId,
+        c: &mut KmemCacheCpu<L>,
+    ) -> Option<Arc<Slab<L>>> {
         let slab = c.partial.pop()?;
-        self.stats.inc(SlabStat::CpuPartialAlloc);
+        self.count(cpu, SlabStat::CpuPartialAlloc);
         Some(slab)
     }
 
@@ -114,13 +118,13 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         }
         let first = lists.pop_head()?;
         first.state.lock().place = Place::CpuSlab(cpu.id());
-        self.stats.inc(SlabStat::AllocFromPartial);
+        self.count(cpu.id(), SlabStat::AllocFromPartial);
         let mut moved = 0;
         while self.layout.has_cpu_partial && moved <= self.layout.cpu_partial_slabs / 2 {
             let Some(slab) = lists.pop_head() else { break };
             slab.state.lock().place = Place::CpuPartial(cpu.id());
             c.partial.push(slab);
-            self.stats.inc(SlabStat::CpuPartialNode);
+            self.count(cpu.id(), SlabStat::CpuPartialNode);
             moved += 1;
         }
         Some(first)
@@ -149,7 +153,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             Ok(pfn) => (pfn, l.oo),
             Err(_) => {
                 let pfn = pages(comp(flags, l.min), l.min.order)?;
-                self.stats.inc(SlabStat::OrderFallback);
+                self.count(cpu.id(), SlabStat::OrderFallback);
                 (pfn, l.min)
             }
         };
@@ -159,12 +163,12 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         let n = &self.node[node.index()];
         // Into the directory and the node's counts together, under the directory lock, so a
         // validator's snapshot of the two agrees.
-        let mut dir = self.slabs.lock();
+        let mut dir = self.dir(pfn).lock();
         n.nr_slabs.fetch_add(1, Relaxed);
         n.total_objects.fetch_add(u64::from(oo.objects), Relaxed);
         dir.insert(pfn.0, Arc::clone(&slab));
         drop(dir);
-        self.stats.inc(SlabStat::AllocSlab);
+        self.count(cpu.id(), SlabStat::AllocSlab);
         Ok(slab)
     }
 

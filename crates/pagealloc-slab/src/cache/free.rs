@@ -28,7 +28,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         if obj.cache != self.id {
             return Err(SlabError::ForeignObject { slab: obj.slab, index: obj.index });
         }
-        let slab = self.slabs.lock().get(&obj.slab.0).cloned();
+        let slab = self.dir(obj.slab).lock().get(&obj.slab.0).cloned();
         match slab {
             Some(slab) if slab.serial == obj.serial => {
                 if obj.index >= slab.objects {
@@ -59,20 +59,20 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             Place::CpuSlab(c) if c == cpu.id() => {
                 st.set_free(obj.index);
                 st.cpu_freelist.push(obj.index);
-                self.stats.inc(SlabStat::FreeFastpath);
+                self.count(cpu.id(), SlabStat::FreeFastpath);
                 Ok(FreeNext::Done)
             }
             Place::CpuSlab(_) | Place::CpuPartial(_) => {
                 st.set_free(obj.index);
                 st.freelist.push(obj.index);
-                self.stats.inc(SlabStat::FreeSlowpath);
-                self.stats.inc(SlabStat::FreeFrozen);
+                self.count(cpu.id(), SlabStat::FreeSlowpath);
+                self.count(cpu.id(), SlabStat::FreeFrozen);
                 Ok(FreeNext::Done)
             }
             Place::NodePartial(_) if st.inuse > 1 => {
                 st.set_free(obj.index);
                 st.freelist.push(obj.index);
-                self.stats.inc(SlabStat::FreeSlowpath);
+                self.count(cpu.id(), SlabStat::FreeSlowpath);
                 Ok(FreeNext::Done)
             }
             Place::Full if self.layout.has_cpu_partial => Ok(FreeNext::ToCpuPartial),
@@ -92,7 +92,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     ) -> Result<bool, SlabError> {
         let mut discards = Discards::new();
         {
-            let mut c = self.cpu_slab[cpu.id().index()].0.lock();
+            let mut c = self.cpu_slab[cpu.id().index()].slabs.lock();
             {
                 let mut st = slab.state.lock();
                 check_allocated(&st, obj)?;
@@ -105,13 +105,13 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             }
             if c.partial.len() as u32 >= self.layout.cpu_partial_slabs {
                 let old = core::mem::take(&mut c.partial);
-                self.put_partials(old, &mut discards);
-                self.stats.inc(SlabStat::CpuPartialDrain);
+                self.put_partials(cpu.id(), old, &mut discards);
+                self.count(cpu.id(), SlabStat::CpuPartialDrain);
             }
             c.partial.push(Arc::clone(slab));
         }
-        self.stats.inc(SlabStat::FreeSlowpath);
-        self.stats.inc(SlabStat::CpuPartialFree);
+        self.count(cpu.id(), SlabStat::FreeSlowpath);
+        self.count(cpu.id(), SlabStat::CpuPartialFree);
         self.discard_all(cpu, discards)?;
         Ok(true)
     }
@@ -137,18 +137,18 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             };
             st.set_free(obj.index);
             st.freelist.push(obj.index);
-            self.stats.inc(SlabStat::FreeSlowpath);
+            self.count(cpu.id(), SlabStat::FreeSlowpath);
             if st.inuse == 0 && lists.nr_partial() >= self.layout.min_partial {
                 if let Some(key) = key {
                     lists.remove(key);
-                    self.stats.inc(SlabStat::FreeRemovePartial);
+                    self.count(cpu.id(), SlabStat::FreeRemovePartial);
                 }
                 st.place = Place::Discarded;
                 true
             } else {
                 if key.is_none() {
                     lists.add(slab, &mut st, true);
-                    self.stats.inc(SlabStat::FreeAddPartial);
+                    self.count(cpu.id(), SlabStat::FreeAddPartial);
                 }
                 false
             }
@@ -161,18 +161,23 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
 
     /// Move slabs taken off a per-CPU partial list to their nodes' lists, keeping aside the
     /// empty ones a node has enough of (kernel `__put_partials`). The list's head goes first.
-    pub(super) fn put_partials(&self, slabs: Vec<Arc<Slab<L>>>, discards: &mut Discards<L>) {
+    pub(super) fn put_partials(
+        &self,
+        cpu: CpuId,
+        slabs: Vec<Arc<Slab<L>>>,
+        discards: &mut Discards<L>,
+    ) {
         for slab in slabs.into_iter().rev() {
             let mut lists = self.node[slab.node.index()].list_lock.lock();
             let mut st = slab.state.lock();
             if st.inuse == 0 && lists.nr_partial() >= self.layout.min_partial {
                 st.place = Place::Discarded;
                 drop(st);
-                self.stats.inc(SlabStat::DeactivateEmpty);
+                self.count(cpu, SlabStat::DeactivateEmpty);
                 discards.push(slab);
             } else {
                 lists.add(&slab, &mut st, true);
-                self.stats.inc(SlabStat::FreeAddPartial);
+                self.count(cpu, SlabStat::FreeAddPartial);
             }
         }
     }
@@ -180,28 +185,32 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     /// Take a CPU's active slab back to its node (kernel `deactivate_slab`): discarded if empty
     /// and the node has enough, listed if it has free objects (at the tail if other CPUs
     /// freed into it, so the node hands out the emptier ones later), else on no list.
-    pub(super) fn deactivate_slab(&self, slab: Arc<Slab<L>>, discards: &mut Discards<L>) {
+    pub(super) fn deactivate_slab(
+        &self,
+        cpu: CpuId,
+        slab: Arc<Slab<L>>,
+        discards: &mut Discards<L>,
+    ) {
         let mut lists = self.node[slab.node.index()].list_lock.lock();
         let mut st = slab.state.lock();
         let remote_frees = st.unfreeze();
         if remote_frees {
-            self.stats.inc(SlabStat::DeactivateRemoteFrees);
+            self.count(cpu, SlabStat::DeactivateRemoteFrees);
         }
         if st.inuse == 0 && lists.nr_partial() >= self.layout.min_partial {
             st.place = Place::Discarded;
             drop(st);
-            self.stats.inc(SlabStat::DeactivateEmpty);
+            self.count(cpu, SlabStat::DeactivateEmpty);
             discards.push(slab);
         } else if st.nr_free() > 0 {
             lists.add(&slab, &mut st, remote_frees);
-            self.stats.inc(if remote_frees {
-                SlabStat::DeactivateToTail
-            } else {
-                SlabStat::DeactivateToHead
-            });
+            self.count(
+                cpu,
+                if remote_frees { SlabStat::DeactivateToTail } else { SlabStat::DeactivateToHead },
+            );
         } else {
             st.place = Place::Full;
-            self.stats.inc(SlabStat::DeactivateFull);
+            self.count(cpu, SlabStat::DeactivateFull);
         }
     }
 
@@ -213,12 +222,12 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         for slab in discards {
             let n = &self.node[slab.node.index()];
             // Out of the directory and the node's counts together (see `new_slab`).
-            let mut dir = self.slabs.lock();
+            let mut dir = self.dir(slab.pfn).lock();
             dir.remove(&slab.pfn.0);
             n.nr_slabs.fetch_sub(1, Relaxed);
             n.total_objects.fetch_sub(u64::from(slab.objects), Relaxed);
             drop(dir);
-            self.stats.inc(SlabStat::FreeSlab);
+            self.count(cpu.id(), SlabStat::FreeSlab);
             if let Err(e) = self.pa.free_pages(cpu, slab.pfn, slab.order) {
                 result = Err(SlabError::PageFree(e));
             }

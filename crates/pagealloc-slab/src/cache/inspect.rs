@@ -10,13 +10,15 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     /// leftover after the last object. The object may be free: freeing it tells.
     pub fn object_at(&self, addr: u64) -> Result<SlabObject, SlabError> {
         let pfn = Pfn(addr >> PAGE_SHIFT);
-        let slab = self
-            .slabs
-            .lock()
-            .range(..=pfn.0)
-            .next_back()
-            .map(|(_, s)| Arc::clone(s))
-            .filter(|s| pfn.0 < s.pfn.0 + (1u64 << s.order.0))
+        // A slab is a buddy block, aligned to its order, and is of one of two orders: its
+        // first frame is the address's frame aligned down to one of them.
+        let slab = [self.layout.oo.order, self.layout.min.order]
+            .into_iter()
+            .find_map(|order| {
+                let head = pfn.align_down(order);
+                let slab = self.dir(head).lock().get(&head.0).cloned()?;
+                (pfn.0 < slab.pfn.0 + (1u64 << slab.order.0)).then_some(slab)
+            })
             .ok_or(SlabError::NotSlab { pfn })?;
         let offset = addr - slab.pfn.phys();
         let size = u64::from(self.layout.size);
@@ -41,11 +43,11 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             .cpu_slab
             .iter()
             .map(|c| {
-                let c = c.0.lock();
+                let c = c.slabs.lock();
                 u64::from(c.slab.is_some()) + c.partial.len() as u64
             })
             .sum();
-        let all: Vec<Arc<Slab<L>>> = self.slabs.lock().values().cloned().collect();
+        let all = self.all_slabs();
         let objects_in_use = all.iter().map(|s| u64::from(s.state.lock().inuse)).sum();
         let pages = all.iter().map(|s| 1u64 << s.order.0).sum();
         SlabInfo {
@@ -73,15 +75,15 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     /// directory lock) once its discarder holds no list lock. The validator takes the
     /// directory and the counts in one snapshot, so such a slab is in both or in neither.
     pub fn validate(&self) -> Result<(), String> {
-        let cpus: Vec<_> = self.cpu_slab.iter().map(|c| c.0.lock()).collect();
+        let cpus: Vec<_> = self.cpu_slab.iter().map(|c| c.slabs.lock()).collect();
         let nodes: Vec<_> = self.node.iter().map(|n| n.list_lock.lock()).collect();
-        let dir = self.slabs.lock();
+        let dir: Vec<_> = self.slabs.iter().map(|d| d.0.lock()).collect();
         let counts: Vec<(u64, u64)> = self
             .node
             .iter()
             .map(|n| (n.nr_slabs.load(Relaxed), n.total_objects.load(Relaxed)))
             .collect();
-        let all: Vec<Arc<Slab<L>>> = dir.values().cloned().collect();
+        let all: Vec<Arc<Slab<L>>> = dir.iter().flat_map(|d| d.values().cloned()).collect();
         drop(dir);
         let mut per_node = alloc::vec![(0u64, 0u64); self.node.len()];
         let mut listed = 0usize;

@@ -33,9 +33,10 @@
 //! # Locks
 //!
 //! One lock per CPU (its active slab and partial list), one per node (its partial list),
-//! one per slab (its freelists, counts and place), and one for the cache's slab directory
-//! (first frame → slab). They are taken in this order only, each at most once (the validator
-//! alone takes every CPU lock, then every node lock, in index order):
+//! one per slab (its freelists, counts and place), and one per shard of the cache's slab
+//! directory (first frame → slab). They are taken in this order only, each at most once and
+//! at most one shard at a time (the validator alone takes every CPU lock, then every node
+//! lock, then every shard, in index order):
 //!
 //! ```text
 //! CPU lock  →  node lock  →  slab lock  →  directory lock
@@ -144,9 +145,32 @@ struct KmemCacheCpu<L: RawLock> {
     partial: Vec<Arc<Slab<L>>>,
 }
 
+/// What a cache keeps per CPU: its slabs, and its event counters (the kernel's
+/// `CONFIG_SLUB_STATS` counters are per CPU too, summed when read). Only the CPU's own calls,
+/// and a flush run for it, write here, so on real threads no counter line moves between CPUs
+/// and a CPU's own counters tell exactly what its calls did.
 #[derive(Debug)]
 #[repr(align(64))]
-struct CpuSlot<L: RawLock>(Mutex<L, KmemCacheCpu<L>>);
+struct CpuSlot<L: RawLock> {
+    slabs: Mutex<L, KmemCacheCpu<L>>,
+    stats: SlabStats,
+}
+
+/// Shards of a cache's slab directory. A free looks its slab up there, so with one lock every
+/// free on every CPU took the same lock line; 64 shards (a few KiB per cache) make two CPUs
+/// meet on one only when their slabs hash together.
+const DIR_SHARDS: usize = 64;
+
+/// One shard of the slab directory (first frame → slab), on a cache line of its own.
+#[derive(Debug)]
+#[repr(align(64))]
+struct DirShard<L: RawLock>(Mutex<L, BTreeMap<u64, Arc<Slab<L>>>>);
+
+/// The directory shard of the slab whose first frame is `pfn` (a Fibonacci hash, so that
+/// slabs of any order spread over every shard).
+fn dir_shard(pfn: Pfn) -> usize {
+    (pfn.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - DIR_SHARDS.trailing_zeros())) as usize
+}
 
 /// A node's partial list, ordered by key: heads get keys below every other, tails above.
 #[derive(Debug)]
@@ -227,11 +251,10 @@ pub struct KmemCache<'a, E: EventSink = NoEvents, L: RawLock = RawSpinLock> {
     layout: Layout,
     cpu_slab: Box<[CpuSlot<L>]>,
     node: Box<[KmemCacheNode<L>]>,
-    /// Every slab of the cache by first frame: how a free finds its slab (the kernel reads it
-    /// from the page).
-    slabs: Mutex<L, BTreeMap<u64, Arc<Slab<L>>>>,
+    /// Every slab of the cache by first frame, in [`DIR_SHARDS`] shards: how a free finds its
+    /// slab (the kernel reads it from the page).
+    slabs: Box<[DirShard<L>]>,
     next_serial: AtomicU64,
-    stats: SlabStats,
 }
 
 /// What a free must do after a first look at the slab under its own lock.
@@ -264,12 +287,14 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             id: NEXT_CACHE_ID.fetch_add(1, Relaxed),
             layout,
             cpu_slab: (0..pa.nr_cpus())
-                .map(|_| CpuSlot(Mutex::new(KmemCacheCpu::default())))
+                .map(|_| CpuSlot {
+                    slabs: Mutex::new(KmemCacheCpu::default()),
+                    stats: SlabStats::default(),
+                })
                 .collect(),
             node: (0..pa.nr_nodes()).map(|_| KmemCacheNode::default()).collect(),
-            slabs: Mutex::new(BTreeMap::new()),
+            slabs: (0..DIR_SHARDS).map(|_| DirShard(Mutex::new(BTreeMap::new()))).collect(),
             next_serial: AtomicU64::new(1),
-            stats: SlabStats::default(),
         })
     }
 
@@ -335,14 +360,41 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         self.pa
     }
 
-    /// The event counters.
+    /// The event counters, summed over the CPUs.
     pub fn stats(&self) -> StatSnapshot {
-        self.stats.snapshot()
+        let mut sum = StatSnapshot::default();
+        self.cpu_slab.iter().for_each(|c| sum.add(&c.stats.snapshot()));
+        sum
     }
 
-    /// One event counter: a single load, where [`stats`](Self::stats) reads every one.
+    /// One event counter summed over the CPUs: one load per CPU, where
+    /// [`stats`](Self::stats) reads every counter.
     pub fn stat(&self, s: SlabStat) -> u64 {
-        self.stats.get(s)
+        self.cpu_slab.iter().map(|c| c.stats.get(s)).sum()
+    }
+
+    /// One event counter of one CPU: what that CPU's calls (and flushes run for it) counted.
+    /// A caller reading it before and after its own call on `cpu` learns what that call did,
+    /// whatever other CPUs do meanwhile.
+    pub fn cpu_stat(&self, cpu: Cpu, s: SlabStat) -> Result<u64, SlabError> {
+        self.check_cpu(cpu)?;
+        Ok(self.cpu_slab[cpu.id().index()].stats.get(s))
+    }
+
+    /// Count one event on `cpu`.
+    #[inline]
+    fn count(&self, cpu: CpuId, s: SlabStat) {
+        self.cpu_slab[cpu.index()].stats.inc(s);
+    }
+
+    /// The directory shard that holds (or will hold) the slab at `pfn`.
+    fn dir(&self, pfn: Pfn) -> &Mutex<L, BTreeMap<u64, Arc<Slab<L>>>> {
+        &self.slabs[dir_shard(pfn)].0
+    }
+
+    /// Every slab of the cache (a snapshot, shard by shard).
+    fn all_slabs(&self) -> Vec<Arc<Slab<L>>> {
+        self.slabs.iter().flat_map(|d| d.0.lock().values().cloned().collect::<Vec<_>>()).collect()
     }
 
     /// The physical address of an object (its slab's address plus index × stride).

@@ -12,13 +12,13 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         let cpu = self.pa.cpu(id).ok_or(SlabError::InvalidCpu(id))?;
         let mut discards = Discards::new();
         {
-            let mut c = self.cpu_slab[id.index()].0.lock();
+            let mut c = self.cpu_slab[id.index()].slabs.lock();
             if let Some(slab) = c.slab.take() {
-                self.deactivate_slab(slab, &mut discards);
-                self.stats.inc(SlabStat::CpuslabFlush);
+                self.deactivate_slab(id, slab, &mut discards);
+                self.count(id, SlabStat::CpuslabFlush);
             }
             let partial = core::mem::take(&mut c.partial);
-            self.put_partials(partial, &mut discards);
+            self.put_partials(id, partial, &mut discards);
         }
         self.discard_all(cpu, discards)
     }
