@@ -32,6 +32,7 @@ macro_rules! holds_nothing_and_measures_nothing {
 pub mod cache;
 pub mod cost;
 pub mod lines;
+pub mod percpu;
 pub mod prefetch;
 pub mod real;
 pub mod sink;
@@ -49,6 +50,8 @@ use pagealloc::{
 
 use pagealloc_slab::{SlabObject, SlabStat};
 use pagealloc_testkit::rng::Rng;
+
+pub use self::percpu::{Latest, Padded, Tally};
 
 use self::cache::LlcModel;
 use self::cost::{CostProfile, CostPs};
@@ -294,37 +297,40 @@ impl<W: SerialWorkload> Workload for Serial<W> {
 /// The per-CPU part of a [`Workload`]'s state: one lock per CPU, taken by that CPU's steps
 /// (which never run at the same time as each other, so the lock is never contended during a
 /// run and may be held across allocator calls) and by the calls after the run.
+///
+/// Each part sits on lines of its own ([`Padded`]): packed, two CPUs' locks shared a line,
+/// and every real step's lock and unlock moved it between the host's cores.
 #[derive(Debug, Default)]
-pub struct PerCpu<T>(Vec<std::sync::Mutex<T>>);
+pub struct PerCpu<T>(Vec<Padded<std::sync::Mutex<T>>>);
 
 impl<T> PerCpu<T> {
     /// One part per CPU, CPU 0 first.
     pub fn new(parts: impl IntoIterator<Item = T>) -> PerCpu<T> {
-        PerCpu(parts.into_iter().map(std::sync::Mutex::new).collect())
+        PerCpu(parts.into_iter().map(|p| Padded(std::sync::Mutex::new(p))).collect())
     }
 
     /// CPU `cpu`'s part, for its step; an error for a CPU the workload did not set up (a
     /// runner bug), never a panic.
     pub fn get(&self, cpu: u32) -> Result<std::sync::MutexGuard<'_, T>> {
         let m = self.0.get(cpu as usize).ok_or_else(|| anyhow!("no state for cpu {cpu}"))?;
-        Ok(lock(m))
+        Ok(lock(&m.0))
     }
 
     /// CPU `cpu`'s part without locking, for a caller that owns the workload (the model's
     /// [`Workload::step_alone`]); an error for a CPU the workload did not set up.
     pub fn get_mut(&mut self, cpu: u32) -> Result<&mut T> {
         let m = self.0.get_mut(cpu as usize).ok_or_else(|| anyhow!("no state for cpu {cpu}"))?;
-        Ok(part(m))
+        Ok(part(&mut m.0))
     }
 
     /// Every CPU's part, CPU 0 first, without locking (the run is over or not started).
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
-        self.0.iter_mut().map(part)
+        self.0.iter_mut().map(|m| part(&mut m.0))
     }
 
     /// Every CPU's part in turn, CPU 0 first, each locked while `f` reads it.
     pub fn each<R>(&self, mut f: impl FnMut(&T) -> R) -> Vec<R> {
-        self.0.iter().map(|m| f(&lock(m))).collect()
+        self.0.iter().map(|m| f(&lock(&m.0))).collect()
     }
 }
 

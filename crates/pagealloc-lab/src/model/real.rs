@@ -218,14 +218,19 @@ impl ThreadClock {
         r
     }
 
-    /// Spin for the work owed.
-    fn spend(&mut self) {
+    /// Spin for the work owed, from `now` (a clock the caller just read), and return the
+    /// clock when done: the step loop reads the clock once between a step and its work.
+    fn spend(&mut self, now: Instant) -> Instant {
         if self.debt_ps == 0 {
-            return;
+            return now;
         }
-        let until = Instant::now() + Duration::from_nanos(self.debt_ps / 1000);
+        let until = now + Duration::from_nanos(self.debt_ps / 1000);
         self.debt_ps = 0;
-        while Instant::now() < until {
+        loop {
+            let t = Instant::now();
+            if t >= until {
+                return t;
+            }
             std::hint::spin_loop();
         }
     }
@@ -646,11 +651,14 @@ fn cpu_thread(
     let cpu = pa.cpu(CpuId(c)).ok_or_else(|| anyhow!("workload names cpu {c}"))?;
     let mut totals = ThreadTotals::default();
     let mut wakes = Vec::new();
+    // When the next step begins: the end of the last one's work when it continues at once
+    // (one clock read between two steps, not two), else read after the wait.
+    let mut resumed = None;
     loop {
         if shared.failed.load(Ordering::SeqCst) {
             return Ok(totals);
         }
-        let began = Instant::now();
+        let began = resumed.take().unwrap_or_else(Instant::now);
         let next = {
             let mut ctx = Ctx {
                 cpu,
@@ -682,12 +690,12 @@ fn cpu_thread(
                 }
             }
         }
-        let stepped = began.elapsed();
-        clock.spend();
-        totals.step_ps += ps_of(stepped);
-        totals.busy_ps += ps_since(began);
+        let stepped = Instant::now();
+        let worked = clock.spend(stepped);
+        totals.step_ps += ps_of(stepped.duration_since(began));
+        totals.busy_ps += ps_of(worked.duration_since(began));
         match next {
-            Next::Continue => {}
+            Next::Continue => resumed = Some(worked),
             Next::SleepUntil(at) => clock.sleep_until(at),
             Next::Block => {
                 let mut g = lock(sched);

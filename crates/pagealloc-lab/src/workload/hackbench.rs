@@ -80,7 +80,7 @@ use pagealloc_testkit::rng::Rng;
 use super::net::PageCursor;
 use super::{ns, ParamSpec, Params, WorkloadInfo};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
-use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, Padded, Tally, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -445,25 +445,26 @@ pub struct Hackbench {
     slice: u64,
     /// Truesize of one skb: head + `sk_buff` (SKB_TRUESIZE).
     truesize: u64,
-    /// Per task, taken by the steps of its CPU.
-    tasks: Vec<Mutex<Task>>,
+    /// Per task, taken by the steps of its CPU. Each of these per-task, per-channel and
+    /// per-CPU locks is on lines of its own ([`Padded`]): packed, neighbours on two CPUs
+    /// shared a line that every real step moved between cores.
+    tasks: Vec<Padded<Mutex<Task>>>,
     /// Each task's CPU (tasks never migrate): read without a lock.
     cpu_of: Vec<u32>,
     /// Per receiver: bookkeeping only.
-    chans: Vec<Mutex<Chan>>,
+    chans: Vec<Padded<Mutex<Chan>>>,
     /// Per CPU: its own steps and the wakers that queue tasks on it, bookkeeping only.
-    rqs: Vec<Mutex<RunQueue>>,
+    rqs: Vec<Padded<Mutex<RunQueue>>>,
     ready: AtomicUsize,
     finished: AtomicUsize,
     start: AtomicU64,
     end: AtomicU64,
-    messages: AtomicU64,
-    pipe_allocs: AtomicU64,
-    pipe_frees: AtomicU64,
-    spare_reuses: AtomicU64,
-    switches: AtomicU64,
-    failures: AtomicU64,
-    latest: AtomicU64,
+    messages: Tally,
+    pipe_allocs: Tally,
+    pipe_frees: Tally,
+    spare_reuses: Tally,
+    switches: Tally,
+    failures: Tally,
 }
 
 impl Hackbench {
@@ -497,13 +498,12 @@ impl Hackbench {
             finished: AtomicUsize::new(0),
             start: AtomicU64::new(0),
             end: AtomicU64::new(0),
-            messages: AtomicU64::new(0),
-            pipe_allocs: AtomicU64::new(0),
-            pipe_frees: AtomicU64::new(0),
-            spare_reuses: AtomicU64::new(0),
-            switches: AtomicU64::new(0),
-            failures: AtomicU64::new(0),
-            latest: AtomicU64::new(0),
+            messages: Tally::default(),
+            pipe_allocs: Tally::default(),
+            pipe_frees: Tally::default(),
+            spare_reuses: Tally::default(),
+            switches: Tally::default(),
+            failures: Tally::default(),
         }
     }
 
@@ -516,7 +516,7 @@ impl Hackbench {
     /// wake for a CPU still running makes its next block return at once, so none is lost).
     fn wake_task(&self, t: usize, ctx: &mut Ctx<'_>) {
         let cpu = self.cpu_of[t];
-        lock(&self.rqs[cpu as usize]).queue.push_back(t);
+        lock(&self.rqs[cpu as usize].0).queue.push_back(t);
         ctx.wake(cpu, ctx.now() + self.wake);
     }
 
@@ -538,7 +538,7 @@ impl Hackbench {
                     task.pages.push((pfn, order));
                 }
                 None => {
-                    self.failures.fetch_add(1, SeqCst);
+                    self.failures.add(ctx.cpu(), 1);
                 }
             }
         }
@@ -551,7 +551,7 @@ impl Hackbench {
     fn start_signal(&self, ctx: &mut Ctx<'_>) {
         self.start.store(ctx.now(), SeqCst);
         for u in 0..self.tasks.len() {
-            lock(&self.tasks[u]).phase = Phase::Run;
+            lock(&self.tasks[u].0).phase = Phase::Run;
             self.wake_task(u, ctx);
         }
     }
@@ -563,7 +563,7 @@ impl Hackbench {
             ctx.free(pfn, order)?;
         }
         if let Some(k) = task.receiver {
-            let spare = lock(&self.chans[task.group * self.fds + k]).tmp_page.take();
+            let spare = lock(&self.chans[task.group * self.fds + k].0).tmp_page.take();
             if let Some(spare) = spare {
                 ctx.free(spare, Order(0))?;
             }
@@ -588,7 +588,7 @@ impl Hackbench {
     /// lock and queued under it.
     fn send_socket(&self, t: usize, task: &mut Task, c: usize, ctx: &mut Ctx<'_>) -> Result<Sent> {
         {
-            let mut chan = lock(&self.chans[c]);
+            let mut chan = lock(&self.chans[c].0);
             if chan.wmem >= self.sndbuf {
                 chan.writers.push(t);
                 return Ok(None);
@@ -603,7 +603,7 @@ impl Hackbench {
         // copy_from_user into the head.
         let (pfn, off) = Self::object_page(head, self.head_bytes);
         task.cursor.copy(ctx, pfn, off, self.datasize);
-        let mut chan = lock(&self.chans[c]);
+        let mut chan = lock(&self.chans[c].0);
         chan.skbs.push_back(Skb { skb, head });
         chan.wmem += self.truesize;
         Ok(Some(std::mem::take(&mut chan.reader_waits)))
@@ -614,7 +614,7 @@ impl Hackbench {
     /// they are written.
     fn pipe_slot(&self, t: usize, c: usize) -> Option<PipeSlot> {
         let ds = self.datasize;
-        let mut chan = lock(&self.chans[c]);
+        let mut chan = lock(&self.chans[c].0);
         if let Some(b) = chan.bufs.back_mut().filter(|b| b.end() + ds <= PAGE) {
             let off = b.end();
             b.pending += ds;
@@ -636,7 +636,7 @@ impl Hackbench {
         match slot {
             PipeSlot::Merge { pfn, off } => {
                 task.cursor.copy(ctx, pfn, off, ds);
-                let mut chan = lock(&self.chans[c]);
+                let mut chan = lock(&self.chans[c].0);
                 let b =
                     chan.bufs.iter_mut().rev().find(|b| b.pfn == pfn).ok_or_else(|| {
                         anyhow!("hackbench: pipe {c} lost page {} mid-write", pfn.0)
@@ -648,11 +648,11 @@ impl Hackbench {
             PipeSlot::New(spare) => {
                 let pfn = match spare {
                     Some(p) => {
-                        self.spare_reuses.fetch_add(1, SeqCst);
+                        self.spare_reuses.add(ctx.cpu(), 1);
                         p
                     }
                     None => {
-                        self.pipe_allocs.fetch_add(1, SeqCst);
+                        self.pipe_allocs.add(ctx.cpu(), 1);
                         ctx.alloc(GFP_PIPE, Order(0)).ok_or_else(|| {
                             anyhow!("hackbench: no page for a pipe on CPU {}", ctx.cpu())
                         })?
@@ -660,7 +660,7 @@ impl Hackbench {
                 };
                 task.cursor.reset();
                 task.cursor.copy(ctx, pfn, 0, ds);
-                let mut chan = lock(&self.chans[c]);
+                let mut chan = lock(&self.chans[c].0);
                 chan.bufs.push_back(PipeBuf { pfn, start: 0, len: ds, pending: 0 });
                 Ok(Some(std::mem::take(&mut chan.reader_waits)))
             }
@@ -693,7 +693,7 @@ impl Hackbench {
         let ds = self.datasize;
         let (pfn, off) = {
             // The last look at the pipe and the mark asleep are one critical section.
-            let mut chan = lock(&self.chans[c]);
+            let mut chan = lock(&self.chans[c].0);
             let Some(b) = chan.bufs.front_mut().filter(|b| b.len > 0) else {
                 chan.reader_waits = true;
                 return Ok(None);
@@ -706,7 +706,7 @@ impl Hackbench {
         ctx.work(self.recv);
         task.cursor.copy(ctx, pfn, off, ds);
         let (spare, writers) = {
-            let mut chan = lock(&self.chans[c]);
+            let mut chan = lock(&self.chans[c].0);
             let emptied =
                 chan.bufs.front().is_some_and(|b| b.pfn == pfn && b.len == 0 && b.pending == 0);
             if !emptied {
@@ -722,7 +722,7 @@ impl Hackbench {
         };
         task.cursor.reset();
         if !spare {
-            self.pipe_frees.fetch_add(1, SeqCst);
+            self.pipe_frees.add(ctx.cpu(), 1);
             ctx.free(pfn, Order(0))?;
         }
         Ok(Some(writers))
@@ -732,7 +732,7 @@ impl Hackbench {
     /// lock, copied and freed after it.
     fn recv_socket(&self, task: &mut Task, c: usize, ctx: &mut Ctx<'_>) -> Result<Got> {
         let skb = {
-            let mut chan = lock(&self.chans[c]);
+            let mut chan = lock(&self.chans[c].0);
             let Some(skb) = chan.skbs.pop_front() else {
                 chan.reader_waits = true;
                 return Ok(None);
@@ -745,7 +745,7 @@ impl Hackbench {
         // consume_skb on the reader's CPU: the head, then the sk_buff.
         ctx.slab_free(HEAD_CACHE, skb.head)?;
         ctx.slab_free(SKB_CACHE, skb.skb)?;
-        let mut chan = lock(&self.chans[c]);
+        let mut chan = lock(&self.chans[c].0);
         chan.wmem -= self.truesize;
         // unix_writable: writers wake once a quarter of sk_sndbuf is left queued.
         let writable = chan.wmem * 4 <= self.sndbuf;
@@ -759,7 +759,7 @@ impl Hackbench {
             self.recv_socket(task, c, ctx)?
         };
         let Some(writers) = got else { return Ok(Ran::Off) };
-        self.messages.fetch_add(1, SeqCst);
+        self.messages.add(ctx.cpu(), 1);
         for w in writers {
             self.wake_task(w, ctx);
         }
@@ -772,7 +772,7 @@ impl Hackbench {
 
     /// One step of task `t`, under its lock (the start signal is given after it).
     fn run(&self, t: usize, ctx: &mut Ctx<'_>) -> Result<Ran> {
-        let mut task = lock(&self.tasks[t]);
+        let mut task = lock(&self.tasks[t].0);
         match task.phase {
             Phase::Spawn => {
                 let last = self.spawn(&mut task, ctx);
@@ -800,13 +800,13 @@ impl Hackbench {
     /// The task CPU `cpu` runs next: its current one, or the next of its run queue after a
     /// context switch; `None` if it has none.
     fn pick(&self, cpu: usize, ctx: &mut Ctx<'_>) -> Option<usize> {
-        let mut rq = lock(&self.rqs[cpu]);
+        let mut rq = lock(&self.rqs[cpu].0);
         if let Some(t) = rq.current {
             return Some(t);
         }
         let t = rq.queue.pop_front()?;
         if rq.last.is_some_and(|l| l != t) {
-            self.switches.fetch_add(1, SeqCst);
+            self.switches.add(ctx.cpu(), 1);
             let cost = if self.threads { self.switch } else { self.switch + self.mm_switch };
             ctx.work(cost);
         }
@@ -821,7 +821,7 @@ impl Workload for Hackbench {
     fn start(&mut self, info: &ModelInfo) -> Result<Vec<u32>> {
         let n = self.groups * 2 * self.fds;
         let mut rqs: Vec<RunQueue> = (0..info.nr_cpus).map(|_| RunQueue::default()).collect();
-        self.chans = (0..self.groups * self.fds).map(|_| Mutex::default()).collect();
+        self.chans = (0..self.groups * self.fds).map(|_| Padded::default()).collect();
         // Fork balancing puts each new task on an idle CPU; which task lands next to which
         // is drawn from the run's seed: the tasks, shuffled, are dealt round robin.
         let mut order: Vec<usize> = (0..n).collect();
@@ -835,18 +835,18 @@ impl Workload for Hackbench {
         }
         for (i, &cpu) in cpu_of.iter().enumerate() {
             let (group, k) = (i / (2 * self.fds), i % (2 * self.fds));
-            self.tasks.push(Mutex::new(Task {
+            self.tasks.push(Padded(Mutex::new(Task {
                 group,
                 receiver: (k < self.fds).then_some(k),
                 phase: Phase::Spawn,
                 done: 0,
                 pages: Vec::new(),
                 cursor: PageCursor::default(),
-            }));
+            })));
             rqs[cpu as usize].queue.push_back(i);
         }
         self.cpu_of = cpu_of;
-        self.rqs = rqs.into_iter().map(Mutex::new).collect();
+        self.rqs = rqs.into_iter().map(|q| Padded(Mutex::new(q))).collect();
         Ok((0..info.nr_cpus).collect())
     }
 
@@ -854,12 +854,11 @@ impl Workload for Hackbench {
         if self.finished.load(SeqCst) == self.tasks.len() {
             return Ok(Next::Done);
         }
-        self.latest.fetch_max(ctx.now(), SeqCst);
         let cpu = ctx.cpu() as usize;
         // Its run queue is empty: a waker queues a task before it wakes this CPU.
         let Some(t) = self.pick(cpu, ctx) else { return Ok(Next::Block) };
         let ran = self.run(t, ctx)?;
-        let mut rq = lock(&self.rqs[cpu]);
+        let mut rq = lock(&self.rqs[cpu].0);
         if ran == Ran::Off {
             rq.current = None;
         } else if ctx.now() >= rq.slice_end && !rq.queue.is_empty() {
@@ -873,13 +872,13 @@ impl Workload for Hackbench {
         // Every message was read and every task exited: only a run cut short holds pages.
         let mut v = Vec::new();
         for (t, &cpu) in self.tasks.iter_mut().zip(&self.cpu_of) {
-            v.extend(part(t).pages.drain(..).map(|(p, o)| (cpu, p, o)));
+            v.extend(part(&mut t.0).pages.drain(..).map(|(p, o)| (cpu, p, o)));
         }
         v
     }
 
     fn metrics(&self) -> Vec<(String, f64)> {
-        let count = |a: &AtomicU64| a.load(SeqCst) as f64;
+        let count = |t: &Tally| t.get() as f64;
         let time = self.end.load(SeqCst).saturating_sub(self.start.load(SeqCst));
         vec![
             ("time".into(), time as f64 / 1e12),
@@ -894,7 +893,7 @@ impl Workload for Hackbench {
 
     fn progress(&self) -> f64 {
         let total = (self.tasks.len() as u64 / 2 * self.per_task()).max(1);
-        (self.messages.load(SeqCst) as f64 / total as f64).min(1.0)
+        (self.messages.get() as f64 / total as f64).min(1.0)
     }
 
     fn slab_setup(&self) -> SlabSetup {

@@ -56,7 +56,7 @@ use pagealloc_testkit::rng::Rng;
 use super::net::{PageCursor, SKB_BYTES, SMALL_HEAD, WAKE_NS};
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
-use crate::model::{lock, Ctx, ModelInfo, Next, Workload, PS_PER_S};
+use crate::model::{lock, Ctx, Latest, ModelInfo, Next, Padded, Tally, Workload, PS_PER_S};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -337,9 +337,11 @@ struct ReaderSide {
 struct Stream {
     rx_cpu: u32,
     reader_cpu: u32,
-    rx: Mutex<RxQueue>,
+    /// The RX CPU's and the reader's own state, each on lines of its own ([`Padded`]):
+    /// packed, the two CPUs' locks shared a line that every real step moved between cores.
+    rx: Padded<Mutex<RxQueue>>,
     sock: Mutex<Socket>,
-    reader: Mutex<ReaderSide>,
+    reader: Padded<Mutex<ReaderSide>>,
 }
 
 /// What a CPU runs: stream `s`'s RX queue or its reader.
@@ -371,14 +373,14 @@ pub struct Iperf3Nic {
     wake: u64,
     streams: Vec<Stream>,
     roles: Vec<Option<Role>>,
-    received: AtomicU64,
-    packets: AtomicU64,
-    acks: AtomicU64,
+    received: Tally,
+    packets: Tally,
+    acks: Tally,
     /// Page_frag refills: order-3 pages, order-0 fallbacks.
-    frag_pages: AtomicU64,
-    frag_fallbacks: AtomicU64,
+    frag_pages: Tally,
+    frag_fallbacks: Tally,
     failures: AtomicU64,
-    latest: AtomicU64,
+    latest: Latest,
 }
 
 impl Iperf3Nic {
@@ -413,13 +415,13 @@ impl Iperf3Nic {
             wake: ns(p.get("wake_ns")),
             streams: Vec::new(),
             roles: Vec::new(),
-            received: AtomicU64::new(0),
-            packets: AtomicU64::new(0),
-            acks: AtomicU64::new(0),
-            frag_pages: AtomicU64::new(0),
-            frag_fallbacks: AtomicU64::new(0),
+            received: Tally::default(),
+            packets: Tally::default(),
+            acks: Tally::default(),
+            frag_pages: Tally::default(),
+            frag_fallbacks: Tally::default(),
             failures: AtomicU64::new(0),
-            latest: AtomicU64::new(0),
+            latest: Latest::default(),
         }
     }
 
@@ -452,10 +454,10 @@ impl Iperf3Nic {
                 Some(f) => {
                     match q.cache.page() {
                         Some((_, o)) if q.cache.page() != before && o.0 > 0 => {
-                            self.frag_pages.fetch_add(1, SeqCst);
+                            self.frag_pages.add(ctx.cpu(), 1);
                         }
                         Some(_) if q.cache.page() != before => {
-                            self.frag_fallbacks.fetch_add(1, SeqCst);
+                            self.frag_fallbacks.add(ctx.cpu(), 1);
                         }
                         _ => {}
                     }
@@ -483,7 +485,7 @@ impl Iperf3Nic {
             self.failed();
             return ctx.slab_free(SKB_CACHE, skb);
         };
-        self.acks.fetch_add(1, SeqCst);
+        self.acks.add(ctx.cpu(), 1);
         q.tx.push_back(Ack { skb, head });
         Ok(())
     }
@@ -506,7 +508,7 @@ impl Iperf3Nic {
     /// One RX step of stream `s`: completions, a refill, or one segment.
     fn rx(&self, s: usize, ctx: &mut Ctx<'_>) -> Result<Next> {
         let st = &self.streams[s];
-        let mut q = lock(&st.rx);
+        let mut q = lock(&st.rx.0);
         let now = ctx.now();
         if now >= self.end {
             return self.close(st, &mut q, ctx);
@@ -546,9 +548,9 @@ impl Iperf3Nic {
             ctx.frag_free(buf.page)?;
             return Ok(Next::Continue);
         };
-        self.packets.fetch_add(1, SeqCst);
-        self.received.fetch_add(u64::from(self.payload), SeqCst);
-        self.latest.fetch_max(ctx.now(), SeqCst);
+        self.packets.add(ctx.cpu(), 1);
+        self.received.add(ctx.cpu(), u64::from(self.payload));
+        self.latest.note(ctx.cpu(), ctx.now());
         let wake_reader = {
             let mut sock = lock(&st.sock);
             sock.queue.push_back(Skb { skb, buf });
@@ -582,7 +584,7 @@ impl Iperf3Nic {
                 }
             }
         };
-        let mut r = lock(&st.reader);
+        let mut r = lock(&st.reader.0);
         if r.read_left == 0 {
             ctx.work(self.recv_work);
             r.read_left = self.read_bytes;
@@ -660,7 +662,7 @@ impl Workload for Iperf3Nic {
             self.streams.push(Stream {
                 rx_cpu,
                 reader_cpu,
-                rx: Mutex::new(RxQueue {
+                rx: Padded(Mutex::new(RxQueue {
                     cache: PageFragCache::new(),
                     ring: VecDeque::with_capacity(self.rx_ring),
                     // The ring is filled by the first step.
@@ -668,9 +670,9 @@ impl Workload for Iperf3Nic {
                     next_arrival: 0,
                     unacked: 0,
                     tx: VecDeque::new(),
-                }),
+                })),
                 sock: Mutex::default(),
-                reader: Mutex::default(),
+                reader: Padded::default(),
             });
         }
         let mut cpus: Vec<u32> =
@@ -695,19 +697,19 @@ impl Workload for Iperf3Nic {
 
     fn metrics(&self) -> Vec<(String, f64)> {
         let secs = self.end as f64 / PS_PER_S as f64;
-        let count = |a: &AtomicU64| a.load(SeqCst) as f64;
+        let count = |t: &Tally| t.get() as f64;
         vec![
             ("throughput".into(), count(&self.received) * 8.0 / 1e9 / secs),
             ("packets".into(), count(&self.packets)),
             ("acks".into(), count(&self.acks)),
             ("frag_pages".into(), count(&self.frag_pages)),
             ("frag_fallbacks".into(), count(&self.frag_fallbacks)),
-            ("alloc_failures".into(), count(&self.failures)),
+            ("alloc_failures".into(), self.failures.load(SeqCst) as f64),
         ]
     }
 
     fn progress(&self) -> f64 {
-        (self.latest.load(SeqCst) as f64 / self.end.max(1) as f64).min(1.0)
+        (self.latest.get() as f64 / self.end.max(1) as f64).min(1.0)
     }
 
     fn slab_setup(&self) -> SlabSetup {

@@ -94,8 +94,8 @@
 //! one link (kallsyms relinks, objtool on vmlinux.o) are folded into that one link.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering::{self, SeqCst};
-use std::sync::atomic::{fence, AtomicBool, AtomicU64};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{fence, AtomicBool};
 use std::sync::{Mutex, MutexGuard};
 
 use anyhow::{bail, Result};
@@ -106,7 +106,7 @@ use pagealloc_testkit::rng::Rng;
 use super::memcg::Memcg;
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
-use crate::model::{lock, part, Ctx, ModelInfo, Next, PerCpu, Workload};
+use crate::model::{lock, part, Ctx, ModelInfo, Next, Padded, PerCpu, Tally, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -599,8 +599,11 @@ struct SlotState {
     linking: bool,
 }
 
-/// A make job slot: runs one job's processes after another.
+/// A make job slot: runs one job's processes after another. On lines of its own: the slots
+/// of two CPUs sat side by side, and every real step's lock of its slot moved the line the
+/// other CPU's slot shared (see [`Padded`]).
 #[derive(Debug)]
+#[repr(align(128))]
 struct Slot {
     cpu: u32,
     /// The build (and memory cgroup) it belongs to.
@@ -631,23 +634,18 @@ struct Build {
     memcg: Memcg,
 }
 
-/// The run's counters, added to by every CPU.
+/// The run's counters, added to by every CPU (each on its own slot: [`Tally`]).
 #[derive(Debug, Default)]
 struct Counters {
-    processes: AtomicU64,
-    faults: AtomicU64,
+    processes: Tally,
+    faults: Tally,
     /// Page-cache pages written (reclaimed ones included).
-    cache_pages: AtomicU64,
-    failed: AtomicU64,
+    cache_pages: Tally,
+    failed: Tally,
     /// Objects freed by RCU callbacks.
-    rcu_frees: AtomicU64,
+    rcu_frees: Tally,
     /// Objects freed on another CPU than the one that allocated them.
-    remote_frees: AtomicU64,
-}
-
-/// Add one to a counter (its total is read after the run).
-fn bump(c: &AtomicU64) {
-    c.fetch_add(1, Ordering::Relaxed);
+    remote_frees: Tally,
 }
 
 /// One run. Its state is split so that the real runner's CPUs step at the same time: each
@@ -683,7 +681,7 @@ pub struct Kbuild {
     /// when the first is due).
     rcu: Vec<Mutex<VecDeque<(u64, Rcu)>>>,
     /// CPUs whose last step blocked and that nobody has woken since.
-    asleep: Vec<AtomicBool>,
+    asleep: Vec<Padded<AtomicBool>>,
     /// VMAs and writable private VMAs of a compiler (and the link), and of a helper.
     vmas: [(u32, u32); 2],
     seed: u64,
@@ -786,7 +784,7 @@ impl Kbuild {
             None => ctx.alloc(gfp, order),
         };
         if p.is_none() {
-            bump(&self.counts.failed);
+            self.counts.failed.add(ctx.cpu(), 1);
             return Ok(None);
         }
         let reclaimed = lock(&self.builds[b]).memcg.charge(order.nr_pages().0);
@@ -846,7 +844,7 @@ impl Kbuild {
             objs,
             parent,
         });
-        bump(&self.counts.processes);
+        self.counts.processes.add(self.slots[s].cpu, 1);
         true
     }
 
@@ -908,7 +906,7 @@ impl Kbuild {
         for c in caches {
             match ctx.slab_alloc(c, GFP_SLAB, self.mem_node)? {
                 Some(o) => p.objs.push((c, o, ctx.cpu())),
-                None => bump(&self.counts.failed),
+                None => self.counts.failed.add(ctx.cpu(), 1),
             }
         }
         Ok(())
@@ -917,7 +915,7 @@ impl Kbuild {
     /// Free one object on this CPU, counting it if another CPU allocated it.
     fn free_obj(&self, ctx: &mut Ctx<'_>, (c, o, from): Obj) -> Result<()> {
         if from != ctx.cpu() {
-            bump(&self.counts.remote_frees);
+            self.counts.remote_frees.add(ctx.cpu(), 1);
         }
         ctx.slab_free(c, o)
     }
@@ -945,7 +943,7 @@ impl Kbuild {
     /// The caller has already made the change `x` waits for: `x` sets its flag before it
     /// looks for work a last time ([`idle`](Self::idle)), so one of the two sees the other.
     fn wake(&self, x: u32, ctx: &mut Ctx<'_>) {
-        if x != ctx.cpu() && self.asleep.get(x as usize).is_some_and(|a| a.swap(false, SeqCst)) {
+        if x != ctx.cpu() && self.asleep.get(x as usize).is_some_and(|a| a.0.swap(false, SeqCst)) {
             ctx.wake(x, ctx.now());
         }
     }
@@ -985,7 +983,7 @@ impl Kbuild {
             };
             match cb {
                 Rcu::Free(o) => {
-                    bump(&self.counts.rcu_frees);
+                    self.counts.rcu_frees.add(ctx.cpu(), 1);
                     self.free_obj(ctx, o)?;
                 }
                 Rcu::PutTask(objs) => {
@@ -996,7 +994,7 @@ impl Kbuild {
                         if o.0 == CRED {
                             self.queue_rcu(c, due, Rcu::Free(o));
                         } else {
-                            bump(&self.counts.rcu_frees);
+                            self.counts.rcu_frees.add(ctx.cpu(), 1);
                             self.free_obj(ctx, o)?;
                         }
                     }
@@ -1074,10 +1072,10 @@ impl Kbuild {
             !s.done.load(SeqCst) && (s.parent as usize == c || self.make_cpu[s.build] as usize == c)
         });
         if waits || parent {
-            self.asleep[c].store(true, SeqCst);
+            self.asleep[c].0.store(true, SeqCst);
             fence(SeqCst);
             if self.has_work(c) {
-                self.asleep[c].store(false, SeqCst);
+                self.asleep[c].0.store(false, SeqCst);
                 return Next::Continue;
             }
             return Next::Block;
@@ -1129,7 +1127,7 @@ impl Kbuild {
                     ctx.touch(page, 4096);
                     p.anon.push(page);
                 }
-                bump(&self.counts.faults);
+                self.counts.faults.add(ctx.cpu(), 1);
                 p.count += 1;
                 if p.count >= p.spec.anon {
                     p.count = 0;
@@ -1141,7 +1139,7 @@ impl Kbuild {
                     if let Some(page) = self.alloc(ctx, b, Gfp::HIGHUSER_MOVABLE, Order(0))? {
                         ctx.touch(page, 4096);
                         lock(&self.builds[b]).memcg.add_cache(ctx.cpu(), page);
-                        bump(&self.counts.cache_pages);
+                        self.counts.cache_pages.add(ctx.cpu(), 1);
                     }
                     ctx.work(self.write_page);
                     p.count += 1;
@@ -1255,7 +1253,7 @@ impl Workload for Kbuild {
             let n = info.nr_cpus as usize;
             self.requests = (0..n).map(|_| Mutex::default()).collect();
             self.rcu = (0..n).map(|_| Mutex::default()).collect();
-            self.asleep = (0..n).map(|_| AtomicBool::new(false)).collect();
+            self.asleep = (0..n).map(|_| Padded::default()).collect();
         }
         self.slots = slot_cpus
             .iter()
@@ -1296,7 +1294,7 @@ impl Workload for Kbuild {
         let c = ctx.cpu() as usize;
         if self.cross {
             // As a parent first: RCU callbacks that are due, then a fork or a reap.
-            self.asleep[c].store(false, SeqCst);
+            self.asleep[c].0.store(false, SeqCst);
             self.run_rcu(c, ctx)?;
             if self.serve(c, ctx)? {
                 return Ok(Next::Continue);
@@ -1382,7 +1380,7 @@ impl Workload for Kbuild {
     fn metrics(&self) -> Vec<(String, f64)> {
         let builds: Vec<MutexGuard<'_, Build>> = self.builds.iter().map(lock).collect();
         let sum = |f: fn(&Build) -> u64| builds.iter().map(|b| f(b)).sum::<u64>();
-        let count = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64;
+        let count = |t: &Tally| t.get() as f64;
         // LKP's buildtime_per_iteration: the mean over the instances of each one's build time.
         let build_time = sum(|b| b.end_ps) as f64 / 1e12 / builds.len().max(1) as f64;
         let mut m: Vec<(String, f64)> = vec![

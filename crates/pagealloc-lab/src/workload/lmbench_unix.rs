@@ -52,7 +52,6 @@
 //! at a time, makes the same decisions as with one object.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Mutex;
 
 use anyhow::Result;
@@ -60,7 +59,7 @@ use pagealloc::{Gfp, Order, Pfn};
 
 use super::net::Tasks;
 use super::{ns, ParamSpec, Params, WorkloadInfo};
-use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload};
+use crate::model::{lock, part, Ctx, Latest, ModelInfo, Next, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -308,7 +307,7 @@ pub struct LmbenchUnix {
     /// Per pair.
     queues: Vec<Mutex<Queue>>,
     /// Latest clock seen, for progress.
-    latest: AtomicU64,
+    latest: Latest,
 }
 
 impl LmbenchUnix {
@@ -331,7 +330,7 @@ impl LmbenchUnix {
             tasks: Mutex::default(),
             own: Vec::new(),
             queues: Vec::new(),
-            latest: AtomicU64::new(0),
+            latest: Latest::default(),
         }
     }
 
@@ -493,7 +492,7 @@ impl Workload for LmbenchUnix {
         if !Tasks::still_on(&self.tasks, cpu, t) {
             return Ok(Next::Continue);
         }
-        self.latest.fetch_max(ctx.now(), SeqCst);
+        self.latest.note(ctx.cpu(), ctx.now());
         if ctx.now() >= self.end {
             return Ok(self.stop(t, ctx));
         }
@@ -527,7 +526,7 @@ impl Workload for LmbenchUnix {
     }
 
     fn progress(&self) -> f64 {
-        (self.latest.load(SeqCst) as f64 / self.end.max(1) as f64).min(1.0)
+        (self.latest.get() as f64 / self.end.max(1) as f64).min(1.0)
     }
 }
 

@@ -80,7 +80,6 @@
 //! changes its runs.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{anyhow, bail, Result};
@@ -88,7 +87,7 @@ use pagealloc::{Gfp, Order, Pfn};
 
 use super::net::{order_of, PageCursor, Tasks};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
-use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload};
+use crate::model::{lock, part, Ctx, Latest, ModelInfo, Next, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -489,7 +488,7 @@ pub struct NetperfSctp {
     tasks: Mutex<Tasks>,
     p: Vec<Pair>,
     /// The latest step's time, for progress.
-    latest: AtomicU64,
+    latest: Latest,
 }
 
 impl NetperfSctp {
@@ -525,7 +524,7 @@ impl NetperfSctp {
             migrate_prob: p.get("migrate_prob"),
             tasks: Mutex::default(),
             p: Vec::new(),
-            latest: AtomicU64::new(0),
+            latest: Latest::default(),
         }
     }
 
@@ -861,7 +860,7 @@ impl NetperfSctp {
         if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
             return Ok(Next::Continue);
         }
-        self.latest.fetch_max(ctx.now(), Ordering::Relaxed);
+        self.latest.note(ctx.cpu(), ctx.now());
         if ctx.now() >= self.end {
             return Ok(lock(&self.tasks).finish_pair(t, ctx));
         }
@@ -937,7 +936,7 @@ impl Workload for NetperfSctp {
     }
 
     fn progress(&self) -> f64 {
-        (self.latest.load(Ordering::Relaxed) as f64 / self.end.max(1) as f64).min(1.0)
+        (self.latest.get() as f64 / self.end.max(1) as f64).min(1.0)
     }
 }
 

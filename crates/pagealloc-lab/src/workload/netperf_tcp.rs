@@ -43,7 +43,6 @@
 
 use std::collections::VecDeque;
 use std::ops::DerefMut;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use anyhow::Result;
@@ -51,7 +50,7 @@ use pagealloc::{Order, Pfn};
 
 use super::net::{FragOwner, FragPages, PageCursor, Refill, Tasks, FRAG_BYTES, WAKE_NS};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
-use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload};
+use crate::model::{lock, part, Ctx, Latest, ModelInfo, Next, Padded, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -226,11 +225,13 @@ struct Receiver {
 pub struct NetperfTcp {
     cfg: Config,
     tasks: Mutex<Tasks>,
-    sender: Mutex<Sender>,
-    receiver: Mutex<Receiver>,
+    /// The two tasks' own states, each on lines of its own ([`Padded`]): side by side, the
+    /// two CPUs' locks shared a line that every real step moved between cores.
+    sender: Padded<Mutex<Sender>>,
+    receiver: Padded<Mutex<Receiver>>,
     socket: Mutex<Socket>,
     /// The latest step's time, for progress.
-    latest: AtomicU64,
+    latest: Latest,
 }
 
 /// A run's parameters, which no step changes: apart from the state, so that a step may
@@ -302,14 +303,14 @@ impl NetperfTcp {
                 migrate_prob: p.get("migrate_prob"),
             },
             tasks: Mutex::new(Tasks::default()),
-            sender: Mutex::new(Sender {
+            sender: Padded(Mutex::new(Sender {
                 frag: FragOwner::new(Order(super::net::order_of(p.count("frag_bytes")))),
                 tail: Segment::default(),
                 segments: 0,
-            }),
-            receiver: Mutex::new(Receiver::default()),
+            })),
+            receiver: Padded::default(),
             socket: Mutex::new(Socket::default()),
-            latest: AtomicU64::new(0),
+            latest: Latest::default(),
         }
     }
 }
@@ -479,18 +480,18 @@ impl Workload for NetperfTcp {
             Ok(t) => t,
             Err(idle) => return Ok(idle),
         };
-        self.latest.fetch_max(ctx.now(), Ordering::Relaxed);
+        self.latest.note(ctx.cpu(), ctx.now());
         if let Some(next) = self.cfg.at_end(sh, t, ctx) {
             return Ok(next);
         }
         if t == 0 {
-            let mut s = lock(&self.sender);
+            let mut s = lock(&self.sender.0);
             if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
                 return Ok(Next::Continue);
             }
             self.cfg.sender(sh, &mut s, ctx)
         } else {
-            let mut r = lock(&self.receiver);
+            let mut r = lock(&self.receiver.0);
             if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
                 return Ok(Next::Continue);
             }
@@ -507,15 +508,14 @@ impl Workload for NetperfTcp {
             Ok(t) => t,
             Err(idle) => return Ok(idle),
         };
-        let latest = latest.get_mut();
-        *latest = (*latest).max(ctx.now());
+        latest.note_mut(ctx.cpu(), ctx.now());
         if let Some(next) = cfg.at_end(sh, t, ctx) {
             return Ok(next);
         }
         if t == 0 {
-            cfg.sender(sh, part(sender), ctx)
+            cfg.sender(sh, part(&mut sender.0), ctx)
         } else {
-            cfg.receiver(sh, part(receiver), ctx)
+            cfg.receiver(sh, part(&mut receiver.0), ctx)
         }
     }
 
@@ -526,7 +526,7 @@ impl Workload for NetperfTcp {
             let tasks = part(&mut self.tasks);
             (tasks.cpu(0), tasks.cpu(1))
         };
-        let tail = std::mem::take(&mut part(&mut self.sender).tail);
+        let tail = std::mem::take(&mut part(&mut self.sender.0).tail);
         let sock = part(&mut self.socket);
         let mut live = vec![false; sock.pages.pages.len()];
         for seg in sock.sent.iter().chain(std::iter::once(&tail)) {
@@ -541,8 +541,8 @@ impl Workload for NetperfTcp {
 
     fn metrics(&self) -> Vec<(String, f64)> {
         let secs = self.cfg.end as f64 / 1e12;
-        let received = lock(&self.receiver).received;
-        let s = lock(&self.sender);
+        let received = lock(&self.receiver.0).received;
+        let s = lock(&self.sender.0);
         vec![
             ("throughput".into(), (received * 8) as f64 / 1e6 / secs),
             ("bytes".into(), received as f64),
@@ -556,7 +556,7 @@ impl Workload for NetperfTcp {
     }
 
     fn progress(&self) -> f64 {
-        (self.latest.load(Ordering::Relaxed) as f64 / self.cfg.end.max(1) as f64).min(1.0)
+        (self.latest.get() as f64 / self.cfg.end.max(1) as f64).min(1.0)
     }
 }
 

@@ -30,7 +30,6 @@
 //! next read); no migration by default.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{anyhow, Result};
@@ -42,7 +41,7 @@ use super::net::{
 };
 use super::{ns, ParamSpec, Params, WorkloadInfo};
 use crate::model::slab::{CacheId, SlabSetup, SlabSpec};
-use crate::model::{lock, part, Ctx, ModelInfo, Next, Workload};
+use crate::model::{lock, part, Ctx, Latest, ModelInfo, Next, Padded, Workload};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -275,11 +274,13 @@ pub struct NetperfUdp {
     migrate_prob: f64,
     layout: Layout,
     tasks: Mutex<Tasks>,
-    sender: Mutex<Sender>,
-    receiver: Mutex<Receiver>,
+    /// The two tasks' own states, each on lines of its own ([`Padded`]): side by side, the
+    /// two CPUs' locks shared a line that every real step moved between cores.
+    sender: Padded<Mutex<Sender>>,
+    receiver: Padded<Mutex<Receiver>>,
     socket: Mutex<Socket>,
     /// The latest step's time, for progress.
-    latest: AtomicU64,
+    latest: Latest,
 }
 
 impl NetperfUdp {
@@ -297,17 +298,17 @@ impl NetperfUdp {
             migrate_prob: p.get("migrate_prob"),
             layout: layout(msg),
             tasks: Mutex::new(Tasks::default()),
-            sender: Mutex::new(Sender {
+            sender: Padded(Mutex::new(Sender {
                 frag: FragOwner::new(Order(order_of(p.count("frag_bytes")))),
                 wcursor: PageCursor::default(),
                 sent: 0,
                 dropped: 0,
                 large_allocs: 0,
                 failures: 0,
-            }),
-            receiver: Mutex::new(Receiver::default()),
+            })),
+            receiver: Padded::default(),
             socket: Mutex::new(Socket::default()),
-            latest: AtomicU64::new(0),
+            latest: Latest::default(),
         }
     }
 
@@ -483,23 +484,23 @@ impl Workload for NetperfUdp {
             Ok(t) => t,
             Err(idle) => return Ok(idle),
         };
-        self.latest.fetch_max(ctx.now(), Ordering::Relaxed);
+        self.latest.note(ctx.cpu(), ctx.now());
         if ctx.now() >= self.end {
             // The receiver reads what is queued before it stops: every slab object comes
             // back before the run ends.
             if t == 1 && !lock(&self.socket).queue.is_empty() {
-                return self.receiver(&mut lock(&self.receiver), ctx);
+                return self.receiver(&mut lock(&self.receiver.0), ctx);
             }
             return Ok(lock(&self.tasks).finish_pair(t, ctx));
         }
         if t == 0 {
-            let mut s = lock(&self.sender);
+            let mut s = lock(&self.sender.0);
             if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
                 return Ok(Next::Continue);
             }
             self.sender(&mut s, ctx)
         } else {
-            let mut r = lock(&self.receiver);
+            let mut r = lock(&self.receiver.0);
             if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
                 return Ok(Next::Continue);
             }
@@ -516,8 +517,8 @@ impl Workload for NetperfUdp {
     fn metrics(&self) -> Vec<(String, f64)> {
         let secs = self.end as f64 / 1e12;
         let mbit = |bytes: u64| (bytes * 8) as f64 / 1e6 / secs;
-        let received = lock(&self.receiver).received;
-        let s = lock(&self.sender);
+        let received = lock(&self.receiver.0).received;
+        let s = lock(&self.sender.0);
         vec![
             ("recv".into(), mbit(received)),
             ("send".into(), mbit(s.sent)),
@@ -531,7 +532,7 @@ impl Workload for NetperfUdp {
     }
 
     fn progress(&self) -> f64 {
-        (self.latest.load(Ordering::Relaxed) as f64 / self.end.max(1) as f64).min(1.0)
+        (self.latest.get() as f64 / self.end.max(1) as f64).min(1.0)
     }
 
     fn slab_setup(&self) -> SlabSetup {

@@ -30,13 +30,11 @@
 //! syscall costs are left out; THP is assumed off (with THP enabled=always the 2 MiB-aligned
 //! part of each mapping would fault order-9 pages, §5.2); context switches cost nothing.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use anyhow::{anyhow, bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
-use crate::model::{Ctx, ModelInfo, Next, PerCpu, Workload, PS_PER_S};
+use crate::model::{Ctx, Latest, ModelInfo, Next, PerCpu, Workload, PS_PER_S};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -286,7 +284,7 @@ pub struct PageFault1 {
     window: u64,
     queues: PerCpu<RunQueue>,
     /// Latest virtual time a step started at, for progress.
-    latest: AtomicU64,
+    latest: Latest,
 }
 
 impl PageFault1 {
@@ -302,7 +300,7 @@ impl PageFault1 {
             warmup: ns(p.get("warmup_s") * 1e9),
             window: ns(p.get("window_s") * 1e9).max(1),
             queues: PerCpu::default(),
-            latest: AtomicU64::new(0),
+            latest: Latest::default(),
         }
     }
 
@@ -399,7 +397,7 @@ impl Workload for PageFault1 {
         if now >= self.end() {
             return Ok(Next::Done);
         }
-        self.latest.fetch_max(now, Ordering::Relaxed);
+        self.latest.note(ctx.cpu(), now);
         let mut q = self.queues.get(ctx.cpu())?;
         self.run_queue(&mut q, ctx)
     }
@@ -411,8 +409,7 @@ impl Workload for PageFault1 {
         if now >= self.end() {
             return Ok(Next::Done);
         }
-        let latest = self.latest.get_mut();
-        *latest = (*latest).max(now);
+        self.latest.note_mut(ctx.cpu(), now);
         let mut queues = std::mem::take(&mut self.queues);
         let next = queues.get_mut(ctx.cpu()).and_then(|q| self.run_queue(q, ctx));
         self.queues = queues;
@@ -444,7 +441,7 @@ impl Workload for PageFault1 {
     }
 
     fn progress(&self) -> f64 {
-        self.latest.load(Ordering::Relaxed) as f64 / self.end().max(1) as f64
+        self.latest.get() as f64 / self.end().max(1) as f64
     }
 }
 
