@@ -24,7 +24,7 @@ pub(crate) const PLANS: &[(&str, u32, &[&str], f64)] = &[
     ("hackbench", 2, &["groups=1", "fds=4"], 10.0),
     ("netperf-udp", 2, &[], 0.2),
     ("vm-scalability", 2, &["tasks=2"], 0.3),
-    ("iperf3-nic", 2, &["streams=1"], 0.001),
+    ("iperf3-nic", 2, &["streams=1"], 0.01),
 ];
 
 /// How far the model may be from the real median on the judged metrics: ±15 %.
