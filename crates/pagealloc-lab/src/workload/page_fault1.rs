@@ -327,10 +327,10 @@ impl PageFault1 {
         Ok(())
     }
 
-    /// A step of the CPU's run queue `q` at `ctx.now()`: its current task's, after a task
-    /// switch if the time slice is over.
-    fn run_queue(&self, q: &mut RunQueue, ctx: &mut Ctx<'_>) -> Result<Next> {
-        let now = ctx.now();
+    /// A step of the CPU's run queue `q` at `now` (`ctx.now()`, read once by the caller: on
+    /// the real runner each read is a clock read): its current task's, after a task switch
+    /// if the time slice is over.
+    fn run_queue(&self, q: &mut RunQueue, now: u64, ctx: &mut Ctx<'_>) -> Result<Next> {
         let n = q.tasks.len() as u64;
         if n > 1 && now >= q.slice_end {
             q.cur = (q.cur + 1) % q.tasks.len();
@@ -399,7 +399,7 @@ impl Workload for PageFault1 {
         }
         self.latest.note(ctx.cpu(), now);
         let mut q = self.queues.get(ctx.cpu())?;
-        self.run_queue(&mut q, ctx)
+        self.run_queue(&mut q, now, ctx)
     }
 
     /// The same step without the CPU's queue lock and the atomic maximum: they were most of
@@ -411,7 +411,7 @@ impl Workload for PageFault1 {
         }
         self.latest.note_mut(ctx.cpu(), now);
         let mut queues = std::mem::take(&mut self.queues);
-        let next = queues.get_mut(ctx.cpu()).and_then(|q| self.run_queue(q, ctx));
+        let next = queues.get_mut(ctx.cpu()).and_then(|q| self.run_queue(q, now, ctx));
         self.queues = queues;
         next
     }
