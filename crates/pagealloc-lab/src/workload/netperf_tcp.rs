@@ -461,8 +461,13 @@ impl Config {
         Ok(self.migrate(sh, 1, ctx))
     }
 
-    /// After task `t`'s step: what its CPU does next, having maybe moved the task.
+    /// After task `t`'s step: what its CPU does next, having maybe moved the task. Without
+    /// migrations (the default) that is to run on, and the shared placement is not locked:
+    /// on real threads each lock of it moved its line between the two tasks' cores.
     fn migrate(&self, sh: &mut impl Shared, t: usize, ctx: &mut Ctx<'_>) -> Next {
+        if self.migrate_prob == 0.0 {
+            return Next::Continue;
+        }
         sh.tasks().step_migrate(t, self.migrate_prob, ctx).unwrap_or(Next::Continue)
     }
 }
@@ -484,15 +489,20 @@ impl Workload for NetperfTcp {
         if let Some(next) = self.cfg.at_end(sh, t, ctx) {
             return Ok(next);
         }
+        // Another CPU's migration may have swapped the task away while this step waited for
+        // its state; without migrations none can (and the placement's lock is not taken).
+        let moved = |ctx: &Ctx<'_>| {
+            self.cfg.migrate_prob > 0.0 && !Tasks::still_on(&self.tasks, ctx.cpu(), t)
+        };
         if t == 0 {
             let mut s = lock(&self.sender.0);
-            if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
+            if moved(ctx) {
                 return Ok(Next::Continue);
             }
             self.cfg.sender(sh, &mut s, ctx)
         } else {
             let mut r = lock(&self.receiver.0);
-            if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
+            if moved(ctx) {
                 return Ok(Next::Continue);
             }
             self.cfg.receiver(sh, &mut r, ctx)

@@ -466,8 +466,13 @@ impl NetperfUdp {
         Ok(self.migrate(1, ctx))
     }
 
-    /// After task `t`'s step: what its CPU does next, having maybe moved the task.
+    /// After task `t`'s step: what its CPU does next, having maybe moved the task. Without
+    /// migrations (the default) that is to run on, and the shared placement is not locked
+    /// (as netperf-tcp).
     fn migrate(&self, t: usize, ctx: &mut Ctx<'_>) -> Next {
+        if self.migrate_prob == 0.0 {
+            return Next::Continue;
+        }
         lock(&self.tasks).step_migrate(t, self.migrate_prob, ctx).unwrap_or(Next::Continue)
     }
 }
@@ -493,15 +498,18 @@ impl Workload for NetperfUdp {
             }
             return Ok(lock(&self.tasks).finish_pair(t, ctx));
         }
+        // As netperf-tcp: without migrations no task is swapped away meanwhile.
+        let moved =
+            |ctx: &Ctx<'_>| self.migrate_prob > 0.0 && !Tasks::still_on(&self.tasks, ctx.cpu(), t);
         if t == 0 {
             let mut s = lock(&self.sender.0);
-            if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
+            if moved(ctx) {
                 return Ok(Next::Continue);
             }
             self.sender(&mut s, ctx)
         } else {
             let mut r = lock(&self.receiver.0);
-            if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
+            if moved(ctx) {
                 return Ok(Next::Continue);
             }
             self.receiver(&mut r, ctx)
