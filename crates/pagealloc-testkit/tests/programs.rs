@@ -3,7 +3,7 @@
 //! every move checked) against the oracle and the validator, on every machine shape and every
 //! preset.
 
-use pagealloc::{PageAllocator, Policy, Tunables};
+use pagealloc::{Counter, MemoryMap, NodeId, PageAllocator, Policy, Tunables};
 use pagealloc_testkit::machines::Shape;
 use pagealloc_testkit::program::{random_program, BadFree, GfpKind, Mix, Op};
 use pagealloc_testkit::runner::{run, RunOptions};
@@ -66,6 +66,64 @@ proptest! {
         if let Err(f) = run(&pa, &ops, RunOptions::default()) {
             prop_assert!(false, "{shape:?} {preset}: {f}");
         }
+    }
+}
+
+/// A machine whose pagesets batch: 1 node, 3 CPUs, 64 MiB of DMA32 (batch 3) and 128 MiB of
+/// Normal memory (batch 7); the shapes' zones are small enough that their batch is 1.
+fn batching_machine() -> MemoryMap {
+    const MIB: u64 = 1 << 20;
+    let mut m = MemoryMap::new();
+    m.add_range(NodeId(0), 16 * MIB..80 * MIB).unwrap();
+    m.add_range(NodeId(0), 4096 * MIB..4224 * MIB).unwrap();
+    m.set_cpus(NodeId(0), 3).unwrap();
+    m
+}
+
+/// The machines remote frees run on: the batching one first, then every shape.
+fn remote_free_machines() -> Vec<(String, MemoryMap)> {
+    let shapes = Shape::ALL.into_iter().map(|s| (format!("{s:?}"), s.map()));
+    std::iter::once(("batching".to_owned(), batching_machine())).chain(shapes).collect()
+}
+
+/// An allocator with `Policy::remote_free` on.
+fn remote_free_allocator(map: MemoryMap) -> PageAllocator {
+    let policy = Policy::modern().with(|p| p.remote_free = true);
+    PageAllocator::new(map, Tunables::default(), policy).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// `Policy::remote_free` (beyond the kernel, off in every preset): frees across CPUs go
+    /// through pending chains and remote-free lists, between ticks, drains and double frees
+    /// of waiting blocks; the validator runs after every step.
+    #[test]
+    fn random_programs_with_remote_frees_keep_every_invariant(
+        machine in 0..Shape::ALL.len() + 1,
+        ops in prop::collection::vec(op(), 1..300),
+    ) {
+        let (name, map) = remote_free_machines().swap_remove(machine);
+        let pa = remote_free_allocator(map);
+        if let Err(f) = run(&pa, &ops, RunOptions::default()) {
+            prop_assert!(false, "{name} remote_free: {f}");
+        }
+    }
+}
+
+/// Long seeded programs with `Policy::remote_free` on every machine, validated after every
+/// step: blocks must be sent home (pushed) and taken back (collected), and every invariant
+/// hold while chains and lists fill and empty and the last chains wait for a drain.
+#[test]
+fn long_programs_with_remote_frees() {
+    for (seed, (name, map)) in remote_free_machines().into_iter().enumerate() {
+        let pa = remote_free_allocator(map);
+        let ops = random_program(19 + seed as u64, 3000, pa.nr_cpus(), Mix::default());
+        run(&pa, &ops, RunOptions { validate_every: 1, free_all_at_end: true })
+            .unwrap_or_else(|f| panic!("{name}: {f}"));
+        let ev = pa.vm_events();
+        let (sent, collected) = (ev.get(Counter::PcpRemoteFree), ev.get(Counter::PcpRemoteCollect));
+        assert!(pa.nr_cpus() == 1 || sent > 0 && collected > 0, "{name}: {sent}, {collected}");
     }
 }
 

@@ -47,7 +47,8 @@ pub struct Census {
     pub free: u64,
     /// Pages in blocks on per-CPU lists.
     pub pcp: u64,
-    /// Pages in blocks waiting on remote-free lists (`Policy::remote_free`).
+    /// Pages in blocks waiting on pending chains and remote-free lists
+    /// (`Policy::remote_free`).
     pub remote: u64,
     /// Pages in blocks handed out (or being freed right now).
     pub allocated: u64,
@@ -114,8 +115,10 @@ pub fn validate_zone<E: EventSink, L: RawLock>(
     }
     let pagesets: Vec<_> = z.pcp.iter().map(|s| s.pcp.lock()).collect();
     let layout = pa.policy().pcp_lists;
+    let mut pending = 0u64;
     for (cpu, pcp) in pagesets.iter().enumerate() {
         check_pageset(z, layout, cpu, pcp)?;
+        pending += pending_pages(z, cpu, pcp)?;
     }
     let hygiene = pa.cfg.hygiene;
     z.with_free(|free| {
@@ -243,10 +246,14 @@ pub fn validate_zone<E: EventSink, L: RawLock>(
             ));
         }
         let listed_remote: u64 = z.pcp.iter().map(|s| remote_pages(z, s)).sum();
-        if listed_remote != c.remote {
+        if listed_remote + pending != c.remote {
             return Err(fail(
                 z,
-                format!("{} pages in Remote heads but remote lists hold {listed_remote}", c.remote),
+                format!(
+                    "{} pages in Remote heads but remote lists hold {listed_remote} and \
+                     pending chains {pending}",
+                    c.remote
+                ),
             ));
         }
         Ok(())
@@ -335,6 +342,43 @@ fn check_unmerged_buddy<L: RawLock>(
     } else {
         Err(fail(z, format!("free buddies {pfn} and {buddy} of order {} did not merge", order.0)))
     }
+}
+
+/// Pages on a pageset's pending chain (`Policy::remote_free`), walked under its lock: every
+/// block a `Remote` head, the last one its `tail`, the pages and blocks what the chain says,
+/// the owner another CPU of the zone.
+fn pending_pages<L: RawLock>(z: &Zone<L>, cpu: usize, pcp: &PerCpuPages) -> Result<u64, Violation> {
+    let chain = pcp.pending;
+    let (mut idx, mut last) = (chain.head, crate::mem_map::NIL);
+    let (mut pages, mut blocks) = (0u64, 0u32);
+    while idx != crate::mem_map::NIL && (blocks as usize) < z.mem_map.len() {
+        let Some(f) = z.mem_map.get(idx as usize) else {
+            return Err(fail(z, format!("cpu {cpu}: pending chain links to frame index {idx}")));
+        };
+        if f.info().state != FrameState::Remote {
+            return Err(fail(
+                z,
+                format!("cpu {cpu}: {} on the pending chain is {:?}", z.pfn_of(idx), f.info()),
+            ));
+        }
+        pages += 1u64 << f.info().order.0;
+        blocks += 1;
+        last = idx;
+        idx = f.next();
+    }
+    let owner_ok =
+        chain.is_empty() || (chain.owner as usize != cpu && (chain.owner as usize) < z.pcp.len());
+    if last != chain.tail || pages != u64::from(chain.pages) || blocks != chain.blocks || !owner_ok
+    {
+        return Err(fail(
+            z,
+            format!(
+                "cpu {cpu}: pending chain says {chain:?} but holds {blocks} blocks, {pages} \
+                 pages, ending at {last}"
+            ),
+        ));
+    }
+    Ok(pages)
 }
 
 /// Pages on a pageset's remote-free list, walked from its word (read under the pageset lock

@@ -1362,7 +1362,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if allow_pcp && self.policy.remote_free {
             // The claim kept the owner the allocation recorded in the head frame.
             if let Some(owner) = frame.owner().filter(|&o| o != cpu.id.0) {
-                if self.remote_free_push(cpu, zone, CpuId(owner), pfn, order) {
+                if self.remote_free(cpu, zone, CpuId(owner), frame, idx, order) {
                     return Ok(());
                 }
             }

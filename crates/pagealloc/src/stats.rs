@@ -98,7 +98,8 @@ counters! {
     PcpRefillPages => "pcp_refill_pages",
     /// Local allocations or frees that found their pageset locked and went to the zone.
     PcpTrylockFail => "pcp_trylock_fail",
-    /// Blocks a CPU freed onto another CPU's remote-free list (`Policy::remote_free`).
+    /// Blocks a CPU sent onto another CPU's remote-free list (`Policy::remote_free`), counted
+    /// when its pending chain is published (a chain freed locally or drained is not).
     PcpRemoteFree => "pcp_remote_free",
     /// Blocks an owner took back from its remote-free list and freed into its pageset.
     PcpRemoteCollect => "pcp_remote_collect",

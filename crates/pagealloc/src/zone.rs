@@ -351,10 +351,9 @@ impl<L: RawLock> Zone<L> {
     }
 
     /// Pages on every CPU's pageset of this zone (with `Policy::remote_free`, the pages
-    /// waiting on their remote-free lists too).
+    /// waiting on pending chains and remote-free lists too).
     pub fn pcp_pages(&self) -> u64 {
-        let remote = |s: &PcpSlot<L>| s.remote.load(Relaxed) >> 32;
-        self.pcp.iter().map(|s| s.snapshot().count.max(0) as u64 + remote(s)).sum()
+        self.pcp.iter().map(PcpSlot::held_pages).sum()
     }
 
     /// Does `pfn` lie in this zone's span?

@@ -323,3 +323,30 @@ fn remote_frees_race_the_owners_collect() {
     let (c, n) = COLLECTED.counts();
     assert!(c > 0 && n > 0, "the allocation collected in {c} executions, not in {n}");
 }
+
+/// (e) Remote frees against a drain of the freeing CPU's pageset: CPU 1 frees a page CPU 0's
+/// pageset handed out while CPU 0 drains CPU 1's pageset (holding its lock). The free either
+/// gets CPU 1's pageset, puts the page on its pending chain and (batch 1) publishes it at
+/// once, or finds the pageset busy and pushes the page alone. Both must happen in some
+/// execution; in every one the page goes home to CPU 0's remote-free list, and none is lost.
+#[test]
+fn remote_frees_race_a_drain_of_the_freeing_pageset() {
+    static ALONE: Outcomes = Outcomes::new();
+    model(|| {
+        let pa = machine_with(Policy::modern().with(|p| p.remote_free = true));
+        let x = alloc(&pa, 0);
+        let before = pa.vm_events();
+        let (freed, ()) = race(
+            &pa,
+            move |pa| free(pa, 1, x),
+            |pa| pa.drain_pages_zone(cpu(pa, 0), CpuId(1), zone(pa)),
+        );
+        assert_eq!(freed, Ok(()));
+        assert_eq!(since(&pa, &before, Counter::PcpRemoteFree), 1, "the page went home");
+        assert_eq!(census(&pa).remote, 1, "and waits on CPU 0's list");
+        ALONE.record(since(&pa, &before, Counter::PcpTrylockFail) == 1);
+        check_and_release(&pa, &[]);
+    });
+    let (alone, chained) = ALONE.counts();
+    assert!(alone > 0 && chained > 0, "pushed alone in {alone} executions, chained in {chained}");
+}

@@ -341,7 +341,9 @@ fn remote_free_sends_pages_home_instead_of_through_the_zone() {
             check(&pa);
         }
         let held_by_cpu1 = pcp(&pa, 1).count;
-        // The last round's 32 wait on CPU 0's list until the drain takes them back.
+        // CPU 1's tick sends its last, partial chain home; the last round's blocks wait on
+        // CPU 0's list until the drain takes them back.
+        pa.tick(c1);
         pa.drain_all_pages(c0, None);
         let d = pa.vm_events().since(&before);
         assert_eq!(pa.nr_free_pages(), pa.managed_pages(), "nothing stranded after the drain");
@@ -364,23 +366,30 @@ fn remote_free_sends_pages_home_instead_of_through_the_zone() {
     );
 }
 
-/// remote_free: the list holds at most REMOTE_FREE_MAX pages (the rest are freed locally),
-/// a second free of a block waiting on it is a double free, and the owner's tick takes the
-/// list back even when it allocates nothing.
+/// remote_free: the list holds at most REMOTE_FREE_MAX pages (a chain that does not fit is
+/// freed locally), a second free of a block waiting on it is a double free, and the owner's
+/// tick takes the list back even when it allocates nothing; the freeing CPU's tick sends its
+/// last, partial chain.
 #[test]
 fn remote_free_is_bounded_refuses_double_frees_and_is_collected_by_the_tick() {
-    use pagealloc::policy::REMOTE_FREE_MAX;
+    use pagealloc::policy::{REMOTE_FREE_BATCH_MAX, REMOTE_FREE_MAX};
     let pa = normal_machine(Policy::modern().with(|p| p.remote_free = true), 64);
     let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
-    let n = REMOTE_FREE_MAX as usize + 88;
+    // Chains of `b` pages: as many as fit on CPU 0's list go there, the rest are freed on
+    // CPU 1, and the last `pending` wait on CPU 1's chain.
+    let b = (pcp(&pa, 1).batch as u32).min(REMOTE_FREE_BATCH_MAX) as usize;
+    assert_eq!(b, 3, "the 64 MiB machine's batch");
+    let n = REMOTE_FREE_MAX as usize + 89;
+    let (published, pending) = (REMOTE_FREE_MAX as usize / b * b, n % b);
+    let local = n - published - pending;
     let pages = alloc_n(&pa, c0, Gfp::KERNEL, Order(0), n);
     let before = pa.vm_events();
     let held = normal(&pa).pcp_pages();
     free_all(&pa, c1, &pages, Order(0));
     let d = pa.vm_events().since(&before);
-    assert_eq!(d.get(Counter::PcpRemoteFree), u64::from(REMOTE_FREE_MAX));
-    assert_eq!(pcp(&pa, 1).count, 88, "the rest freed on CPU 1");
-    assert_eq!(pagealloc::debug::census(&pa).remote, u64::from(REMOTE_FREE_MAX));
+    assert_eq!(d.get(Counter::PcpRemoteFree), published as u64);
+    assert_eq!(pcp(&pa, 1).count, local as i32, "the chains that did not fit freed on CPU 1");
+    assert_eq!(pagealloc::debug::census(&pa).remote, (published + pending) as u64);
     assert_eq!(normal(&pa).pcp_pages(), held + n as u64, "waiting pages count as held");
     check(&pa);
     assert_eq!(
@@ -388,6 +397,12 @@ fn remote_free_is_bounded_refuses_double_frees_and_is_collected_by_the_tick() {
         Err(FreeError::DoubleFree { pfn: pages[0] }),
         "the first block waits on CPU 0's list"
     );
+    assert_eq!(
+        pa.free_pages(c0, pages[n - 1], Order(0)),
+        Err(FreeError::DoubleFree { pfn: pages[n - 1] }),
+        "the last block waits on CPU 1's chain"
+    );
+    check(&pa);
     // A free of CPU 0's own block on CPU 0 is local, as without the switch.
     let own = pa.alloc_pages(c0, Gfp::KERNEL, Order(0)).unwrap();
     let before = pa.vm_events();
@@ -395,8 +410,97 @@ fn remote_free_is_bounded_refuses_double_frees_and_is_collected_by_the_tick() {
     assert_eq!(pa.vm_events().since(&before).get(Counter::PcpRemoteFree), 0);
     let count0 = pcp(&pa, 0).count;
     pa.tick(c0);
-    assert_eq!(pcp(&pa, 0).count, count0 + REMOTE_FREE_MAX as i32, "the tick took them back");
+    assert_eq!(pcp(&pa, 0).count, count0 + published as i32, "the tick took them back");
+    assert_eq!(pagealloc::debug::census(&pa).remote, pending as u64, "still on CPU 1's chain");
+    check(&pa);
+    pa.tick(c1);
+    pa.tick(c0);
+    assert_eq!(pcp(&pa, 0).count, count0 + (published + pending) as i32, "the chain came home");
     assert_eq!(pagealloc::debug::census(&pa).remote, 0);
+    check(&pa);
+}
+
+/// 1 node, 3 CPUs, 512 MiB of Normal memory from 4 GiB (batch 31), `remote_free` on.
+fn remote_free_machine() -> PageAllocator {
+    let mut map = MemoryMap::new();
+    map.add_range(NodeId(0), 4 * GIB..4 * GIB + 512 * MIB).unwrap().set_cpus(NodeId(0), 3).unwrap();
+    let policy = Policy::modern().with(|p| p.remote_free = true);
+    PageAllocator::new(map, Tunables::default(), policy).expect("valid allocator")
+}
+
+/// remote_free batches: CPU 1's frees of CPU 0's blocks wait on CPU 1's pending chain (held,
+/// not yet on CPU 0's list, so CPU 0's tick finds nothing) until the chain holds `batch`
+/// pages, when all go in one push; a free for another owner (CPU 2) sends the chain first,
+/// CPU 1's tick sends the last one, and each owner's tick takes its own blocks back.
+#[test]
+fn remote_free_batches_go_home_at_the_bound_another_owner_and_the_tick() {
+    let pa = remote_free_machine();
+    let (c0, c1, c2) = (cpu(&pa, 0), cpu(&pa, 1), cpu(&pa, 2));
+    let b = pcp(&pa, 1).batch as usize;
+    assert_eq!(b, 31, "the 512 MiB machine's batch, below REMOTE_FREE_BATCH_MAX");
+    let a = alloc_n(&pa, c0, Gfp::KERNEL, Order(0), b + 5);
+    let other = alloc_n(&pa, c2, Gfp::KERNEL, Order(0), 1);
+    let before = pa.vm_events();
+    let since = |c: Counter| pa.vm_events().since(&before).get(c);
+    let held = normal(&pa).pcp_pages();
+    free_all(&pa, c1, &a[..b - 1], Order(0));
+    assert_eq!(since(Counter::PcpRemoteFree), 0, "below the bound nothing is sent");
+    assert_eq!(pcp(&pa, 1).count, 0, "nor freed on CPU 1");
+    assert_eq!(normal(&pa).pcp_pages(), held + b as u64 - 1, "pending pages count as held");
+    pa.tick(c0);
+    assert_eq!(since(Counter::PcpRemoteCollect), 0, "CPU 0 cannot see a pending chain");
+    check(&pa);
+    pa.free_pages(c1, a[b - 1], Order(0)).unwrap();
+    assert_eq!(since(Counter::PcpRemoteFree), b as u64, "the bound sends the chain");
+    assert_eq!(pagealloc::debug::census(&pa).remote, b as u64);
+    check(&pa);
+    free_all(&pa, c1, &a[b..], Order(0));
+    assert_eq!(since(Counter::PcpRemoteFree), b as u64);
+    pa.free_pages(c1, other[0], Order(0)).unwrap();
+    assert_eq!(since(Counter::PcpRemoteFree), b as u64 + 5, "another owner sends the chain");
+    check(&pa);
+    pa.tick(c1);
+    assert_eq!(since(Counter::PcpRemoteFree), b as u64 + 6, "the tick sends the last chain");
+    let count0 = pcp(&pa, 0).count;
+    pa.tick(c0);
+    pa.tick(c2);
+    assert_eq!(since(Counter::PcpRemoteCollect), b as u64 + 6, "each owner took its own back");
+    assert_eq!(pcp(&pa, 0).count, count0 + b as i32 + 5);
+    assert_eq!(pagealloc::debug::census(&pa).remote, 0);
+    assert_eq!(normal(&pa).pcp_pages(), held + b as u64 + 6);
+    check(&pa);
+}
+
+/// remote_free: a drain of the freeing CPU's pageset frees its pending chain through that
+/// pageset (it reaches no owner's list, so `drain_all_pages` leaves nothing waiting); a
+/// block on the chain, freed again on any CPU, is a double free that changes nothing.
+#[test]
+fn remote_free_pending_chains_are_drained_and_refuse_double_frees() {
+    let pa = remote_free_machine();
+    let (c0, c1, c2) = (cpu(&pa, 0), cpu(&pa, 1), cpu(&pa, 2));
+    let a = alloc_n(&pa, c0, Gfp::KERNEL, Order(0), 4);
+    let big = pa.alloc_pages(c0, Gfp::KERNEL, Order(2)).unwrap();
+    free_all(&pa, c1, &a, Order(0));
+    pa.free_pages(c1, big, Order(2)).unwrap();
+    assert_eq!(pagealloc::debug::census(&pa).remote, 8, "four pages and an order-2 block wait");
+    let before = pa.vm_events();
+    for c in [c0, c1, c2] {
+        assert_eq!(pa.free_pages(c, a[2], Order(0)), Err(FreeError::DoubleFree { pfn: a[2] }));
+        assert_eq!(pa.free_pages(c, big, Order(2)), Err(FreeError::DoubleFree { pfn: big }));
+        check(&pa);
+    }
+    assert_eq!(pa.vm_events().since(&before), VmEvents::default(), "the refusals changed nothing");
+    assert_eq!(pagealloc::debug::census(&pa).remote, 8);
+    pa.drain_pages(c2, CpuId(1));
+    let d = pa.vm_events().since(&before);
+    assert_eq!(d.get(Counter::PcpRemoteFree), 0, "drained, not sent");
+    assert_eq!(pagealloc::debug::census(&pa).remote, 0);
+    check(&pa);
+    // Again, drained by drain_all_pages this time: every page comes back.
+    let a = alloc_n(&pa, c0, Gfp::KERNEL, Order(0), 4);
+    free_all(&pa, c1, &a, Order(0));
+    pa.drain_all_pages(c2, None);
+    assert_eq!(pa.nr_free_pages(), pa.managed_pages(), "nothing stranded after the drain");
     check(&pa);
 }
 

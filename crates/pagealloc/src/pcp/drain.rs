@@ -8,6 +8,7 @@ use crate::sync::RawLock;
 
 use crate::events::EventSink;
 use crate::pcp::free::Flush;
+use crate::pcp::remote::PendingTo;
 use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH};
 use crate::policy::{BulkFreeCallers, HighDecay};
 use crate::stats::{Counter, DrainReason};
@@ -57,7 +58,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             let slot = &zone.pcp[cpu.id.index()];
             let mut pcp = slot.pcp.lock();
             if self.policy.remote_free {
-                // An owner that has stopped allocating still takes its blocks back.
+                // A CPU that has stopped freeing still sends its pending blocks home, and an
+                // owner that has stopped allocating still takes its blocks back.
+                self.remote_pending_flush(cpu, zone, slot, &mut pcp, PendingTo::Owner);
                 self.remote_free_collect(cpu, zone, slot, &mut pcp);
             }
             if core::mem::take(&mut pcp.active) {
@@ -134,7 +137,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         loop {
             let mut pcp = slot.pcp.lock();
             if self.policy.remote_free {
-                // A drain empties the remote-free list too (it goes through the pageset).
+                // A drain empties the pending chain and the remote-free list too (both go
+                // through the pageset): no page stays waiting once every pageset is drained.
+                self.remote_pending_flush(caller, zone, slot, &mut pcp, PendingTo::Here);
                 self.remote_free_collect(caller, zone, slot, &mut pcp);
             }
             let n = if self.policy.drain_pages_chunked {
@@ -185,7 +190,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         for z in zones {
             for slot in z.pcp.iter() {
                 // Only pagesets that hold something (read racily, as the kernel's cpumask).
-                if slot.pcp.lock().count > 0 || slot.remote.load(Relaxed) != super::remote::EMPTY {
+                if slot.held_pages() > 0 {
                     self.drain_slot(caller, z, slot);
                 }
             }

@@ -73,6 +73,9 @@ pub struct PerCpuPages {
     pub(crate) active: bool,
     /// Free blocks, indexed by pindex; head = most recently freed.
     pub(crate) lists: [ListHead; MAX_NR_PCP_LISTS],
+    /// Blocks this CPU freed for another CPU's pageset, not yet sent there
+    /// (`Policy::remote_free`; [`remote`]). Not counted in `count`.
+    pub(crate) pending: remote::Pending,
 }
 
 // The accessors below are unused now that `pcp` is private (users read a `PcpSnapshot`);
@@ -95,6 +98,7 @@ impl PerCpuPages {
             count_min: 0,
             active: false,
             lists: [ListHead::new(); MAX_NR_PCP_LISTS],
+            pending: remote::Pending::EMPTY,
         }
     }
 
@@ -219,6 +223,14 @@ impl<L: RawLock> PcpSlot<L> {
             stats: Counters::default(),
             remote: AtomicU64::new(remote::EMPTY),
         }
+    }
+
+    /// Pages this pageset holds: on its lists, on its pending chain and on its remote-free
+    /// list (the last read outside the lock, so racy against pushes, as any count is).
+    pub(crate) fn held_pages(&self) -> u64 {
+        let p = self.pcp.lock();
+        let remote = self.remote.load(crate::sync::Ordering::Relaxed) >> 32;
+        p.count.max(0) as u64 + u64::from(p.pending.pages) + remote
     }
 
     /// A copy of the pageset's state, taken under its lock.

@@ -227,12 +227,16 @@ define_policy! {
         /// protection against e.g. Movable-capable allocations. Only mainline 6.10–6.13 are on.
         pub lowmem_reserve_empty_zone_zero: bool,
         /// Beyond the kernel (no kernel has it; every preset has it off): a block freed by
-        /// a CPU other than the one whose pageset handed it out goes on that pageset's
-        /// remote-free list (one lock-free push, up to [`REMOTE_FREE_MAX`] pages) instead
-        /// of the freeing CPU's pageset; the owner takes the whole list back in one swap when
-        /// its own list runs dry, at each tick and before a drain, and frees each block
-        /// there as if it had freed it itself. Pages a producer-consumer pair passes between
-        /// two CPUs then stay in the owner's pageset instead of crossing the zone lock twice.
+        /// a CPU other than the one whose pageset handed it out goes home to that pageset
+        /// instead of into the freeing CPU's. The freeing CPU collects such blocks for one
+        /// owner on a pending chain in its own pageset and sends the chain to the owner's
+        /// remote-free list in one lock-free push when it holds the pageset's `batch` pages
+        /// (at most [`REMOTE_FREE_BATCH_MAX`]), before it frees for another owner, and at its
+        /// tick; the list holds up to [`REMOTE_FREE_MAX`] pages (a chain that does not fit
+        /// is freed locally). The owner takes the whole list back in one swap when its own
+        /// list runs dry, at each tick and before a drain, and frees each block there as if
+        /// it had freed it itself. Pages a producer-consumer pair passes between two CPUs
+        /// then stay in the owner's pageset instead of crossing the zone lock twice.
         pub remote_free: bool,
     }
 }

@@ -263,6 +263,12 @@ pub(super) const BBATCH_V1: Policy =
 /// value (the kernel has no remote-free lists).
 pub const REMOTE_FREE_MAX: u32 = 512;
 
+/// The most pages a freeing CPU's pending chain collects before it sends them to their
+/// owner's remote-free list ([`Policy::remote_free`]); below it the bound is the pageset's
+/// `batch`. An eighth of [`REMOTE_FREE_MAX`], so that eight freeing CPUs' chains fit on one
+/// owner's list. A choice of this project.
+pub const REMOTE_FREE_BATCH_MAX: u32 = REMOTE_FREE_MAX / 8;
+
 /// Every preset name, in [`PRESETS`] order: `modern`, then the seed rows series by series
 /// (bulk free, auto-tuning, fragmentation avoidance, page_frag), each `-v1` variant after the
 /// merged form it differs from; then kernel changes no seed measured (the 6.16 free_high
