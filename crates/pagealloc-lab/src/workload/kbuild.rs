@@ -632,6 +632,7 @@ trait Shared {
 struct Parts {
     /// Per slot: locked for bookkeeping only, never across an allocator call.
     states: Vec<Mutex<SlotState>>,
+    /// Per build side by side (`cgroups`): locked for bookkeeping only, as a slot's state.
     builds: Vec<Mutex<Build>>,
     /// Forks and reaps asked of each CPU, in order (children push, the CPU pops).
     requests: Vec<Mutex<VecDeque<Request>>>,
