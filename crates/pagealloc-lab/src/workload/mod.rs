@@ -503,10 +503,16 @@ pub(crate) mod testing {
         let o: Vec<String> = params.iter().map(|s| s.to_string()).collect();
         let mut w = (info.build)(&info.params(&o, 1.0).unwrap());
         if locked {
-            w = Box::new(Locked(w));
+            w = self::locked(w);
         }
         let mut m = Model::new(small_setup(cpus, 256, preset, seed)).unwrap();
         m.run(w.as_mut(), &mut |_| {}).unwrap()
+    }
+
+    /// `w` with every step through [`Workload::step`], for a workload's own tests on its
+    /// own machine.
+    pub(crate) fn locked(w: Box<dyn Workload>) -> Box<dyn Workload> {
+        Box::new(Locked(w))
     }
 
     /// A workload whose `step_alone` is the default, [`Workload::step`].

@@ -98,11 +98,12 @@
 //! queues, the file LRUs and the slab (one cache lock); each THP thread's held blocks (which
 //! compaction on another CPU moves); each node's kswapd state (any CPU's allocation may wake
 //! it or end its nap, any CPU's reclaim makes it hopeful again); the phase (writers done, the
-//! THP program's start). Counters, the stop flag and compaction's owner index are atomic. No
-//! lock but a CPU's own task is held across an allocator call: reclaim, direct or kswapd's,
-//! takes its pages (and the slab pages emptied by inode eviction) out of the cache under the
-//! lock and frees them after it, in the same order with the same work between; a new slab's
-//! pages are allocated with the lock let go; kswapd going to sleep runs kcompactd after its
+//! THP program's start). In the model, which runs the workload alone, a step takes the cache
+//! out of its lock instead (`Shared`). Counters, the stop flag and compaction's owner index
+//! are atomic. No lock but a CPU's own task is held across an allocator call: reclaim, direct
+//! or kswapd's, takes its pages (and the slab pages emptied by inode eviction) out of the
+//! cache under the lock and frees them after it, in the same order with the same work
+//! between; a new slab's pages are allocated with the lock let go; kswapd going to sleep runs kcompactd after its
 //! lock is let go; a compaction's moves take the slot's lock inside the allocator's call,
 //! which holds no allocator lock then. Lock order: a CPU's task → a node's kswapd → the
 //! cache; a THP thread's held blocks and the phase are locked alone. Waits: readers wait for
@@ -132,10 +133,12 @@
 //! kernel's watermark check is approximated by the order-0 check of every zone of the
 //! zonelist.
 
+use std::cell::{RefCell, RefMut};
 use std::collections::VecDeque;
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use anyhow::{bail, Context, Result};
 use pagealloc::migratetype::MIGRATE_TYPES;
@@ -773,6 +776,62 @@ struct Cache {
     slab_pages_peak: u64,
 }
 
+/// How a step reaches the [`Cache`]: behind its lock on real threads ([`Locked`]), or
+/// without one when the model runs the workload alone ([`Alone`]). A step visits the cache
+/// several times, and each uncontended lock and unlock is an atomic read-modify-write that
+/// waits for the step's earlier stores.
+trait Shared {
+    fn cache(&self) -> impl DerefMut<Target = Cache> + '_;
+}
+
+/// The cache between steps: boxed, so that the model's step takes it out of its lock and
+/// puts it back by moving a pointer; never empty outside such a step.
+type CacheSlot = Mutex<Option<Box<Cache>>>;
+
+/// Why a slot is never found empty.
+const IN_SLOT: &str = "the cache is in its slot outside a model step";
+
+/// The cache in its slot (outside a step, or in a step of the real runner).
+fn in_slot(slot: &mut Option<Box<Cache>>) -> &mut Cache {
+    slot.as_deref_mut().expect(IN_SLOT)
+}
+
+/// [`Shared`] behind the cache's lock.
+struct Locked<'a>(&'a CacheSlot);
+
+/// The cache, locked.
+struct CacheGuard<'a>(MutexGuard<'a, Option<Box<Cache>>>);
+
+impl Deref for CacheGuard<'_> {
+    type Target = Cache;
+    fn deref(&self) -> &Cache {
+        self.0.as_deref().expect(IN_SLOT)
+    }
+}
+
+impl DerefMut for CacheGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Cache {
+        in_slot(&mut self.0)
+    }
+}
+
+impl Shared for Locked<'_> {
+    fn cache(&self) -> impl DerefMut<Target = Cache> + '_ {
+        CacheGuard(lock(self.0))
+    }
+}
+
+/// [`Shared`] of a step that has the run to itself: the cache taken out of its slot for
+/// the step. A `RefCell`, so that a visit made while another is open fails, as it would
+/// deadlock on the lock.
+struct Alone(RefCell<Box<Cache>>);
+
+impl Shared for Alone {
+    fn cache(&self) -> impl DerefMut<Target = Cache> + '_ {
+        RefMut::map(self.0.borrow_mut(), |c| &mut **c)
+    }
+}
+
 /// The workload's counters, atomic: every CPU adds to them.
 #[derive(Debug, Default)]
 struct Stats {
@@ -859,7 +918,7 @@ pub struct ThpFioScale {
     zones: OnceLock<Zones>,
     /// Each CPU's task.
     tasks: PerCpu<Task>,
-    cache: Mutex<Cache>,
+    cache: CacheSlot,
     /// Per THP thread: the blocks it holds, in `owner`'s slot order.
     held: Vec<Mutex<Vec<(Pfn, Order)>>>,
     /// Per node: its kswapd (4.20's rules, `workload::kswapd`).
@@ -908,7 +967,7 @@ impl ThpFioScale {
             thp_total: 0,
             zones: OnceLock::new(),
             tasks: PerCpu::new(Vec::new()),
-            cache: Mutex::default(),
+            cache: Mutex::new(Some(Box::default())),
             held: Vec::new(),
             kswapd: Vec::new(),
             phase: Mutex::default(),
@@ -929,7 +988,7 @@ impl ThpFioScale {
     fn zones(&self, ctx: &Ctx<'_>) -> &Zones {
         self.zones.get_or_init(|| {
             let zones = Zones::read(ctx, self.nr_nodes, self.compaction);
-            lock(&self.cache).base = zones.base;
+            CacheGuard(lock(&self.cache)).base = zones.base;
             zones
         })
     }
@@ -965,7 +1024,7 @@ impl ThpFioScale {
     /// wake the kswapds if the fast path would fail (4.20 `wakeup_kswapd` with the request's
     /// order and highest zone), reclaim directly while no zone is above MIN. A kswapd whose
     /// nap has ended is looked at first (see [`Kswapd::nap_over`]).
-    fn prepare(&self, ctx: &mut Ctx<'_>, gfp: Gfp, order: Order) -> Result<()> {
+    fn prepare<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S, gfp: Gfp, order: Order) -> Result<()> {
         let node = self.cpu_node[ctx.cpu() as usize] as usize;
         for m in 0..self.nr_nodes {
             let now = ctx.now();
@@ -974,7 +1033,7 @@ impl ThpFioScale {
             if now < k.nap_end.load(Relaxed) {
                 continue;
             }
-            let wake = k.with(|k| k.nap_over(&NodeReclaim::new(self, ctx, m), now));
+            let wake = k.with(|k| k.nap_over(&NodeReclaim::new(self, s, ctx, m), now));
             if wake {
                 ctx.wake(self.kswapd_cpu[m], now);
             }
@@ -983,7 +1042,7 @@ impl ThpFioScale {
             return Ok(());
         }
         for m in 0..self.nr_nodes {
-            let r = NodeReclaim::new(self, ctx, m);
+            let r = NodeReclaim::new(self, s, ctx, m);
             let wake = self.kswapd[m].with(|k| k.wake(&r, order, gfp.zone()));
             if wake {
                 add(&self.stats.kswapd_wakes, 1);
@@ -996,7 +1055,7 @@ impl ThpFioScale {
             if Self::any_above(ctx, &self.zones(ctx).zonelist[node], WMARK_MIN) {
                 break;
             }
-            if self.direct_reclaim(ctx, node, SWAP_CLUSTER_MAX)? == 0 {
+            if self.direct_reclaim(ctx, s, node, SWAP_CLUSTER_MAX)? == 0 {
                 break;
             }
         }
@@ -1005,16 +1064,22 @@ impl ThpFioScale {
 
     /// Direct reclaim of `want` pages on this CPU (one `try_to_free_pages`): the local node
     /// first, then the others.
-    fn direct_reclaim(&self, ctx: &mut Ctx<'_>, node: usize, want: u64) -> Result<u64> {
-        let got = self.direct_reclaim_from(ctx, node, want, u64::MAX)?;
-        self.snapshot_refaults();
+    fn direct_reclaim<S: Shared>(
+        &self,
+        ctx: &mut Ctx<'_>,
+        s: &S,
+        node: usize,
+        want: u64,
+    ) -> Result<u64> {
+        let got = self.direct_reclaim_from(ctx, s, node, want, u64::MAX)?;
+        self.snapshot_refaults(s);
         Ok(got)
     }
 
     /// The end of a direct reclaim (4.20 `do_try_to_free_pages`): every node of the
     /// zonelist, which here is every node, notes its refault activations.
-    fn snapshot_refaults(&self) {
-        let mut cache = lock(&self.cache);
+    fn snapshot_refaults<S: Shared>(&self, s: &S) {
+        let mut cache = s.cache();
         for m in 0..self.nr_nodes {
             cache.workingset.snapshot(m);
         }
@@ -1023,9 +1088,10 @@ impl ThpFioScale {
     /// Direct reclaim of `want` pages on this CPU from the nodes in the mask `nodes` (bit
     /// `m` for node `m`): the local node first, then the others. Part of a reclaim whose
     /// caller ends it ([`Self::snapshot_refaults`]).
-    fn direct_reclaim_from(
+    fn direct_reclaim_from<S: Shared>(
         &self,
         ctx: &mut Ctx<'_>,
+        s: &S,
         node: usize,
         want: u64,
         nodes: u64,
@@ -1036,7 +1102,7 @@ impl ThpFioScale {
             if nodes & 1 << m == 0 {
                 continue;
             }
-            got += self.reclaim(ctx, m, want - got)?;
+            got += self.reclaim(ctx, s, m, want - got)?;
             if got >= want {
                 break;
             }
@@ -1047,14 +1113,20 @@ impl ThpFioScale {
 
     /// Allocate with reclaim as the kernel would do it: prepare, allocate, and after a failure
     /// reclaim a batch and retry a few times.
-    fn alloc_reclaiming(&self, ctx: &mut Ctx<'_>, gfp: Gfp, order: Order) -> Result<Option<Pfn>> {
-        self.prepare(ctx, gfp, order)?;
+    fn alloc_reclaiming<S: Shared>(
+        &self,
+        ctx: &mut Ctx<'_>,
+        s: &S,
+        gfp: Gfp,
+        order: Order,
+    ) -> Result<Option<Pfn>> {
+        self.prepare(ctx, s, gfp, order)?;
         for _ in 0..8 {
             if let Some(p) = ctx.alloc(gfp, order) {
                 return Ok(Some(p));
             }
             let node = self.cpu_node[ctx.cpu() as usize] as usize;
-            if self.direct_reclaim(ctx, node, SWAP_CLUSTER_MAX)? == 0 {
+            if self.direct_reclaim(ctx, s, node, SWAP_CLUSTER_MAX)? == 0 {
                 break;
             }
         }
@@ -1064,9 +1136,9 @@ impl ThpFioScale {
     /// Direct reclaim on this CPU: evict up to `want` of node `node`'s oldest page-cache
     /// pages and scan the node's files in proportion, under the cache lock; free what that
     /// took out after letting it go; tell the node's kswapd. Returns the pages evicted.
-    fn reclaim(&self, ctx: &mut Ctx<'_>, node: usize, want: u64) -> Result<u64> {
+    fn reclaim<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S, node: usize, want: u64) -> Result<u64> {
         let mut frees = Vec::new();
-        let got = lock(&self.cache).reclaim_scan(ctx, node, want, &mut frees);
+        let got = s.cache().reclaim_scan(ctx, node, want, &mut frees);
         free_all(ctx, frees)?;
         self.kswapd[node].with(|k| k.reclaimed(got));
         Ok(got)
@@ -1075,11 +1147,11 @@ impl ThpFioScale {
     /// Allocate one object of cache `c` on this CPU; returns its slab id or NONE. The
     /// cache lock is let go while a new slab's pages are allocated (a slab replaced on the
     /// CPU meanwhile goes partial, as SLUB's does).
-    fn slab_alloc(&self, ctx: &mut Ctx<'_>, c: usize) -> Result<u32> {
+    fn slab_alloc<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S, c: usize) -> Result<u32> {
         let cpu = ctx.cpu() as usize;
         let node = self.cpu_node[cpu] as usize;
         let (order, cap) = {
-            let mut cache = lock(&self.cache);
+            let mut cache = s.cache();
             if let Some(id) = cache.slab_from_cpu_or_partial(c, cpu, node) {
                 return Ok(id);
             }
@@ -1096,10 +1168,10 @@ impl ThpFioScale {
         }
         if got.is_none() {
             let cap0 = 4096u32.checked_div(spec.size).map_or(cap, |n| n as u16);
-            got = self.alloc_reclaiming(ctx, spec.gfp, Order(0))?.map(|p| (p, 0, cap0));
+            got = self.alloc_reclaiming(ctx, s, spec.gfp, Order(0))?.map(|p| (p, 0, cap0));
         }
         let Some((pfn, order, cap)) = got else { return Ok(NONE) };
-        let mut cache = lock(&self.cache);
+        let mut cache = s.cache();
         let slab = Slab {
             pfn: frame_of(cache.base, pfn)?,
             live: 1,
@@ -1116,7 +1188,13 @@ impl ThpFioScale {
 
     /// Give a file its dentry, inode and cluster-buffer share (and an inode log item when it is
     /// created), and put it on its node's file LRU.
-    fn instantiate(&self, ctx: &mut Ctx<'_>, f: usize, create: bool) -> Result<()> {
+    fn instantiate<S: Shared>(
+        &self,
+        ctx: &mut Ctx<'_>,
+        s: &S,
+        f: usize,
+        create: bool,
+    ) -> Result<()> {
         let node = self.cpu_node[ctx.cpu() as usize] as usize;
         let caches: &[usize] = if create {
             &[DENTRY, XFS_INODE, CLUSTER, XFS_ILI]
@@ -1124,10 +1202,10 @@ impl ThpFioScale {
             &[DENTRY, XFS_INODE, CLUSTER]
         };
         for &c in caches {
-            let id = self.slab_alloc(ctx, c)?;
-            lock(&self.cache).files[f].objs[c] = id;
+            let id = self.slab_alloc(ctx, s, c)?;
+            s.cache().files[f].objs[c] = id;
         }
-        let mut cache = lock(&self.cache);
+        let mut cache = s.cache();
         let file = &mut cache.files[f];
         file.has_slab = true;
         file.referenced = true;
@@ -1143,14 +1221,22 @@ impl ThpFioScale {
     /// node if the file has none), brought in by a write or (`read`) a read that missed. The
     /// file is open on this CPU, so reclaim leaves its slab objects alone meanwhile. A page of
     /// a file that has its radix-tree node (all but the first) takes the cache lock once.
-    fn add_page(&self, ctx: &mut Ctx<'_>, f: usize, b: usize, pfn: Pfn, read: bool) -> Result<()> {
+    fn add_page<S: Shared>(
+        &self,
+        ctx: &mut Ctx<'_>,
+        s: &S,
+        f: usize,
+        b: usize,
+        pfn: Pfn,
+        read: bool,
+    ) -> Result<()> {
         let node = pfn_node(ctx, pfn);
-        let mut cache = lock(&self.cache);
+        let mut cache = s.cache();
         if cache.files[f].objs[RADIX] == NONE && cache.files[f].has_slab {
             // The slab may reclaim: the lock is let go meanwhile.
             drop(cache);
-            let id = self.slab_alloc(ctx, RADIX)?;
-            cache = lock(&self.cache);
+            let id = self.slab_alloc(ctx, s, RADIX)?;
+            cache = s.cache();
             cache.files[f].objs[RADIX] = id;
         }
         let frame = frame_of(cache.base, pfn)?;
@@ -1160,30 +1246,30 @@ impl ThpFioScale {
     }
 
     /// Open or close file `f`.
-    fn set_open(&self, f: usize, open: bool) {
-        lock(&self.cache).files[f].open = open;
+    fn set_open<S: Shared>(&self, s: &S, f: usize, open: bool) {
+        s.cache().files[f].open = open;
     }
 
-    fn step_writer(&self, ctx: &mut Ctx<'_>, job: &mut Job) -> Result<Next> {
+    fn step_writer<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S, job: &mut Job) -> Result<Next> {
         let f = job.file as usize;
         let b = job.page as usize;
         if b == 0 {
-            self.set_open(f, true);
-            self.instantiate(ctx, f, true)?;
+            self.set_open(s, f, true);
+            self.instantiate(ctx, s, f, true)?;
             // A new directory block every DIR_ENTRIES_PER_BLOCK entries of this job's
             // directory.
             if job.dir_block_fill == 0 {
-                if let Some(p) = self.alloc_reclaiming(ctx, Gfp::KERNEL, Order(0))? {
-                    lock(&self.cache).dir_blocks.push(p);
+                if let Some(p) = self.alloc_reclaiming(ctx, s, Gfp::KERNEL, Order(0))? {
+                    s.cache().dir_blocks.push(p);
                 }
             }
             job.dir_block_fill = (job.dir_block_fill + 1) % DIR_ENTRIES_PER_BLOCK;
             ctx.work(self.create);
         }
-        match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
+        match self.alloc_reclaiming(ctx, s, Gfp::HIGHUSER_MOVABLE, Order(0))? {
             Some(p) => {
                 ctx.touch(p, 4096);
-                self.add_page(ctx, f, b, p, false)?;
+                self.add_page(ctx, s, f, b, p, false)?;
             }
             None => add(&self.stats.pagecache_failures, 1),
         }
@@ -1193,7 +1279,7 @@ impl ThpFioScale {
         job.page += 1;
         if job.page as usize == self.file_pages {
             job.page = 0;
-            self.set_open(f, false);
+            self.set_open(s, f, false);
             job.file += 1;
             if job.file == job.first_file + self.files_per_job {
                 return self.writer_finished(ctx, job);
@@ -1240,20 +1326,20 @@ impl ThpFioScale {
 
     /// The write phase over (told by the last writer's wake), a waiting reader starts
     /// reading; until then it waits.
-    fn step_waiting(&self, ctx: &mut Ctx<'_>, job: &mut Job) -> Result<Next> {
+    fn step_waiting<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S, job: &mut Job) -> Result<Next> {
         if !lock(&self.phase).reading {
             return Ok(Next::Block);
         }
         job.state = JobState::Read;
         job.file = NONE;
-        self.step_reader(ctx, job)
+        self.step_reader(ctx, s, job)
     }
 
-    fn step_reader(&self, ctx: &mut Ctx<'_>, job: &mut Job) -> Result<Next> {
+    fn step_reader<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S, job: &mut Job) -> Result<Next> {
         if self.stop.load(SeqCst) {
             job.state = JobState::Done;
             if job.file != NONE {
-                self.set_open(job.file as usize, false);
+                self.set_open(s, job.file as usize, false);
             }
             return Ok(Next::Done);
         }
@@ -1262,7 +1348,7 @@ impl ThpFioScale {
             job.file = f;
             job.page = 0;
             let has_slab = {
-                let mut cache = lock(&self.cache);
+                let mut cache = s.cache();
                 let file = &mut cache.files[f as usize];
                 file.open = true;
                 file.referenced = true;
@@ -1271,7 +1357,7 @@ impl ThpFioScale {
             if !has_slab {
                 // The inode was reclaimed: look it up again, reading its cluster buffer.
                 add(&self.stats.lookups, 1);
-                self.instantiate(ctx, f as usize, false)?;
+                self.instantiate(ctx, s, f as usize, false)?;
                 ctx.work(self.lookup);
                 let due = ctx.now() + self.read_latency;
                 return Ok(sleep_until(ctx, due));
@@ -1284,7 +1370,7 @@ impl ThpFioScale {
         // A hit is marked accessed under the lock (mark_page_accessed: a second access
         // activates an inactive page), then read.
         let hit = {
-            let mut cache = lock(&self.cache);
+            let mut cache = s.cache();
             let frame = cache.files[f].pages[b];
             (frame != NONE).then(|| {
                 let p = pfn_of(cache.base, frame);
@@ -1298,10 +1384,10 @@ impl ThpFioScale {
             }
             None => {
                 add(&self.stats.read_misses, 1);
-                match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
+                match self.alloc_reclaiming(ctx, s, Gfp::HIGHUSER_MOVABLE, Order(0))? {
                     Some(p) => {
                         ctx.touch(p, 4096);
-                        self.add_page(ctx, f, b, p, true)?;
+                        self.add_page(ctx, s, f, b, p, true)?;
                     }
                     None => add(&self.stats.pagecache_failures, 1),
                 }
@@ -1311,7 +1397,7 @@ impl ThpFioScale {
         ctx.work(self.read_cost);
         job.page += 1;
         if job.page as usize == self.file_pages {
-            self.set_open(f, false);
+            self.set_open(s, f, false);
             job.file = NONE;
         }
         let due = ctx.now() + wait;
@@ -1319,21 +1405,21 @@ impl ThpFioScale {
     }
 
     /// One step of `task`, this CPU's.
-    fn step_task(&self, ctx: &mut Ctx<'_>, task: &mut Task) -> Result<Next> {
+    fn step_task<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S, task: &mut Task) -> Result<Next> {
         match task {
             Task::Fio(job) => match job.state {
-                JobState::Write => self.step_writer(ctx, job),
-                JobState::WaitRead => self.step_waiting(ctx, job),
-                JobState::Read => self.step_reader(ctx, job),
+                JobState::Write => self.step_writer(ctx, s, job),
+                JobState::WaitRead => self.step_waiting(ctx, s, job),
+                JobState::Read => self.step_reader(ctx, s, job),
                 JobState::Done => Ok(Next::Done),
             },
-            Task::Thp(th) => self.step_thp(ctx, th),
-            Task::Kswapd(n) => self.step_kswapd(ctx, *n),
+            Task::Thp(th) => self.step_thp(ctx, s, th),
+            Task::Kswapd(n) => self.step_kswapd(ctx, s, *n),
             Task::Idle => Ok(Next::Done),
         }
     }
 
-    fn step_thp(&self, ctx: &mut Ctx<'_>, th: &mut ThpThread) -> Result<Next> {
+    fn step_thp<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S, th: &mut ThpThread) -> Result<Next> {
         let t = th.index;
         match th.state {
             ThpState::Wait => {
@@ -1348,7 +1434,7 @@ impl ThpFioScale {
                     return Ok(Next::SleepUntil(start));
                 }
                 th.state = ThpState::Huge;
-                self.step_thp(ctx, th)
+                self.step_thp(ctx, s, th)
             }
             ThpState::Huge => {
                 if th.steps_left == 0 {
@@ -1356,13 +1442,13 @@ impl ThpFioScale {
                     return Ok(Next::Continue);
                 }
                 th.step_start = ctx.now();
-                self.sample_nonmovable_free(ctx);
-                let Some(p) = self.thp_alloc(ctx)? else {
+                self.sample_nonmovable_free(ctx, s);
+                let Some(p) = self.thp_alloc(ctx, s)? else {
                     th.state = ThpState::Base(0);
                     return Ok(Next::Continue);
                 };
                 self.hold(t, p, HPAGE_ORDER)?;
-                self.page_table_page(ctx, t)?;
+                self.page_table_page(ctx, s, t)?;
                 // clear_huge_page, then the program's memset.
                 ctx.touch(p, 2 << 20);
                 ctx.touch(p, 2 << 20);
@@ -1374,9 +1460,9 @@ impl ThpFioScale {
             }
             ThpState::Base(done) => {
                 if done == 0 {
-                    self.page_table_page(ctx, t)?;
+                    self.page_table_page(ctx, s, t)?;
                 }
-                match self.alloc_reclaiming(ctx, Gfp::HIGHUSER_MOVABLE, Order(0))? {
+                match self.alloc_reclaiming(ctx, s, Gfp::HIGHUSER_MOVABLE, Order(0))? {
                     Some(p) => {
                         self.hold(t, p, Order(0))?;
                         ctx.touch(p, 4096);
@@ -1427,7 +1513,7 @@ impl ThpFioScale {
     /// (docs/reproduction.md, 002-thpfioscale). With it, the pages on the node's inactive file
     /// list (`inactive_file_pages`, the mean): how soon a page brought in now is evicted.
     /// Reading the lists decides nothing.
-    fn sample_nonmovable_free(&self, ctx: &Ctx<'_>) {
+    fn sample_nonmovable_free<S: Shared>(&self, ctx: &Ctx<'_>, s: &S) {
         let node = self.cpu_node[ctx.cpu() as usize] as usize;
         let zones = ctx.allocator().zones();
         let free: u64 = self.zones(ctx).node_zones[node]
@@ -1436,14 +1522,14 @@ impl ThpFioScale {
             .sum();
         add(&self.stats.nonmovable_free_sum, free);
         add(&self.stats.nonmovable_free_samples, 1);
-        let cache = lock(&self.cache);
+        let cache = s.cache();
         add(&self.stats.inactive_sum, cache.cached_pages[node] - cache.active_pages[node]);
     }
 
     /// The PTE page of a 2 MiB region (base faults), or the page table deposited with a huge
     /// page: order-0 unmovable (GFP_KERNEL).
-    fn page_table_page(&self, ctx: &mut Ctx<'_>, t: usize) -> Result<()> {
-        if let Some(p) = self.alloc_reclaiming(ctx, Gfp::KERNEL, Order(0))? {
+    fn page_table_page<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S, t: usize) -> Result<()> {
+        if let Some(p) = self.alloc_reclaiming(ctx, s, Gfp::KERNEL, Order(0))? {
             self.hold(t, p, Order(0))?;
         }
         Ok(())
@@ -1456,7 +1542,7 @@ impl ThpFioScale {
     /// path. 4.20's `__alloc_pages_slowpath` runs an async compaction before that reclaim; the
     /// library's compacting call runs its async and its sync-light compaction together, so
     /// here both follow the reclaim (see docs/workloads.md §7.2). Neither GFP wakes kswapd.
-    fn thp_alloc(&self, ctx: &mut Ctx<'_>) -> Result<Option<Pfn>> {
+    fn thp_alloc<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S) -> Result<Option<Pfn>> {
         let gfp = if self.madv { Gfp::TRANSHUGE } else { Gfp::TRANSHUGE_LIGHT };
         let p = ctx.alloc(gfp, HPAGE_ORDER);
         if p.is_some() || !self.madv {
@@ -1464,17 +1550,17 @@ impl ThpFioScale {
         }
         let node = self.cpu_node[ctx.cpu() as usize] as usize;
         if !self.compaction {
-            self.direct_reclaim(ctx, node, COMPACT_GAP_ORDER9)?;
+            self.direct_reclaim(ctx, s, node, COMPACT_GAP_ORDER9)?;
             return Ok(ctx.alloc(gfp, HPAGE_ORDER));
         }
         // 4.20's slow path for a costly request: an async compaction first, then direct
         // reclaim and a try, then a compaction at the default priority (sync-light); a costly
         // request without __GFP_RETRY_MAYFAIL gives up there.
-        let mut mover = Mover(self);
+        let mut mover = Mover(self, s);
         if let Some(p) = ctx.compact_and_alloc(gfp, HPAGE_ORDER, CompactMode::Async, &mut mover) {
             return Ok(Some(p));
         }
-        self.costly_direct_reclaim(ctx, node, gfp)?;
+        self.costly_direct_reclaim(ctx, s, node, gfp)?;
         if let Some(p) = ctx.alloc(gfp, HPAGE_ORDER) {
             return Ok(Some(p));
         }
@@ -1488,7 +1574,13 @@ impl ThpFioScale {
     /// `should_continue_reclaim`). With every zone ready nothing is reclaimed. (Once a zone
     /// was ready, 4.20's `do_try_to_free_pages` makes no second round at a higher priority;
     /// the model's direct reclaim makes one round anyway.)
-    fn costly_direct_reclaim(&self, ctx: &mut Ctx<'_>, node: usize, gfp: Gfp) -> Result<()> {
+    fn costly_direct_reclaim<S: Shared>(
+        &self,
+        ctx: &mut Ctx<'_>,
+        s: &S,
+        node: usize,
+        gfp: Gfp,
+    ) -> Result<()> {
         let zones = ctx.allocator().zones();
         let (mut shrink, mut ready) = (0u64, false);
         for &i in &self.zones(ctx).zonelist[node] {
@@ -1502,10 +1594,10 @@ impl ThpFioScale {
         if shrink == 0 {
             add(&self.stats.reclaim_skipped, 1);
         } else {
-            self.direct_reclaim_from(ctx, node, COMPACT_GAP_ORDER9, shrink)?;
-            self.reclaim_for_compaction(ctx, node, gfp, shrink)?;
+            self.direct_reclaim_from(ctx, s, node, COMPACT_GAP_ORDER9, shrink)?;
+            self.reclaim_for_compaction(ctx, s, node, gfp, shrink)?;
         }
-        self.snapshot_refaults();
+        self.snapshot_refaults(s);
         Ok(())
     }
 
@@ -1513,9 +1605,10 @@ impl ThpFioScale {
     /// nodes in the mask `nodes` goes on past `compact_gap` until compaction could run in
     /// some zone of the node's zonelist (`compaction_suitable`), or reclaim finds nothing
     /// more to evict.
-    fn reclaim_for_compaction(
+    fn reclaim_for_compaction<S: Shared>(
         &self,
         ctx: &mut Ctx<'_>,
+        s: &S,
         node: usize,
         gfp: Gfp,
         nodes: u64,
@@ -1528,7 +1621,7 @@ impl ThpFioScale {
                 .any(|&i| zones[i].compaction_suitable(HPAGE_ORDER, gfp.zone(), threshold))
         };
         while !suitable(ctx) {
-            if self.direct_reclaim_from(ctx, node, SWAP_CLUSTER_MAX, nodes)? == 0 {
+            if self.direct_reclaim_from(ctx, s, node, SWAP_CLUSTER_MAX, nodes)? == 0 {
                 break;
             }
         }
@@ -1549,17 +1642,17 @@ impl ThpFioScale {
     /// check between passes, or sleep. The step's decisions are made under the kswapd's
     /// lock (and the cache lock for the batch); the pages the batch took out are freed, and
     /// kcompactd runs on going to sleep, after both are let go.
-    fn step_kswapd(&self, ctx: &mut Ctx<'_>, node: usize) -> Result<Next> {
+    fn step_kswapd<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S, node: usize) -> Result<Next> {
         if self.stop.load(SeqCst) {
             return Ok(Next::Done);
         }
         let now = ctx.now();
-        let mut r = NodeReclaim::new(self, ctx, node);
+        let mut r = NodeReclaim::new(self, s, ctx, node);
         let next = self.kswapd[node].with(|k| k.step(&mut r, now));
         let (frees, to_sleep) = (r.frees, r.going_to_sleep);
         free_all(ctx, frees)?;
         if to_sleep {
-            self.wake_kcompactd(ctx, node)?;
+            self.wake_kcompactd(ctx, s, node)?;
         }
         Ok(match next? {
             KswapdNext::Continue => Next::Continue,
@@ -1573,7 +1666,7 @@ impl ThpFioScale {
     /// woken with (`wakeup_kcompactd`, which ignores order 0); here kcompactd runs on
     /// kswapd's CPU when the library says an allocation asked for it. Never without a
     /// request: proactive compaction came with 5.9.
-    fn wake_kcompactd(&self, ctx: &mut Ctx<'_>, node: usize) -> Result<()> {
+    fn wake_kcompactd<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S, node: usize) -> Result<()> {
         if !self.compaction {
             return Ok(());
         }
@@ -1581,13 +1674,13 @@ impl ThpFioScale {
         if ctx.allocator().kcompactd_pending(NodeId(node as u32)).is_none() {
             return Ok(());
         }
-        ctx.kcompactd(node as u32, &mut Mover(self))?;
+        ctx.kcompactd(node as u32, &mut Mover(self, s))?;
         Ok(())
     }
 
     /// Point the slot that holds the block `from` at `to`; false if no slot holds it. The
     /// slot is checked and moved under its lock (the cache's, or the THP thread's `held`).
-    fn move_page(&self, from: Pfn, to: Pfn, order: Order) -> bool {
+    fn move_page<S: Shared>(&self, s: &S, from: Pfn, to: Pfn, order: Order) -> bool {
         let Some(zones) = self.zones.get() else { return false };
         let (Some(entry), Ok(to_u32)) = (zones.owner_of(from), frame_of(zones.base, to)) else {
             return false;
@@ -1603,7 +1696,7 @@ impl ThpFioScale {
         };
         if loc & THP_LOC == 0 {
             let (f, b) = (loc as usize / MAX_FILE_PAGES, loc as usize % MAX_FILE_PAGES);
-            let mut cache = lock(&self.cache);
+            let mut cache = s.cache();
             match cache.files.get_mut(f).map(|file| &mut file.pages[b]) {
                 Some(p) if pfn_of(zones.base, *p) == from && order.0 == 0 => {
                     *p = to_u32;
@@ -1999,17 +2092,18 @@ fn pfn_node(ctx: &Ctx<'_>, pfn: Pfn) -> usize {
 /// A node of the run as its kswapd sees it: the workload's LRU and the allocator's zones.
 /// A batch's evictions are collected in `frees` and its going to sleep noted, for the
 /// caller to carry out once the kswapd's lock is let go.
-struct NodeReclaim<'w, 'c, 'a> {
+struct NodeReclaim<'w, 'c, 'a, S> {
     w: &'w ThpFioScale,
+    s: &'w S,
     ctx: &'c Ctx<'a>,
     node: usize,
     frees: Vec<Free>,
     going_to_sleep: bool,
 }
 
-impl<'w, 'c, 'a> NodeReclaim<'w, 'c, 'a> {
-    fn new(w: &'w ThpFioScale, ctx: &'c Ctx<'a>, node: usize) -> NodeReclaim<'w, 'c, 'a> {
-        NodeReclaim { w, ctx, node, frees: Vec::new(), going_to_sleep: false }
+impl<'w, 'c, 'a, S: Shared> NodeReclaim<'w, 'c, 'a, S> {
+    fn new(w: &'w ThpFioScale, s: &'w S, ctx: &'c Ctx<'a>, node: usize) -> Self {
+        NodeReclaim { w, s, ctx, node, frees: Vec::new(), going_to_sleep: false }
     }
 
     /// The node's managed zones up to `classzone`.
@@ -2022,7 +2116,7 @@ impl<'w, 'c, 'a> NodeReclaim<'w, 'c, 'a> {
     }
 }
 
-impl KswapdNode for NodeReclaim<'_, '_, '_> {
+impl<S: Shared> KswapdNode for NodeReclaim<'_, '_, '_, S> {
     fn balanced(&self, order: Order, classzone: ZoneType) -> bool {
         let mut any = false;
         for z in self.zones(classzone) {
@@ -2035,7 +2129,7 @@ impl KswapdNode for NodeReclaim<'_, '_, '_> {
     }
 
     fn lru_pages(&self) -> (u64, u64) {
-        let cache = lock(&self.w.cache);
+        let cache = self.s.cache();
         let active = cache.active_pages[self.node];
         (cache.cached_pages[self.node] - active, active)
     }
@@ -2045,7 +2139,7 @@ impl KswapdNode for NodeReclaim<'_, '_, '_> {
     }
 
     fn shrink(&mut self, inactive: u64, active: u64) -> Result<(u64, u64)> {
-        let mut cache = lock(&self.w.cache);
+        let mut cache = self.s.cache();
         let (evicted, _) =
             cache.shrink_round(self.ctx, self.node, inactive, active, &mut self.frees);
         Ok((evicted, evicted))
@@ -2059,7 +2153,7 @@ impl KswapdNode for NodeReclaim<'_, '_, '_> {
     }
 
     fn run_ended(&mut self) {
-        lock(&self.w.cache).workingset.snapshot(self.node);
+        self.s.cache().workingset.snapshot(self.node);
     }
 
     fn going_to_sleep(&mut self) -> Result<()> {
@@ -2081,11 +2175,11 @@ fn sleep_until(ctx: &mut Ctx<'_>, t: u64) -> Next {
 /// slot, a THP thread's block in its `held` slot. The page keeps its file, block, LRU
 /// position (the queue names file and block, not frames) and node (compaction stays in
 /// its zone). Compaction calls it with no allocator lock held, on whichever CPU compacts.
-struct Mover<'w>(&'w ThpFioScale);
+struct Mover<'w, S>(&'w ThpFioScale, &'w S);
 
-impl Migrate for Mover<'_> {
+impl<S: Shared> Migrate for Mover<'_, S> {
     fn migrate(&mut self, from: Pfn, to: Target<'_>, order: Order) -> bool {
-        self.0.move_page(from, to.pfn(), order)
+        self.0.move_page(self.1, from, to.pfn(), order)
     }
 }
 
@@ -2214,7 +2308,7 @@ impl Workload for ThpFioScale {
             };
         }
         let nodes = self.nr_nodes;
-        *part(&mut self.cache) = Cache {
+        *in_slot(part(&mut self.cache)) = Cache {
             nr_nodes: nodes,
             nr_cpus,
             file_pages: self.file_pages,
@@ -2244,27 +2338,30 @@ impl Workload for ThpFioScale {
         self.zones(ctx);
         self.last_now.fetch_max(ctx.now(), Relaxed);
         let mut task = self.tasks.get(ctx.cpu())?;
-        self.step_task(ctx, &mut task)
+        self.step_task(ctx, &Locked(&self.cache), &mut task)
     }
 
-    /// The same step without the task's lock and the clock's atomic maximum: the model owns
-    /// the workload, so the task is taken out of its slot for the step and put back after
-    /// it (nothing else reads a CPU's task during its step). Those two atomic
-    /// read-modify-writes were a few per cent of a thpfioscale run.
+    /// The same step without the task's lock, the clock's atomic maximum and the cache's
+    /// lock: the model owns the workload, so the task and the cache are taken out of their
+    /// slots for the step and put back after it (nothing else reads them during its step).
+    /// Those atomic read-modify-writes were several per cent of a thpfioscale run.
     fn step_alone(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
         self.zones(ctx);
         let last = self.last_now.get_mut();
         *last = (*last).max(ctx.now());
         let cpu = ctx.cpu();
         let mut task = std::mem::replace(self.tasks.get_mut(cpu)?, Task::Idle);
-        let next = self.step_task(ctx, &mut task);
+        let slot = part(&mut self.cache);
+        let alone = Alone(RefCell::new(slot.take().context("thpfioscale: no cache")?));
+        let next = self.step_task(ctx, &alone, &mut task);
+        *part(&mut self.cache) = Some(alone.0.into_inner());
         *self.tasks.get_mut(cpu)? = task;
         next
     }
 
     fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
         let mut v = Vec::new();
-        let cache = part(&mut self.cache);
+        let cache = in_slot(part(&mut self.cache));
         let base = cache.base;
         for file in &mut cache.files {
             for p in &mut file.pages {
@@ -2296,7 +2393,7 @@ impl Workload for ThpFioScale {
         let kswapd = |f: fn(&Kswapd) -> u64| -> f64 {
             self.kswapd.iter().map(|k| f(&lock(&k.kswapd))).sum::<u64>() as f64
         };
-        let (init_time, cache) = (lock(&self.phase).init_time, lock(&self.cache));
+        let (init_time, cache) = (lock(&self.phase).init_time, CacheGuard(lock(&self.cache)));
         let c = |v: &AtomicU64| get(v) as f64;
         let (refaults, refault_activations) = cache.workingset.totals();
         vec![
@@ -2374,11 +2471,20 @@ mod tests {
     }
 
     fn run(preset: &str, seed: u64, extra: &[&str]) -> RunOutcome {
+        run_as(preset, seed, extra, false)
+    }
+
+    /// [`run`], or with every step through [`Workload::step`] (the real runner's, which locks
+    /// the cache) if `locked`.
+    fn run_as(preset: &str, seed: u64, extra: &[&str], locked: bool) -> RunOutcome {
         let info = workload::find("thpfioscale").unwrap();
         let mut over: Vec<String> = vec!["warmup=0.25".into()];
         over.extend(extra.iter().map(|s| s.to_string()));
         let params = info.params(&over, 1.0).unwrap();
         let mut w = (info.build)(&params);
+        if locked {
+            w = workload::testing::locked(w);
+        }
         let mut m = Model::new(setup(preset, seed)).unwrap();
         m.run(w.as_mut(), &mut |_| {}).unwrap()
     }
@@ -2615,29 +2721,46 @@ mod tests {
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
     }
 
+    /// The model's steps, which take the cache out of its lock ([`Alone`]), and the real
+    /// runner's, which lock it ([`Locked`]), make the same run through every path that
+    /// reaches the cache: writes and reads, kswapd's and direct reclaim, the slab's
+    /// shrinking, compaction's moves.
+    #[test]
+    fn steps_alone_and_locked_make_the_same_run() {
+        let alone = run_as("frag-lowzone", 6, &["madv_hugepage=1"], false);
+        let locked = run_as("frag-lowzone", 6, &["madv_hugepage=1"], true);
+        assert!(alone.events.get(Counter::PgmigrateSuccess) > 0);
+        for m in ["kswapd_pages", "direct_reclaim_pages", "inode_evictions", "read_misses"] {
+            assert!(metric(&alone, m) > 0.0, "{m}: {:?}", alone.workload);
+        }
+        assert_eq!(format!("{alone:?}"), format!("{locked:?}"));
+    }
+
     /// Where the workload holds a page, a migration moves it; a frame it does not hold (or
     /// no longer holds) is refused.
     #[test]
     fn migrate_follows_the_page_and_refuses_strangers() {
         let info = workload::find("thpfioscale").unwrap();
         let mut w = ThpFioScale::new(&info.params(&[], 1.0).unwrap());
-        part(&mut w.cache).files = vec![File::EMPTY; 2];
+        in_slot(part(&mut w.cache)).files = vec![File::EMPTY; 2];
         w.held = vec![Mutex::default()];
         let owner = (0..64).map(|_| AtomicU32::new(NONE)).collect();
         let zones = Zones { zonelist: Vec::new(), node_zones: Vec::new(), base: 0, owner };
         w.zones.set(zones).unwrap();
-        part(&mut w.cache).files[1].pages[3] = 10;
+        in_slot(part(&mut w.cache)).files[1].pages[3] = 10;
         w.zones.get().unwrap().own(Pfn(10), (MAX_FILE_PAGES + 3) as u32);
         w.hold(0, Pfn(20), Order(0)).unwrap();
-        let mv = |w: &ThpFioScale, from: u64, to: u64| w.move_page(Pfn(from), Pfn(to), Order(0));
+        let mv = |w: &ThpFioScale, from: u64, to: u64| {
+            w.move_page(&Locked(&w.cache), Pfn(from), Pfn(to), Order(0))
+        };
         let held = |w: &mut ThpFioScale, t: usize| part(&mut w.held[t]).clone();
         assert!(mv(&w, 10, 11));
-        assert_eq!(part(&mut w.cache).files[1].pages[3], 11);
+        assert_eq!(in_slot(part(&mut w.cache)).files[1].pages[3], 11);
         assert!(mv(&w, 20, 21));
         assert_eq!(held(&mut w, 0), vec![(Pfn(21), Order(0))]);
         // The old frames are nobody's now; a stale entry whose slot moved on is refused.
         assert!(!mv(&w, 10, 12) && !mv(&w, 20, 22) && !mv(&w, 5, 6));
-        part(&mut w.cache).files[1].pages[3] = NONE;
+        in_slot(part(&mut w.cache)).files[1].pages[3] = NONE;
         assert!(!mv(&w, 11, 12));
         // A second thread: entries name it in the low bits, its slots above them.
         let copy = held(&mut w, 0);
