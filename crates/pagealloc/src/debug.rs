@@ -386,7 +386,8 @@ fn pending_pages<L: RawLock>(z: &Zone<L>, cpu: usize, pcp: &PerCpuPages) -> Resu
 /// only adds in front of the head read). At most the zone's frame count of steps, so a
 /// corrupted link cannot loop forever.
 fn remote_pages<L: RawLock>(z: &Zone<L>, slot: &crate::pcp::PcpSlot<L>) -> u64 {
-    let mut idx = slot.remote.load(crate::sync::Ordering::Acquire) as u32;
+    let (mut idx, _) =
+        crate::pcp::remote::word_parts(slot.remote.load(crate::sync::Ordering::Acquire));
     let mut pages = 0;
     for _ in 0..z.mem_map.len() {
         let Some(f) = z.mem_map.get(idx as usize) else { break };

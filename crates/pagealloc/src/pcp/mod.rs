@@ -229,8 +229,8 @@ impl<L: RawLock> PcpSlot<L> {
     /// list (the last read outside the lock, so racy against pushes, as any count is).
     pub(crate) fn held_pages(&self) -> u64 {
         let p = self.pcp.lock();
-        let remote = self.remote.load(crate::sync::Ordering::Relaxed) >> 32;
-        p.count.max(0) as u64 + u64::from(p.pending.pages) + remote
+        let (_, remote) = remote::word_parts(self.remote.load(crate::sync::Ordering::Relaxed));
+        p.count.max(0) as u64 + u64::from(p.pending.pages) + u64::from(remote)
     }
 
     /// A copy of the pageset's state, taken under its lock.

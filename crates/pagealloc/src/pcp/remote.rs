@@ -49,6 +49,19 @@ use crate::{Cpu, PageAllocator};
 /// The remote-free word of an empty list: no head, no blocks.
 pub(crate) const EMPTY: u64 = NIL as u64;
 
+/// A remote-free word's two halves: the head block's frame index (low) and the pages on the
+/// list (high).
+#[inline]
+pub(crate) fn word_parts(word: u64) -> (u32, u32) {
+    (word as u32, (word >> 32) as u32)
+}
+
+/// The remote-free word of a list from `head` holding `pages`.
+#[inline]
+fn word(head: u32, pages: u32) -> u64 {
+    u64::from(head) | u64::from(pages) << 32
+}
+
 /// The pages a pending chain collects before it is published: the pageset's `batch` (the
 /// kernel's unit for moving pages between a pageset and the zone, which amortises one zone
 /// lock hold over that many pages; here one transfer of the owner's list word), at most
@@ -191,12 +204,12 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let tail = &zone.mem_map[chain.tail as usize];
         let mut cur = home.remote.load(Relaxed);
         loop {
-            let (head, held) = (cur as u32, (cur >> 32) as u32);
+            let (head, held) = word_parts(cur);
             if held + chain.pages > REMOTE_FREE_MAX {
                 return false;
             }
             tail.set_next(head);
-            let new = u64::from(chain.head) | u64::from(held + chain.pages) << 32;
+            let new = word(chain.head, held + chain.pages);
             match home.remote.compare_exchange_weak(cur, new, Release, Relaxed) {
                 Ok(_) => return true,
                 Err(now) => cur = now,
@@ -217,7 +230,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if slot.remote.load(Relaxed) == EMPTY {
             return 0;
         }
-        let head = slot.remote.swap(EMPTY, Acquire) as u32;
+        let (head, _) = word_parts(slot.remote.swap(EMPTY, Acquire));
         let taken = self.remote_free_chain(cpu, zone, slot, pcp, head);
         slot.stats.add_locked(Counter::PcpRemoteCollect, u64::from(taken));
         taken
