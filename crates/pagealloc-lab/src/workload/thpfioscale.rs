@@ -152,7 +152,7 @@ use super::kswapd::SWAP_CLUSTER_MAX;
 use super::kswapd::{compact_gap, compaction_ready, Kswapd, KswapdNext, KswapdNode};
 use super::workingset::{self, Workingset};
 use super::{ns, Fit, Fitted, ParamSpec, Params, WorkloadInfo, PREFETCH_AHEAD};
-use crate::model::{lock, part, Ctx, ModelInfo, Next, PerCpu, Workload, PS_PER_S};
+use crate::model::{lock, part, Ctx, Latest, ModelInfo, Next, PerCpu, Workload, PS_PER_S};
 
 /// The registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
@@ -927,7 +927,8 @@ pub struct ThpFioScale {
     thp_done: AtomicUsize,
     /// The THP program is done: fio is killed, kswapd has nothing left to do.
     stop: AtomicBool,
-    last_now: AtomicU64,
+    /// The latest step's time, for progress (per CPU: [`Latest`]).
+    last_now: Latest,
     stats: Stats,
 }
 
@@ -973,7 +974,7 @@ impl ThpFioScale {
             phase: Mutex::default(),
             thp_done: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
-            last_now: AtomicU64::new(0),
+            last_now: Latest::default(),
             stats: Stats::default(),
         }
     }
@@ -2336,7 +2337,7 @@ impl Workload for ThpFioScale {
 
     fn step(&self, ctx: &mut Ctx<'_>) -> Result<Next> {
         self.zones(ctx);
-        self.last_now.fetch_max(ctx.now(), Relaxed);
+        self.last_now.note(ctx.cpu(), ctx.now());
         let mut task = self.tasks.get(ctx.cpu())?;
         self.step_task(ctx, &Locked(&self.cache), &mut task)
     }
@@ -2347,8 +2348,7 @@ impl Workload for ThpFioScale {
     /// Those atomic read-modify-writes were several per cent of a thpfioscale run.
     fn step_alone(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
         self.zones(ctx);
-        let last = self.last_now.get_mut();
-        *last = (*last).max(ctx.now());
+        self.last_now.note_mut(ctx.cpu(), ctx.now());
         let cpu = ctx.cpu();
         let mut task = std::mem::replace(self.tasks.get_mut(cpu)?, Task::Idle);
         let slot = part(&mut self.cache);
@@ -2440,7 +2440,7 @@ impl Workload for ThpFioScale {
             let phase = lock(&self.phase);
             (phase.init_time, phase.thp_start)
         };
-        let last_now = self.last_now.load(Relaxed);
+        let last_now = self.last_now.get();
         let warm = if thp_start > init_time && init_time > 0 {
             ((last_now.saturating_sub(init_time)) as f64 / (thp_start - init_time) as f64).min(1.0)
         } else {
