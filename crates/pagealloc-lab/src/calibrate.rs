@@ -70,6 +70,10 @@ pub struct Plan {
     pub chase_windows: usize,
     /// Round trips of the blocking (condition variable) ping-pong, one repetition a round.
     pub wake_round_trips: usize,
+    /// The LLC-share sweep runs in every round whose number is a multiple of this.
+    pub share_every: usize,
+    /// The sweep's largest region, bytes (the LLC sysfs reports, if smaller).
+    pub share_max_bytes: u64,
 }
 
 impl Plan {
@@ -92,6 +96,8 @@ impl Plan {
         cold_llc_multiple: 8,
         chase_windows: 64,
         wake_round_trips: 50,
+        share_every: 16,
+        share_max_bytes: u64::MAX,
     };
 
     /// A smoke run for tests (well under a second in a release build): every step runs and
@@ -112,6 +118,8 @@ impl Plan {
         cold_llc_multiple: 2,
         chase_windows: 8,
         wake_round_trips: 20,
+        share_every: 1,
+        share_max_bytes: 64 << 20,
     };
 }
 
@@ -1414,6 +1422,146 @@ fn touch_pass(
 }
 
 // ---------------------------------------------------------------------------------------------
+// 4b. The share of the LLC this host's CPUs get
+
+/// The sweep's regions grow by this factor, from two L2s up to the LLC.
+const SHARE_GROWTH: f64 = 1.5;
+
+/// What the LLC-share sweep found.
+#[derive(Clone, Debug, Serialize)]
+pub struct ShareFigures {
+    /// The regions swept, bytes, smallest first.
+    pub sizes: Vec<u64>,
+    /// Per region: the median page write over every sweep that reached it, ns (NaN: none).
+    pub ns: Vec<f64>,
+    /// Each sweep's estimate of the usable LLC, MiB: the figure is its median.
+    pub usable_mib: Summary,
+    /// The LLC sysfs reports (or the 32 MiB guess), bytes.
+    pub llc_bytes: u64,
+}
+
+/// Page writes over regions of growing size, to find how much of the LLC this host's CPUs
+/// really get: a virtual machine is told its host's whole LLC (the lab VM: 260 MiB) but
+/// shares it with the host's other guests, and its page writes ran at memory's rate over
+/// regions a fifth of that. Each sweep writes every region in a freshly shuffled page order,
+/// once untimed (to bring it into whatever cache holds it) and once timed in windows of
+/// [`WINDOW`] pages, smallest region first, and stops two regions after the cost first
+/// exceeds the midpoint between the round's LLC-resident and cold page writes. The sweep's
+/// estimate is the region size where the cost crosses that midpoint ([`crossing`]): where
+/// about half the pages are still found in the cache.
+#[derive(Debug)]
+pub struct ShareBench {
+    sizes: Vec<u64>,
+    region: Vec<u8>,
+    rng: Rng,
+    passes: u8,
+    per_size: Vec<Vec<f64>>,
+    estimates: Vec<f64>,
+    llc: u64,
+}
+
+impl ShareBench {
+    /// Size the regions from sysfs (1 MiB L2 and 32 MiB LLC when it says nothing), capped
+    /// at `plan.share_max_bytes`, and fault the largest in.
+    pub fn new(plan: &Plan) -> ShareBench {
+        let sysfs = std::path::Path::new("/sys/devices/system/cpu");
+        let llc = crate::cacheinfo::llc_bytes(sysfs, 0).unwrap_or(32 << 20);
+        let l2 = crate::cacheinfo::level(sysfs, 0, 2).map_or(1 << 20, |(bytes, _)| bytes);
+        let sizes = share_sizes(2 * l2, llc.min(plan.share_max_bytes));
+        let largest = sizes.last().copied().unwrap_or(0) as usize;
+        let mut region = vec![0u8; largest];
+        region.fill(1);
+        ShareBench {
+            per_size: vec![Vec::new(); sizes.len()],
+            sizes,
+            region,
+            rng: Rng::new(0x5a4e),
+            passes: 0,
+            estimates: Vec::new(),
+            llc,
+        }
+    }
+
+    /// One sweep, with this round's LLC-resident (`hot`) and cold page writes (ns) as the
+    /// two ends of the scale.
+    pub fn sweep(&mut self, hot: f64, cold: f64, clk: &Clock, overhead: f64) {
+        let mid = (hot + cold) / 2.0;
+        let mut medians = Vec::with_capacity(self.sizes.len());
+        let mut above = 0;
+        let mut scratch = Vec::new();
+        for (i, &bytes) in self.sizes.iter().enumerate() {
+            let pages = bytes as usize / PAGE;
+            let mut order: Vec<usize> = (0..pages).collect();
+            shuffle(&mut order, &mut self.rng);
+            let region = &mut self.region[..pages * PAGE];
+            self.passes = self.passes.wrapping_add(1);
+            touch_pass(region, &order, self.passes, clk, 0.0, &mut scratch);
+            shuffle(&mut order, &mut self.rng);
+            self.passes = self.passes.wrapping_add(1);
+            let mut windows = Vec::with_capacity(pages / WINDOW);
+            touch_pass(region, &order, self.passes, clk, overhead, &mut windows);
+            let median = Summary::of(&mut windows.clone()).median;
+            self.per_size[i].extend(windows);
+            medians.push(median);
+            if median > mid {
+                above += 1;
+                if above == 2 {
+                    break;
+                }
+            }
+        }
+        let found = crossing(&self.sizes[..medians.len()], &medians, mid);
+        self.estimates.push(found as f64 / f64::from(1u32 << 20));
+    }
+
+    /// Summarise.
+    pub fn finish(mut self) -> ShareFigures {
+        let ns = self
+            .per_size
+            .iter_mut()
+            .map(|w| if w.is_empty() { f64::NAN } else { Summary::of(w).median })
+            .collect();
+        ShareFigures {
+            sizes: self.sizes,
+            ns,
+            usable_mib: Summary::of(&mut self.estimates),
+            llc_bytes: self.llc,
+        }
+    }
+}
+
+/// The sweep's region sizes: from `from` bytes, each [`SHARE_GROWTH`] times the last and
+/// rounded down to whole windows of pages, up to `to` (which is the last).
+pub fn share_sizes(from: u64, to: u64) -> Vec<u64> {
+    let unit = (WINDOW * PAGE) as u64;
+    let mut sizes = Vec::new();
+    let mut at = from as f64;
+    while (at as u64) < to {
+        sizes.push((at as u64 / unit).max(1) * unit);
+        at *= SHARE_GROWTH;
+    }
+    sizes.push((to / unit).max(1) * unit);
+    sizes.dedup();
+    sizes
+}
+
+/// The region size where a page write's cost `ns` (per region of `sizes`, ascending) first
+/// exceeds `mid`, interpolated in log size between that region and the one before; the last
+/// size when none exceeds it, the first when the first already does.
+pub fn crossing(sizes: &[u64], ns: &[f64], mid: f64) -> u64 {
+    let Some(i) = ns.iter().position(|&t| t > mid) else {
+        return sizes.last().copied().unwrap_or(0);
+    };
+    if i == 0 {
+        return sizes[0];
+    }
+    let (a, b) = (sizes[i - 1] as f64, sizes[i] as f64);
+    let (ta, tb) = (ns[i - 1], ns[i]);
+    let f = ((mid - ta) / (tb - ta)).clamp(0.0, 1.0);
+    (a.ln() + f * (b.ln() - a.ln())).exp() as u64
+}
+
+// ---------------------------------------------------------------------------------------------
 // 5. Load latency by cache level
 
 /// Dependent loads per timed window of the pointer chase.
@@ -1678,6 +1826,8 @@ pub struct Calibration {
     pub handoff: HandoffFigures,
     /// Page writes.
     pub touch: TouchFigures,
+    /// The share of the LLC page writes find.
+    pub share: ShareFigures,
     /// Load latencies.
     pub latency: LatencyFigures,
     /// Waking a blocked thread.
@@ -1718,16 +1868,18 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
     let mut holds = HoldBench::new(&clk)?;
     let mut handoff = HandoffBench::new()?;
     let mut touch = TouchBench::new(plan);
+    let mut share = ShareBench::new(plan);
     let mut latency = LatencyBench::new(plan);
     let mut wake = WakeBench::default();
     let (mut timer, mut lock) = (Vec::new(), Vec::new());
     let mut rounds = RoundMedians::default();
     for r in 0..plan.rounds {
         progress(&format!(
-            "round {}/{}: clock, pageset, spin lock, zone-lock holds, handoff, page writes, \
+            "round {}/{}: clock, pageset, spin lock, zone-lock holds, handoff, page writes{}, \
              load latencies, wake-ups",
             r + 1,
-            plan.rounds
+            plan.rounds,
+            if r % plan.share_every.max(1) == 0 { " (and the LLC-share sweep)" } else { "" }
         ));
         let t0 = timer.len();
         timer_overhead(&clk, plan.timer_pairs, &mut timer);
@@ -1746,6 +1898,9 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
         rounds.l2.push(l);
         rounds.hot.push(h);
         rounds.cold.push(c);
+        if r % plan.share_every.max(1) == 0 {
+            share.sweep(h, c, &clk, ovh);
+        }
         rounds.latency.push(latency.round(plan, &clk, ovh));
         rounds.wake.push(wake.round(plan, &clk, ovh));
     }
@@ -1759,6 +1914,7 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
         holds: holds.finish(plan.quick)?,
         handoff: handoff.finish(plan.quick, lock.median)?,
         touch: touch.finish(plan.quick)?,
+        share: share.finish(),
         latency: latency.finish(),
         wake: wake.finish(plan.quick)?,
         rounds,
@@ -1804,6 +1960,40 @@ mod tests {
         assert_eq!(llc_region_bytes(MIB / 4, 32 * MIB), MIB);
         assert_eq!(llc_region_bytes(MIB, 8 * MIB), 2 * MIB);
         assert_eq!(llc_region_bytes(MIB, 4 * MIB), 2 * MIB, "at least two L2s");
+    }
+
+    /// The sweep grows by half each step from two L2s and ends at the LLC, in whole windows
+    /// of pages (the lab VM: 2 MiB L2, 260 MiB LLC).
+    #[test]
+    fn the_share_sweep_grows_by_half_up_to_the_llc() {
+        const MIB: u64 = 1 << 20;
+        let s = share_sizes(4 * MIB, 260 * MIB);
+        assert_eq!(&s[..3], &[4 * MIB, 6 * MIB, 9 * MIB]);
+        assert_eq!(*s.last().unwrap(), 260 * MIB);
+        let unit = (WINDOW * PAGE) as u64;
+        assert!(s
+            .windows(2)
+            .all(|w| w[1] > w[0] && w[1] as f64 <= w[0] as f64 * 1.5 + unit as f64));
+        assert!(s.iter().all(|b| b % unit == 0));
+        assert_eq!(share_sizes(4 * MIB, 4 * MIB), vec![4 * MIB], "an LLC of two L2s");
+        assert_eq!(share_sizes(4 * MIB, 3 * MIB), vec![3 * MIB], "an LLC below two L2s");
+    }
+
+    /// The crossing is interpolated in log size between the last region below the midpoint
+    /// and the first above; a sweep that never crosses gives its largest region, one that
+    /// starts above gives its smallest.
+    #[test]
+    fn the_usable_llc_is_where_the_cost_crosses_the_midpoint() {
+        const MIB: u64 = 1 << 20;
+        let sizes = [16 * MIB, 32 * MIB, 64 * MIB, 128 * MIB];
+        // Half-way between 200 and 600 in cost, half-way between 32 and 64 MiB in log size.
+        let at = crossing(&sizes, &[170.0, 200.0, 600.0, 610.0], 400.0);
+        assert!((at as f64 / (f64::sqrt(2.0) * 32.0 * MIB as f64) - 1.0).abs() < 1e-6, "{at}");
+        assert_eq!(crossing(&sizes, &[170.0, 200.0, 400.0, 400.0], 400.0), 128 * MIB);
+        assert_eq!(crossing(&sizes, &[500.0, 600.0], 400.0), 16 * MIB);
+        // A dip after the first crossing does not move it.
+        let at = crossing(&sizes, &[170.0, 600.0, 300.0, 610.0], 400.0);
+        assert!(at > 16 * MIB && at < 32 * MIB, "{at}");
     }
 
     #[test]

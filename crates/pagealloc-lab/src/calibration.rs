@@ -150,7 +150,41 @@ pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
              notify of the parked thread, unlock)"
                 .into(),
         ),
+        (Level::LlcUsable, round1(c.share.usable_mib.median), c.share.usable_mib, share_how(c)),
     ]
+}
+
+/// How the usable LLC was found, with the sweep's figures: what a page write cost over each
+/// region, and the two ends of the scale.
+fn share_how(c: &Calibration) -> String {
+    let s = &c.share;
+    let costs: Vec<String> = s
+        .sizes
+        .iter()
+        .zip(&s.ns)
+        .filter(|(_, ns)| ns.is_finite())
+        .map(|(&b, ns)| format!("{} MiB {ns:.0}", fmt_mib(b)))
+        .collect();
+    format!(
+        "page writes in shuffled page order over regions growing by 1.5x ({} ns a page, \
+         medians); per sweep, the region where a page write costs half-way between the \
+         LLC-resident ({:.0} ns) and the cold one ({:.0} ns), interpolated: where about half \
+         the pages are still cached. sysfs reports a {} MiB LLC",
+        costs.join(", "),
+        c.touch.hot.median,
+        c.touch.cold.median,
+        s.llc_bytes >> 20
+    )
+}
+
+/// Bytes as MiB, to one decimal where not whole.
+fn fmt_mib(bytes: u64) -> String {
+    let mib = bytes as f64 / f64::from(1u32 << 20);
+    if mib.fract() == 0.0 {
+        format!("{mib:.0}")
+    } else {
+        format!("{mib:.1}")
+    }
 }
 
 /// To 0.01.

@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::kversion::KernelVersion;
+use crate::machine::hierarchy::{Hierarchy, Level};
 use crate::machine::Machine;
 use crate::metrics::{self, Metric};
 use crate::mmtests::Better;
@@ -183,15 +184,25 @@ pub struct RunResult {
 pub fn topology(m: &Machine) -> Result<Topology> {
     let n = m.nr_cpus();
     let (cpu_l2, l2_bytes) = m.l2_domains()?;
+    let hierarchy = m.hierarchy()?.clone();
+    let usable = usable_llc_bytes(&hierarchy);
     Ok(Topology {
         cpu_node: (0..n).map(|c| m.node_of_cpu(c) as u32).collect(),
         cpu_llc: (0..n).map(|c| m.llc_domain(c) as u32).collect(),
-        llc_bytes: (0..m.nr_llc_domains()).map(|d| m.llc_bytes_of_domain(d)).collect(),
+        llc_bytes: (0..m.nr_llc_domains()).map(|d| m.llc_bytes_of_domain(d).min(usable)).collect(),
         cpu_l2,
         l2_bytes,
-        hierarchy: m.hierarchy()?.clone(),
+        hierarchy,
         frame_bytes: m.frame_bytes,
     })
+}
+
+/// What the model's caches may hold of an LLC: all of it, unless the hierarchy measured a
+/// smaller share (`llc_usable_mib`, a virtual machine's), which then caps every LLC domain.
+/// Only the model's caches take it; the allocator sizes its pagesets from the LLC the node
+/// reports, as a kernel reads it from CPUID.
+fn usable_llc_bytes(h: &Hierarchy) -> u64 {
+    h.value(Level::LlcUsable).map_or(u64::MAX, |mib| (mib * (1u64 << 20) as f64) as u64)
 }
 
 /// Build the model for `spec`.
@@ -713,6 +724,25 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::hierarchy::Sourced;
+
+    /// A measured share of the LLC caps the model's caches, not what the node reports (which
+    /// sizes the allocator's pagesets, as a kernel reads it from CPUID).
+    #[test]
+    fn a_measured_llc_share_caps_the_models_caches() {
+        let mut m = Machine::builtin("lab-2cpu").unwrap();
+        let reported = m.nodes[0].llc_bytes;
+        assert_eq!(topology(&m).unwrap().llc_bytes, vec![reported]);
+        let mut h = m.hierarchy.clone().unwrap();
+        h.set(Level::LlcUsable, Sourced::new(4.5, "measured here"));
+        m.hierarchy = Some(h.clone());
+        assert_eq!(topology(&m).unwrap().llc_bytes, vec![4608 << 10]);
+        assert_eq!(m.cache_info(0).llc_slice_bytes, reported / 2, "the node's own LLC");
+        // A share above the reported LLC leaves the LLC as it is.
+        h.set(Level::LlcUsable, Sourced::new(1e6, "measured here"));
+        m.hierarchy = Some(h);
+        assert_eq!(topology(&m).unwrap().llc_bytes, vec![reported]);
+    }
 
     #[test]
     fn the_time_left_weighs_each_run_by_its_kind() {

@@ -16,7 +16,7 @@ const COSTS: [&str; 6] = [
 ];
 
 /// The hierarchy figures calibrate measures on a one-node, one-LLC host.
-const FIGURES: [&str; 10] = [
+const FIGURES: [&str; 11] = [
     "l2_hit_ns",
     "llc_hit_ns",
     "c2c_same_llc_ns",
@@ -27,6 +27,7 @@ const FIGURES: [&str; 10] = [
     "write_dram_gbps",
     "wake_idle_ns",
     "wake_call_ns",
+    "llc_usable_mib",
 ];
 
 /// The profile loads where profiles are used: `run --cost FILE` parses it with the model's own

@@ -84,6 +84,12 @@ This machine's memory hierarchy (the [hierarchy] of --machine-out):
                               sooner than this after the step that woke it
   wake_call_ns                the same ping-pong: the waking thread's hand-over (its notify
                               of the parked thread), charged to the waking CPU per wake
+  llc_usable_mib              how much of the LLC this host's CPUs get (a VM shares its
+                              host's): every 16th round, page writes over regions from 2 L2s
+                              up to the LLC, each 1.5x the last, written once to warm and
+                              once timed; the region where a page costs half-way between
+                              write_llc and write_dram, interpolated; median of the sweeps.
+                              The model's caches hold no more than this
 
 Regenerate the lab's default profile (and the lab-2cpu machine's figures) with
   cargo run --release -p pagealloc-lab -- calibrate \\
@@ -195,7 +201,7 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
     }
     let _ = writeln!(s, "\nthis machine's memory hierarchy (the [hierarchy] of --machine-out):");
     for (level, value, sp, how) in hierarchy_rows(c) {
-        let unit = if level.is_rate() { "GB/s" } else { "ns" };
+        let unit = level.unit();
         let _ = writeln!(
             s,
             "{:<20} {:>9.1} {:>17} {:>7}  {unit}: {how}",
@@ -500,7 +506,7 @@ mod tests {
     use super::*;
     use crate::calibrate::{
         HandoffFigures, HoldFit, LatencyFigures, Machine as Host, PcpFigures, RoundMedians,
-        SlabFigures, TouchFigures, WakeFigures,
+        ShareFigures, SlabFigures, TouchFigures, WakeFigures,
     };
 
     fn s(median: f64) -> Summary {
@@ -558,6 +564,12 @@ mod tests {
                 hot_bytes: 8 << 20,
                 cold_bytes: 64 << 20,
                 evict_bytes: 64 << 20,
+            },
+            share: ShareFigures {
+                sizes: vec![4 << 20, 6 << 20, 9 << 20, 13 << 20],
+                ns: vec![100.0, 120.0, 500.0, f64::NAN],
+                usable_mib: s(6.5),
+                llc_bytes: 32 << 20,
             },
             latency: LatencyFigures {
                 l2: s(4.0),

@@ -361,7 +361,7 @@ fn write_text(out: &mut String, m: &Machine) {
         Some(h) => {
             out.push_str("  memory hierarchy:\n");
             for (level, f) in h.iter() {
-                let unit = if level.is_rate() { "GB/s" } else { "ns" };
+                let unit = level.unit();
                 wrap(out, 4, 8, &format!("{} = {} {unit}: {}", level.key(), f.value, level.what()));
                 if let (Some(lo), Some(hi)) = (f.quantiles.first(), f.quantiles.last()) {
                     let n = f.quantiles.len();

@@ -253,7 +253,7 @@ impl Reader<'_> {
 
     /// One figure: `{ value = NUMBER, source = "…" }`.
     fn figure(&self, path: &str, level: Level, v: &Value<'_>) -> Result<Sourced> {
-        let unit = if level.is_rate() { "GB/s" } else { "ns" };
+        let unit = level.unit();
         let form = format!("{{ value = NUMBER ({unit}), source = \"where it was published\" }}");
         let DeValue::Table(t) = v.get_ref() else {
             return Err(self.err(

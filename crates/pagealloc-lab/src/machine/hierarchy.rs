@@ -64,6 +64,12 @@ pub enum Level {
     /// host `calibrate` measured, a condition variable's notify: a futex system call and the
     /// interrupt to the halted CPU), paid on the waking CPU. Only a host's file has it.
     WakeCall,
+    /// How much of its LLC a CPU of this machine gets, as page writes find it: a virtual
+    /// machine is told its host's whole LLC (CPUID and sysfs report it) but shares it with
+    /// the host's other guests. Only a host's file has it (`pagealloc calibrate` measures
+    /// it); the model's caches hold this much, while the allocator, as a kernel would, still
+    /// sizes its pagesets from the LLC the node reports.
+    LlcUsable,
 }
 
 /// Which machines need a figure.
@@ -82,7 +88,7 @@ pub enum Needed {
 
 impl Level {
     /// Every figure.
-    pub const ALL: [Level; 15] = [
+    pub const ALL: [Level; 16] = [
         Level::L2Hit,
         Level::LlcHit,
         Level::C2cSameLlc,
@@ -98,6 +104,7 @@ impl Level {
         Level::WriteDram,
         Level::WakeIdle,
         Level::WakeCall,
+        Level::LlcUsable,
     ];
 
     /// The key in a machine file's `[hierarchy]` table; it ends in the unit.
@@ -118,6 +125,7 @@ impl Level {
             Level::WriteDram => "write_dram_gbps",
             Level::WakeIdle => "wake_idle_ns",
             Level::WakeCall => "wake_call_ns",
+            Level::LlcUsable => "llc_usable_mib",
         }
     }
 
@@ -144,18 +152,32 @@ impl Level {
             Level::WriteDram => "one core's write rate, from DRAM",
             Level::WakeIdle => "a thread blocked on an idle CPU, woken until it runs",
             Level::WakeCall => "the waker's call that wakes a parked thread",
+            Level::LlcUsable => "the LLC capacity a CPU gets (a virtual machine's share)",
         }
     }
 
-    /// Is the figure a rate (GB/s, 10^9 bytes a second) rather than a latency (ns)?
+    /// Is the figure a rate (GB/s, 10^9 bytes a second) rather than a latency (ns) or a
+    /// capacity (MiB)?
     pub fn is_rate(self) -> bool {
         matches!(self, Level::WriteL2 | Level::WriteLlc | Level::WriteDram)
+    }
+
+    /// The figure's unit as printed: GB/s for a rate, MiB for a capacity, ns otherwise.
+    pub fn unit(self) -> &'static str {
+        match self {
+            _ if self.is_rate() => "GB/s",
+            Level::LlcUsable => "MiB",
+            _ => "ns",
+        }
     }
 
     /// The accepted range of the value.
     pub fn range(self) -> (f64, f64) {
         if self.is_rate() {
             (0.01, 10_000.0)
+        } else if self == Level::LlcUsable {
+            // At least a page; at most a terabyte.
+            (1.0 / 256.0, 1_048_576.0)
         } else if matches!(self, Level::WakeIdle | Level::WakeCall) {
             // A wake is microseconds to milliseconds (a halted virtual CPU, a deep idle
             // state), not a cache's nanoseconds.
@@ -180,7 +202,9 @@ impl Level {
         match self {
             Level::C2cOtherLlc | Level::HandoffOtherLlc => Needed::SeveralLlcsPerNode,
             Level::C2cRemote | Level::DramRemote | Level::HandoffRemote => Needed::SeveralNodes,
-            Level::WriteL2 | Level::WakeIdle | Level::WakeCall => Needed::Optional,
+            Level::WriteL2 | Level::WakeIdle | Level::WakeCall | Level::LlcUsable => {
+                Needed::Optional
+            }
             _ => Needed::Always,
         }
     }
@@ -268,7 +292,7 @@ impl Hierarchy {
                 continue;
             };
             let (lo, hi) = level.range();
-            let unit = if level.is_rate() { "GB/s" } else { "ns" };
+            let unit = level.unit();
             if !f.value.is_finite() || f.value < lo || f.value > hi {
                 return Err(HierarchyError {
                     level,
@@ -357,7 +381,12 @@ mod tests {
     fn keys_round_trip_and_end_in_their_unit() {
         for l in Level::ALL {
             assert_eq!(Level::from_key(l.key()), Some(l));
-            assert!(l.key().ends_with(if l.is_rate() { "_gbps" } else { "_ns" }));
+            let suffix = match l.unit() {
+                "GB/s" => "_gbps",
+                "MiB" => "_mib",
+                _ => "_ns",
+            };
+            assert!(l.key().ends_with(suffix), "{}", l.key());
         }
         assert_eq!(Level::from_key("l3_hit_ns"), None);
     }
