@@ -242,6 +242,28 @@ pub(crate) fn l2_write_note(like: &Machine) -> Option<String> {
     })
 }
 
+/// Why the model may find pages hot that the real runs write at memory's rate: `like` gives
+/// no measured share of the LLC (`llc_usable_mib`) and this host is a virtual machine, which
+/// is told its host's whole LLC (`host_llc` bytes, what the model's caches then hold) but
+/// shares it with the host's other guests.
+pub(crate) fn llc_share_note(
+    like: &Machine,
+    host_llc: u64,
+    virtual_machine: bool,
+) -> Option<String> {
+    let given = like.hierarchy.as_ref().and_then(|h| h.get(Level::LlcUsable)).is_some();
+    (!given && virtual_machine).then(|| {
+        format!(
+            "machine `{}` gives no llc_usable_mib: the model's caches hold the whole {} MiB LLC \
+             this virtual machine is told of, where a guest gets a share of its host's (on the \
+             lab's VM about 32 MiB of 260). `pagealloc calibrate --machine-out host.toml` \
+             measures it",
+            like.name,
+            host_llc >> 20
+        )
+    })
+}
+
 /// Why the model may wake blocked CPUs sooner than the real runner: `like` gives no
 /// measured wake-up (`wake_idle_ns`), which only a file `pagealloc calibrate` wrote has.
 pub(crate) fn wake_note(like: &Machine) -> Option<String> {
@@ -322,6 +344,18 @@ mod tests {
         let mut host = like.clone();
         host.nodes[0].l2 = None;
         assert!(hierarchy_mismatch(&like, &host).is_some(), "another private cache");
+    }
+
+    #[test]
+    fn a_virtual_machine_without_a_measured_llc_share_is_named() {
+        let mut like = Machine::resolve("lab-2cpu").unwrap();
+        let note = llc_share_note(&like, 260 << 20, true).expect("a VM, no share");
+        assert!(note.contains("260 MiB") && note.contains("calibrate"), "{note}");
+        assert_eq!(llc_share_note(&like, 260 << 20, false), None, "bare metal gets its LLC");
+        let mut h = like.hierarchy.clone().unwrap();
+        h.set(Level::LlcUsable, crate::machine::hierarchy::Sourced::new(32.0, "measured"));
+        like.hierarchy = Some(h);
+        assert_eq!(llc_share_note(&like, 260 << 20, true), None, "the share is measured");
     }
 
     #[test]

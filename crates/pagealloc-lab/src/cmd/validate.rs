@@ -21,7 +21,8 @@ use crate::preset_file::resolve;
 use crate::results;
 use crate::runs::{self, RunSpec, Runner};
 use crate::validation::{
-    hierarchy_mismatch, host_machine, l2_write_note, wake_note, Compared, METRICS, PLANS, TOLERANCE,
+    hierarchy_mismatch, host_machine, l2_write_note, llc_share_note, wake_note, Compared, METRICS,
+    PLANS, TOLERANCE,
 };
 use crate::workload;
 
@@ -94,10 +95,13 @@ pub fn run(args: &Args) -> Result<()> {
         None => CostProfile::default_profile(),
     };
     // Said first, so that a long run is not read without it.
+    let host = host_machine(1, mib << 20, &like)?;
+    let host_llc = host.nodes[0].llc_bytes;
     let host_notes: Vec<String> = [
-        hierarchy_mismatch(&like, &host_machine(1, mib << 20, &like)?),
+        hierarchy_mismatch(&like, &host),
         wake_note(&like),
         l2_write_note(&like),
+        llc_share_note(&like, host_llc, crate::calibrate::Machine::read().virtual_machine),
     ]
     .into_iter()
     .flatten()
