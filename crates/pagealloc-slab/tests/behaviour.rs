@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use pagealloc::debug::validate;
 use pagealloc::{
-    Counter, Cpu, CpuId, EventSink, Gfp, MemoryMap, MigrateType, Order, PageAllocator, Pfn, Policy,
-    TraceEvent, Tunables,
+    Counter, Cpu, CpuId, EventSink, Gfp, MemoryMap, MetaLine, MigrateType, Order, PageAllocator,
+    Pfn, Policy, TraceEvent, Tunables,
 };
 use pagealloc_slab::{Kmalloc, KmemCache, SlabError, SlabFlags, SlabObject, SlabStat, SlubConfig};
 
@@ -387,4 +387,55 @@ fn counters_are_kept_per_cpu_and_summed() {
     let foreign = other_pa.cpu(CpuId(0)).unwrap();
     assert_eq!(cache.cpu_stat(foreign, SlabStat::AllocSlab), Err(SlabError::InvalidCpu(CpuId(0))));
     cache.validate().unwrap();
+}
+
+/// Records the metadata lines reported to the sink, with the CPU that touched each.
+#[derive(Debug, Default)]
+struct Lines(Mutex<Vec<(CpuId, MetaLine)>>);
+
+impl EventSink for Lines {
+    fn record(&self, _: &TraceEvent) {}
+    fn touch(&self, cpu: CpuId, line: MetaLine) {
+        self.0.lock().unwrap().push((cpu, line));
+    }
+}
+
+impl Lines {
+    fn take(&self) -> Vec<(CpuId, MetaLine)> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+/// The slab's `struct page` line is reported where SLUB writes it — a free into another CPU's
+/// active slab, a refill from the objects freed there — and not on the two fast paths, which
+/// work on the CPU's own freelist.
+#[test]
+fn the_slab_page_line_is_touched_off_the_fast_paths_only() {
+    let map = MemoryMap::single_node(2, 64 << 20).unwrap();
+    let pa =
+        PageAllocator::with_events(map, Tunables::default(), Policy::modern(), Lines::default())
+            .unwrap();
+    let [c0, c1] = cpus(&pa)[..] else { unreachable!() };
+    let cache = page_cache(&pa);
+    let first = cache.alloc(c0, Gfp::KERNEL).unwrap();
+    let page = MetaLine::Frame(first.slab());
+    assert!(pa.events().take().contains(&(CpuId(0), page)), "a new slab's page is written");
+
+    let more: Vec<SlabObject> = (0..6).map(|_| cache.alloc(c0, Gfp::KERNEL).unwrap()).collect();
+    cache.free(c0, more[5]).unwrap();
+    assert_eq!(pa.events().take(), vec![], "fast allocations and a fast free touch nothing");
+
+    cache.free(c1, more[4]).unwrap();
+    assert_eq!(pa.events().take(), vec![(CpuId(1), page)], "a free into CPU 0's active slab");
+
+    // CPU 0 takes its last two objects (the one it freed and the eighth), then the one CPU 1
+    // freed, from the slab's page.
+    for _ in 0..2 {
+        cache.alloc(c0, Gfp::KERNEL).unwrap();
+    }
+    assert_eq!(pa.events().take(), vec![]);
+    let refilled = cache.alloc(c0, Gfp::KERNEL).unwrap();
+    assert_eq!((refilled.slab(), refilled.index()), (first.slab(), more[4].index()));
+    assert_eq!(cache.stats().get(SlabStat::AllocRefill), 1);
+    assert_eq!(pa.events().take(), vec![(CpuId(0), page)], "the refill reads the page");
 }

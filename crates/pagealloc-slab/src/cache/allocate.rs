@@ -46,6 +46,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     ) -> Result<(Arc<Slab<L>>, u32), SlabError> {
         if let Some(slab) = c.slab.take() {
             let mut st = slab.state.lock();
+            self.touch_slab_page(cpu.id(), slab.pfn);
             st.refill_cpu_freelist();
             if let Some(i) = st.take_cpu_object() {
                 drop(st);
@@ -65,6 +66,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             },
         };
         let mut st = slab.state.lock();
+        self.touch_slab_page(cpu.id(), slab.pfn);
         st.freeze(cpu.id());
         let i = st.take_cpu_object();
         drop(st);
@@ -123,6 +125,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         while self.layout.has_cpu_partial && moved <= self.layout.cpu_partial_slabs / 2 {
             let Some(slab) = lists.pop_head() else { break };
             slab.state.lock().place = Place::CpuPartial(cpu.id());
+            self.touch_slab_page(cpu.id(), slab.pfn);
             c.partial.push(slab);
             self.count(cpu.id(), SlabStat::CpuPartialNode);
             moved += 1;

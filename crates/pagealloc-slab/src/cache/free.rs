@@ -65,6 +65,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             Place::CpuSlab(_) | Place::CpuPartial(_) => {
                 st.set_free(obj.index);
                 st.freelist.push(obj.index);
+                self.touch_slab_page(cpu.id(), obj.slab);
                 self.count(cpu.id(), SlabStat::FreeSlowpath);
                 self.count(cpu.id(), SlabStat::FreeFrozen);
                 Ok(FreeNext::Done)
@@ -72,6 +73,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             Place::NodePartial(_) if st.inuse > 1 => {
                 st.set_free(obj.index);
                 st.freelist.push(obj.index);
+                self.touch_slab_page(cpu.id(), obj.slab);
                 self.count(cpu.id(), SlabStat::FreeSlowpath);
                 Ok(FreeNext::Done)
             }
@@ -102,6 +104,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
                 st.set_free(obj.index);
                 st.freelist.push(obj.index);
                 st.place = Place::CpuPartial(cpu.id());
+                self.touch_slab_page(cpu.id(), obj.slab);
             }
             if c.partial.len() as u32 >= self.layout.cpu_partial_slabs {
                 let old = core::mem::take(&mut c.partial);
@@ -137,6 +140,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             };
             st.set_free(obj.index);
             st.freelist.push(obj.index);
+            self.touch_slab_page(cpu.id(), obj.slab);
             self.count(cpu.id(), SlabStat::FreeSlowpath);
             if st.inuse == 0 && lists.nr_partial() >= self.layout.min_partial {
                 if let Some(key) = key {
@@ -170,6 +174,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         for slab in slabs.into_iter().rev() {
             let mut lists = self.node[slab.node.index()].list_lock.lock();
             let mut st = slab.state.lock();
+            self.touch_slab_page(cpu, slab.pfn);
             if st.inuse == 0 && lists.nr_partial() >= self.layout.min_partial {
                 st.place = Place::Discarded;
                 drop(st);
@@ -193,6 +198,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     ) {
         let mut lists = self.node[slab.node.index()].list_lock.lock();
         let mut st = slab.state.lock();
+        self.touch_slab_page(cpu, slab.pfn);
         let remote_frees = st.unfreeze();
         if remote_frees {
             self.count(cpu, SlabStat::DeactivateRemoteFrees);

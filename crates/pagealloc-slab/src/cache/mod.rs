@@ -68,7 +68,8 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use pagealloc::lock_api::Mutex;
 use pagealloc::types::PAGE_SHIFT;
 use pagealloc::{
-    Cpu, CpuId, EventSink, Gfp, NoEvents, NodeId, PageAllocator, Pfn, RawLock, RawSpinLock,
+    Cpu, CpuId, EventSink, Gfp, MetaLine, NoEvents, NodeId, PageAllocator, Pfn, RawLock,
+    RawSpinLock,
 };
 
 use crate::error::SlabError;
@@ -385,6 +386,19 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     #[inline]
     fn count(&self, cpu: CpuId, s: SlabStat) {
         self.cpu_slab[cpu.index()].stats.inc(s);
+    }
+
+    /// Tell the event sink that `cpu` reads and writes the `struct page` of the slab at
+    /// `slab`: SLUB keeps a slab's freelist, counts and list links there and updates them
+    /// (`cmpxchg_double_slab`, list moves) on every path but the two fast ones, which work on
+    /// the CPU's own freelist. A model prices the line by where it was last written, such as
+    /// another CPU's free into the slab. The objects' own lines (SLUB's free pointers) are
+    /// not reported.
+    #[inline]
+    fn touch_slab_page(&self, cpu: CpuId, slab: Pfn) {
+        if E::ENABLED {
+            self.pa.events().touch(cpu, MetaLine::Frame(slab));
+        }
     }
 
     /// The directory shard that holds (or will hold) the slab at `pfn`.
