@@ -45,6 +45,14 @@ pub fn default_sigpipe() {
 }
 
 /// Something that hands out blocks of `4096 << order` bytes: what `pagealloc bench` measures.
+///
+/// Every implementation's `alloc_block` and `free_block` is `#[inline(always)]`, so each
+/// source runs inlined into the bench's loop, as a user's call site would have it. Left to the
+/// compiler, `PageHeap`'s grew too large to inline while the peers' (a call into C) did not;
+/// the token then came back through memory, written as three stores and copied with one
+/// 16-byte load, which no store can forward: the load waited for the stores to reach the
+/// cache on every allocation, about a tenth of a `pair-1` pair that was not the allocator's
+/// (docs/performance.md, fast path v2 step 5).
 pub trait PageSource: Sync {
     /// A block of `order` (0..=10), or `None` when the source has none.
     fn alloc_block(&self, order: u8) -> Option<PageBlock<'_>>;
@@ -58,12 +66,12 @@ pub trait PageSource: Sync {
 }
 
 impl PageSource for PageHeap {
-    #[inline]
+    #[inline(always)]
     fn alloc_block(&self, order: u8) -> Option<PageBlock<'_>> {
         PageHeap::alloc_block(self, Order(order)).ok()
     }
 
-    #[inline]
+    #[inline(always)]
     fn free_block(&self, block: PageBlock<'_>) -> Result<(), BlockFreeError> {
         PageHeap::free_block(self, block)
     }
@@ -118,7 +126,7 @@ impl<A: GlobalAlloc + Sync> GlobalPages<A> {
 }
 
 impl<A: GlobalAlloc + Sync> PageSource for GlobalPages<A> {
-    #[inline]
+    #[inline(always)]
     fn alloc_block(&self, order: u8) -> Option<PageBlock<'_>> {
         if order > MAX_PAGE_ORDER {
             return None;
@@ -131,7 +139,7 @@ impl<A: GlobalAlloc + Sync> PageSource for GlobalPages<A> {
         Some(unsafe { PageBlock::from_raw(ptr, order, self.id) })
     }
 
-    #[inline]
+    #[inline(always)]
     fn free_block(&self, block: PageBlock<'_>) -> Result<(), BlockFreeError> {
         if block.source() != self.id {
             return Err(BlockFreeError::Foreign);
@@ -171,7 +179,7 @@ impl BuddyFrames {
 }
 
 impl PageSource for BuddyFrames {
-    #[inline]
+    #[inline(always)]
     fn alloc_block(&self, order: u8) -> Option<PageBlock<'_>> {
         if order > MAX_PAGE_ORDER {
             return None;
@@ -191,7 +199,7 @@ impl PageSource for BuddyFrames {
         Some(unsafe { PageBlock::from_raw(ptr, order, self.id) })
     }
 
-    #[inline]
+    #[inline(always)]
     fn free_block(&self, block: PageBlock<'_>) -> Result<(), BlockFreeError> {
         if block.source() != self.id {
             return Err(BlockFreeError::Foreign);

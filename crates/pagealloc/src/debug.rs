@@ -16,6 +16,7 @@ use crate::events::EventSink;
 use crate::mem_map::FrameState;
 use crate::migratetype::MigrateType;
 use crate::pcp::PerCpuPages;
+use crate::policy::{FreeBatchSizing, Policy, RefillSizing};
 use crate::types::{Order, Pfn, ZoneIdx, MAX_PAGE_ORDER, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
 use crate::zone::Zone;
 use crate::PageAllocator;
@@ -118,6 +119,7 @@ pub fn validate_zone<E: EventSink, L: RawLock>(
     let mut pending = 0u64;
     for (cpu, pcp) in pagesets.iter().enumerate() {
         check_pageset(z, layout, cpu, pcp)?;
+        check_unkept_signals(z, pa.policy(), cpu, pcp)?;
         pending += pending_pages(z, cpu, pcp)?;
     }
     let hygiene = pa.cfg.hygiene;
@@ -261,6 +263,37 @@ pub fn validate_zone<E: EventSink, L: RawLock>(
 }
 
 /// A pageset's lists hold `Pcp` heads of the list's order, and add up to its count.
+/// The pageset signals a policy does not keep stay 0: the hit paths halve `free_factor`,
+/// `free_count` and `alloc_factor` on every call without asking the policy which it keeps,
+/// which is right only while the others never move.
+fn check_unkept_signals<L: RawLock>(
+    z: &Zone<L>,
+    policy: &Policy,
+    cpu: usize,
+    pcp: &PerCpuPages,
+) -> Result<(), Violation> {
+    let sizing = policy.free_batch_sizing;
+    let factor = matches!(
+        sizing,
+        FreeBatchSizing::FreeFactor
+            | FreeBatchSizing::FreeFactorCapped
+            | FreeBatchSizing::FreeFactorCappedInclusive
+    );
+    let count = matches!(sizing, FreeBatchSizing::FreeCountV1 | FreeBatchSizing::FreeCount);
+    let alloc = policy.refill_sizing == RefillSizing::AllocFactor;
+    let moved = [
+        ("free_factor", !factor && pcp.free_factor != 0),
+        ("free_count", !count && pcp.free_count != 0),
+        ("alloc_factor", !alloc && pcp.alloc_factor != 0),
+    ];
+    match moved.into_iter().find(|&(_, bad)| bad) {
+        Some((name, _)) => {
+            Err(fail(z, format!("cpu {cpu}: {name} moved, but the policy keeps no {name}")))
+        }
+        None => Ok(()),
+    }
+}
+
 fn check_pageset<L: RawLock>(
     z: &Zone<L>,
     layout: crate::policy::PcpLists,
@@ -489,5 +522,41 @@ mod debug_vm_tests {
         assert_eq!(wrong, Err(FreeError::WrongOrder { pfn, given: Order(1), allocated: Order(2) }));
         pa.free_pages(cpu, pfn, Order(2)).unwrap();
         assert_eq!(pa.free_pages(cpu, pfn, Order(2)), Err(FreeError::DoubleFree { pfn }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::PRESETS;
+    use crate::{CpuId, Gfp, MemoryMap, NodeId, Tunables};
+
+    fn machine(policy: Policy) -> PageAllocator {
+        let mut map = MemoryMap::new();
+        map.add_range(NodeId(0), 0..64 << 20).unwrap().set_cpus(NodeId(0), 2).unwrap();
+        PageAllocator::new(map, Tunables::default(), policy).unwrap()
+    }
+
+    /// Under every preset, pageset traffic (refills, frees on the other CPU, drains, orders 0
+    /// and 3) leaves the signals the preset does not keep at 0, and the check notices one
+    /// that moved.
+    #[test]
+    fn signals_a_policy_does_not_keep_stay_zero() {
+        for preset in PRESETS {
+            let pa = machine(preset.policy);
+            let (c0, c1) = (pa.cpu(CpuId(0)).unwrap(), pa.cpu(CpuId(1)).unwrap());
+            for round in 0..4 {
+                let order = Order(if round % 2 == 0 { 0 } else { 3 });
+                let held: Vec<Pfn> =
+                    (0..700).map(|_| pa.alloc_pages(c0, Gfp::KERNEL, order).unwrap()).collect();
+                let free_on = if round < 2 { c0 } else { c1 };
+                held.into_iter().for_each(|p| pa.free_pages(free_on, p, order).unwrap());
+                validate(&pa).unwrap_or_else(|v| panic!("{}: {v}", preset.name));
+            }
+        }
+        let pa = machine(Policy::modern().with(|p| p.free_batch_sizing = FreeBatchSizing::Batch));
+        pa.zones()[0].pcp[0].pcp.lock().free_count = 1;
+        let err = validate(&pa).unwrap_err();
+        assert!(err.what.contains("free_count"), "{err}");
     }
 }

@@ -168,7 +168,7 @@ impl Frame {
 
     /// [`set_info`](Self::set_info) for a block handed out by CPU `owner`'s pageset: the
     /// word's upper half keeps `owner + 1` (0 = no owner) until the next `set_info`; a
-    /// claim keeps it, so the free reads it back with [`owner`](Self::owner). Only
+    /// claim keeps it, so the free reads it back with [`owner_in`](Self::owner_in). Only
     /// `Policy::remote_free` uses it. Above 65 534 CPUs the tag wraps and names another CPU
     /// (or none): the block then goes to that pageset, still a valid home.
     #[inline]
@@ -176,11 +176,15 @@ impl Frame {
         self.info.store(info.pack() | owner.wrapping_add(1) << 16, Relaxed);
     }
 
-    /// The CPU whose pageset handed out this block, if recorded
-    /// ([`set_info_owned`](Self::set_info_owned)).
+    /// The CPU whose pageset handed out a block ([`set_info_owned`](Self::set_info_owned)),
+    /// if recorded in its packed `info` word, as a claim returns that word
+    /// ([`claim_unreferenced`](Self::claim_unreferenced)). A free reads the owner from that
+    /// word rather than loading the frame again: a load right after the claim's locked
+    /// compare-exchange on the same word waits until the exchange has completed and its
+    /// store has reached the cache (docs/performance.md, fast path v2 step 5).
     #[inline]
-    pub(crate) fn owner(&self) -> Option<u32> {
-        (self.info.load(Relaxed) >> 16).checked_sub(1)
+    pub(crate) const fn owner_in(word: u32) -> Option<u32> {
+        (word >> 16).checked_sub(1)
     }
 
     /// Is this the head of a free buddy block of exactly `order`? (PageBuddy && buddy_order)
@@ -308,6 +312,19 @@ mod tests {
         assert_eq!(f.claim_for_free(Order(1)).unwrap_err().order, Order(2));
         assert_eq!(f.claim_for_free(Order(2)).map(|i| i.list), Ok(1));
         assert_eq!(f.claim_for_free(Order(2)).unwrap_err().state, FrameState::Freeing);
+    }
+
+    /// The word a claim returns names the owner `set_info_owned` recorded, so the free needs
+    /// no second load of the frame; a block handed out without an owner names none.
+    #[test]
+    fn the_claimed_word_names_the_owner() {
+        let f = Frame::new();
+        let allocated = FrameInfo { state: FrameState::Allocated, order: Order(0), list: 1 };
+        f.set_info_owned(allocated, 5);
+        assert_eq!(f.claim_unreferenced(Order(0)).map(Frame::owner_in), Ok(Some(5)));
+        assert_eq!(f.info().state, FrameState::Freeing);
+        f.set_info(allocated);
+        assert_eq!(f.claim_unreferenced(Order(0)).map(Frame::owner_in), Ok(None));
     }
 
     /// A free refuses a block others still reference and leaves it allocated; compaction's

@@ -219,12 +219,14 @@ pub(crate) struct Node {
 /// be a static): it only numbers allocators and orders nothing.
 static NEXT_ALLOCATOR_ID: CoreAtomicU64 = CoreAtomicU64::new(1);
 
-/// A block a free has claimed ([`PageAllocator::claim_for_free`]): its zone, its head frame
-/// and that frame's index in the zone.
+/// A block a free has claimed ([`PageAllocator::claim_for_free`]): its zone, its head frame,
+/// that frame's index in the zone and the packed `info` word the claim replaced (which names
+/// the owner `Policy::remote_free` recorded: [`Frame::owner_in`]).
 pub(crate) struct Claimed<'a, L: RawLock> {
     pub(crate) zone: &'a Zone<L>,
     pub(crate) frame: &'a Frame,
     pub(crate) idx: u32,
+    pub(crate) word: u32,
 }
 
 /// The page-frame allocator.
@@ -1355,13 +1357,13 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         order: Order,
         allow_pcp: bool,
     ) -> Result<(), FreeError> {
-        let Claimed { zone, frame, idx } = self.claim_for_free(cpu, pfn, order)?;
+        let Claimed { zone, frame, idx, word } = self.claim_for_free(cpu, pfn, order)?;
         if E::ENABLED {
             self.events.record(&TraceEvent::PageFree { cpu: cpu.id, pfn, order });
         }
         if allow_pcp && self.policy.remote_free {
-            // The claim kept the owner the allocation recorded in the head frame.
-            if let Some(owner) = frame.owner().filter(|&o| o != cpu.id.0) {
+            // The owner the allocation recorded, from the word the claim replaced.
+            if let Some(owner) = Frame::owner_in(word).filter(|&o| o != cpu.id.0) {
                 if self.remote_free(cpu, zone, CpuId(owner), frame, idx, order) {
                     return Ok(());
                 }
@@ -1414,7 +1416,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         // SAFETY: `idx` is the index of `pfn`, which the zone spans (hot.rs, F).
         let frame = unsafe { zone.frame_at(idx) };
         match frame.claim_unreferenced(order) {
-            Ok(_) => Ok(Claimed { zone, frame, idx }),
+            Ok(word) => Ok(Claimed { zone, frame, idx, word }),
             Err(Unclaimed::Referenced(refs)) => Err(FreeError::StillReferenced { pfn, refs }),
             Err(Unclaimed::Was(info)) => Err(diagnose_bad_free(zone, pfn, order, info)),
         }

@@ -7,7 +7,7 @@ use crate::gfp::AllocFlags;
 use crate::hot::frames_unchecked;
 use crate::mem_map::{FrameInfo, FrameState, NIL};
 use crate::migratetype::MigrateType;
-use crate::pcp::{AllocDecay, PerCpuPages};
+use crate::pcp::PerCpuPages;
 use crate::policy::{HighDecay, PcpLocking, Policy, RefillSizing};
 use crate::sizing::pcp_clamp;
 use crate::stats::Counter;
@@ -66,14 +66,15 @@ impl PerCpuPages {
     }
 
     /// Bookkeeping every PCP allocation does before taking a block: the recent-free signal
-    /// decays (kernel: `free_count >>= 1`, or `free_factor >>= 1` before 6.7).
+    /// decays (kernel: `free_count >>= 1`, or `free_factor >>= 1` before 6.7). Both are
+    /// halved whatever the policy, without testing it: the signal a policy does not keep
+    /// never leaves 0 (`free_factor` grows only under the `free_factor` forms, `free_count`
+    /// only under the `free_count` forms, and the batch-sized drains grow neither:
+    /// `debug::validate` checks it), so halving it changes nothing.
     #[inline]
-    fn note_alloc(&mut self, decay: AllocDecay) {
-        match decay {
-            AllocDecay::None => {}
-            AllocDecay::FreeFactor => self.free_factor >>= 1,
-            AllocDecay::FreeCount => self.free_count >>= 1,
-        }
+    fn note_alloc(&mut self) {
+        self.free_factor >>= 1;
+        self.free_count >>= 1;
         self.active = true;
     }
 }
@@ -108,7 +109,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             // Blocks other CPUs freed for this pageset come home before the zone is asked.
             self.remote_free_collect(cpu, zone, slot, &mut pcp);
         }
-        pcp.note_alloc(self.pcp_fast.alloc_decay);
+        pcp.note_alloc();
         if pcp.lists[pindex].is_empty()
             && self.pcp_refill(cpu, zone, slot, &mut pcp, order, pindex, mt, alloc_flags) == 0
         {
@@ -171,7 +172,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if unsafe { pcp.list_at(pindex) }.is_empty() {
             return None;
         }
-        pcp.note_alloc(self.pcp_fast.alloc_decay);
+        pcp.note_alloc();
         Some(self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt))
     }
 

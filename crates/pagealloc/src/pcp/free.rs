@@ -14,7 +14,7 @@ use crate::pcp::{
 };
 use crate::policy::{
     BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHigh, FreeHighDrain, PgfreeUnit,
-    Policy, ReclaimActiveLimit, RefillSizing,
+    Policy, ReclaimActiveLimit,
 };
 use crate::sizing::pcp_clamp;
 use crate::stats::{Counter, DrainReason};
@@ -242,9 +242,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         bits: u8,
     ) {
         let policy = &self.policy;
-        if policy.refill_sizing == RefillSizing::AllocFactor {
-            pcp.alloc_factor >>= 1;
-        }
+        // Halved whatever the refill sizing: only `AllocFactor` ever raises it from 0
+        // (`nr_pcp_alloc`; `debug::validate` checks it), so the test would change nothing.
+        pcp.alloc_factor >>= 1;
         let pgfree = match policy.pgfree_unit {
             PgfreeUnit::Pages => order.nr_pages().0,
             PgfreeUnit::Blocks => 1,
