@@ -262,7 +262,6 @@ pub fn validate_zone<E: EventSink, L: RawLock>(
     })
 }
 
-/// A pageset's lists hold `Pcp` heads of the list's order, and add up to its count.
 /// The pageset signals a policy does not keep stay 0: the hit paths halve `free_factor`,
 /// `free_count` and `alloc_factor` on every call without asking the policy which it keeps,
 /// which is right only while the others never move.
@@ -294,6 +293,7 @@ fn check_unkept_signals<L: RawLock>(
     }
 }
 
+/// A pageset's lists hold `Pcp` heads of the list's order, and add up to its count.
 fn check_pageset<L: RawLock>(
     z: &Zone<L>,
     layout: crate::policy::PcpLists,
