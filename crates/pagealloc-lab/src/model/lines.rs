@@ -189,8 +189,10 @@ pub struct CacheMap {
 /// The zones, for a line's home node.
 #[derive(Clone, Debug)]
 struct ZoneHome {
-    /// (first frame past the zone, node), sorted by frame.
-    ends: Vec<(u64, u32)>,
+    /// (first frame past a run of zones, their node), in frame order, each run the zones of
+    /// one node that follow each other: most machines have one run per node, so a frame's
+    /// node is found in one or two comparisons.
+    runs: Vec<(u64, u32)>,
     nodes: Vec<u32>,
 }
 
@@ -257,6 +259,19 @@ pub struct LineCache {
     found: [AtomicU64; 7],
 }
 
+/// Zone ends `(first frame past the zone, node)`, sorted, merged where neighbours share a
+/// node: the first run that ends past a frame is the one holding the first zone that does.
+fn node_runs(ends: &[(u64, u32)]) -> Vec<(u64, u32)> {
+    let mut runs: Vec<(u64, u32)> = Vec::new();
+    for &(end, node) in ends {
+        match runs.last_mut() {
+            Some(last) if last.1 == node => last.0 = end,
+            _ => runs.push((end, node)),
+        }
+    }
+    runs
+}
+
 /// `(index + 1) << CLOCK_BITS | clock`.
 #[inline]
 fn stamp(index: u32, clock: u64) -> u64 {
@@ -275,6 +290,7 @@ impl LineCache {
     pub fn new(map: CacheMap, nr_frames: u64, zones: &[(u64, u64, u32)]) -> LineCache {
         let mut ends: Vec<(u64, u32)> = zones.iter().map(|&(_, end, node)| (end, node)).collect();
         ends.sort_unstable();
+        let runs = node_runs(&ends);
         let nr_zones = zones.len();
         let others = nr_zones * (ORDERS + map.cpu_node.len());
         let zeroed = |n: usize| bytemuck::allocation::zeroed_slice_box::<Stamps>(n);
@@ -303,7 +319,7 @@ impl LineCache {
             frames: zeroed((nr_frames / map.frames_per_line.max(1) + 1) as usize),
             frame_shift: map.frames_per_line.max(1).trailing_zeros(),
             others: zeroed(others),
-            home: ZoneHome { ends, nodes: zones.iter().map(|z| z.2).collect() },
+            home: ZoneHome { runs, nodes: zones.iter().map(|z| z.2).collect() },
             nr_zones,
             found: Default::default(),
         }
@@ -311,8 +327,8 @@ impl LineCache {
 
     /// The node whose memory holds frame `pfn` (the last node for a frame past every zone).
     fn frame_node(&self, pfn: u64) -> u32 {
-        let i = self.home.ends.partition_point(|&(end, _)| end <= pfn);
-        self.home.ends.get(i).or(self.home.ends.last()).map_or(0, |&(_, n)| n)
+        let runs = &self.home.runs;
+        runs.iter().find(|&&(end, _)| pfn < end).or(runs.last()).map_or(0, |&(_, n)| n)
     }
 
     /// The stamps of `line`.
@@ -518,6 +534,30 @@ mod tests {
             frames_per_line: 1,
         };
         LineCache::new(map, 2000, &[(0, 1000, 0), (1000, 2000, 1)])
+    }
+
+    #[test]
+    fn a_frames_node_is_its_zones_with_zones_merged_into_runs() {
+        // Zones given out of order, a node's zones apart from each other, a hole (20..30).
+        let zones = [(40, 50, 0), (0, 10, 0), (30, 40, 1), (10, 20, 0), (50, 60, 1)];
+        let map = CacheMap {
+            cpu_node: vec![0, 1],
+            cpu_llc: vec![0, 1],
+            cpu_l2: vec![0, 1],
+            llc_node: vec![0, 1],
+            llc_lines: vec![100; 2],
+            l2_lines: vec![10; 2],
+            frames_per_line: 1,
+        };
+        let c = LineCache::new(map, 60, &zones);
+        assert_eq!(c.home.runs, [(20, 0), (40, 1), (50, 0), (60, 1)]);
+        // The first zone ending past the frame; past every zone, the last.
+        let mut ends: Vec<(u64, u32)> = zones.iter().map(|&(_, e, n)| (e, n)).collect();
+        ends.sort_unstable();
+        for pfn in 0..70 {
+            let first = ends.iter().find(|&&(e, _)| pfn < e).or(ends.last()).unwrap().1;
+            assert_eq!(c.home_of_frame(pfn), first, "frame {pfn}");
+        }
     }
 
     const F: MetaLine = MetaLine::Frame(Pfn(5));

@@ -1231,6 +1231,8 @@ impl Model {
         let (lines_found, handoffs) = self.pa.events().traffic();
         let held_parts = self.pa.events().held_parts();
         let held_lines = self.pa.events().held_lines();
+        // Nothing the teardown's calls would be charged is read: they need no pricing.
+        self.pa.events().stop_pricing();
         slabs.shrink_all(&self.pa, CpuId(running.first().copied().unwrap_or(0)))?;
         drop(slabs);
         self.give_back(w)?;

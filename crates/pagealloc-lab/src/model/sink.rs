@@ -104,6 +104,9 @@ pub struct ModelSink {
     locks: OnceLock<Vec<LockClock>>,
     /// Where every metadata line is; set by [`ModelSink::attach`].
     lines: OnceLock<LineCache>,
+    /// 1 while calls are priced: from [`ModelSink::attach`] until
+    /// [`ModelSink::stop_pricing`]. Every pricing hook returns at once while it is 0.
+    pricing: AtomicU32,
     /// The machine's caches, for `lines`.
     map: CacheMap,
     cost: CostPs,
@@ -177,6 +180,7 @@ impl ModelSink {
             holding: AtomicU32::new(0),
             locks: OnceLock::new(),
             lines: OnceLock::new(),
+            pricing: AtomicU32::new(0),
             map,
             cost,
             prices,
@@ -216,9 +220,36 @@ impl ModelSink {
             let v = (0..nr_frames).map(|_| AtomicU32::new(0)).collect();
             assert!(self.pfn_allocs.set(v).is_ok(), "ModelSink::attach is called once");
         }
+        self.pricing.store(1, Relaxed);
     }
 
+    /// The run's figures have been read: price no more calls. The model calls this before
+    /// its teardown frees every block the workload still holds (for thpfioscale, a page
+    /// cache as large as memory: a quarter of a run's instructions went to pricing frees
+    /// whose times and lines nobody reads). The allocator's decisions never depend on the
+    /// sink, so the frees do the same as before. Records still reach the observer, with the
+    /// times they had: while an observer listens (`run --trace`), calls stay priced.
+    pub fn stop_pricing(&self) {
+        if self.observer.get().is_none() {
+            self.pricing.store(0, Relaxed);
+        }
+    }
+
+    /// The line model, while calls are priced.
+    #[inline(always)]
+    fn priced_lines(&self) -> Option<&LineCache> {
+        if self.pricing.load(Relaxed) == 0 {
+            return None;
+        }
+        self.lines.get()
+    }
+
+    /// Zone `zone`'s lock clock, while calls are priced.
+    #[inline(always)]
     fn lock(&self, zone: ZoneIdx) -> Option<&LockClock> {
+        if self.pricing.load(Relaxed) == 0 {
+            return None;
+        }
         self.locks.get().map(|l| &l[zone.index()])
     }
 
@@ -400,7 +431,7 @@ impl EventSink for ModelSink {
     /// for bringing its line over from the last holder, at the distance between the two.
     #[inline]
     fn zone_lock_taken(&self, cpu: CpuId, zone: ZoneIdx) {
-        let (Some(lock), Some(lines)) = (self.lock(zone), self.lines.get()) else { return };
+        let (Some(lock), Some(lines)) = (self.lock(zone), self.priced_lines()) else { return };
         let now = self.now.load(Relaxed);
         if lock.nr_yields.load(Relaxed) != 0 && self.take_at_yield(lock, lines, cpu, now) {
             return;
@@ -428,7 +459,7 @@ impl EventSink for ModelSink {
     /// were touched). The lock is free when it ends.
     #[inline]
     fn zone_lock_released(&self, _cpu: CpuId, zone: ZoneIdx, list_ops: u32) {
-        let (Some(lock), Some(lines)) = (self.lock(zone), self.lines.get()) else { return };
+        let (Some(lock), Some(lines)) = (self.lock(zone), self.priced_lines()) else { return };
         // Every line access since the hold began was one of its touches (or prefetches):
         // the model runs one call at a time.
         for ((held, mark), n) in self.held_found.iter().zip(&self.held_mark).zip(lines.found()) {
@@ -466,7 +497,7 @@ impl EventSink for ModelSink {
     /// The instructions of the pre-5.18 bulk free's staging pass (its lines are touches).
     #[inline]
     fn pcp_list_work(&self, _cpu: CpuId, ops: u32) {
-        if self.locks.get().is_some() {
+        if self.pricing.load(Relaxed) != 0 {
             bump(&self.now, u64::from(ops) * self.cost.list_op);
         }
     }
@@ -475,7 +506,7 @@ impl EventSink for ModelSink {
     /// rest of its transfer, if it has not arrived yet.
     #[inline]
     fn touch(&self, cpu: CpuId, line: MetaLine) {
-        let Some(lines) = self.lines.get() else { return };
+        let Some(lines) = self.priced_lines() else { return };
         if !lines.access_in_l2(cpu, line) {
             self.touch_beyond_l2(lines, cpu, line);
         } else if self.prefetched.len() != 0 || self.prices.of_access(Found::L2) != 0 {
@@ -489,7 +520,7 @@ impl EventSink for ModelSink {
     /// Start the transfer now; the CPU does not wait for it.
     #[inline]
     fn prefetch(&self, cpu: CpuId, line: MetaLine) {
-        let Some(lines) = self.lines.get() else { return };
+        let Some(lines) = self.priced_lines() else { return };
         let found = lines.access(cpu, line);
         let ready = self.now.load(Relaxed) + self.prices.of_access(found);
         self.prefetched.push(line_key(line), ready);
@@ -659,6 +690,33 @@ mod tests {
         s.zone_lock_taken(CpuId(1), ZoneIdx(0));
         s.zone_lock_released(CpuId(1), ZoneIdx(0), 0);
         assert_eq!(s.end().waited, first.now + 5_100 - 1_200);
+    }
+
+    /// A call on CPU 0 at 1 000 that takes zone 0's lock and touches frame 5's line, which
+    /// no cache holds: its clock after.
+    fn cold_call(s: &ModelSink) -> u64 {
+        s.begin(1_000);
+        s.zone_lock_taken(CpuId(0), ZoneIdx(0));
+        s.touch(CpuId(0), MetaLine::Frame(Pfn(5)));
+        s.zone_lock_released(CpuId(0), ZoneIdx(0), 3);
+        s.end().now
+    }
+
+    #[test]
+    fn calls_after_stop_pricing_cost_nothing_unless_an_observer_listens() {
+        // An L2 hit of 1 ns, so that the cold line costs 9 ns beyond it.
+        let priced = 1_000 + 9_000 + 100 + 3 * 10;
+        let s = sink(prices(&[(Level::L2Hit, 1.0)]));
+        assert_eq!(cold_call(&s), priced, "the line, the lock's base and its list work");
+        s.stop_pricing();
+        let found = s.traffic().0;
+        assert_eq!(cold_call(&s), 1_000, "nothing is charged");
+        assert_eq!(s.traffic().0, found, "and no access is counted");
+        // With an observer the records' times must stay as they were: still priced.
+        let s = sink(prices(&[(Level::L2Hit, 1.0)]));
+        s.observe(Box::new(|_, _| {}));
+        s.stop_pricing();
+        assert_eq!(cold_call(&s), priced);
     }
 
     #[test]

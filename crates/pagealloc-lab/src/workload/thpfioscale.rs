@@ -776,12 +776,16 @@ struct Cache {
     slab_pages_peak: u64,
 }
 
-/// How a step reaches the [`Cache`]: behind its lock on real threads ([`Locked`]), or
-/// without one when the model runs the workload alone ([`Alone`]). A step visits the cache
-/// several times, and each uncontended lock and unlock is an atomic read-modify-write that
+/// How a step reaches the [`Cache`] and the [`Stats`]: behind the cache's lock and with
+/// atomic additions on real threads ([`Locked`]), or without either when the model runs the
+/// workload alone ([`Alone`]). A step visits the cache several times and counts a few
+/// things, and each uncontended lock, unlock or atomic addition is a read-modify-write that
 /// waits for the step's earlier stores.
 trait Shared {
     fn cache(&self) -> impl DerefMut<Target = Cache> + '_;
+
+    /// Add `n` to one of the workload's counters.
+    fn count(&self, c: &AtomicU64, n: u64);
 }
 
 /// The cache between steps: boxed, so that the model's step takes it out of its lock and
@@ -819,6 +823,10 @@ impl Shared for Locked<'_> {
     fn cache(&self) -> impl DerefMut<Target = Cache> + '_ {
         CacheGuard(lock(self.0))
     }
+
+    fn count(&self, c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Relaxed);
+    }
 }
 
 /// [`Shared`] of a step that has the run to itself: the cache taken out of its slot for
@@ -830,9 +838,14 @@ impl Shared for Alone {
     fn cache(&self) -> impl DerefMut<Target = Cache> + '_ {
         RefMut::map(self.0.borrow_mut(), |c| &mut **c)
     }
+
+    /// A load and a store: no other step runs meanwhile.
+    fn count(&self, c: &AtomicU64, n: u64) {
+        c.store(c.load(Relaxed) + n, Relaxed);
+    }
 }
 
-/// The workload's counters, atomic: every CPU adds to them.
+/// The workload's counters, atomic: every CPU adds to them (through [`Shared::count`]).
 #[derive(Debug, Default)]
 struct Stats {
     base_ps: AtomicU64,
@@ -856,11 +869,6 @@ struct Stats {
     nonmovable_free_samples: AtomicU64,
     /// Pages on the THP node's inactive file list, summed over the THP steps' starts.
     inactive_sum: AtomicU64,
-}
-
-/// Add `n` to a counter.
-fn add(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Relaxed);
 }
 
 /// A counter's value.
@@ -1046,7 +1054,7 @@ impl ThpFioScale {
             let r = NodeReclaim::new(self, s, ctx, m);
             let wake = self.kswapd[m].with(|k| k.wake(&r, order, gfp.zone()));
             if wake {
-                add(&self.stats.kswapd_wakes, 1);
+                s.count(&self.stats.kswapd_wakes, 1);
                 let now = ctx.now();
                 ctx.wake(self.kswapd_cpu[m], now);
             }
@@ -1108,7 +1116,7 @@ impl ThpFioScale {
                 break;
             }
         }
-        add(&self.stats.direct_pages, got);
+        s.count(&self.stats.direct_pages, got);
         Ok(got)
     }
 
@@ -1272,10 +1280,10 @@ impl ThpFioScale {
                 ctx.touch(p, 4096);
                 self.add_page(ctx, s, f, b, p, false)?;
             }
-            None => add(&self.stats.pagecache_failures, 1),
+            None => s.count(&self.stats.pagecache_failures, 1),
         }
         ctx.work(self.write_page);
-        add(&self.stats.pages_written, 1);
+        s.count(&self.stats.pages_written, 1);
         job.written += 1;
         job.page += 1;
         if job.page as usize == self.file_pages {
@@ -1357,7 +1365,7 @@ impl ThpFioScale {
             };
             if !has_slab {
                 // The inode was reclaimed: look it up again, reading its cluster buffer.
-                add(&self.stats.lookups, 1);
+                s.count(&self.stats.lookups, 1);
                 self.instantiate(ctx, s, f as usize, false)?;
                 ctx.work(self.lookup);
                 let due = ctx.now() + self.read_latency;
@@ -1366,7 +1374,7 @@ impl ThpFioScale {
         }
         let f = job.file as usize;
         let b = job.page as usize;
-        add(&self.stats.reads, 1);
+        s.count(&self.stats.reads, 1);
         let mut wait = 0;
         // A hit is marked accessed under the lock (mark_page_accessed: a second access
         // activates an inactive page), then read.
@@ -1384,13 +1392,13 @@ impl ThpFioScale {
                 ctx.touch(p, 4096);
             }
             None => {
-                add(&self.stats.read_misses, 1);
+                s.count(&self.stats.read_misses, 1);
                 match self.alloc_reclaiming(ctx, s, Gfp::HIGHUSER_MOVABLE, Order(0))? {
                     Some(p) => {
                         ctx.touch(p, 4096);
                         self.add_page(ctx, s, f, b, p, true)?;
                     }
-                    None => add(&self.stats.pagecache_failures, 1),
+                    None => s.count(&self.stats.pagecache_failures, 1),
                 }
                 wait = self.read_latency;
             }
@@ -1454,8 +1462,8 @@ impl ThpFioScale {
                 ctx.touch(p, 2 << 20);
                 ctx.touch(p, 2 << 20);
                 ctx.work(self.thp_fault);
-                add(&self.stats.huge_ps, ctx.now() - th.step_start);
-                add(&self.stats.huge_steps, 1);
+                s.count(&self.stats.huge_ps, ctx.now() - th.step_start);
+                s.count(&self.stats.huge_steps, 1);
                 th.steps_left -= 1;
                 Ok(Next::Continue)
             }
@@ -1469,12 +1477,12 @@ impl ThpFioScale {
                         ctx.touch(p, 4096);
                         ctx.touch(p, 4096);
                     }
-                    None => add(&self.stats.pagecache_failures, 1),
+                    None => s.count(&self.stats.pagecache_failures, 1),
                 }
                 ctx.work(self.fault);
                 if done + 1 == HPAGE_PAGES {
-                    add(&self.stats.base_ps, ctx.now() - th.step_start);
-                    add(&self.stats.base_steps, 1);
+                    s.count(&self.stats.base_ps, ctx.now() - th.step_start);
+                    s.count(&self.stats.base_steps, 1);
                     th.steps_left -= 1;
                     th.state = ThpState::Huge;
                 } else {
@@ -1521,10 +1529,10 @@ impl ThpFioScale {
             .iter()
             .map(|&i| nonmovable_free(&zones[i].free_list_counts()))
             .sum();
-        add(&self.stats.nonmovable_free_sum, free);
-        add(&self.stats.nonmovable_free_samples, 1);
+        s.count(&self.stats.nonmovable_free_sum, free);
+        s.count(&self.stats.nonmovable_free_samples, 1);
         let cache = s.cache();
-        add(&self.stats.inactive_sum, cache.cached_pages[node] - cache.active_pages[node]);
+        s.count(&self.stats.inactive_sum, cache.cached_pages[node] - cache.active_pages[node]);
     }
 
     /// The PTE page of a 2 MiB region (base faults), or the page table deposited with a huge
@@ -1591,9 +1599,9 @@ impl ThpFioScale {
                 shrink |= 1 << zones[i].node().index();
             }
         }
-        add(&self.stats.reclaim_compaction_ready, u64::from(ready));
+        s.count(&self.stats.reclaim_compaction_ready, u64::from(ready));
         if shrink == 0 {
-            add(&self.stats.reclaim_skipped, 1);
+            s.count(&self.stats.reclaim_skipped, 1);
         } else {
             self.direct_reclaim_from(ctx, s, node, COMPACT_GAP_ORDER9, shrink)?;
             self.reclaim_for_compaction(ctx, s, node, gfp, shrink)?;
