@@ -256,8 +256,8 @@ pub(crate) fn llc_share_note(
         format!(
             "machine `{}` gives no llc_usable_mib: the model's caches hold the whole {} MiB LLC \
              this virtual machine is told of, where a guest gets a share of its host's (on the \
-             lab's VM about 32 MiB of 260). `pagealloc calibrate --machine-out host.toml` \
-             measures it",
+             lab's VM page writes ran at memory's rate beyond 50-90 MiB of 260). `pagealloc \
+             calibrate --machine-out host.toml` measures it",
             like.name,
             host_llc >> 20
         )
