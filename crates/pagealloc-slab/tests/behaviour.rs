@@ -36,6 +36,12 @@ fn machine(cpus: u32, mib: u64) -> PageAllocator {
     PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap()
 }
 
+/// Two CPUs and 64 MiB, events to `sink`.
+fn machine_with<E: EventSink>(sink: E) -> PageAllocator<E> {
+    let map = MemoryMap::single_node(2, 64 << 20).unwrap();
+    PageAllocator::with_events(map, Tunables::default(), Policy::modern(), sink).unwrap()
+}
+
 fn cpus<E: EventSink>(pa: &PageAllocator<E>) -> Vec<Cpu> {
     (0..pa.nr_cpus()).map(|c| pa.cpu(CpuId(c)).unwrap()).collect()
 }
@@ -135,10 +141,7 @@ fn a_full_cpu_partial_list_drains_to_the_node_where_empty_slabs_beyond_min_parti
 
 #[test]
 fn empty_slabs_go_back_through_free_pages_and_the_pageset() {
-    let map = MemoryMap::single_node(2, 64 << 20).unwrap();
-    let pa =
-        PageAllocator::with_events(map, Tunables::default(), Policy::modern(), Recorder::default())
-            .unwrap();
+    let pa = machine_with(Recorder::default());
     let c0 = pa.cpu(CpuId(0)).unwrap();
     let cache = page_cache(&pa);
     let objs: Vec<SlabObject> =
@@ -165,10 +168,7 @@ fn empty_slabs_go_back_through_free_pages_and_the_pageset() {
 
 #[test]
 fn reclaim_accounted_caches_take_reclaimable_pages() {
-    let map = MemoryMap::single_node(2, 64 << 20).unwrap();
-    let pa =
-        PageAllocator::with_events(map, Tunables::default(), Policy::modern(), Recorder::default())
-            .unwrap();
+    let pa = machine_with(Recorder::default());
     let c0 = pa.cpu(CpuId(0)).unwrap();
     let cfg = SlubConfig::default();
     let dentry = KmemCache::new(&pa, "dentry", 192, 0, SlabFlags::RECLAIM_ACCOUNT, &cfg).unwrap();
@@ -411,10 +411,7 @@ impl Lines {
 /// work on the CPU's own freelist.
 #[test]
 fn the_slab_page_line_is_touched_off_the_fast_paths_only() {
-    let map = MemoryMap::single_node(2, 64 << 20).unwrap();
-    let pa =
-        PageAllocator::with_events(map, Tunables::default(), Policy::modern(), Lines::default())
-            .unwrap();
+    let pa = machine_with(Lines::default());
     let [c0, c1] = cpus(&pa)[..] else { unreachable!() };
     let cache = page_cache(&pa);
     let first = cache.alloc(c0, Gfp::KERNEL).unwrap();
