@@ -156,6 +156,11 @@ impl Tasks {
         self.idle()
     }
 
+    /// Has task `t` ended ([`finish`](Self::finish))?
+    pub fn has_finished(&self, t: usize) -> bool {
+        self.finished[t]
+    }
+
     /// Number of tasks.
     #[cfg(test)]
     pub fn len(&self) -> usize {

@@ -491,10 +491,19 @@ impl Workload for NetperfUdp {
         };
         self.latest.note(ctx.cpu(), ctx.now());
         if ctx.now() >= self.end {
-            // The receiver reads what is queued before it stops: every slab object comes
-            // back before the run ends.
-            if t == 1 && !lock(&self.socket).queue.is_empty() {
-                return self.receiver(&mut lock(&self.receiver.0), ctx);
+            // The receiver reads what is queued before it stops, and stops only after the
+            // sender has: every slab object comes back before the run ends. On real threads
+            // each CPU has its own clock, so the sender may still queue a datagram after the
+            // receiver's clock passed the end; it wakes the receiver when it stops. The
+            // sender's end is read before the queue: a sender seen ended queues no more.
+            if t == 1 {
+                let sender_ended = lock(&self.tasks).has_finished(0);
+                if !lock(&self.socket).queue.is_empty() {
+                    return self.receiver(&mut lock(&self.receiver.0), ctx);
+                }
+                if !sender_ended {
+                    return Ok(Next::Block);
+                }
             }
             return Ok(lock(&self.tasks).finish_pair(t, ctx));
         }
