@@ -1500,8 +1500,8 @@ impl ShareBench {
             self.passes = self.passes.wrapping_add(1);
             let mut windows = Vec::with_capacity(pages / WINDOW);
             touch_pass(region, &order, self.passes, clk, overhead, &mut windows);
-            let median = Summary::of(&mut windows.clone()).median;
-            self.per_size[i].extend(windows);
+            self.per_size[i].extend_from_slice(&windows);
+            let median = Summary::of(&mut windows).median;
             medians.push(median);
             if median > mid {
                 above += 1;

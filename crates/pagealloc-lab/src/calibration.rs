@@ -163,7 +163,7 @@ fn share_how(c: &Calibration) -> String {
         .iter()
         .zip(&s.ns)
         .filter(|(_, ns)| ns.is_finite())
-        .map(|(&b, ns)| format!("{} MiB {ns:.0}", fmt_mib(b)))
+        .map(|(&b, ns)| format!("{}: {ns:.0}", crate::machine::fmt_bytes(b)))
         .collect();
     format!(
         "page writes in shuffled page order over regions growing by 1.5x ({} ns a page, \
@@ -175,16 +175,6 @@ fn share_how(c: &Calibration) -> String {
         c.touch.cold.median,
         s.llc_bytes >> 20
     )
-}
-
-/// Bytes as MiB, to one decimal where not whole.
-fn fmt_mib(bytes: u64) -> String {
-    let mib = bytes as f64 / f64::from(1u32 << 20);
-    if mib.fract() == 0.0 {
-        format!("{mib:.0}")
-    } else {
-        format!("{mib:.1}")
-    }
 }
 
 /// To 0.01.
