@@ -890,13 +890,14 @@ pub struct RunOutcome {
     /// The part of `busy_ps` the workload's steps asked for as work ([`Ctx::work`]): the
     /// same on both runners when they take the same steps. What the rest of `busy_ps` is
     /// differs: the model's charges for allocator calls, touches and lock holds, the real
-    /// runner's wall time of its steps (the workload's own bookkeeping and the runner's
-    /// included).
+    /// runner's wall time in calls and touches and the runner's own (wake-ups), and the
+    /// steps' own code beyond their work (`lab_over_ps`).
     pub work_ps: u64,
     /// Busy time beyond the work: in the model, `busy_ps` less `work_ps` (what the cost
     /// profile and the hierarchy charged); in the real runner, the wall time inside the
-    /// steps less the zone-lock waits, so a spin for the work that overran its deadline
-    /// (a thread preempted while it spun) counts in neither.
+    /// steps less the zone-lock waits and less the steps' own code counted as their work
+    /// (`lab_ps`), so a spin for the work that overran its deadline (a thread preempted
+    /// while it spun) counts in neither.
     pub beyond_work_ps: u64,
     /// The part of `beyond_work_ps` in page touches and copies ([`Ctx::touch`],
     /// [`Ctx::copy`]): the model's charges for them; the real runner's wall time in them,
@@ -906,6 +907,15 @@ pub struct RunOutcome {
     /// model's charges for them; the real runner's wall time in them, one in 32 timed
     /// (fenced) and counted 32 times, less every zone-lock wait.
     pub call_ps: u64,
+    /// Real runner: the steps' own code (the wall time of a step less its turn waits and
+    /// its calls and touches at the mean of the timed ones: the workload's queues, locks
+    /// and counters, the clock reads) counted as part of the work the step asked for, up
+    /// to it, which the runner's spin then leaves out; 0 in the model, which charges the
+    /// work alone. The lab's code stands in for part of the kernel path the work stands for.
+    pub lab_ps: u64,
+    /// Real runner: the steps' own code beyond the work they asked for, a cost the model
+    /// has no charge for (part of `beyond_work_ps`); 0 in the model.
+    pub lab_over_ps: u64,
     /// The part of `beyond_work_ps` a real step spent waiting for its turn at a workload
     /// whose CPUs take turns ([`Serial`]), timed from the lock's request to its grant; 0 in
     /// the model, which steps one CPU at a time and charges no such wait.
@@ -1249,6 +1259,8 @@ impl Model {
             touch_ps: touched,
             call_ps: in_calls,
             turn_ps: 0,
+            lab_ps: 0,
+            lab_over_ps: 0,
             running_cpus: running.len() as u32,
             blocked_wakes,
             lock_wait_ps: waited,
