@@ -1011,6 +1011,38 @@ pub struct Model {
     validate: bool,
     count_frames: bool,
     seed: u64,
+    /// How the next CPU to step is picked when not by its clock alone (tests of the
+    /// interleavings real threads make; [`Model::skew_schedule`]).
+    skew: Option<Skew>,
+}
+
+/// A schedule whose CPUs' clocks run apart, as real threads' do: each CPU is stepped as if
+/// its clock were `lead_ps` earlier, plus a random jitter of up to `jitter_ps` drawn at each
+/// step. A workload shared by real threads must end well under every such schedule: its
+/// threads' clocks are apart by what the host's scheduler and caches make of them, and the
+/// model's clock order — the earliest CPU steps next — is only one of the interleavings.
+#[derive(Debug)]
+struct Skew {
+    lead_ps: Vec<u64>,
+    jitter_ps: u64,
+    rng: Rng,
+}
+
+impl Skew {
+    /// The heap key of CPU `c` whose clock reads `now`.
+    fn key(&mut self, now: u64, c: u32) -> u64 {
+        let lead = self.lead_ps.get(c as usize).copied().unwrap_or(0);
+        let jitter = if self.jitter_ps == 0 { 0 } else { self.rng.next_u64() % self.jitter_ps };
+        now.saturating_sub(lead).saturating_add(jitter)
+    }
+}
+
+/// The heap key of CPU `c` at `now`: its clock, unless the schedule is skewed.
+fn schedule_key(skew: &mut Option<Skew>, now: u64, c: u32) -> u64 {
+    match skew {
+        None => now,
+        Some(s) => s.key(now, c),
+    }
 }
 
 impl Model {
@@ -1073,7 +1105,18 @@ impl Model {
             validate: setup.validate,
             count_frames: setup.count_frames,
             seed,
+            skew: None,
         })
+    }
+
+    /// Step CPU `c` as if its clock were `lead_ps[c]` earlier (a CPU not named: 0), plus a
+    /// jitter of up to `jitter_ps` drawn at every step from a stream of `seed`: the
+    /// interleavings real threads make, whose clocks run apart, played deterministically
+    /// (see [`Skew`]). The charges stay those of each CPU's own clock; only the order of the
+    /// steps changes.
+    #[cfg(test)]
+    pub(crate) fn skew_schedule(&mut self, lead_ps: Vec<u64>, jitter_ps: u64, seed: u64) {
+        self.skew = Some(Skew { lead_ps, jitter_ps, rng: Rng::new(seed) });
     }
 
     /// The allocator (for `/proc` views after a run).
@@ -1115,7 +1158,7 @@ impl Model {
                 bail!("workload names cpu {c} twice");
             }
             v.state = State::Runnable;
-            heap.push(Reverse((0, c)));
+            heap.push(Reverse((schedule_key(&mut self.skew, 0, c), c)));
         }
         let sampled: Vec<u32> = sampled_cpus(self.cpus.len(), &running);
         let mut rec = Recorder::default();
@@ -1171,16 +1214,16 @@ impl Model {
             {
                 let mut top = heap.peek_mut().expect("the CPU that ran is on the heap");
                 match next {
-                    Next::Continue => *top = Reverse((v.now, c)),
+                    Next::Continue => *top = Reverse((schedule_key(&mut self.skew, v.now, c), c)),
                     Next::SleepUntil(at) => {
                         // Idle until `at`: the clock moves, busy time does not.
                         v.now = v.now.max(at);
-                        *top = Reverse((v.now, c));
+                        *top = Reverse((schedule_key(&mut self.skew, v.now, c), c));
                     }
                     Next::Block => match v.wake_pending.take() {
                         Some(at) => {
                             v.now = v.now.max(at);
-                            *top = Reverse((v.now, c));
+                            *top = Reverse((schedule_key(&mut self.skew, v.now, c), c));
                         }
                         None => {
                             v.state = State::Blocked;
@@ -1205,7 +1248,7 @@ impl Model {
                         let earliest =
                             handed_over.map_or(0, |h| self.wake.woken_at(h, &mut wake_rng));
                         tv.now = tv.now.max(at).max(earliest);
-                        heap.push(Reverse((tv.now, target)));
+                        heap.push(Reverse((schedule_key(&mut self.skew, tv.now, target), target)));
                     }
                     State::Runnable => {
                         tv.wake_pending = Some(tv.wake_pending.map_or(at, |p| p.min(at)));
