@@ -109,6 +109,9 @@ pub(crate) const METRICS: &[(&str, bool, &str)] = &[
     ),
 ];
 
+/// The parts a step's busy time beyond its work is split into, per step, on both runners.
+pub(crate) const STEP_PARTS: [&str; 3] = ["touch_ns", "calls_ns", "rest_ns"];
+
 /// The pageset drain counters, every reason.
 const DRAINS: [Counter; 6] = [
     Counter::DrainHigh,
@@ -318,6 +321,21 @@ impl Compared {
             .collect()
     }
 
+    /// Where a step's cost beyond its work parts most between the runners: of the parts
+    /// [`STEP_PARTS`], the one whose model value and real median are furthest apart, as
+    /// (metric, model ns, real ns). When the counts of a run of fixed length differ, or its
+    /// length does, the step's cost is what set them; this names the part to look at first.
+    /// `None` when no part was measured on both sides.
+    pub(crate) fn widest_step_gap(&self) -> Option<(&'static str, f64, f64)> {
+        self.table()
+            .into_iter()
+            .filter(|(name, m, _, med, _)| {
+                STEP_PARTS.contains(name) && m.is_finite() && med.is_finite()
+            })
+            .map(|(name, m, _, med, _)| (name, m, med))
+            .max_by(|a, b| (a.1 - a.2).abs().total_cmp(&(b.1 - b.2).abs()))
+    }
+
     /// The judged metrics outside the tolerance; empty when the model agrees.
     pub(crate) fn misses(&self) -> Vec<&'static str> {
         self.table()
@@ -372,6 +390,48 @@ mod tests {
         h.set(Level::LlcUsable, crate::machine::hierarchy::Sourced::new(32.0, "measured"));
         like.hierarchy = Some(h);
         assert_eq!(llc_share_note(&like, 260 << 20, true), None, "the share is measured");
+    }
+
+    /// The widest gap is taken among the step's parts only, by absolute difference.
+    #[test]
+    fn the_widest_step_gap_is_the_part_furthest_apart() {
+        let info = workload::find("trunc").unwrap();
+        let params = info.params(&["files=1".into(), "file_mib=1".into()], 1.0).unwrap();
+        let setup = crate::model::tests::small_setup(2, 64, "modern", 1);
+        let mut model = crate::model::Model::new(setup).unwrap();
+        let outcome = model.run((info.build)(&params).as_mut(), &mut |_| {}).unwrap();
+        let run = |touch_ps: u64, call_ps: u64, beyond_ps: u64| {
+            let mut r = RunResult {
+                metrics: Vec::new(),
+                outcome: outcome.clone(),
+                wall_s: 0.0,
+                run_s: 0.0,
+                views: Vec::new(),
+                trace_events: 0,
+            };
+            r.outcome.steps = 1000;
+            (r.outcome.touch_ps, r.outcome.call_ps) = (touch_ps * 1000, call_ps * 1000);
+            r.outcome.beyond_work_ps = beyond_ps * 1000;
+            r
+        };
+        // ns per step: touches 100 / 160, calls 50 / 40, rest 0 / 30.
+        let c = Compared {
+            name: "t",
+            params: Vec::new(),
+            model: run(100_000, 50_000, 150_000),
+            real: vec![run(160_000, 40_000, 230_000)],
+        };
+        let (name, m, r) = c.widest_step_gap().unwrap();
+        assert_eq!(name, "touch_ns");
+        assert!((m - 100.0).abs() < 1e-9 && (r - 160.0).abs() < 1e-9, "{m} {r}");
+        // Real rest 200 ns: now the rest is furthest apart.
+        let c = Compared { real: vec![run(160_000, 40_000, 400_000)], ..c };
+        assert_eq!(c.widest_step_gap().unwrap().0, "rest_ns");
+        // No steps: nothing per step to compare.
+        let mut none = run(0, 0, 0);
+        none.outcome.steps = 0;
+        let c = Compared { model: none, ..c };
+        assert_eq!(c.widest_step_gap(), None);
     }
 
     #[test]

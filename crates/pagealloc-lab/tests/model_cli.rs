@@ -315,6 +315,18 @@ fn validate_quick_compares_model_and_real_per_workload() {
         let verdict = w["verdict"].as_str().unwrap();
         let misses = w["differs_on"].as_array().unwrap();
         assert_eq!(verdict == "agrees", misses.is_empty(), "{w}");
+        // The part of a step the runners part most on is one of the three, with both sides.
+        let gap = &w["widest_step_gap"];
+        let part = gap["metric"].as_str().unwrap();
+        assert!(["touch_ns", "calls_ns", "rest_ns"].contains(&part), "{w}");
+        assert_eq!(gap["model"], m[part]["model"], "{w}");
+        assert_eq!(gap["real"], m[part]["real_median"], "{w}");
+        // The real step's own code is split into what counted as its work and what did not;
+        // the model has neither.
+        for own in ["lab_ns", "lab_over_ns"] {
+            assert!(m[own]["model"].is_null(), "{w}");
+            assert!(m[own]["real_median"].as_f64().is_some_and(|x| x >= 0.0), "{w}");
+        }
     }
 }
 

@@ -242,6 +242,14 @@ fn to_text(c: &[Compared], like: &Machine, runs: u32, notes: &[String]) -> Strin
             format!("differs on {}", misses.join(", "))
         };
         let _ = writeln!(s, "   verdict: {verdict}");
+        if let (false, Some((part, m, r))) = (misses.is_empty(), w.widest_step_gap()) {
+            let _ = writeln!(
+                s,
+                "   per step, the runners part most on {part}: model {} ns, real {} ns",
+                num(m),
+                num(r)
+            );
+        }
     }
     let agree = c.iter().filter(|w| w.misses().is_empty()).count();
     let _ = writeln!(
@@ -284,6 +292,9 @@ fn to_json(c: &[Compared], like: &Machine, quick: bool, notes: &[String]) -> ser
                 "params": w.params,
                 "verdict": if misses.is_empty() { "agrees" } else { "differs" },
                 "differs_on": misses,
+                "widest_step_gap": w.widest_step_gap().map(|(part, m, r)| {
+                    json!({ "metric": part, "model": finite(m), "real": finite(r) })
+                }),
                 "metrics": metrics,
             })
         })
