@@ -10,8 +10,10 @@
 //! done) is no part of what the workloads imitate.
 //! Time is the wall clock: `Ctx::now` is the time since the run started (once every thread
 //! was spawned: starting threads is no part of what the workloads imitate), `work(ps)` spins
-//! that long, `SleepUntil` waits (asleep, then yielding: `ThreadClock::sleep_until`), `Block`
-//! parks the thread until another one wakes it.
+//! that long after the step, less the step's own code (`ThreadClock::count_own_code`: the
+//! lab's queues and locks stand in for part of the kernel path the work stands for),
+//! `SleepUntil` waits (asleep, then yielding: `ThreadClock::sleep_until`), `Block` parks the
+//! thread until another one wakes it.
 //!
 //! # What runs in parallel
 //!
