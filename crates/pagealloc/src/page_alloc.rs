@@ -1318,6 +1318,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// `free_pages` only drops one reference there, and the last `page_frag_free` or cache
     /// drain frees the page ([`FreeError::StillReferenced`]). A page with a single reference
     /// left is freed, as dropping that reference does.
+    ///
+    /// Inlined into its caller (the order-0 copy; higher orders, drains and remote frees are
+    /// calls): as a call, an order-0 free paid six saved registers, the handle copied and the
+    /// `Result` returned through memory (docs/performance.md, fast path v2 step 7).
+    #[inline]
     pub fn free_pages(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         // Most frees are of order 0: a copy of the path with the order a constant folds its
         // shifts, alignment mask and order tests away (the same steps, the same decisions).
