@@ -1377,14 +1377,15 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if allow_pcp && self.free_unref_page(cpu, zone, frame, idx, pfn, order) {
             return Ok(());
         }
-        self.free_to_zone(cpu, zone, pfn, order);
+        self.free_to_zone(cpu.id, zone, pfn, order);
         Ok(())
     }
 
     /// Free a claimed block straight to the buddy lists under the zone lock, counting it
-    /// (kernel `free_one_page` from the free path).
-    pub(crate) fn free_to_zone(&self, cpu: Cpu, zone: &Zone<L>, pfn: Pfn, order: Order) {
-        let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
+    /// (kernel `free_one_page` from the free path). Takes the CPU's number, as the drains do
+    /// (`free_unref_page_flush`).
+    pub(crate) fn free_to_zone(&self, cpu: CpuId, zone: &Zone<L>, pfn: Pfn, order: Order) {
+        let mut zl = zone.lock(cpu, &self.events, &self.cfg);
         zl.count(Counter::Pgfree, order.nr_pages().0);
         zl.free_one_page(pfn, order, Fpi::None);
     }
