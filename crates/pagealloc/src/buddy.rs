@@ -27,7 +27,10 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// the head of an order-`low` block that is on no list. Returns the pages put on the
     /// lists, which the caller accounts once with the block it took, as the kernel's
     /// `page_del_and_expand` does since 6.10 (the free counters end the same; nothing reads
-    /// them between the levels).
+    /// them between the levels). Always inlined into `rmqueue_smallest`: most of its calls
+    /// split nothing (the request's own list had a block), and a call's entry and exit cost
+    /// more than such a split's work (docs/performance.md, fast path v2 step 7).
+    #[inline(always)]
     #[allow(unsafe_code)]
     pub(crate) fn expand(&mut self, pfn: Pfn, low: Order, high: Order, mt: MigrateType) -> i64 {
         let zone = self.zone;
@@ -53,7 +56,9 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     }
 
     /// Take the head block of the smallest order ≥ `order` on `mt`'s lists and split it
-    /// (kernel `__rmqueue_smallest`).
+    /// (kernel `__rmqueue_smallest`). Always inlined into `rmqueue`, whose common case it is:
+    /// a refill calls it once per block.
+    #[inline(always)]
     pub(crate) fn rmqueue_smallest(&mut self, order: Order, mt: MigrateType) -> Option<Pfn> {
         let o = self.smallest_free_order(order, mt)?;
         let pfn = self.zone.pfn_of(self.pop_free_head(o, mt)?);
@@ -72,32 +77,46 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     }
 
     /// One block of `order` for a `mt` request, from this zone's buddy lists, falling back to
-    /// other types as the anti-fragmentation rules allow (kernel `__rmqueue`).
+    /// other types as the anti-fragmentation rules allow (kernel `__rmqueue`). Inlined into
+    /// the refill loop and the single-block path: without CMA the request's own lists
+    /// usually serve it; the CMA balancing and the fallback are out of line.
+    #[inline]
     pub(crate) fn rmqueue(
         &mut self,
         order: Order,
         mt: MigrateType,
         flags: AllocFlags,
     ) -> Option<Pfn> {
+        if !flags.has(AllocFlags::CMA) {
+            if let Some(p) = self.rmqueue_smallest(order, mt) {
+                return Some(p);
+            }
+        }
+        self.rmqueue_slow(order, mt, flags)
+    }
+
+    /// [`rmqueue`](Self::rmqueue) once the request's own lists had nothing, or for a request
+    /// that may use CMA (which balances between CMA and its own lists first).
+    #[inline(never)]
+    fn rmqueue_slow(&mut self, order: Order, mt: MigrateType, flags: AllocFlags) -> Option<Pfn> {
+        if !flags.has(AllocFlags::CMA) {
+            return self.rmqueue_fallback(order, mt, flags);
+        }
         let z = self.zone;
-        if flags.has(AllocFlags::CMA) {
-            // Balance movable allocations between CMA and ordinary blocks: use CMA first once
-            // it holds more than half of the zone's free memory.
-            let cma = z.nr_free_cma.load(crate::sync::Ordering::Relaxed);
-            let free = z.nr_free_pages.load(crate::sync::Ordering::Relaxed);
-            if cma > free / 2 {
-                if let Some(p) = self.rmqueue_smallest(order, MigrateType::Cma) {
-                    return Some(p);
-                }
+        // Balance movable allocations between CMA and ordinary blocks: use CMA first once it
+        // holds more than half of the zone's free memory.
+        let cma = z.nr_free_cma.load(crate::sync::Ordering::Relaxed);
+        let free = z.nr_free_pages.load(crate::sync::Ordering::Relaxed);
+        if cma > free / 2 {
+            if let Some(p) = self.rmqueue_smallest(order, MigrateType::Cma) {
+                return Some(p);
             }
         }
         if let Some(p) = self.rmqueue_smallest(order, mt) {
             return Some(p);
         }
-        if flags.has(AllocFlags::CMA) {
-            if let Some(p) = self.rmqueue_smallest(order, MigrateType::Cma) {
-                return Some(p);
-            }
+        if let Some(p) = self.rmqueue_smallest(order, MigrateType::Cma) {
+            return Some(p);
         }
         self.rmqueue_fallback(order, mt, flags)
     }
@@ -123,6 +142,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
 
     /// Return the block at `pfn` to the free lists as type `mt`, merging with free buddies
     /// (kernel `__free_one_page`). The head must not be on any list.
+    #[inline(always)]
     #[allow(unsafe_code)]
     pub(crate) fn free_one_page_locked(
         &mut self,
@@ -140,36 +160,25 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         // with members of its lists (hot.rs, F).
         let at = unsafe { frames_unchecked(&zone.mem_map) };
         let (mut pfn, mut order) = (pfn, order);
+        // The span in locals: the zone holds atomics, so the compiler would reload its
+        // bounds after every store the loop makes. `spans` as one wrapping subtraction.
+        let (start, span) = (zone.start_pfn.0, zone.end_pfn.0 - zone.start_pfn.0);
         let mut buddy = pfn.buddy(order);
         while order.0 < MAX_PAGE_ORDER {
             buddy = pfn.buddy(order);
-            if !zone.spans(buddy) {
+            let bidx = buddy.0.wrapping_sub(start);
+            if bidx >= span {
                 break;
             }
+            let bidx = bidx as u32;
             self.touch_frame(buddy);
-            let bidx = zone.index_of(buddy);
-            let info = at(bidx).info();
-            if info.state != FrameState::Buddy || info.order != order {
+            let Some(list) = at(bidx).buddy_list_if(order) else { break };
+            // Mostly the buddy sits on the freed block's own type's list; another type's is
+            // out of line.
+            if list == mt as u8 {
+                self.del_at(&at, bidx, order, mt);
+            } else if !self.take_buddy_of_other_type(bidx, buddy, order, list, mt) {
                 break;
-            }
-            let buddy_mt = MigrateType::from_u8(info.list).unwrap_or(MigrateType::Movable);
-            if order.0 >= PAGEBLOCK_ORDER
-                && buddy_mt != mt
-                && (!mt.is_mergeable() || !buddy_mt.is_mergeable())
-            {
-                // Reserves, CMA and isolated blocks keep their pages to themselves.
-                break;
-            }
-            self.del_at(&at, bidx, order, buddy_mt);
-            if buddy_mt != mt {
-                let pages = order.nr_pages().0 as i64;
-                self.account_freepages(buddy_mt, -pages);
-                self.account_freepages(mt, pages);
-                if self.cfg.hygiene {
-                    // Both mergeable: relabel the buddy's block so a later split puts the
-                    // pieces on lists matching their pageblock (6.10 hygiene).
-                    zone.pageblocks.set(buddy, mt);
-                }
             }
             pfn = Pfn(pfn.0 & buddy.0);
             order = Order(order.0 + 1);
@@ -179,6 +188,43 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
             Fpi::None => self.buddy_merge_likely(pfn, buddy, order),
         };
         self.add_to_free_list(pfn, order, mt, tail);
+    }
+
+    /// The merge loop's rare case: the free buddy of `order` at `buddy` (frame index `bidx`)
+    /// sits on another list than `mt`'s (`list`). Unless the two types may not merge at this
+    /// order (reserves, CMA and isolated blocks keep their pages to themselves: `false`, the
+    /// merge stops), takes it off its list, moves its pages to `mt`'s count and returns `true`.
+    #[inline(never)]
+    #[allow(unsafe_code)]
+    fn take_buddy_of_other_type(
+        &mut self,
+        bidx: u32,
+        buddy: Pfn,
+        order: Order,
+        list: u8,
+        mt: MigrateType,
+    ) -> bool {
+        let buddy_mt = MigrateType::from_u8(list).unwrap_or(MigrateType::Movable);
+        if order.0 >= PAGEBLOCK_ORDER
+            && buddy_mt != mt
+            && (!mt.is_mergeable() || !buddy_mt.is_mergeable())
+        {
+            return false;
+        }
+        // SAFETY: `bidx` is the index of a pfn the zone spans (hot.rs, F).
+        let at = unsafe { frames_unchecked(&self.zone.mem_map) };
+        self.del_at(at, bidx, order, buddy_mt);
+        if buddy_mt != mt {
+            let pages = order.nr_pages().0 as i64;
+            self.account_freepages(buddy_mt, -pages);
+            self.account_freepages(mt, pages);
+            if self.cfg.hygiene {
+                // Both mergeable: relabel the buddy's block so a later split puts the pieces
+                // on lists matching their pageblock (6.10 hygiene).
+                self.zone.pageblocks.set(buddy, mt);
+            }
+        }
+        true
     }
 
     /// Free a block of any order under the lock (kernel `free_one_page`): blocks larger than
@@ -375,6 +421,33 @@ mod tests {
         while zl.rmqueue_smallest(Order(9), mv).is_some() {}
         assert_bitmap_matches(&zl, "taking every block of order 9 and above");
         assert_eq!(zl.zone.free_orders(mv) >> 9, 0);
+    }
+
+    /// A buddy on another type's list (the merge loop's out-of-line case) merges below
+    /// pageblock order, its pages moving to the freed block's type, and does not merge at
+    /// pageblock order when one of the two types is not mergeable.
+    #[test]
+    fn a_buddy_of_another_type_merges_only_where_the_types_allow() {
+        let pa = allocator();
+        let z = dma32(&pa);
+        let mut zl = z.lock(CpuId(0), &pa.events, &pa.cfg);
+        let (mv, un, ha) = (MigrateType::Movable, MigrateType::Unmovable, MigrateType::HighAtomic);
+        let b = zl.rmqueue_smallest(Order(10), mv).unwrap();
+        let free_before = z.nr_free_pages.load(crate::sync::Ordering::Relaxed);
+        zl.free_one_page_locked(Pfn(b.0 + 1), Order(0), un, Fpi::None);
+        assert_eq!(zl.first_free(Order(0), un), Some(Pfn(b.0 + 1)));
+        zl.free_one_page_locked(b, Order(0), mv, Fpi::None);
+        assert_bitmap_matches(&zl, "a merge with an unmovable buddy");
+        assert_eq!(zl.first_free(Order(0), un), None, "the buddy left its list");
+        assert_eq!(zl.first_free(Order(1), mv), Some(b), "merged as the freed block's type");
+        assert_eq!(z.nr_free_pages.load(crate::sync::Ordering::Relaxed), free_before + 2);
+        let c = zl.rmqueue_smallest(Order(10), mv).unwrap();
+        let upper = Pfn(c.0 + 512);
+        zl.free_one_page_locked(upper, Order(9), ha, Fpi::None);
+        zl.free_one_page_locked(c, Order(9), mv, Fpi::None);
+        assert_bitmap_matches(&zl, "frees of two order-9 halves that may not merge");
+        assert_eq!(zl.first_free(Order(9), ha), Some(upper), "the reserve kept its half");
+        assert!(z.frame(c).is_buddy_of_order(Order(9)), "the movable half stayed order 9");
     }
 
     /// A freed block goes to the tail of its list when its enclosing block's buddy is free

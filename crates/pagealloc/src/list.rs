@@ -149,7 +149,9 @@ impl ListHead {
     }
 
     /// Remove `idx`, which must be a member of this list. Returns the members whose links
-    /// changed, `[prev, next]`, each [`NIL`] if there is none. Frames looked up by `at`.
+    /// changed, `[prev, next]`, each [`NIL`] if there is none. The removed frame's own links
+    /// are left as they were, as [`pop_head_with`](Self::pop_head_with) leaves them. Frames
+    /// looked up by `at`.
     #[inline(always)]
     pub(crate) fn unlink_with<'m>(&mut self, at: impl Fn(u32) -> &'m Frame, idx: u32) -> [u32; 2] {
         let f = at(idx);
@@ -164,8 +166,6 @@ impl ListHead {
         } else {
             at(next).set_prev(prev);
         }
-        f.set_next(NIL);
-        f.set_prev(NIL);
         self.len -= 1;
         [prev, next]
     }

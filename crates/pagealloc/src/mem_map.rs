@@ -190,8 +190,17 @@ impl Frame {
     /// Is this the head of a free buddy block of exactly `order`? (PageBuddy && buddy_order)
     #[inline]
     pub fn is_buddy_of_order(&self, order: Order) -> bool {
-        let i = self.info();
-        i.state == FrameState::Buddy && i.order == order
+        self.buddy_list_if(order).is_some()
+    }
+
+    /// The list (migratetype) of this frame if it heads a free buddy block of exactly
+    /// `order`, else `None`: the merge loop's test as one compare of the packed word's
+    /// state and order bits, without decoding them.
+    #[inline]
+    pub(crate) fn buddy_list_if(&self, order: Order) -> Option<u8> {
+        let want = FrameInfo { state: FrameState::Buddy, order, list: 0 }.pack();
+        let word = self.info.load(Relaxed);
+        (word & 0xff == want).then_some((word >> 8) as u8)
     }
 
     /// Claim an allocated block of `order` for freeing: `Allocated(order)` becomes `Freeing`

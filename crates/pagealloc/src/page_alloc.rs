@@ -1318,6 +1318,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// `free_pages` only drops one reference there, and the last `page_frag_free` or cache
     /// drain frees the page ([`FreeError::StillReferenced`]). A page with a single reference
     /// left is freed, as dropping that reference does.
+    ///
+    /// Inlined into its caller (the order-0 copy; higher orders, drains and remote frees are
+    /// calls): as a call, an order-0 free paid six saved registers, the handle copied and the
+    /// `Result` returned through memory (docs/performance.md, fast path v2 step 7).
+    #[inline]
     pub fn free_pages(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
         // Most frees are of order 0: a copy of the path with the order a constant folds its
         // shifts, alignment mask and order tests away (the same steps, the same decisions).
@@ -1372,14 +1377,15 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if allow_pcp && self.free_unref_page(cpu, zone, frame, idx, pfn, order) {
             return Ok(());
         }
-        self.free_to_zone(cpu, zone, pfn, order);
+        self.free_to_zone(cpu.id, zone, pfn, order);
         Ok(())
     }
 
     /// Free a claimed block straight to the buddy lists under the zone lock, counting it
-    /// (kernel `free_one_page` from the free path).
-    pub(crate) fn free_to_zone(&self, cpu: Cpu, zone: &Zone<L>, pfn: Pfn, order: Order) {
-        let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
+    /// (kernel `free_one_page` from the free path). Takes the CPU's number, as the drains do
+    /// (`free_unref_page_flush`).
+    pub(crate) fn free_to_zone(&self, cpu: CpuId, zone: &Zone<L>, pfn: Pfn, order: Order) {
+        let mut zl = zone.lock(cpu, &self.events, &self.cfg);
         zl.count(Counter::Pgfree, order.nr_pages().0);
         zl.free_one_page(pfn, order, Fpi::None);
     }

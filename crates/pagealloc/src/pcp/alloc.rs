@@ -12,7 +12,7 @@ use crate::policy::{HighDecay, PcpLocking, Policy, RefillSizing};
 use crate::sizing::pcp_clamp;
 use crate::stats::Counter;
 use crate::sync::RawLock;
-use crate::types::{Order, Pfn};
+use crate::types::{CpuId, Order, Pfn};
 use crate::zone::{flags, Zone};
 use crate::{Cpu, PageAllocator};
 
@@ -83,11 +83,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Report a pageset list operation's lines to the sink: the pageset, the block's frame
     /// and the neighbour whose links changed ([`NIL`] for none).
     #[inline]
-    pub(crate) fn touch_pcp_op(&self, cpu: Cpu, zone: &Zone<L>, idx: u32, neighbour: u32) {
-        self.events.touch(cpu.id, MetaLine::Pageset(zone.idx, cpu.id));
-        self.events.touch(cpu.id, MetaLine::Frame(zone.pfn_of(idx)));
+    pub(crate) fn touch_pcp_op(&self, cpu: CpuId, zone: &Zone<L>, idx: u32, neighbour: u32) {
+        self.events.touch(cpu, MetaLine::Pageset(zone.idx, cpu));
+        self.events.touch(cpu, MetaLine::Frame(zone.pfn_of(idx)));
         if neighbour != NIL {
-            self.events.touch(cpu.id, MetaLine::Frame(zone.pfn_of(neighbour)));
+            self.events.touch(cpu, MetaLine::Frame(zone.pfn_of(neighbour)));
         }
     }
 
@@ -196,7 +196,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         // SAFETY: as above (hot.rs, F).
         let (idx, next) = list.pop_head_nonempty_with(unsafe { frames_unchecked(&zone.mem_map) });
         if E::ENABLED {
-            self.touch_pcp_op(cpu, zone, idx, next);
+            self.touch_pcp_op(cpu.id, zone, idx, next);
         }
         pcp.count -= 1 << order.0;
         if self.policy.high_decay == HighDecay::CountMinLimited {
@@ -277,7 +277,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             let old_tail =
                 unsafe { pcp.lists[pindex].push_tail_with(frames_unchecked(&zone.mem_map), idx) };
             if E::ENABLED {
-                self.touch_pcp_op(cpu, zone, idx, old_tail);
+                self.touch_pcp_op(cpu.id, zone, idx, old_tail);
             }
             pcp.count += 1 << order.0;
             got += 1;

@@ -93,7 +93,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             }
             // drain_zone_pages: an idle remote pageset loses one batch.
             let n = pcp.batch.min(pcp.count);
-            self.free_pcppages_bulk(cpu, zone, slot, &mut pcp, n, 0, DrainReason::Remote);
+            self.free_pcppages_bulk(cpu.id, zone, slot, &mut pcp, n, 0, DrainReason::Remote);
             todo += 1;
         }
         todo
@@ -117,7 +117,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         };
         let flush =
             Flush { start: 0, reason: DrainReason::Decay, high: pcp.high, free_high: false };
-        self.free_pcppages_by(cpu, zone, slot, pcp, n, form, flush);
+        self.free_pcppages_by(cpu.id, zone, slot, pcp, n, form, flush);
     }
 
     /// Empty `cpu`'s pageset for `zone` (kernel `drain_pages_zone`): in chunks of at most
@@ -155,7 +155,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             if n <= 0 {
                 return;
             }
-            self.free_pcppages_bulk(caller, zone, slot, &mut pcp, n, 0, DrainReason::Explicit);
+            self.free_pcppages_bulk(caller.id, zone, slot, &mut pcp, n, 0, DrainReason::Explicit);
         }
     }
 

@@ -19,7 +19,7 @@ use crate::policy::{
 use crate::sizing::pcp_clamp;
 use crate::stats::{Counter, DrainReason};
 use crate::sync::RawLock;
-use crate::types::{Order, Pfn, ZoneType, PAGE_ALLOC_COSTLY_ORDER};
+use crate::types::{CpuId, Order, Pfn, ZoneType, PAGE_ALLOC_COSTLY_ORDER};
 use crate::zone::{flags, Zone, WMARK_HIGH};
 use crate::{Cpu, PageAllocator};
 
@@ -263,7 +263,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let old_head =
             unsafe { pcp.list_at(pindex).push_head_with(frames_unchecked(&zone.mem_map), idx) };
         if E::ENABLED {
-            self.touch_pcp_op(cpu, zone, idx, old_head);
+            self.touch_pcp_op(cpu.id, zone, idx, old_head);
         }
         pcp.count += 1 << order.0;
         pcp.active = true;
@@ -279,16 +279,18 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if !free_high && zone_flags & self.pcp_fast.free_gate == 0 && pcp.count < high {
             return;
         }
-        self.free_unref_page_flush(cpu, zone, slot, pcp, pindex, zone_flags, free_high);
+        self.free_unref_page_flush(cpu.id, zone, slot, pcp, pindex, zone_flags, free_high);
     }
 
     /// The rest of `free_unref_page_commit` when the free may drain: the threshold
     /// (`nr_pcp_high`), the drain, and clearing ZONE_BELOW_HIGH once the zone is above HIGH.
+    /// It and the drains below take the CPU's number, all they use: a `Cpu` handle passed
+    /// to an out-of-line call is copied to memory on every free of the inlined hit path.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn free_unref_page_flush(
         &self,
-        cpu: Cpu,
+        cpu: CpuId,
         zone: &Zone<L>,
         slot: &PcpSlot<L>,
         pcp: &mut PerCpuPages,
@@ -336,7 +338,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn free_pcppages_by(
         &self,
-        cpu: Cpu,
+        cpu: CpuId,
         zone: &Zone<L>,
         slot: &PcpSlot<L>,
         pcp: &mut PerCpuPages,
@@ -360,7 +362,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 return;
             }
             if !first && pcp.count > 0 && E::ENABLED {
-                self.events.zone_lock_yield(cpu.id, zone.idx);
+                self.events.zone_lock_yield(cpu, zone.idx);
             }
             let chunk = to_free.min(batch);
             self.free_pcppages_part(cpu, zone, slot, pcp, chunk, flush.start, flush.reason, first);
@@ -380,7 +382,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     #[inline]
     pub(crate) fn free_pcppages_bulk(
         &self,
-        cpu: Cpu,
+        cpu: CpuId,
         zone: &Zone<L>,
         slot: &PcpSlot<L>,
         pcp: &mut PerCpuPages,
@@ -397,7 +399,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     #[inline(never)]
     fn free_pcppages_part(
         &self,
-        cpu: Cpu,
+        cpu: CpuId,
         zone: &Zone<L>,
         slot: &PcpSlot<L>,
         pcp: &mut PerCpuPages,
@@ -459,11 +461,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             }
             if E::ENABLED {
                 // Each picked block left a pageset list and joined the local one.
-                self.events.pcp_list_work(cpu.id, probes + 2 * picked.len());
+                self.events.pcp_list_work(cpu, probes + 2 * picked.len());
             }
             // Pass 2 walks the local list without unlinking (the free overwrites the links),
             // so it adds no list operations of its own under the lock.
-            let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
+            let mut zl = zone.lock(cpu, &self.events, &self.cfg);
             let mut next = picked.head();
             while let Some(idx) = next {
                 let frame = &zone.mem_map[idx as usize];
@@ -472,7 +474,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             }
             return;
         }
-        let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
+        let mut zl = zone.lock(cpu, &self.events, &self.cfg);
         // v2 (5.18) probes the start list first; v1 probes the one after it.
         let mut pindex = match self.policy.bulk_free {
             BulkFree::SinglePassAfterStart => start + 1,
@@ -510,7 +512,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Touch the buddy frame a bulk free is about to merge with, as the kernel's prefetch did
     /// (a cache effect only; which frame depends on the policy), and tell the sink.
     #[inline]
-    fn prefetch_buddy(&self, cpu: Cpu, zone: &Zone<L>, pfn: Pfn, order: Order) {
+    fn prefetch_buddy(&self, cpu: CpuId, zone: &Zone<L>, pfn: Pfn, order: Order) {
         let buddy = match self.policy.bulk_free_prefetch {
             BuddyPrefetch::Off => return,
             BuddyPrefetch::Order0Buddy => pfn.buddy(Order(0)),
@@ -519,7 +521,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if zone.spans(buddy) {
             core::hint::black_box(zone.frame(buddy).info());
             if E::ENABLED {
-                self.events.prefetch(cpu.id, MetaLine::Frame(buddy));
+                self.events.prefetch(cpu, MetaLine::Frame(buddy));
             }
         }
     }
@@ -527,10 +529,12 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 
 /// Free one block taken off a pageset into the buddy lists, and trace it. Its type is its
 /// pageblock's, looked up now (6.10+), or (≤ 6.9) the type cached when it joined the pageset,
-/// unless its block has since been isolated.
+/// unless its block has since been isolated. Always inlined into the drain loops, which call
+/// it once per block.
+#[inline(always)]
 fn free_to_buddy<E: EventSink, L: RawLock>(
     zl: &mut crate::zone::ZoneLocked<'_, E, L>,
-    cpu: Cpu,
+    cpu: CpuId,
     zone: &Zone<L>,
     idx: u32,
     order: Order,
@@ -546,6 +550,6 @@ fn free_to_buddy<E: EventSink, L: RawLock>(
     };
     zl.free_one_page_locked(pfn, order, mt, Fpi::None);
     if E::ENABLED {
-        zl.events.record(&TraceEvent::PagePcpuDrain { cpu: cpu.id, pfn, order, migratetype: mt });
+        zl.events.record(&TraceEvent::PagePcpuDrain { cpu, pfn, order, migratetype: mt });
     }
 }

@@ -260,7 +260,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                     );
                 }
                 // Its pageblock was isolated since: straight to the buddy lists.
-                None => self.free_to_zone(cpu, zone, pfn, order),
+                None => self.free_to_zone(cpu.id, zone, pfn, order),
             }
             blocks += 1;
             idx = next;
