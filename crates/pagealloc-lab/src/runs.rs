@@ -21,7 +21,7 @@ use crate::mmtests::Better;
 use crate::model::cost::CostProfile;
 use crate::model::real::{RealRunner, RealSetup};
 use crate::model::sink::ModelSink;
-use crate::model::{Model, ModelSetup, RunOutcome, Topology};
+use crate::model::{Model, ModelSetup, RunOutcome, Teardown, Topology};
 use crate::preset_file::ResolvedPreset;
 use crate::procfs;
 use crate::results::Row;
@@ -389,6 +389,10 @@ fn execute_real(spec: &RunSpec, pin: bool, progress: &mut dyn FnMut(f64)) -> Res
 fn execute_model(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult> {
     let started = Instant::now();
     let mut model = build(spec)?;
+    if spec.show.is_empty() && spec.trace.is_none() {
+        // No view reads the allocator after the run and no trace hears its last frees.
+        model.set_teardown(Teardown::Retire);
+    }
     let writer = match &spec.trace {
         Some(path) => {
             let file = std::fs::File::create(path)

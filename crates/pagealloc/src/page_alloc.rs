@@ -1341,6 +1341,18 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         self.free_pages_routed(cpu, pfn, order, true)
     }
 
+    /// Check the block of 2^`order` frames at `pfn` as [`free_pages`](Self::free_pages)
+    /// would, with the same errors, and retire it: it becomes a block whose free has begun
+    /// and never ends, so it goes on no list, is counted neither free nor on a pageset, and
+    /// a later free or retire of it is refused as a double free. For a caller that is done
+    /// with the allocator and only needs to know that every block it still holds is a live
+    /// allocation of that order, held once (a model's conservation check at the end of a
+    /// run), without paying for what a free does after its checks: the pageset, the
+    /// flushes to the buddy lists and their merges.
+    pub fn retire(&self, cpu: Cpu, pfn: Pfn, order: Order) -> Result<(), FreeError> {
+        self.claim_for_free(cpu, pfn, order).map(|_| ())
+    }
+
     /// A hint that the block at `pfn` will be freed soon: start loading its frame's metadata,
     /// so that a caller freeing many blocks in a row (a process exit, an unmap) overlaps the
     /// cache misses instead of taking them one after another. It changes no state; a frame

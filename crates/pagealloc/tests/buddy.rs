@@ -103,6 +103,39 @@ fn split_and_merge_restore_the_initial_state() {
 }
 
 #[test]
+fn retire_checks_as_free_does_and_takes_the_block_out_for_good() {
+    let pa = machine(32 * MIB);
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let p = pa.alloc_pages(cpu, Gfp::KERNEL, Order(2)).unwrap();
+    let q = pa.alloc_pages(cpu, Gfp::KERNEL, Order(0)).unwrap();
+    let free_before = pa.nr_free_pages();
+    let pcp_before: u64 = pa.zones().iter().map(|z| z.pcp_pages()).sum();
+    // The free's refusals, with the free's errors, changing nothing:
+    assert_eq!(
+        pa.retire(cpu, p, Order(1)),
+        Err(FreeError::WrongOrder { pfn: p, given: Order(1), allocated: Order(2) })
+    );
+    assert_eq!(
+        pa.retire(cpu, Pfn(p.0 + 2), Order(0)),
+        Err(FreeError::TailPage { pfn: Pfn(p.0 + 2), head: p })
+    );
+    assert_eq!(pa.retire(cpu, Pfn(1 << 30), Order(0)), Err(FreeError::ForeignFrame(Pfn(1 << 30))));
+    pa.retire(cpu, p, Order(2)).unwrap();
+    // Retired once: a second retire or a free is a double free, and it never came back.
+    assert_eq!(pa.retire(cpu, p, Order(2)), Err(FreeError::DoubleFree { pfn: p }));
+    assert_eq!(pa.free_pages(cpu, p, Order(2)), Err(FreeError::DoubleFree { pfn: p }));
+    assert_eq!(pa.nr_free_pages(), free_before);
+    let pcp_after: u64 = pa.zones().iter().map(|z| z.pcp_pages()).sum();
+    assert_eq!(pcp_after, pcp_before);
+    // Counted as allocated by the validator's census, as a block being freed is.
+    check(&pa);
+    let c = census(&pa);
+    assert_eq!(c.allocated, 5);
+    pa.free_pages(cpu, q, Order(0)).unwrap();
+    check(&pa);
+}
+
+#[test]
 fn bad_frees_are_typed_errors_and_change_nothing() {
     let pa = machine(32 * MIB);
     let cpu = pa.cpu(CpuId(0)).unwrap();

@@ -995,6 +995,21 @@ const SAMPLED_CPUS: usize = 8;
 /// Scheduler steps between progress reports.
 const PROGRESS_EVERY: u64 = 1 << 16;
 
+/// How the end of a run returns the blocks the workload still holds, after the run's figures
+/// are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Teardown {
+    /// Free every block: the allocator ends with all its memory free, for whoever reads its
+    /// state after the run (`--show`'s views) or hears its records (`--trace`'s frees).
+    Free,
+    /// Retire every block ([`PageAllocator::retire`]): the free's checks without the free,
+    /// when nothing reads the allocator afterwards. The conservation check is as strict —
+    /// each block a live allocation of its order, held once, and every managed page free,
+    /// on a pageset or retired — and thpfioscale, which ends holding a page cache as large
+    /// as memory, no longer pays a sixth of its run to put it back on the buddy lists.
+    Retire,
+}
+
 /// A built model, ready to run one workload.
 #[derive(Debug)]
 pub struct Model {
@@ -1014,6 +1029,7 @@ pub struct Model {
     /// How the next CPU to step is picked when not by its clock alone (tests of the
     /// interleavings real threads make; [`Model::skew_schedule`]).
     skew: Option<Skew>,
+    teardown: Teardown,
 }
 
 /// A schedule whose CPUs' clocks run apart, as real threads' do: each CPU is stepped as if
@@ -1106,7 +1122,14 @@ impl Model {
             count_frames: setup.count_frames,
             seed,
             skew: None,
+            teardown: Teardown::Free,
         })
+    }
+
+    /// Return what the workload still holds at the end of a run by `teardown` (a new model
+    /// frees it: [`Teardown::Free`]).
+    pub fn set_teardown(&mut self, teardown: Teardown) {
+        self.teardown = teardown;
     }
 
     /// Step CPU `c` as if its clock were `lead_ps[c]` earlier (a CPU not named: 0), plus a
@@ -1343,9 +1366,9 @@ impl Model {
         pcp_pages(&self.pa)
     }
 
-    /// Free what the workload still holds and check that every page came back.
+    /// Return what the workload still holds and check that every page came back.
     fn give_back(&self, w: &mut dyn Workload) -> Result<()> {
-        give_back(&self.pa, w.held(), self.validate)
+        give_back(&self.pa, w.held(), self.teardown, self.validate)
     }
 }
 
@@ -1382,26 +1405,34 @@ fn sample_pagesets(pa: &PageAllocator<ModelSink>, t: u32, sampled: &[u32], rec: 
     }
 }
 
-/// Free the blocks a workload still holds (each on its CPU) and check that every page came
-/// back: the run's conservation check, and the full validator when `validate`. Both runners
-/// end with it.
+/// Return the blocks a workload still holds (each on its CPU, freed or retired as
+/// `teardown` says) and check that every page came back: the run's conservation check, and
+/// the full validator when `validate`. Both runners end with it.
 fn give_back(
     pa: &PageAllocator<ModelSink>,
     held: Vec<(u32, Pfn, Order)>,
+    teardown: Teardown,
     validate: bool,
 ) -> Result<()> {
+    let mut retired = 0u64;
     for (c, pfn, order) in held {
         let cpu = pa.cpu(CpuId(c)).ok_or_else(|| anyhow!("held block on cpu {c}"))?;
-        pa.free_pages(cpu, pfn, order)
-            .map_err(|e| anyhow!("returning {pfn:?} order {} at the end: {e}", order.0))?;
+        match teardown {
+            Teardown::Free => pa.free_pages(cpu, pfn, order),
+            Teardown::Retire => pa.retire(cpu, pfn, order),
+        }
+        .map_err(|e| anyhow!("returning {pfn:?} order {} at the end: {e}", order.0))?;
+        if teardown == Teardown::Retire {
+            retired += order.nr_pages().0;
+        }
     }
-    let free = pa.nr_free_pages().0 + pcp_pages(pa);
+    let back = pa.nr_free_pages().0 + pcp_pages(pa) + retired;
     let managed = pa.managed_pages().0;
-    if free != managed {
+    if back != managed {
         bail!(
-            "conservation: {managed} pages managed, {free} free after the workload returned \
-             everything ({} unaccounted)",
-            managed as i64 - free as i64
+            "conservation: {managed} pages managed, {back} free or returned after the workload \
+             returned everything ({} unaccounted)",
+            managed as i64 - back as i64
         );
     }
     if validate {
@@ -1943,6 +1974,81 @@ pub(crate) mod tests {
         let e = format!("{:#}", o.unwrap_err());
         assert!(e.contains("obj64") && e.contains("still allocated"), "{e}");
         assert_eq!(slab.took[0], direct.took[0] + cost.slab_alloc);
+    }
+
+    /// What a [`KeepsToTheEnd`] says it holds at the end.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Says {
+        /// Every block it holds.
+        Truth,
+        /// One block twice and another not at all: the page count still adds up.
+        OneTwice,
+        /// All but its first block (of order 0).
+        Leaks,
+    }
+
+    /// Two CPUs allocating blocks of orders 0–3 and keeping every one to the end of the run.
+    struct KeepsToTheEnd {
+        kept: Vec<(u32, Pfn, Order)>,
+        says: Says,
+    }
+
+    impl SerialWorkload for KeepsToTheEnd {
+        fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
+            Ok(vec![0, 1])
+        }
+        fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+            let order = Order((self.kept.len() % 4) as u8);
+            let pfn = ctx.alloc(Gfp::KERNEL, order).expect("memory");
+            self.kept.push((ctx.cpu(), pfn, order));
+            Ok(if self.kept.len() < 600 { Next::Continue } else { Next::Done })
+        }
+        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
+            let mut v = std::mem::take(&mut self.kept);
+            match self.says {
+                Says::Truth => {}
+                Says::OneTwice => {
+                    // Blocks 0 and 4 are both of order 0.
+                    v[4] = v[0];
+                }
+                Says::Leaks => {
+                    v.remove(0);
+                }
+            }
+            v
+        }
+        fn metrics(&self) -> Vec<(String, f64)> {
+            Vec::new()
+        }
+        fn progress(&self) -> f64 {
+            0.0
+        }
+    }
+
+    fn run_keeping(teardown: Teardown, says: Says) -> Result<RunOutcome> {
+        let mut m = Model::new(small_setup(2, 64, "modern", 1)).unwrap();
+        m.set_teardown(teardown);
+        m.run(&mut Serial::new(KeepsToTheEnd { kept: Vec::new(), says }), &mut |_| {})
+    }
+
+    /// Retiring what the workload holds at the end instead of freeing it changes nothing the
+    /// run reports, and the check at the end is as strict: a block said twice is refused as
+    /// a double free, a block not said at all fails the conservation check, either way. The
+    /// small setup runs the full validator after the teardown too.
+    #[test]
+    fn a_retiring_teardown_reports_the_same_and_checks_as_much() {
+        let freed = run_keeping(Teardown::Free, Says::Truth).unwrap();
+        let retired = run_keeping(Teardown::Retire, Says::Truth).unwrap();
+        assert_eq!(format!("{freed:?}"), format!("{retired:?}"));
+        for teardown in [Teardown::Free, Teardown::Retire] {
+            let e = format!("{:#}", run_keeping(teardown, Says::OneTwice).unwrap_err());
+            assert!(e.contains("double free"), "{teardown:?}: {e}");
+            let e = format!("{:#}", run_keeping(teardown, Says::Leaks).unwrap_err());
+            assert!(
+                e.contains("conservation") && e.contains("(1 unaccounted)"),
+                "{teardown:?}: {e}"
+            );
+        }
     }
 
     /// Movable pages a test holds, moved where compaction asks.

@@ -50,7 +50,7 @@ use super::sink::ModelSink;
 use super::slab::SlabSet;
 use super::{
     give_back, lock, pcp_pages, sample_pagesets, sampled_cpus, stream_seed, Clock, Ctx, ModelInfo,
-    Next, OpCounts, Recorder, RunOutcome, Workload,
+    Next, OpCounts, Recorder, RunOutcome, Teardown, Workload,
 };
 use crate::heap::{pin_current_thread, FrameHeap, HeapOptions};
 
@@ -653,7 +653,7 @@ impl RealRunner {
         let workload_metrics = w.metrics();
         let held = w.held();
         slabs.shrink_all(pa, CpuId(running.first().copied().unwrap_or(0)))?;
-        give_back(pa, held, self.setup.validate)?;
+        give_back(pa, held, Teardown::Free, self.setup.validate)?;
         let held_ps = events.get(Counter::ZoneLockHeldNs).saturating_mul(1000);
         // Timed around the lock itself (`with_clock`): the ticker's few holds are in it too.
         let wait_ps = events.get(Counter::ZoneLockWaitNs).saturating_mul(1000);
