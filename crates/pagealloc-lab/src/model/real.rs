@@ -977,15 +977,7 @@ mod tests {
             let taken = self.taken[ctx.cpu() as usize].fetch_add(1, Ordering::Relaxed) + 1;
             Ok(if taken == self.steps { Next::Done } else { Next::Continue })
         }
-        fn held(&mut self) -> Vec<(u32, Pfn, Order)> {
-            Vec::new()
-        }
-        fn metrics(&self) -> Vec<(String, f64)> {
-            Vec::new()
-        }
-        fn progress(&self) -> f64 {
-            0.0
-        }
+        holds_nothing_and_measures_nothing!();
     }
 
     #[test]
