@@ -9,9 +9,7 @@ use crate::hot::frames_unchecked;
 use crate::list::ListHead;
 use crate::mem_map::{Frame, FrameInfo, FrameState, NIL};
 use crate::migratetype::MigrateType;
-use crate::pcp::{
-    AllocDecay, PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER,
-};
+use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
 use crate::policy::{
     BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHigh, FreeHighDrain, PgfreeUnit,
     Policy, ReclaimActiveLimit,
@@ -268,8 +266,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         pcp.count += 1 << order.0;
         pcp.active = true;
         let free_high = pcp.free_high_decision(policy, order);
-        // The free_count forms (FreeCount, FreeCountV1) are those whose allocations halve it.
-        if self.pcp_fast.alloc_decay == AllocDecay::FreeCount && pcp.free_count < pcp.batch_scaled {
+        if self.pcp_fast.counts_frees && pcp.free_count < pcp.batch_scaled {
             pcp.free_count += 1 << order.0;
         }
         let zone_flags = zone.flags.load(crate::sync::Ordering::Relaxed);

@@ -127,8 +127,10 @@ pub(crate) struct PcpFast {
     /// (`Pageblocks::get_bits`): HIGHATOMIC and CMA blocks ride on the MOVABLE list,
     /// ISOLATE blocks and uncached orders go to the buddy lists ([`PcpFast::NOT_CACHED`]).
     free_pindex: [[u8; 8]; NR_PAGE_ORDERS],
-    /// What an allocation from a pageset does to the recent-free signal (`note_alloc`).
-    pub(crate) alloc_decay: AllocDecay,
+    /// Does a free count its pages in `free_count` (the 6.7+ `free_count` forms of
+    /// `free_batch_sizing`)? An allocation halves every signal whatever the policy
+    /// (`note_alloc`), so this is the one place the form is asked.
+    pub(crate) counts_frees: bool,
     /// Zone flags under which a free's flush threshold is not simply `high`: RECLAIM_ACTIVE
     /// when a reclaim limit applies, BELOW_HIGH with that mechanism (`nr_pcp_high`).
     pub(crate) free_gate: u32,
@@ -157,13 +159,10 @@ impl PcpFast {
                 *slot = pindex[o][pcp_mt as usize];
             }
         }
-        let alloc_decay = match policy.free_batch_sizing {
-            FreeBatchSizing::Batch => AllocDecay::None,
-            FreeBatchSizing::FreeFactor
-            | FreeBatchSizing::FreeFactorCapped
-            | FreeBatchSizing::FreeFactorCappedInclusive => AllocDecay::FreeFactor,
-            FreeBatchSizing::FreeCountV1 | FreeBatchSizing::FreeCount => AllocDecay::FreeCount,
-        };
+        let counts_frees = matches!(
+            policy.free_batch_sizing,
+            FreeBatchSizing::FreeCountV1 | FreeBatchSizing::FreeCount
+        );
         let mut free_gate = 0;
         if policy.reclaim_active_limit != ReclaimActiveLimit::Off {
             free_gate |= flags::RECLAIM_ACTIVE;
@@ -171,7 +170,7 @@ impl PcpFast {
         if policy.zone_below_high {
             free_gate |= flags::BELOW_HIGH;
         }
-        PcpFast { pindex, free_pindex, alloc_decay, free_gate }
+        PcpFast { pindex, free_pindex, counts_frees, free_gate }
     }
 
     /// The list blocks of `order` and type `mt` go on, if the layout caches them (HIGHATOMIC
@@ -189,18 +188,6 @@ impl PcpFast {
         let i = *self.free_pindex.get(order.index())?.get(usize::from(bits))?;
         (i != PcpFast::NOT_CACHED).then_some(usize::from(i))
     }
-}
-
-/// Which recent-free signal an allocation from a pageset halves (kernel: `free_count >>= 1`,
-/// or `free_factor >>= 1` before 6.7), by the policy's `free_batch_sizing`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum AllocDecay {
-    /// Neither exists (batch-sized drains).
-    None,
-    /// `free_factor`.
-    FreeFactor,
-    /// `free_count`.
-    FreeCount,
 }
 
 /// A pageset, its lock and the counters it owns, on its own cache lines.
@@ -366,9 +353,9 @@ mod tests {
             }
         }
         let modern = PcpFast::new(&Policy::modern());
-        assert_eq!(modern.alloc_decay, AllocDecay::FreeCount);
+        assert!(modern.counts_frees);
         assert_eq!(modern.free_gate, flags::RECLAIM_ACTIVE | flags::BELOW_HIGH);
         let old = PcpFast::new(&Policy::preset("tune-base").expect("preset"));
-        assert_eq!(old.alloc_decay, AllocDecay::FreeFactor);
+        assert!(!old.counts_frees);
     }
 }
