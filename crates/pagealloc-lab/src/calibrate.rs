@@ -1445,8 +1445,8 @@ pub struct ShareFigures {
 /// shares it with the host's other guests, and its page writes ran at memory's rate over
 /// regions a fifth of that. Each sweep writes every region in a freshly shuffled page order,
 /// once untimed (to bring it into whatever cache holds it) and once timed in windows of
-/// [`WINDOW`] pages, smallest region first, and stops two regions after the cost first
-/// exceeds the midpoint between the round's LLC-resident and cold page writes. The sweep's
+/// [`WINDOW`] pages, smallest region first, and stops at the second region whose cost is
+/// above the midpoint between the round's LLC-resident and cold page writes. The sweep's
 /// estimate is the region size where the cost crosses that midpoint ([`crossing`]): where
 /// about half the pages are still found in the cache.
 #[derive(Debug)]
