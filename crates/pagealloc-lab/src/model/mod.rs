@@ -1419,12 +1419,9 @@ fn give_back(
         let cpu = pa.cpu(CpuId(c)).ok_or_else(|| anyhow!("held block on cpu {c}"))?;
         match teardown {
             Teardown::Free => pa.free_pages(cpu, pfn, order),
-            Teardown::Retire => pa.retire(cpu, pfn, order),
+            Teardown::Retire => pa.retire(cpu, pfn, order).map(|()| retired += order.nr_pages().0),
         }
         .map_err(|e| anyhow!("returning {pfn:?} order {} at the end: {e}", order.0))?;
-        if teardown == Teardown::Retire {
-            retired += order.nr_pages().0;
-        }
     }
     let back = pa.nr_free_pages().0 + pcp_pages(pa) + retired;
     let managed = pa.managed_pages().0;
