@@ -22,6 +22,7 @@ mod machine;
 mod metrics;
 mod mmtests;
 mod model;
+mod output;
 mod plot;
 mod preset_file;
 mod procfs;

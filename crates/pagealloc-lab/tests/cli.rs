@@ -118,3 +118,40 @@ fn help_is_wrapped() {
         assert!(widest <= 100, "`pagealloc {c} --help` has a line of {widest} columns");
     }
 }
+
+/// An output that cannot be written stops a long command before its work, not after it:
+/// a calibration's minutes or a full `reproduce` are not lost to a mistyped directory.
+/// Each message comes from the check made before the work (the write after it says
+/// `writing …`), and none of the commands got as far as its progress lines.
+#[test]
+fn an_unwritable_output_is_refused_before_the_work() {
+    let dir = std::env::temp_dir().join(format!("pagealloc-cli-out-{}", std::process::id()));
+    let bad = dir.join("no-such-dir").join("out");
+    let bad = bad.to_str().unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (&["calibrate", "--quick", "--out", bad], "cannot write the cost profile"),
+        (&["calibrate", "--quick", "--machine-out", bad], "cannot write the machine file"),
+        (
+            &["reproduce", "000-trunc", "--quick", "--no-save", "--report", bad],
+            "cannot write the report",
+        ),
+        (
+            &["compare", "trunc", "--presets", "modern", "--quick", "--no-save", "--report", bad],
+            "cannot write the report",
+        ),
+        (&["explore", "--quick", "--no-save", "--report", bad], "cannot write the report"),
+        (
+            &["bench", "--patterns", "pair-1", "--reps", "1", "--json-out", bad],
+            "cannot write the JSON file",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = pagealloc().args(args).assert().failure();
+        let err = stderr(&out);
+        assert!(err.contains(want) && err.contains("no-such-dir"), "{args:?}: {err}");
+        assert!(
+            !err.contains("round 1/") && !err.contains("runs done"),
+            "{args:?} worked first: {err}"
+        );
+    }
+}

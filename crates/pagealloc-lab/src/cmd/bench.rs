@@ -188,6 +188,7 @@ pub fn machine() -> Machine {
 
 /// Run the command.
 pub fn run(args: &Args) -> Result<()> {
+    crate::output::check_optional(args.json_out.as_deref(), "the JSON file")?;
     let patterns: Vec<&Pattern> = if args.patterns.is_empty() {
         PATTERNS.iter().collect()
     } else {

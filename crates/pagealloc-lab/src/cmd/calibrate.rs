@@ -435,6 +435,10 @@ fn strip_slab_method(method: &str) -> &str {
 /// Run the command.
 pub fn run(args: &Args) -> Result<()> {
     let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
+    // Every output checked before minutes of measurement, so none is lost to a bad path.
+    crate::output::check_optional(args.out.as_deref(), "the cost profile")?;
+    crate::output::check_optional(args.machine_out.as_deref(), "the machine file")?;
+    crate::output::check_optional(args.slab_only.as_deref(), "the cost profile")?;
     if let Some(path) = &args.slab_only {
         return run_slab_only(path, &plan);
     }

@@ -67,6 +67,7 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<()> {
     let w = workload::find(&args.workload)?;
     super::reproduce::check_iterations(Some(args.iterations))?;
+    crate::output::check_optional(args.report.as_deref(), "the report")?;
     let machine = machine_for(w, args.machine.as_deref(), args.cpus)?;
     let (params, notes) =
         w.params_for(&args.params, args.common.scale(), workload::Fit::of(&machine))?;

@@ -131,6 +131,8 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some(Sub::Merge(m)) = &args.merge {
         return merge(m);
     }
+    crate::output::check_optional(args.out.as_deref(), "the rows file")?;
+    crate::output::check_optional(args.view.report.as_deref(), "the report")?;
     let (spec, iterations) = grid_spec(args)?;
     super::reproduce::check_iterations(Some(iterations))?;
     let scale = args.common.scale();
@@ -266,6 +268,8 @@ fn grid_lines(spec: &GridSpec, iterations: u32, scale: f64) -> Vec<String> {
 /// `explore merge`: check the shards, put their rows in the grid's order, write them, show
 /// the front.
 fn merge(args: &MergeArgs) -> Result<()> {
+    crate::output::check_writable(&args.out, "the merged rows file")?;
+    crate::output::check_optional(args.view.report.as_deref(), "the report")?;
     let mut files = Vec::new();
     for path in &args.files {
         files.push((path.display().to_string(), results::load(path)?));

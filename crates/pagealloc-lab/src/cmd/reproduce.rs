@@ -237,6 +237,7 @@ pub fn check_iterations(iterations: Option<u32>) -> Result<()> {
 /// Run the command.
 pub fn run(args: &Args) -> Result<()> {
     check_iterations(args.iterations)?;
+    crate::output::check_optional(args.report.as_deref(), "the report")?;
     let all = published::published();
     let chosen: Vec<&PublishedTable> = if args.tables.is_empty() {
         all.tables.iter().collect()

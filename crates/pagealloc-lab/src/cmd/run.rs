@@ -26,7 +26,7 @@ pub struct Common {
     /// 1000. A scaled parameter must stay within its range (`pagealloc workloads` lists
     /// them): above it is an error, below it runs at its minimum; a count is rounded to the
     /// nearest whole number. The output says which values were raised or rounded.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub scale: f64,
     /// The reduced scale the tests use (`--scale 0.1`).
     #[arg(long, conflicts_with = "scale")]
