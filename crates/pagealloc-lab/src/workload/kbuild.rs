@@ -28,9 +28,9 @@
 //! their real sizes and rates, so the compile phase lasts ≈ `jobs` / 25,000 of the real one and
 //! the link is scaled down in the same ratio (`link_mib`); `build_time` is therefore the real
 //! build time × ≈ `jobs` / 25,000. The default, 1,792 jobs (16 per slot at -j 112), is 7% of
-//! the build: ≈ 11 s of compile phase and ≈ 1.5 s of link in virtual time, 11–15 s of wall time
+//! the build: ≈ 11 s of compile phase and ≈ 1.4 s of link in virtual time, 11–15 s of wall time
 //! on the 224-CPU machine in a release build (the 2-CPU lab VM, `docs/performance.md`). The
-//! pagesets reach their steady state within a few exits per CPU (five exits per job, ≈ 0.65 s of
+//! pagesets reach their steady state within a few exits per CPU (five exits per job, ≈ 0.55 s of
 //! CPU per job), well inside that.
 //!
 //! Kernel objects (§1.4): each process has the slab objects a process has — task_struct,
@@ -199,15 +199,18 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "fault_us",
-        default: 31.4,
+        default: 26.2,
         min: 0.0,
         max: 1e6,
         unit: "µs",
-        doc: "CPU time of a compiler process per page fault (its computation between faults)",
-        source: "(user 40,321 s + system 8,017 s) / 1.537e9 page faults of the 2022 allyesconfig \
-                 run on 128 CPUs (the LKP Ice Lake kbuild report); the 2023 kbuild8 run agrees \
-                 (5.9 M faults/s over ≈ 186 busy CPUs = 31.7 K/s per CPU; the LKP kbuild8 \
-                 report), docs/workloads.md §1.2",
+        doc: "user-mode CPU time of a compiler process per page fault (its computation between \
+              faults; the kernel's part, the fault's page, its clear, the zone lock, the exit, the \
+              model charges itself)",
+        source: "user 40,321 s / 1.537e9 page faults of the 2022 allyesconfig run on 128 CPUs \
+                 (the LKP Ice Lake kbuild report); its system time (8,017 s, 5.2 µs a fault) is \
+                 the kernel's work. The 2023 kbuild8 run on the seed's machine class gives 23.5 \
+                 µs (user 74.6 % of 31.5 µs a fault: 5.9 M faults/s over ≈ 186 busy CPUs; the \
+                 LKP kbuild8 report), docs/workloads.md §1.2",
         scaled: false,
         whole: false,
     },
