@@ -1004,7 +1004,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         // One read of the zone's flags serves both tests: a pageset hit changes no zone flag.
         let zone_flags = z.flags.load(Relaxed);
         if zone_flags & flags::BELOW_HIGH != 0
-            || !((order.0 == 0 && z.clears_high_fast(highest))
+            || !(z.clears_high_fast(order, highest)
                 || z.watermark_fast(order, z.wmark_pages(WMARK_HIGH), highest, flags))
         {
             return None;
@@ -1225,7 +1225,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// The watermark part of the zonelist walk, including ZONE_BELOW_HIGH detection (6.7+).
     fn zone_allows(&self, z: &Zone<L>, w: &Walk<'_, L>, flags: AllocFlags) -> bool {
         if !z.test_flag(flags::BELOW_HIGH) {
-            if (w.order.0 == 0 && z.clears_high_fast(w.highest))
+            if z.clears_high_fast(w.order, w.highest)
                 || z.watermark_fast(w.order, z.wmark_pages(WMARK_HIGH), w.highest, flags)
             {
                 return true;
