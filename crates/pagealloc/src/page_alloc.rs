@@ -1075,13 +1075,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         mut m: Option<&mut dyn Migrate>,
     ) -> Result<Pfn, AllocError> {
         let node = &self.nodes[cpu.node.index()];
-        let Some(preferred) =
-            node.zonelist.iter().map(|i| &self.zones[i.index()]).find(|z| z.ztype <= highest)
+        let Some(preferred) = node.preferred[highest.index()].map(|i| &self.zones[i.index()])
         else {
             self.counters.add_shared(Counter::AllocFail, 1);
             return Err(AllocError::OutOfMemory { order });
         };
-        let walk = Walk { cpu, zonelist: &node.zonelist, gfp, order, mt, highest, preferred };
         let mut fast = AllocFlags::WMARK_LOW;
         if gfp.intersects(Gfp::KSWAPD_RECLAIM) {
             fast |= AllocFlags::KSWAPD;
@@ -1090,7 +1088,13 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             fast |= AllocFlags::CMA;
         }
         fast |= self.alloc_flags_nofragment(preferred);
-        if let Some(p) = self.get_page_from_freelist(&walk, fast) {
+        // The walk's first zone is the preferred one, where it usually ends: try that zone
+        // before the walk is built, then walk on past it.
+        if let Some(p) = self.try_zone(cpu, preferred, order, mt, highest, fast) {
+            return Ok(p);
+        }
+        let walk = Walk { cpu, zonelist: &node.zonelist, gfp, order, mt, highest, preferred };
+        if let Some(p) = self.walk_zonelist(&walk, fast, Some(preferred.idx)) {
             return Ok(p);
         }
         self.counters.add_shared(Counter::Slowpath, 1);
@@ -1174,14 +1178,26 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 
     /// Walk the zonelist and take a block from the first zone whose watermark allows it
     /// (kernel `get_page_from_freelist`).
-    pub(crate) fn get_page_from_freelist(
+    pub(crate) fn get_page_from_freelist(&self, w: &Walk<'_, L>, flags: AllocFlags) -> Option<Pfn> {
+        self.walk_zonelist(w, flags, None)
+    }
+
+    /// [`get_page_from_freelist`](Self::get_page_from_freelist) whose first pass skips
+    /// `tried`, the walk's first zone, which the caller has already tried with these flags
+    /// ([`try_zone`](Self::try_zone)): as if the walk had tried it and gone on. A retry
+    /// without ALLOC_NOFRAGMENT starts from the first zone again, as the kernel's does.
+    fn walk_zonelist(
         &self,
         w: &Walk<'_, L>,
         mut flags: AllocFlags,
+        mut tried: Option<ZoneIdx>,
     ) -> Option<Pfn> {
         'retry: loop {
             let no_fallback = flags.has(AllocFlags::NOFRAGMENT);
             for zi in w.zonelist.iter() {
+                if tried == Some(*zi) {
+                    continue;
+                }
                 let z = &self.zones[zi.index()];
                 if z.ztype > w.highest {
                     continue;
@@ -1197,18 +1213,12 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                     // Locality beats fragmentation avoidance: retry locally with fallbacks.
                     flags = flags.without(AllocFlags::NOFRAGMENT);
                     self.counters.add_shared(Counter::NofragmentRetry, 1);
+                    tried = None;
                     continue 'retry;
                 }
-                if !self.zone_allows(z, w, flags) {
-                    continue;
-                }
-                if let Some(pfn) = self.rmqueue(w.cpu, z, w.order, w.mt, flags) {
+                if let Some(pfn) = self.try_zone(w.cpu, z, w.order, w.mt, w.highest, flags) {
                     if no_fallback && z.idx != w.preferred.idx {
                         self.counters.add_shared(Counter::NofragmentLowerZone, 1);
-                    }
-                    if flags.has(AllocFlags::HIGHATOMIC) {
-                        z.lock(w.cpu.id, &self.events, &self.cfg)
-                            .reserve_highatomic_pageblock(pfn, w.order);
                     }
                     return Some(pfn);
                 }
@@ -1216,23 +1226,47 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             if no_fallback {
                 flags = flags.without(AllocFlags::NOFRAGMENT);
                 self.counters.add_shared(Counter::NofragmentRetry, 1);
+                tried = None;
                 continue 'retry;
             }
             return None;
         }
     }
 
+    /// One zone of the walk: its watermark, then a block from it, reserving the block's
+    /// pageblock for high-order atomic requests when the flags ask for it.
+    #[inline(always)]
+    fn try_zone(
+        &self,
+        cpu: Cpu,
+        z: &Zone<L>,
+        order: Order,
+        mt: MigrateType,
+        highest: ZoneType,
+        flags: AllocFlags,
+    ) -> Option<Pfn> {
+        if !self.zone_allows(z, order, highest, flags) {
+            return None;
+        }
+        let pfn = self.rmqueue(cpu, z, order, mt, flags)?;
+        if flags.has(AllocFlags::HIGHATOMIC) {
+            z.lock(cpu.id, &self.events, &self.cfg).reserve_highatomic_pageblock(pfn, order);
+        }
+        Some(pfn)
+    }
+
     /// The watermark part of the zonelist walk, including ZONE_BELOW_HIGH detection (6.7+).
-    fn zone_allows(&self, z: &Zone<L>, w: &Walk<'_, L>, flags: AllocFlags) -> bool {
+    #[inline(always)]
+    fn zone_allows(&self, z: &Zone<L>, order: Order, highest: ZoneType, flags: AllocFlags) -> bool {
         if !z.test_flag(flags::BELOW_HIGH) {
-            if z.clears_high_fast(w.order, w.highest)
-                || z.watermark_fast(w.order, z.wmark_pages(WMARK_HIGH), w.highest, flags)
+            if z.clears_high_fast(order, highest)
+                || z.watermark_fast(order, z.wmark_pages(WMARK_HIGH), highest, flags)
             {
                 return true;
             }
             z.set_flag(flags::BELOW_HIGH);
         }
-        z.watermark_fast(w.order, z.wmark_pages(flags.wmark()), w.highest, flags)
+        z.watermark_fast(order, z.wmark_pages(flags.wmark()), highest, flags)
             || flags.has(AllocFlags::NO_WATERMARKS)
     }
 

@@ -94,6 +94,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Take a block of `order` from `cpu`'s pageset for `zone`, refilling its list from the
     /// buddy lists if empty (kernel `rmqueue_pcplist`). `None` when the pageset is busy (the
     /// caller then goes to the buddy lists, as the kernel does) or the refill found nothing.
+    /// Out of line: inlined into the zonelist walk, its constants were computed on every
+    /// walk, most of which go to the buddy lists instead.
+    #[inline(never)]
     pub(crate) fn rmqueue_pcplist(
         &self,
         cpu: Cpu,
