@@ -1162,18 +1162,15 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     }
 
     /// ALLOC_NOFRAGMENT for the fast path (kernel `alloc_flags_nofragment`): when the
-    /// preferred zone is Normal and a DMA32 zone can take the overflow.
+    /// preferred zone is Normal and a DMA32 zone can take the overflow (`Zone::nofragment`,
+    /// decided when the zones were built).
+    #[inline(always)]
     fn alloc_flags_nofragment(&self, preferred: &Zone<L>) -> AllocFlags {
-        if !self.policy.alloc_nofragment.is_on() || preferred.ztype != ZoneType::Normal {
-            return AllocFlags::default();
+        if self.policy.alloc_nofragment.is_on() && preferred.nofragment {
+            AllocFlags::NOFRAGMENT
+        } else {
+            AllocFlags::default()
         }
-        let node = &self.nodes[preferred.node.index()];
-        let dma32_populated = node.zones[ZoneType::Dma32.index()]
-            .is_some_and(|i| self.zones[i.index()].is_populated());
-        if self.nodes.len() > 1 && !dma32_populated {
-            return AllocFlags::default();
-        }
-        AllocFlags::NOFRAGMENT
     }
 
     /// Walk the zonelist and take a block from the first zone whose watermark allows it
@@ -1721,6 +1718,9 @@ fn build_zones<L: RawLock>(
             .ok_or_else(|| room.exhausted(Some((node, ztype, frames))))?;
         let pieces = map.zone_pieces(node, ztype);
         z.present_pages = pieces.clone().map(|r| r.end.0 - r.start.0).sum();
+        let dma32_pages: u64 =
+            map.zone_pieces(node, ZoneType::Dma32).map(|r| r.end.0 - r.start.0).sum();
+        z.nofragment = ztype == ZoneType::Normal && (nr_nodes == 1 || dma32_pages > 0);
         z.cma_pages = pieces
             .flat_map(|r| map.cma().map(move |c| (r.clone(), c)))
             .map(|(r, c)| r.end.min(c.end).0.saturating_sub(r.start.max(c.start).0))
@@ -1875,6 +1875,34 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The ALLOC_NOFRAGMENT verdict kept per zone is what the kernel's test of the preferred
+    /// zone gives on the built allocator: a Normal zone with a populated DMA32 zone on its
+    /// node, or on a one-node machine.
+    #[test]
+    fn the_nofragment_verdict_is_the_populated_zones() {
+        let mut spill = MemoryMap::new();
+        spill.add_range(NodeId(0), 0..64 * MIB).unwrap();
+        spill.add_range(NodeId(0), 4096 * MIB..4128 * MIB).unwrap();
+        spill.add_range(NodeId(1), 4160 * MIB..4192 * MIB).unwrap();
+        spill.set_cpus(NodeId(0), 1).unwrap().set_cpus(NodeId(1), 1).unwrap();
+        let mut lone = MemoryMap::new();
+        lone.add_range(NodeId(0), 4096 * MIB..4128 * MIB).unwrap().set_cpus(NodeId(0), 1).unwrap();
+        let mut seen = [0; 2];
+        for map in maps().into_iter().chain([spill, lone]) {
+            let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
+            for z in pa.zones() {
+                let dma32 = pa.nodes[z.node.index()].zones[ZoneType::Dma32.index()];
+                let populated = dma32.is_some_and(|i| pa.zones[i.index()].is_populated());
+                let want = z.ztype == ZoneType::Normal && (pa.nodes.len() == 1 || populated);
+                assert_eq!(z.nofragment, want, "{:?} {:?}", z.node, z.ztype);
+                if z.ztype == ZoneType::Normal {
+                    seen[usize::from(want)] += 1;
+                }
+            }
+        }
+        assert!(seen[0] > 0 && seen[1] > 1, "{seen:?}");
     }
 
     /// Zones of the same type on two nodes whose spans cross are refused, naming both nodes.

@@ -118,6 +118,11 @@ pub struct Zone<L: RawLock = RawSpinLock> {
     pub(crate) pcp: Table<PcpSlot<L>>,
     /// Where compaction's scanners left off and its deferral state.
     pub(crate) compact: CompactState,
+    /// Does ALLOC_NOFRAGMENT apply to requests that prefer this zone, when the policy's
+    /// switch is on (kernel `alloc_flags_nofragment`)? A Normal zone whose node has a
+    /// populated DMA32 zone to take the overflow, or any Normal zone of a one-node machine.
+    /// Set when the zones are built: which zones have pages never changes afterwards.
+    pub(crate) nofragment: bool,
     /// `zone_pcp_disable` calls not yet matched by `zone_pcp_enable`: while non-zero every
     /// pageset of the zone has high 0 and batch 1. Written under the allocator's
     /// `pcp_batch_high` lock.
@@ -166,6 +171,7 @@ impl<L: RawLock> Zone<L> {
             counters: Counters::default(),
             pcp,
             compact: CompactState::new(start, end),
+            nofragment: false,
             pcp_disabled: AtomicU32::new(0),
         })
     }
