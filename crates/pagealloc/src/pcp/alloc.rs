@@ -276,9 +276,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 frame.aux().store(from as u32, crate::sync::Ordering::Relaxed);
             }
             frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
-            // SAFETY: `idx` is a frame of this zone, as are the list's members (hot.rs, F).
+            // SAFETY: `idx` is a frame of this zone, as are the list's members (hot.rs, F);
+            // `pindex` is from `PcpFast::pindex` (L).
             let old_tail =
-                unsafe { pcp.lists[pindex].push_tail_with(frames_unchecked(&zone.mem_map), idx) };
+                unsafe { pcp.list_at(pindex).push_tail_with(frames_unchecked(&zone.mem_map), idx) };
             if E::ENABLED {
                 self.touch_pcp_op(cpu.id, zone, idx, old_tail);
             }
