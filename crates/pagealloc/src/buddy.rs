@@ -261,6 +261,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// Free a block of any order under the lock (kernel `free_one_page`): blocks larger than
     /// a pageblock are freed pageblock by pageblock, each as its own block's type. PGFREE is
     /// the caller's to count (boot hand-over is not a free).
+    #[allow(unsafe_code)]
     pub(crate) fn free_one_page(&mut self, pfn: Pfn, order: Order, fpi: Fpi) {
         let zone = self.zone;
         if order.0 > PAGEBLOCK_ORDER && self.cfg.hygiene {
@@ -272,8 +273,13 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
                 p = p.add(crate::types::NrPages(PAGEBLOCK_NR_PAGES));
             }
         } else {
-            let mt = zone.pageblocks.get(pfn);
-            self.free_one_page_locked(pfn, order, mt, fpi);
+            // Checked once: the block's pageblock type and its frames are read unchecked.
+            assert!(zone.spans(pfn), "{pfn:?} is outside the zone");
+            // SAFETY: just checked (hot.rs, F and P).
+            let bits = unsafe { zone.pageblock_bits(pfn) };
+            let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
+            // SAFETY: as above; a block the zone spans the head of lies inside its span.
+            unsafe { self.free_one_page_at(zone.index_of(pfn), order, mt, fpi) };
         }
     }
 

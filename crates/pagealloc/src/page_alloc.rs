@@ -1294,6 +1294,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Take a block straight from the buddy lists (kernel `rmqueue_buddy`), marking it
     /// allocated before the zone lock drops so pageblock censuses see it.
     #[inline(never)]
+    #[allow(unsafe_code)]
     fn rmqueue_buddy(
         &self,
         cpu: Cpu,
@@ -1315,9 +1316,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             }
         }
         let pfn = page?;
-        z.frame(pfn).set_info(FrameInfo { state: FrameState::Allocated, order, list: mt as u8 });
+        // SAFETY: the block came off this zone's free lists (hot.rs, F).
+        let frame = unsafe { z.frame_at(z.index_of(pfn)) };
+        frame.set_info(FrameInfo { state: FrameState::Allocated, order, list: mt as u8 });
         // The page's reference count (kernel set_page_refcounted): page_frag_free drops it.
-        z.frame(pfn).aux().store(1, Relaxed);
+        frame.aux().store(1, Relaxed);
         zl.count(Counter::pgalloc(z.ztype), order.nr_pages().0);
         Some(pfn)
     }
