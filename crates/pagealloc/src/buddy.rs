@@ -5,7 +5,7 @@
 use crate::events::{EventSink, TraceEvent};
 use crate::gfp::AllocFlags;
 use crate::hot::frames_unchecked;
-use crate::mem_map::FrameState;
+use crate::mem_map::{Frame, FrameState};
 use crate::migratetype::MigrateType;
 use crate::sync::RawLock;
 use crate::types::{Order, Pfn, MAX_PAGE_ORDER, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
@@ -124,20 +124,28 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// Would freeing the block at `pfn` (order `order`, whose buddy is `buddy`) likely merge
     /// one level further soon? True when the enclosing order+1 block's buddy is already free:
     /// then the block goes to the list tail, where it is less likely to be allocated before its
-    /// own buddy comes back (kernel `buddy_merge_likely`).
-    #[allow(unsafe_code)]
-    fn buddy_merge_likely(&self, pfn: Pfn, buddy: Pfn, order: Order) -> bool {
+    /// own buddy comes back (kernel `buddy_merge_likely`). `at`, `start` and `span` are the
+    /// merge loop's frame lookup and zone bounds.
+    #[inline(always)]
+    fn buddy_merge_likely<'m>(
+        &self,
+        at: impl Fn(u32) -> &'m Frame,
+        (start, span): (u64, u64),
+        pfn: Pfn,
+        buddy: Pfn,
+        order: Order,
+    ) -> bool {
         if order.0 >= MAX_PAGE_ORDER - 1 {
             return false;
         }
         let higher = Pfn(pfn.0 & buddy.0);
         let higher_buddy = higher.buddy(Order(order.0 + 1));
-        if !self.zone.spans(higher_buddy) {
+        let hidx = higher_buddy.0.wrapping_sub(start);
+        if hidx >= span {
             return false;
         }
         self.touch_frame(higher_buddy);
-        // SAFETY: the zone spans `higher_buddy` (tested above; hot.rs, F).
-        unsafe { self.zone.frame_of(higher_buddy) }.is_buddy_of_order(Order(order.0 + 1))
+        at(hidx as u32).is_buddy_of_order(Order(order.0 + 1))
     }
 
     /// Return the block at `pfn` to the free lists as type `mt`, merging with free buddies
@@ -151,18 +159,41 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         mt: MigrateType,
         fpi: Fpi,
     ) {
+        // Checked: the caller names the block by pfn; this index is what puts the frame on a
+        // list (hot.rs, F).
+        assert!(self.zone.spans(pfn), "{pfn:?} is outside the zone");
+        // SAFETY: just checked; a block the zone spans the head of lies inside its span.
+        unsafe { self.free_one_page_at(self.zone.index_of(pfn), order, mt, fpi) }
+    }
+
+    /// [`free_one_page_locked`](Self::free_one_page_locked) of the block whose head has
+    /// frame index `idx`: what a pageset drain calls, with the index its list held, so
+    /// nothing is looked up checked.
+    ///
+    /// # Safety
+    /// `idx` is the index of a frame of this zone heading a block of `order` inside its span:
+    /// a member of one of its lists, or checked (hot.rs, F).
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn free_one_page_at(
+        &mut self,
+        idx: u32,
+        order: Order,
+        mt: MigrateType,
+        fpi: Fpi,
+    ) {
         let zone = self.zone;
         self.account_freepages(mt, 1 << order.0);
-        // Until the merged block is listed, no frame of it heads anything.
-        zone.frame(pfn).set_info(crate::mem_map::FrameInfo::TAIL);
-        self.touch_frame(pfn);
-        // SAFETY: called only with frames the zone spans (the buddies below are tested) and
-        // with members of its lists (hot.rs, F).
+        // SAFETY: the caller's promise for `idx`; the buddies below are tested against the
+        // span, and the merged block's head is one of them or `idx` (hot.rs, F).
         let at = unsafe { frames_unchecked(&zone.mem_map) };
-        let (mut pfn, mut order) = (pfn, order);
+        // Until the merged block is listed, no frame of it heads anything.
+        at(idx).set_info(crate::mem_map::FrameInfo::TAIL);
         // The span in locals: the zone holds atomics, so the compiler would reload its
         // bounds after every store the loop makes. `spans` as one wrapping subtraction.
         let (start, span) = (zone.start_pfn.0, zone.end_pfn.0 - zone.start_pfn.0);
+        let (mut pfn, mut order) = (Pfn(start + u64::from(idx)), order);
+        self.touch_frame(pfn);
         let mut buddy = pfn.buddy(order);
         while order.0 < MAX_PAGE_ORDER {
             buddy = pfn.buddy(order);
@@ -185,9 +216,9 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         }
         let tail = match fpi {
             Fpi::ToTail => true,
-            Fpi::None => self.buddy_merge_likely(pfn, buddy, order),
+            Fpi::None => self.buddy_merge_likely(&at, (start, span), pfn, buddy, order),
         };
-        self.add_to_free_list(pfn, order, mt, tail);
+        self.add_at(&at, (pfn.0 - start) as u32, order, mt, tail);
     }
 
     /// The merge loop's rare case: the free buddy of `order` at `buddy` (frame index `bidx`)
@@ -230,6 +261,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// Free a block of any order under the lock (kernel `free_one_page`): blocks larger than
     /// a pageblock are freed pageblock by pageblock, each as its own block's type. PGFREE is
     /// the caller's to count (boot hand-over is not a free).
+    #[allow(unsafe_code)]
     pub(crate) fn free_one_page(&mut self, pfn: Pfn, order: Order, fpi: Fpi) {
         let zone = self.zone;
         if order.0 > PAGEBLOCK_ORDER && self.cfg.hygiene {
@@ -241,8 +273,13 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
                 p = p.add(crate::types::NrPages(PAGEBLOCK_NR_PAGES));
             }
         } else {
-            let mt = zone.pageblocks.get(pfn);
-            self.free_one_page_locked(pfn, order, mt, fpi);
+            // Checked once: the block's pageblock type and its frames are read unchecked.
+            assert!(zone.spans(pfn), "{pfn:?} is outside the zone");
+            // SAFETY: just checked (hot.rs, F and P).
+            let bits = unsafe { zone.pageblock_bits(pfn) };
+            let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
+            // SAFETY: as above; a block the zone spans the head of lies inside its span.
+            unsafe { self.free_one_page_at(zone.index_of(pfn), order, mt, fpi) };
         }
     }
 

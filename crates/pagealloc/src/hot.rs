@@ -97,17 +97,6 @@ impl<L: RawLock> Zone<L> {
         unsafe { self.mem_map.get_unchecked(idx as usize) }
     }
 
-    /// The frame of `pfn`.
-    ///
-    /// # Safety
-    /// The zone spans `pfn` (invariant F).
-    #[inline(always)]
-    pub(crate) unsafe fn frame_of(&self, pfn: Pfn) -> &Frame {
-        debug_assert!(self.spans(pfn));
-        // SAFETY: a spanned pfn's index is in bounds (invariant F).
-        unsafe { self.frame_at(self.index_of(pfn)) }
-    }
-
     /// The migratetype bits of the pageblock holding `pfn`.
     ///
     /// # Safety

@@ -1004,7 +1004,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         // One read of the zone's flags serves both tests: a pageset hit changes no zone flag.
         let zone_flags = z.flags.load(Relaxed);
         if zone_flags & flags::BELOW_HIGH != 0
-            || !((order.0 == 0 && z.clears_high_fast(highest))
+            || !(z.clears_high_fast(order, highest)
                 || z.watermark_fast(order, z.wmark_pages(WMARK_HIGH), highest, flags))
         {
             return None;
@@ -1075,13 +1075,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         mut m: Option<&mut dyn Migrate>,
     ) -> Result<Pfn, AllocError> {
         let node = &self.nodes[cpu.node.index()];
-        let Some(preferred) =
-            node.zonelist.iter().map(|i| &self.zones[i.index()]).find(|z| z.ztype <= highest)
+        let Some(preferred) = node.preferred[highest.index()].map(|i| &self.zones[i.index()])
         else {
             self.counters.add_shared(Counter::AllocFail, 1);
             return Err(AllocError::OutOfMemory { order });
         };
-        let walk = Walk { cpu, zonelist: &node.zonelist, gfp, order, mt, highest, preferred };
         let mut fast = AllocFlags::WMARK_LOW;
         if gfp.intersects(Gfp::KSWAPD_RECLAIM) {
             fast |= AllocFlags::KSWAPD;
@@ -1090,7 +1088,13 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             fast |= AllocFlags::CMA;
         }
         fast |= self.alloc_flags_nofragment(preferred);
-        if let Some(p) = self.get_page_from_freelist(&walk, fast) {
+        // The walk's first zone is the preferred one, where it usually ends: try that zone
+        // before the walk is built, then walk on past it.
+        if let Some(p) = self.try_zone(cpu, preferred, order, mt, highest, fast) {
+            return Ok(p);
+        }
+        let walk = Walk { cpu, zonelist: &node.zonelist, gfp, order, mt, highest, preferred };
+        if let Some(p) = self.walk_zonelist(&walk, fast, Some(preferred.idx)) {
             return Ok(p);
         }
         self.counters.add_shared(Counter::Slowpath, 1);
@@ -1158,30 +1162,39 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     }
 
     /// ALLOC_NOFRAGMENT for the fast path (kernel `alloc_flags_nofragment`): when the
-    /// preferred zone is Normal and a DMA32 zone can take the overflow.
+    /// preferred zone is Normal and a DMA32 zone can take the overflow (`Zone::nofragment`,
+    /// decided when the zones were built).
+    #[inline(always)]
     fn alloc_flags_nofragment(&self, preferred: &Zone<L>) -> AllocFlags {
-        if !self.policy.alloc_nofragment.is_on() || preferred.ztype != ZoneType::Normal {
-            return AllocFlags::default();
+        if self.policy.alloc_nofragment.is_on() && preferred.nofragment {
+            AllocFlags::NOFRAGMENT
+        } else {
+            AllocFlags::default()
         }
-        let node = &self.nodes[preferred.node.index()];
-        let dma32_populated = node.zones[ZoneType::Dma32.index()]
-            .is_some_and(|i| self.zones[i.index()].is_populated());
-        if self.nodes.len() > 1 && !dma32_populated {
-            return AllocFlags::default();
-        }
-        AllocFlags::NOFRAGMENT
     }
 
     /// Walk the zonelist and take a block from the first zone whose watermark allows it
     /// (kernel `get_page_from_freelist`).
-    pub(crate) fn get_page_from_freelist(
+    pub(crate) fn get_page_from_freelist(&self, w: &Walk<'_, L>, flags: AllocFlags) -> Option<Pfn> {
+        self.walk_zonelist(w, flags, None)
+    }
+
+    /// [`get_page_from_freelist`](Self::get_page_from_freelist) whose first pass skips
+    /// `tried`, the walk's first zone, which the caller has already tried with these flags
+    /// ([`try_zone`](Self::try_zone)): as if the walk had tried it and gone on. A retry
+    /// without ALLOC_NOFRAGMENT starts from the first zone again, as the kernel's does.
+    fn walk_zonelist(
         &self,
         w: &Walk<'_, L>,
         mut flags: AllocFlags,
+        mut tried: Option<ZoneIdx>,
     ) -> Option<Pfn> {
         'retry: loop {
             let no_fallback = flags.has(AllocFlags::NOFRAGMENT);
             for zi in w.zonelist.iter() {
+                if tried == Some(*zi) {
+                    continue;
+                }
                 let z = &self.zones[zi.index()];
                 if z.ztype > w.highest {
                     continue;
@@ -1197,18 +1210,12 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                     // Locality beats fragmentation avoidance: retry locally with fallbacks.
                     flags = flags.without(AllocFlags::NOFRAGMENT);
                     self.counters.add_shared(Counter::NofragmentRetry, 1);
+                    tried = None;
                     continue 'retry;
                 }
-                if !self.zone_allows(z, w, flags) {
-                    continue;
-                }
-                if let Some(pfn) = self.rmqueue(w.cpu, z, w.order, w.mt, flags) {
+                if let Some(pfn) = self.try_zone(w.cpu, z, w.order, w.mt, w.highest, flags) {
                     if no_fallback && z.idx != w.preferred.idx {
                         self.counters.add_shared(Counter::NofragmentLowerZone, 1);
-                    }
-                    if flags.has(AllocFlags::HIGHATOMIC) {
-                        z.lock(w.cpu.id, &self.events, &self.cfg)
-                            .reserve_highatomic_pageblock(pfn, w.order);
                     }
                     return Some(pfn);
                 }
@@ -1216,23 +1223,47 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             if no_fallback {
                 flags = flags.without(AllocFlags::NOFRAGMENT);
                 self.counters.add_shared(Counter::NofragmentRetry, 1);
+                tried = None;
                 continue 'retry;
             }
             return None;
         }
     }
 
+    /// One zone of the walk: its watermark, then a block from it, reserving the block's
+    /// pageblock for high-order atomic requests when the flags ask for it.
+    #[inline(always)]
+    fn try_zone(
+        &self,
+        cpu: Cpu,
+        z: &Zone<L>,
+        order: Order,
+        mt: MigrateType,
+        highest: ZoneType,
+        flags: AllocFlags,
+    ) -> Option<Pfn> {
+        if !self.zone_allows(z, order, highest, flags) {
+            return None;
+        }
+        let pfn = self.rmqueue(cpu, z, order, mt, flags)?;
+        if flags.has(AllocFlags::HIGHATOMIC) {
+            z.lock(cpu.id, &self.events, &self.cfg).reserve_highatomic_pageblock(pfn, order);
+        }
+        Some(pfn)
+    }
+
     /// The watermark part of the zonelist walk, including ZONE_BELOW_HIGH detection (6.7+).
-    fn zone_allows(&self, z: &Zone<L>, w: &Walk<'_, L>, flags: AllocFlags) -> bool {
+    #[inline(always)]
+    fn zone_allows(&self, z: &Zone<L>, order: Order, highest: ZoneType, flags: AllocFlags) -> bool {
         if !z.test_flag(flags::BELOW_HIGH) {
-            if (w.order.0 == 0 && z.clears_high_fast(w.highest))
-                || z.watermark_fast(w.order, z.wmark_pages(WMARK_HIGH), w.highest, flags)
+            if z.clears_high_fast(order, highest)
+                || z.watermark_fast(order, z.wmark_pages(WMARK_HIGH), highest, flags)
             {
                 return true;
             }
             z.set_flag(flags::BELOW_HIGH);
         }
-        z.watermark_fast(w.order, z.wmark_pages(flags.wmark()), w.highest, flags)
+        z.watermark_fast(order, z.wmark_pages(flags.wmark()), highest, flags)
             || flags.has(AllocFlags::NO_WATERMARKS)
     }
 
@@ -1263,6 +1294,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Take a block straight from the buddy lists (kernel `rmqueue_buddy`), marking it
     /// allocated before the zone lock drops so pageblock censuses see it.
     #[inline(never)]
+    #[allow(unsafe_code)]
     fn rmqueue_buddy(
         &self,
         cpu: Cpu,
@@ -1284,9 +1316,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             }
         }
         let pfn = page?;
-        z.frame(pfn).set_info(FrameInfo { state: FrameState::Allocated, order, list: mt as u8 });
+        // SAFETY: the block came off this zone's free lists (hot.rs, F).
+        let frame = unsafe { z.frame_at(z.index_of(pfn)) };
+        frame.set_info(FrameInfo { state: FrameState::Allocated, order, list: mt as u8 });
         // The page's reference count (kernel set_page_refcounted): page_frag_free drops it.
-        z.frame(pfn).aux().store(1, Relaxed);
+        frame.aux().store(1, Relaxed);
         zl.count(Counter::pgalloc(z.ztype), order.nr_pages().0);
         Some(pfn)
     }
@@ -1687,6 +1721,9 @@ fn build_zones<L: RawLock>(
             .ok_or_else(|| room.exhausted(Some((node, ztype, frames))))?;
         let pieces = map.zone_pieces(node, ztype);
         z.present_pages = pieces.clone().map(|r| r.end.0 - r.start.0).sum();
+        let dma32_pages: u64 =
+            map.zone_pieces(node, ZoneType::Dma32).map(|r| r.end.0 - r.start.0).sum();
+        z.nofragment = ztype == ZoneType::Normal && (nr_nodes == 1 || dma32_pages > 0);
         z.cma_pages = pieces
             .flat_map(|r| map.cma().map(move |c| (r.clone(), c)))
             .map(|(r, c)| r.end.min(c.end).0.saturating_sub(r.start.max(c.start).0))
@@ -1841,6 +1878,34 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The ALLOC_NOFRAGMENT verdict kept per zone is what the kernel's test of the preferred
+    /// zone gives on the built allocator: a Normal zone with a populated DMA32 zone on its
+    /// node, or on a one-node machine.
+    #[test]
+    fn the_nofragment_verdict_is_the_populated_zones() {
+        let mut spill = MemoryMap::new();
+        spill.add_range(NodeId(0), 0..64 * MIB).unwrap();
+        spill.add_range(NodeId(0), 4096 * MIB..4128 * MIB).unwrap();
+        spill.add_range(NodeId(1), 4160 * MIB..4192 * MIB).unwrap();
+        spill.set_cpus(NodeId(0), 1).unwrap().set_cpus(NodeId(1), 1).unwrap();
+        let mut lone = MemoryMap::new();
+        lone.add_range(NodeId(0), 4096 * MIB..4128 * MIB).unwrap().set_cpus(NodeId(0), 1).unwrap();
+        let mut seen = [0; 2];
+        for map in maps().into_iter().chain([spill, lone]) {
+            let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
+            for z in pa.zones() {
+                let dma32 = pa.nodes[z.node.index()].zones[ZoneType::Dma32.index()];
+                let populated = dma32.is_some_and(|i| pa.zones[i.index()].is_populated());
+                let want = z.ztype == ZoneType::Normal && (pa.nodes.len() == 1 || populated);
+                assert_eq!(z.nofragment, want, "{:?} {:?}", z.node, z.ztype);
+                if z.ztype == ZoneType::Normal {
+                    seen[usize::from(want)] += 1;
+                }
+            }
+        }
+        assert!(seen[0] > 0 && seen[1] > 1, "{seen:?}");
     }
 
     /// Zones of the same type on two nodes whose spans cross are refused, naming both nodes.

@@ -64,10 +64,7 @@ impl<L: RawLock> Zone<L> {
         // The orders with a block on such a list, from the zone's bitmap of non-empty lists
         // (racy, as the kernel's `free_area_empty` test): the PCP types, CMA with ALLOC_CMA,
         // HIGHATOMIC with ALLOC_HIGHATOMIC or ALLOC_OOM.
-        let mut usable = 0;
-        for mt in MigrateType::PCPTYPES {
-            usable |= self.free_orders(mt);
-        }
+        let mut usable = self.pcp_type_orders();
         if flags.has(AllocFlags::CMA) {
             usable |= self.free_orders(MigrateType::Cma);
         }
@@ -143,14 +140,15 @@ impl<L: RawLock> Zone<L> {
 #[cfg(test)]
 mod tests {
     use crate::gfp::AllocFlags;
+    use crate::migratetype::{MigrateType, MIGRATE_TYPES};
     use crate::sync::Ordering::Relaxed;
     use crate::types::{NodeId, Order, Pfn, ZoneType};
     use crate::zone::WMARK_HIGH;
     use crate::{MemoryMap, PageAllocator, Policy, Tunables};
 
-    /// The allocation fast path's one-sum test never passes a request the full order-0 check
+    /// The allocation fast path's sufficient test never passes a request the full check
     /// would refuse: for every zone, free count around the floor, boost, CMA and HIGHATOMIC
-    /// free pages, highest zone and request flags.
+    /// free pages, order, bitmap of non-empty lists, highest zone and request flags.
     #[test]
     fn the_fast_floor_is_sufficient_for_watermark_fast() {
         // Under miri, which checks every access, a smaller machine and fewer probes.
@@ -165,46 +163,85 @@ mod tests {
             AllocFlags::CMA,
             AllocFlags::RESERVES,
             AllocFlags(AllocFlags::CMA.0 | AllocFlags::RESERVES.0),
+            AllocFlags(AllocFlags::HIGHATOMIC.0 | AllocFlags::RESERVES.0),
         ];
-        let mut checked = 0;
+        // Bitmaps of non-empty lists (Unmovable, Movable, Reclaimable, HighAtomic, Cma,
+        // Isolate): blocks on PCP types' lists at a few orders, none, and blocks only where
+        // some flags may look (HIGHATOMIC, CMA) or none may (ISOLATE).
+        let bitmaps: [[u32; MIGRATE_TYPES]; 5] = [
+            [0, 1 << 10, 0, 0, 0, 0],
+            [1 << 3, 1 << 1, 1 << 5, 0, 0, 0],
+            [0; MIGRATE_TYPES],
+            [1, 0, 0, 1 << 9, 1 << 10, 0],
+            [0, 1 << 2, 0, 0, 0, 0x7ff],
+        ];
+        let (step, orders) = if cfg!(miri) { (601, 0..=3) } else { (7, 0..=11) };
+        let mut checked = [0u32; 12];
         for z in pa.zones() {
             let free = z.nr_free_pages.load(Relaxed);
+            let words = z.free_orders.each_ref().map(|w| w.load(Relaxed));
             for (boost, cma, hatomic) in [(0, 0, 0), (300, 0, 0), (0, 700, 0), (100, 50, 512)] {
                 z.watermark_boost.store(boost, Relaxed);
                 z.nr_free_cma.store(cma, Relaxed);
                 z.nr_free_highatomic.store(hatomic, Relaxed);
                 z.update_fast_floor();
                 let floor = z.fast_floor.load(Relaxed);
-                // Every count near the floor (a sample under miri, which checks each access).
-                let step = if cfg!(miri) { 601 } else { 1 };
-                for probe in (floor.saturating_sub(3000)..floor.saturating_add(3000)).step_by(step)
-                {
-                    z.nr_free_pages.store(probe, Relaxed);
-                    for highest in ZoneType::ALL {
-                        if !z.clears_high_fast(highest) {
-                            continue;
-                        }
-                        for flags in flag_sets {
-                            let mark = z.wmark_pages(WMARK_HIGH);
-                            assert!(
-                                z.watermark_fast(Order(0), mark, highest, flags),
-                                "zone {:?} free {probe} boost {boost} cma {cma} highatomic \
-                                 {hatomic} highest {highest:?} flags {flags:?}",
-                                z.ztype
-                            );
-                            checked += 1;
+                for bitmap in bitmaps {
+                    for (w, b) in z.free_orders.iter().zip(bitmap) {
+                        w.store(b, Relaxed);
+                    }
+                    // Counts near the floor, every 7th (a sample under miri, which checks
+                    // each access).
+                    for probe in
+                        (floor.saturating_sub(3000)..floor.saturating_add(3000)).step_by(step)
+                    {
+                        z.nr_free_pages.store(probe, Relaxed);
+                        for order in orders.clone().map(Order) {
+                            for highest in ZoneType::ALL {
+                                if !z.clears_high_fast(order, highest) {
+                                    continue;
+                                }
+                                for flags in flag_sets {
+                                    let mark = z.wmark_pages(WMARK_HIGH);
+                                    assert!(
+                                        z.watermark_fast(order, mark, highest, flags),
+                                        "zone {:?} free {probe} boost {boost} cma {cma} \
+                                         highatomic {hatomic} bitmap {bitmap:?} order {order:?} \
+                                         highest {highest:?} flags {flags:?}",
+                                        z.ztype
+                                    );
+                                    checked[order.index()] += 1;
+                                }
+                            }
                         }
                     }
                 }
-                // It is not vacuous: just above the floor passes, at the floor does not.
-                z.nr_free_pages.store(floor + 1 + z.lowmem_reserve(z.ztype), Relaxed);
-                assert!(z.clears_high_fast(z.ztype));
+                // It is not vacuous: just above the floor passes, at the floor does not; above
+                // order 0 the block's other pages count, and so does the bitmap.
+                z.free_orders[MigrateType::Movable.index()].store(1 << 3, Relaxed);
+                let reserve = z.lowmem_reserve(z.ztype);
+                z.nr_free_pages.store(floor + 1 + reserve, Relaxed);
+                assert!(z.clears_high_fast(Order(0), z.ztype));
+                assert!(!z.clears_high_fast(Order(3), z.ztype));
+                z.nr_free_pages.store(floor + 8 + reserve, Relaxed);
+                assert!(z.clears_high_fast(Order(3), z.ztype));
+                assert!(!z.clears_high_fast(Order(4), z.ztype), "no block of order 4");
                 z.nr_free_pages.store(floor, Relaxed);
-                assert!(!z.clears_high_fast(z.ztype));
+                assert!(!z.clears_high_fast(Order(0), z.ztype));
             }
             z.nr_free_pages.store(free, Relaxed);
+            for (w, b) in z.free_orders.iter().zip(words) {
+                w.store(b, Relaxed);
+            }
         }
-        assert!(checked > if cfg!(miri) { 20 } else { 10_000 }, "{checked}");
+        // Every valid order was checked where the test passes; beyond MAX_PAGE_ORDER it never
+        // does (no such block exists).
+        let least = if cfg!(miri) { 5 } else { 1_000 };
+        assert!(
+            checked[..orders.clone().count().min(11)].iter().all(|&c| c > least),
+            "{checked:?}"
+        );
+        assert_eq!(checked[11], 0);
     }
 
     /// The floor follows the boost that a fallback raises and kswapd resets.

@@ -97,14 +97,16 @@ pub struct Zone<L: RawLock = RawSpinLock> {
     /// check's "a block of this order on a usable list", compaction's finish test) read it
     /// `Relaxed` as a hint, as the kernel reads `free_area_empty()` racily, and act on it only
     /// by taking the lock, where it is exact again.
-    free_orders: [AtomicU32; MIGRATE_TYPES],
+    pub(crate) free_orders: [AtomicU32; MIGRATE_TYPES],
     /// Unboosted watermarks, indexed by `WMARK_*`.
     pub(crate) watermark: [AtomicU64; 4],
     pub(crate) watermark_boost: AtomicU64,
-    /// HIGH + boost + the free pages an order-0 request may not count (HIGHATOMIC and CMA),
-    /// kept current wherever one of them changes (`update_fast_floor`): free pages above it
-    /// and the request's `lowmem_reserve` pass `watermark_fast` at HIGH whatever the request's
-    /// flags, so the allocation fast path tests one sum instead of recomputing it.
+    /// HIGH + boost + the free pages a request may not count (HIGHATOMIC and CMA), kept
+    /// current wherever one of them changes (`update_fast_floor`): free pages above it and the
+    /// request's `lowmem_reserve` (and, above order 0, the block's other pages, with a block
+    /// of the order on a PCP type's list) pass `watermark_fast` at HIGH whatever the request's
+    /// flags, so the allocation fast path tests one sum instead of recomputing it
+    /// ([`clears_high_fast`](Self::clears_high_fast)).
     pub(crate) fast_floor: AtomicU64,
     /// `lowmem_reserve[highest_zoneidx]`: pages kept back from requests that could have used a
     /// higher zone.
@@ -116,6 +118,11 @@ pub struct Zone<L: RawLock = RawSpinLock> {
     pub(crate) pcp: Table<PcpSlot<L>>,
     /// Where compaction's scanners left off and its deferral state.
     pub(crate) compact: CompactState,
+    /// Does ALLOC_NOFRAGMENT apply to requests that prefer this zone, when the policy's
+    /// switch is on (kernel `alloc_flags_nofragment`)? A Normal zone whose node has a
+    /// populated DMA32 zone to take the overflow, or any Normal zone of a one-node machine.
+    /// Set when the zones are built: which zones have pages never changes afterwards.
+    pub(crate) nofragment: bool,
     /// `zone_pcp_disable` calls not yet matched by `zone_pcp_enable`: while non-zero every
     /// pageset of the zone has high 0 and batch 1. Written under the allocator's
     /// `pcp_batch_high` lock.
@@ -164,6 +171,7 @@ impl<L: RawLock> Zone<L> {
             counters: Counters::default(),
             pcp,
             compact: CompactState::new(start, end),
+            nofragment: false,
             pcp_disabled: AtomicU32::new(0),
         })
     }
@@ -254,14 +262,33 @@ impl<L: RawLock> Zone<L> {
         self.fast_floor.store(floor, Relaxed);
     }
 
-    /// Does an order-0 request whose highest zone is `highest` surely pass `watermark_fast`
+    /// Does a request of `order` whose highest zone is `highest` surely pass `watermark_fast`
     /// at HIGH (with or without ALLOC_CMA and reserves)? A sufficient test: `false` only
     /// means the full check must decide. Free pages above HIGH + boost + reserve + every free
-    /// page the request might not count leave more usable pages than the full check asks.
+    /// page the request might not count (and, above order 0, the block's pages beyond its
+    /// first) leave more usable pages than the full check asks; above order 0 a block of at
+    /// least `order` on a PCP type's list is one the full check finds whatever the flags add
+    /// (CMA, HIGHATOMIC). Saves the out-of-line full check on every allocation above order 0
+    /// while the zone is comfortably above HIGH.
     #[inline]
-    pub(crate) fn clears_high_fast(&self, highest: ZoneType) -> bool {
+    pub(crate) fn clears_high_fast(&self, order: Order, highest: ZoneType) -> bool {
         let floor = self.fast_floor.load(Relaxed).saturating_add(self.lowmem_reserve(highest));
-        self.nr_free_pages.load(Relaxed) > floor
+        if order.0 == 0 {
+            return self.nr_free_pages.load(Relaxed) > floor;
+        }
+        if !order.is_valid() {
+            return false;
+        }
+        let beyond_first = (1u64 << order.0) - 1;
+        self.nr_free_pages.load(Relaxed) > floor.saturating_add(beyond_first)
+            && self.pcp_type_orders() >> order.0 != 0
+    }
+
+    /// The orders with a block on one of the PCP types' lists (the bitmap of non-empty
+    /// lists, racy): the lists every request's full watermark check may use.
+    #[inline]
+    pub(crate) fn pcp_type_orders(&self) -> u32 {
+        MigrateType::PCPTYPES.iter().fold(0, |acc, &mt| acc | self.free_orders(mt))
     }
 
     /// Number of free blocks of `order` (all lists), racy; 0 for an order above

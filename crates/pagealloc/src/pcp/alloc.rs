@@ -94,6 +94,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Take a block of `order` from `cpu`'s pageset for `zone`, refilling its list from the
     /// buddy lists if empty (kernel `rmqueue_pcplist`). `None` when the pageset is busy (the
     /// caller then goes to the buddy lists, as the kernel does) or the refill found nothing.
+    /// Out of line: inlined into the zonelist walk, its constants were computed on every
+    /// walk, most of which go to the buddy lists instead.
+    #[inline(never)]
     pub(crate) fn rmqueue_pcplist(
         &self,
         cpu: Cpu,
@@ -273,9 +276,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 frame.aux().store(from as u32, crate::sync::Ordering::Relaxed);
             }
             frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
-            // SAFETY: `idx` is a frame of this zone, as are the list's members (hot.rs, F).
+            // SAFETY: `idx` is a frame of this zone, as are the list's members (hot.rs, F);
+            // `pindex` is from `PcpFast::pindex` (L).
             let old_tail =
-                unsafe { pcp.lists[pindex].push_tail_with(frames_unchecked(&zone.mem_map), idx) };
+                unsafe { pcp.list_at(pindex).push_tail_with(frames_unchecked(&zone.mem_map), idx) };
             if E::ENABLED {
                 self.touch_pcp_op(cpu.id, zone, idx, old_tail);
             }

@@ -529,6 +529,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 /// unless its block has since been isolated. Always inlined into the drain loops, which call
 /// it once per block.
 #[inline(always)]
+#[allow(unsafe_code)]
 fn free_to_buddy<E: EventSink, L: RawLock>(
     zl: &mut crate::zone::ZoneLocked<'_, E, L>,
     cpu: CpuId,
@@ -538,14 +539,19 @@ fn free_to_buddy<E: EventSink, L: RawLock>(
     hygiene: bool,
 ) {
     let pfn = zone.pfn_of(idx);
-    let block = zone.pageblocks.get(pfn);
+    // SAFETY: `idx` was a pageset list's member, a frame of the zone heading a block inside
+    // its span (hot.rs, F and P).
+    let bits = unsafe { zone.pageblock_bits(pfn) };
+    let block = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
     let mt = if hygiene || block == MigrateType::Isolate {
         block
     } else {
-        let cached = zone.mem_map[idx as usize].aux().load(crate::sync::Ordering::Relaxed);
+        // SAFETY: as above (hot.rs, F).
+        let cached = unsafe { zone.frame_at(idx) }.aux().load(crate::sync::Ordering::Relaxed);
         MigrateType::from_u8(cached as u8).unwrap_or(block)
     };
-    zl.free_one_page_locked(pfn, order, mt, Fpi::None);
+    // SAFETY: as above.
+    unsafe { zl.free_one_page_at(idx, order, mt, Fpi::None) };
     if E::ENABLED {
         zl.events.record(&TraceEvent::PagePcpuDrain { cpu, pfn, order, migratetype: mt });
     }
