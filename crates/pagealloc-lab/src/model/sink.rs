@@ -751,7 +751,8 @@ mod tests {
 
     #[test]
     fn a_run_of_lines_costs_what_its_lines_touched_one_by_one_cost() {
-        // With an L2 hit free and priced (a priced hit takes the charging path).
+        // Two L2 latencies (every other level is priced beyond it); hits are charged while a
+        // prefetch is in flight, and charging one can forget the prefetches mid-run.
         for l2_hit in [2.0, 10.0] {
             let p = prices(&[(Level::DramLocal, 80.0), (Level::L2Hit, l2_hit)]);
             let (one, batched) = (sink(p), sink(p));
