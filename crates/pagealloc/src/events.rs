@@ -205,6 +205,16 @@ pub trait EventSink: Sync {
     #[inline]
     fn touch(&self, _cpu: CpuId, _line: MetaLine) {}
 
+    /// [`touch`](Self::touch) of each of `lines`, in order: one list operation's lines in one
+    /// call, so that a sink pricing every line pays its per-call work (is pricing on, where is
+    /// this CPU) once per operation instead of once per line.
+    #[inline]
+    fn touch_lines(&self, cpu: CpuId, lines: &[MetaLine]) {
+        for &line in lines {
+            self.touch(cpu, line);
+        }
+    }
+
     /// `cpu` asks for `line` ahead of its use (a software prefetch): a model starts the
     /// transfer without stalling the CPU.
     #[inline]
@@ -253,6 +263,11 @@ impl<T: EventSink> EventSink for &T {
     #[inline]
     fn touch(&self, cpu: CpuId, line: MetaLine) {
         (**self).touch(cpu, line);
+    }
+
+    #[inline]
+    fn touch_lines(&self, cpu: CpuId, lines: &[MetaLine]) {
+        (**self).touch_lines(cpu, lines);
     }
 
     #[inline]

@@ -579,14 +579,19 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// whose links changed, the free area's list head.
     #[inline]
     fn touch_list_op(&self, order: Order, idx: u32, neighbours: [u32; 2]) {
-        let (cpu, zone) = (self.cpu, self.zone);
-        self.events.touch(cpu, MetaLine::Frame(zone.pfn_of(idx)));
-        for n in neighbours {
-            if n != NIL {
-                self.events.touch(cpu, MetaLine::Frame(zone.pfn_of(n)));
+        let zone = self.zone;
+        let area = MetaLine::FreeArea(zone.idx, order);
+        let mut lines = [area; 4];
+        lines[0] = MetaLine::Frame(zone.pfn_of(idx));
+        let mut n = 1;
+        for nb in neighbours {
+            if nb != NIL {
+                lines[n] = MetaLine::Frame(zone.pfn_of(nb));
+                n += 1;
             }
         }
-        self.events.touch(cpu, MetaLine::FreeArea(zone.idx, order));
+        // `lines[n]` is the free area's already.
+        self.events.touch_lines(self.cpu, &lines[..=n]);
     }
 
     /// Report a read or write of `pfn`'s metadata under this hold to the sink.

@@ -188,6 +188,12 @@ fn every_metadata_line_a_call_touches_is_reported() {
     assert!(lines.contains(&(CpuId(1), MetaLine::Pageset(zone, CpuId(1)), false)));
     assert!(lines.contains(&(CpuId(1), MetaLine::Frame(hit), false)));
     assert!(lines.len() <= 3, "{lines:?}");
+    // In the order the pop reports them (one `touch_lines` call, forwarded line by line).
+    let popped = [
+        (CpuId(1), MetaLine::Pageset(zone, CpuId(1)), false),
+        (CpuId(1), MetaLine::Frame(hit), false),
+    ];
+    assert_eq!(lines[..2], popped, "{lines:?}");
 
     // A free by another CPU: the claim reads the frame the allocating CPU wrote.
     let cpu0 = pa.cpu(CpuId(0)).unwrap();

@@ -207,6 +207,14 @@ struct Place {
     l2_tag: u64,
 }
 
+/// A CPU's place and its two caches, looked up once for all the lines of one operation.
+#[derive(Clone, Copy, Debug)]
+pub struct Here<'a> {
+    me: &'a Place,
+    l2: &'a Cache,
+    llc: &'a Cache,
+}
+
 /// A line's two stamps: [`LLC`] the last LLC's, [`L2`] the last L2 domain's. One array
 /// element, so both come in one host cache line and one bounds check.
 type Stamps = [AtomicU64; 2];
@@ -331,10 +339,13 @@ impl LineCache {
         runs.iter().find(|&&(end, _)| pfn < end).or(runs.last()).map_or(0, |&(_, n)| n)
     }
 
-    /// The stamps of `line`.
+    /// The stamps of `line`. By reference: a line the caller has just written to memory is
+    /// read field by field, each load the width of its store (a whole-enum load straddling
+    /// the caller's narrower stores waits for them to drain, and was the hottest
+    /// instruction of a batch of touches).
     #[inline]
-    fn slot(&self, line: MetaLine) -> &Stamps {
-        let (arr, i) = match line {
+    fn slot(&self, line: &MetaLine) -> &Stamps {
+        let (arr, i) = match *line {
             MetaLine::Frame(pfn) => (&self.frames, (pfn.0 >> self.frame_shift) as usize),
             MetaLine::FreeArea(zone, Order(o)) => {
                 (&self.others, zone.index() * ORDERS + o as usize)
@@ -380,21 +391,46 @@ impl LineCache {
     /// path inlines: no call, no stack frame (the line model was a third of the run time).
     #[inline(always)]
     pub fn access_in_l2(&self, cpu: CpuId, line: MetaLine) -> bool {
-        let slot = self.slot(line);
+        let hit = self.access_in_l2_from(self.here(cpu), &line);
+        if hit {
+            self.count_l2_hits(1);
+        }
+        hit
+    }
+
+    /// Where `cpu` is, for a run of [`access_in_l2_from`](Self::access_in_l2_from) calls.
+    #[inline(always)]
+    pub fn here(&self, cpu: CpuId) -> Here<'_> {
         let me = &self.cpus[cpu.index()];
-        let my_l2 = &self.l2s[me.l2 as usize];
+        Here { me, l2: &self.l2s[me.l2 as usize], llc: &self.llcs[me.llc as usize] }
+    }
+
+    /// [`access_in_l2`](Self::access_in_l2) from a CPU looked up once for several lines,
+    /// without counting the hit: the caller adds its hits with
+    /// [`count_l2_hits`](Self::count_l2_hits) before anything reads [`found`](Self::found).
+    #[inline(always)]
+    pub fn access_in_l2_from(&self, here: Here<'_>, line: &MetaLine) -> bool {
+        let slot = self.slot(line);
         let l2_s = slot[L2].load(Relaxed);
-        if tag(l2_s) != me.l2 + 1 || !my_l2.holds(l2_s) {
+        if tag(l2_s) != here.me.l2 + 1 || !here.l2.holds(l2_s) {
             return false;
         }
-        self.record(slot, me, Found::L2);
+        slot[LLC].store(here.me.llc_tag | (here.llc.tick(1) & CLOCK_MASK), Relaxed);
+        slot[L2].store(here.me.l2_tag | (here.l2.tick(1) & CLOCK_MASK), Relaxed);
         true
+    }
+
+    /// Count `n` accesses found in the private cache.
+    #[inline(always)]
+    pub fn count_l2_hits(&self, n: u64) {
+        let c = &self.found[Found::L2 as usize];
+        c.store(c.load(Relaxed) + n, Relaxed);
     }
 
     /// [`access`](Self::access) of a line that is not in `cpu`'s L2.
     #[inline(never)]
     pub fn access_beyond_l2(&self, cpu: CpuId, line: MetaLine) -> Found {
-        let slot = self.slot(line);
+        let slot = self.slot(&line);
         let me = &self.cpus[cpu.index()];
         let found = self.classify(me, line, slot[LLC].load(Relaxed), slot[L2].load(Relaxed));
         self.record(slot, me, found);

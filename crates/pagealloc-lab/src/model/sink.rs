@@ -517,6 +517,26 @@ impl EventSink for ModelSink {
         // rest would do. Both other paths are calls, so this one needs no stack frame.
     }
 
+    /// [`touch`](Self::touch) of each line, with the CPU's place in the line model looked
+    /// up once and its private-cache hits counted once.
+    fn touch_lines(&self, cpu: CpuId, lines: &[MetaLine]) {
+        let Some(cache) = self.priced_lines() else { return };
+        let here = cache.here(cpu);
+        let mut hits = 0;
+        for line in lines {
+            if !cache.access_in_l2_from(here, line) {
+                self.touch_beyond_l2(cache, cpu, *line);
+            } else {
+                hits += 1;
+                if self.prefetched.len() != 0 || self.prices.of_access(Found::L2) != 0 {
+                    self.charge_touch(*line, Found::L2);
+                }
+            }
+        }
+        // Nothing read the counts in between: only lock events do.
+        cache.count_l2_hits(hits);
+    }
+
     /// Start the transfer now; the CPU does not wait for it.
     #[inline]
     fn prefetch(&self, cpu: CpuId, line: MetaLine) {
@@ -618,6 +638,7 @@ mod tests {
     use super::*;
     use crate::machine::hierarchy::{Hierarchy, Level, Sourced};
     use pagealloc::Pfn;
+    use pagealloc_testkit::rng::Rng;
 
     fn cost() -> CostPs {
         CostPs { lock_base: 100, list_op: 10, ..CostPs::default() }
@@ -690,6 +711,64 @@ mod tests {
         s.zone_lock_taken(CpuId(1), ZoneIdx(0));
         s.zone_lock_released(CpuId(1), ZoneIdx(0), 0);
         assert_eq!(s.end().waited, first.now + 5_100 - 1_200);
+    }
+
+    /// One random allocator call on `s`: a CPU, maybe a zone lock held, maybe a few
+    /// prefetches, then runs of up to four lines (frames, free areas, pagesets), each run
+    /// given to `touch_lines` whole when `batched`, else line by line to `touch`.
+    fn random_call(s: &ModelSink, rng: &mut Rng, batched: bool) {
+        let cpu = CpuId(rng.below(3) as u32);
+        let zone = ZoneIdx(rng.below(2) as u16);
+        let line = |rng: &mut Rng| match rng.below(8) {
+            0 => MetaLine::FreeArea(zone, pagealloc::Order(rng.below(11) as u8)),
+            1 => MetaLine::Pageset(zone, CpuId(rng.below(3) as u32)),
+            // Mostly a working set that stays in the L2s, sometimes anywhere.
+            2 => MetaLine::Frame(Pfn(rng.below(200))),
+            _ => MetaLine::Frame(Pfn(rng.below(40))),
+        };
+        s.begin(rng.below(1_000_000_000));
+        let locked = rng.below(2) == 0;
+        if locked {
+            s.zone_lock_taken(cpu, zone);
+        }
+        for _ in 0..rng.below(3) {
+            s.prefetch(cpu, line(rng));
+        }
+        for _ in 0..rng.below(6) {
+            let run: Vec<MetaLine> = (0..=rng.below(4)).map(|_| line(rng)).collect();
+            if batched {
+                s.touch_lines(cpu, &run);
+            } else {
+                for &l in &run {
+                    s.touch(cpu, l);
+                }
+            }
+        }
+        if locked {
+            s.zone_lock_released(cpu, zone, rng.below(4) as u32);
+        }
+    }
+
+    #[test]
+    fn a_run_of_lines_costs_what_its_lines_touched_one_by_one_cost() {
+        // Two L2 latencies (every other level is priced beyond it); hits are charged while a
+        // prefetch is in flight, and charging one can forget the prefetches mid-run.
+        for l2_hit in [2.0, 10.0] {
+            let p = prices(&[(Level::DramLocal, 80.0), (Level::L2Hit, l2_hit)]);
+            let (one, batched) = (sink(p), sink(p));
+            let (mut r1, mut r2) = (Rng::new(3), Rng::new(3));
+            for call in 0..20_000 {
+                random_call(&one, &mut r1, false);
+                random_call(&batched, &mut r2, true);
+                assert_eq!(one.end(), batched.end(), "call {call}");
+                assert_eq!(one.traffic(), batched.traffic(), "call {call}");
+                assert_eq!(one.held_parts(), batched.held_parts(), "call {call}");
+                assert_eq!(one.held_lines(), batched.held_lines(), "call {call}");
+            }
+            let found = batched.traffic().0;
+            assert!(found[Found::L2 as usize] > 10_000, "{found:?}: hits and misses both");
+            assert!(found[Found::DramLocal as usize] + found[Found::DramRemote as usize] > 100);
+        }
     }
 
     /// A call on CPU 0 at 1 000 that takes zone 0's lock and touches frame 5's line, which

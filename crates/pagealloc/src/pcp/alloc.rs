@@ -84,10 +84,12 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// and the neighbour whose links changed ([`NIL`] for none).
     #[inline]
     pub(crate) fn touch_pcp_op(&self, cpu: CpuId, zone: &Zone<L>, idx: u32, neighbour: u32) {
-        self.events.touch(cpu, MetaLine::Pageset(zone.idx, cpu));
-        self.events.touch(cpu, MetaLine::Frame(zone.pfn_of(idx)));
-        if neighbour != NIL {
-            self.events.touch(cpu, MetaLine::Frame(zone.pfn_of(neighbour)));
+        let pageset = MetaLine::Pageset(zone.idx, cpu);
+        let frame = |i| MetaLine::Frame(zone.pfn_of(i));
+        if neighbour == NIL {
+            self.events.touch_lines(cpu, &[pageset, frame(idx)]);
+        } else {
+            self.events.touch_lines(cpu, &[pageset, frame(idx), frame(neighbour)]);
         }
     }
 
