@@ -194,6 +194,26 @@ pub fn within(model: f64, real: f64) -> bool {
     (model / real - 1.0).abs() <= TOLERANCE + 1e-12
 }
 
+/// How far the real runs lie from their `median`, as fractions of it: (lowest, highest), e.g.
+/// (−0.2, 0.1) for runs down to 20 % below it and up to 10 % above. `None` with fewer than two
+/// finite runs or a median of zero (a spread is then not a fraction of anything).
+pub(crate) fn spread(real: &[f64], median: f64) -> Option<(f64, f64)> {
+    let finite: Vec<f64> = real.iter().copied().filter(|x| x.is_finite()).collect();
+    if finite.len() < 2 || median == 0.0 || !median.is_finite() {
+        return None;
+    }
+    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some((lo / median - 1.0, hi / median - 1.0))
+}
+
+/// Do the real runs spread past [`TOLERANCE`] on either side of their median? Then the
+/// median itself moves by about that much from one validate to the next, and a verdict on
+/// it says more about which runs were drawn than about the model.
+pub(crate) fn spread_past_tolerance(real: &[f64], median: f64) -> bool {
+    spread(real, median).is_some_and(|(lo, hi)| lo < -TOLERANCE || hi > TOLERANCE)
+}
+
 /// This host as the model sees it: `cpus` CPUs and `bytes` of memory in one Normal zone, the
 /// caches sysfs reports, and `like`'s memory hierarchy.
 pub(crate) fn host_machine(cpus: u32, bytes: u64, like: &Machine) -> Result<Machine> {
@@ -336,6 +356,17 @@ impl Compared {
             .max_by(|a, b| (a.1 - a.2).abs().total_cmp(&(b.1 - b.2).abs()))
     }
 
+    /// The misses ([`misses`](Self::misses)) on metrics whose real runs spread past the
+    /// tolerance themselves: verdicts that more runs (`--runs`) could turn.
+    pub(crate) fn unsettled(&self) -> Vec<&'static str> {
+        let misses = self.misses();
+        self.table()
+            .into_iter()
+            .filter(|(name, _, r, med, _)| misses.contains(name) && spread_past_tolerance(r, *med))
+            .map(|t| t.0)
+            .collect()
+    }
+
     /// The judged metrics outside the tolerance; empty when the model agrees.
     pub(crate) fn misses(&self) -> Vec<&'static str> {
         self.table()
@@ -364,6 +395,53 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
         assert_eq!(median(&[f64::NAN]), None);
+    }
+
+    /// The spread is the lowest and highest run against the median; runs 20 % apart around
+    /// it pass the tolerance, and a miss on such a metric is unsettled, one on tight runs not.
+    #[test]
+    fn a_spread_past_the_tolerance_marks_a_miss_unsettled() {
+        let (lo, hi) = spread(&[80.0, 100.0, 120.0], 100.0).unwrap();
+        assert!((lo + 0.2).abs() < 1e-12 && (hi - 0.2).abs() < 1e-12, "{lo} {hi}");
+        assert!(spread_past_tolerance(&[80.0, 100.0, 120.0], 100.0));
+        assert!(!spread_past_tolerance(&[90.0, 100.0, 114.0], 100.0));
+        // Too few runs, or a zero median: no spread to judge by.
+        assert_eq!(spread(&[100.0], 100.0), None);
+        assert_eq!(spread(&[0.0, 0.0, 3.0], 0.0), None);
+        assert_eq!(spread(&[f64::NAN, 100.0], 100.0), None);
+
+        let info = workload::find("trunc").unwrap();
+        let params = info.params(&["files=1".into(), "file_mib=1".into()], 1.0).unwrap();
+        let setup = crate::model::tests::small_setup(2, 64, "modern", 1);
+        let mut model = crate::model::Model::new(setup).unwrap();
+        let outcome = model.run((info.build)(&params).as_mut(), &mut |_| {}).unwrap();
+        let run = |refills: u64| {
+            let mut r = RunResult {
+                metrics: Vec::new(),
+                outcome: outcome.clone(),
+                wall_s: 0.0,
+                run_s: 0.0,
+                views: Vec::new(),
+                trace_events: 0,
+            };
+            // Only the refills differ between the runs.
+            r.outcome.events_in_run = pagealloc::VmEvents::default();
+            r.outcome.events_in_run.0[Counter::PcpRefill as usize] = refills;
+            r
+        };
+        // Model 130 refills against real runs of 100 (median), 80 and 125: a miss, unsettled.
+        let c = Compared {
+            name: "t",
+            params: Vec::new(),
+            model: run(130),
+            real: vec![run(80), run(100), run(125)],
+        };
+        assert!(c.misses().contains(&"refills"), "{:?}", c.misses());
+        assert_eq!(c.unsettled(), vec!["refills"]);
+        // The same miss against tight real runs is settled.
+        let c = Compared { real: vec![run(98), run(100), run(103)], ..c };
+        assert!(c.misses().contains(&"refills"));
+        assert!(c.unsettled().is_empty());
     }
 
     #[test]

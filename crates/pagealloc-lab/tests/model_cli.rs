@@ -296,7 +296,10 @@ fn validate_quick_compares_model_and_real_per_workload() {
         for judged in ["elapsed_s", "zone_lock_acquire", "refills", "drains"] {
             assert_eq!(m[judged]["judged"], true, "{judged}");
             assert_eq!(m[judged]["real"].as_array().unwrap().len(), 1, "one real run with --quick");
+            // One run has no spread, so no verdict is marked as one more runs could turn.
+            assert!(m[judged]["real_spread"].is_null(), "{judged}");
         }
+        assert_eq!(w["unsettled"], serde_json::json!([]), "{w}");
         // Where the workload fixes the number of allocator calls, both runners make them all.
         if w["workload"] == "trunc" {
             assert_eq!(m["calls"]["model"], m["calls"]["real_median"], "{w}");

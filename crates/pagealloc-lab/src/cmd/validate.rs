@@ -242,6 +242,16 @@ fn to_text(c: &[Compared], like: &Machine, runs: u32, notes: &[String]) -> Strin
             format!("differs on {}", misses.join(", "))
         };
         let _ = writeln!(s, "   verdict: {verdict}");
+        let unsettled = w.unsettled();
+        if !unsettled.is_empty() {
+            let _ = writeln!(
+                s,
+                "   the real runs themselves spread past ±{:.0} % of their median on {}: more \
+                 runs (--runs) could turn this verdict",
+                TOLERANCE * 100.0,
+                unsettled.join(", ")
+            );
+        }
         if let (false, Some((part, m, r))) = (misses.is_empty(), w.widest_step_gap()) {
             let _ = writeln!(
                 s,
@@ -257,6 +267,18 @@ fn to_text(c: &[Compared], like: &Machine, runs: u32, notes: &[String]) -> Strin
         "\n{agree} of {} workloads agree (docs/performance.md says which cost each miss comes from)",
         c.len()
     );
+    let unsettled = c.iter().filter(|w| !w.misses().is_empty() && w.misses() == w.unsettled());
+    let unsettled: Vec<&str> = unsettled.map(|w| w.name).collect();
+    if !unsettled.is_empty() {
+        let _ = writeln!(
+            s,
+            "{} of the {} that differ, differ only where their real runs spread past ±{:.0} %: {}",
+            unsettled.len(),
+            c.len() - agree,
+            TOLERANCE * 100.0,
+            unsettled.join(", ")
+        );
+    }
     for n in notes {
         let _ = writeln!(s, "note: {n}");
     }
@@ -282,6 +304,8 @@ fn to_json(c: &[Compared], like: &Machine, quick: bool, notes: &[String]) -> ser
                             "ratio": if med.is_finite() && med != 0.0 { finite(m / med) } else { serde_json::Value::Null },
                             "within": ok,
                             "judged": judged,
+                            "real_spread": crate::validation::spread(&r, med)
+                                .map(|(lo, hi)| json!([finite(lo), finite(hi)])),
                         }),
                     )
                 })
@@ -292,6 +316,7 @@ fn to_json(c: &[Compared], like: &Machine, quick: bool, notes: &[String]) -> ser
                 "params": w.params,
                 "verdict": if misses.is_empty() { "agrees" } else { "differs" },
                 "differs_on": misses,
+                "unsettled": w.unsettled(),
                 "widest_step_gap": w.widest_step_gap().map(|(part, m, r)| {
                     json!({ "metric": part, "model": finite(m), "real": finite(r) })
                 }),
