@@ -194,6 +194,11 @@ pub fn within(model: f64, real: f64) -> bool {
     (model / real - 1.0).abs() <= TOLERANCE + 1e-12
 }
 
+/// Does metric `name` count towards the verdict ([`METRICS`])?
+pub(crate) fn is_judged(name: &str) -> bool {
+    METRICS.iter().any(|&(n, judged, _)| n == name && judged)
+}
+
 /// How far the real runs lie from their `median`, as fractions of it: (lowest, highest), e.g.
 /// (−0.2, 0.1) for runs down to 20 % below it and up to 10 % above. `None` with fewer than two
 /// finite runs or a median of zero (a spread is then not a fraction of anything).
@@ -359,10 +364,11 @@ impl Compared {
     /// The misses ([`misses`](Self::misses)) on metrics whose real runs spread past the
     /// tolerance themselves: verdicts that more runs (`--runs`) could turn.
     pub(crate) fn unsettled(&self) -> Vec<&'static str> {
-        let misses = self.misses();
         self.table()
             .into_iter()
-            .filter(|(name, _, r, med, _)| misses.contains(name) && spread_past_tolerance(r, *med))
+            .filter(|(name, _, r, med, ok)| {
+                !ok && is_judged(name) && spread_past_tolerance(r, *med)
+            })
             .map(|t| t.0)
             .collect()
     }
@@ -371,9 +377,7 @@ impl Compared {
     pub(crate) fn misses(&self) -> Vec<&'static str> {
         self.table()
             .into_iter()
-            .filter(|(name, _, _, _, ok)| {
-                !ok && METRICS.iter().any(|&(n, judged, _)| n == *name && judged)
-            })
+            .filter(|(name, _, _, _, ok)| !ok && is_judged(name))
             .map(|t| t.0)
             .collect()
     }
@@ -397,6 +401,23 @@ mod tests {
         assert_eq!(median(&[f64::NAN]), None);
     }
 
+    /// A small model run of trunc as a `RunResult`, whose outcome a test then edits.
+    fn small_run() -> RunResult {
+        let info = workload::find("trunc").unwrap();
+        let params = info.params(&["files=1".into(), "file_mib=1".into()], 1.0).unwrap();
+        let setup = crate::model::tests::small_setup(2, 64, "modern", 1);
+        let mut model = crate::model::Model::new(setup).unwrap();
+        let outcome = model.run((info.build)(&params).as_mut(), &mut |_| {}).unwrap();
+        RunResult {
+            metrics: Vec::new(),
+            outcome,
+            wall_s: 0.0,
+            run_s: 0.0,
+            views: Vec::new(),
+            trace_events: 0,
+        }
+    }
+
     /// The spread is the lowest and highest run against the median; runs 20 % apart around
     /// it pass the tolerance, and a miss on such a metric is unsettled, one on tight runs not.
     #[test]
@@ -410,20 +431,9 @@ mod tests {
         assert_eq!(spread(&[0.0, 0.0, 3.0], 0.0), None);
         assert_eq!(spread(&[f64::NAN, 100.0], 100.0), None);
 
-        let info = workload::find("trunc").unwrap();
-        let params = info.params(&["files=1".into(), "file_mib=1".into()], 1.0).unwrap();
-        let setup = crate::model::tests::small_setup(2, 64, "modern", 1);
-        let mut model = crate::model::Model::new(setup).unwrap();
-        let outcome = model.run((info.build)(&params).as_mut(), &mut |_| {}).unwrap();
+        let base = small_run();
         let run = |refills: u64| {
-            let mut r = RunResult {
-                metrics: Vec::new(),
-                outcome: outcome.clone(),
-                wall_s: 0.0,
-                run_s: 0.0,
-                views: Vec::new(),
-                trace_events: 0,
-            };
+            let mut r = base.clone();
             // Only the refills differ between the runs.
             r.outcome.events_in_run = pagealloc::VmEvents::default();
             r.outcome.events_in_run.0[Counter::PcpRefill as usize] = refills;
@@ -473,20 +483,9 @@ mod tests {
     /// The widest gap is taken among the step's parts only, by absolute difference.
     #[test]
     fn the_widest_step_gap_is_the_part_furthest_apart() {
-        let info = workload::find("trunc").unwrap();
-        let params = info.params(&["files=1".into(), "file_mib=1".into()], 1.0).unwrap();
-        let setup = crate::model::tests::small_setup(2, 64, "modern", 1);
-        let mut model = crate::model::Model::new(setup).unwrap();
-        let outcome = model.run((info.build)(&params).as_mut(), &mut |_| {}).unwrap();
+        let base = small_run();
         let run = |touch_ps: u64, call_ps: u64, beyond_ps: u64| {
-            let mut r = RunResult {
-                metrics: Vec::new(),
-                outcome: outcome.clone(),
-                wall_s: 0.0,
-                run_s: 0.0,
-                views: Vec::new(),
-                trace_events: 0,
-            };
+            let mut r = base.clone();
             r.outcome.steps = 1000;
             (r.outcome.touch_ps, r.outcome.call_ps) = (touch_ps * 1000, call_ps * 1000);
             r.outcome.beyond_work_ps = beyond_ps * 1000;

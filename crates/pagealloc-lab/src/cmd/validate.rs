@@ -21,8 +21,8 @@ use crate::preset_file::resolve;
 use crate::results;
 use crate::runs::{self, RunSpec, Runner};
 use crate::validation::{
-    hierarchy_mismatch, host_machine, l2_write_note, llc_share_note, wake_note, Compared, METRICS,
-    PLANS, TOLERANCE,
+    hierarchy_mismatch, host_machine, is_judged, l2_write_note, llc_share_note, wake_note,
+    Compared, PLANS, TOLERANCE,
 };
 use crate::workload;
 
@@ -215,7 +215,7 @@ fn to_text(c: &[Compared], like: &Machine, runs: u32, notes: &[String]) -> Strin
             "metric", "model", "real (med)", "real runs", "mod/real"
         );
         for (name, m, r, med, ok) in w.table() {
-            let judged = METRICS.iter().any(|&(n, j, _)| n == name && j);
+            let judged = is_judged(name);
             let mark = match (judged, ok) {
                 (false, _) => " ",
                 (true, true) => "✓",
@@ -294,7 +294,7 @@ fn to_json(c: &[Compared], like: &Machine, quick: bool, notes: &[String]) -> ser
                 .table()
                 .into_iter()
                 .map(|(name, m, r, med, ok)| {
-                    let judged = METRICS.iter().any(|&(n, j, _)| n == name && j);
+                    let judged = is_judged(name);
                     (
                         name.to_string(),
                         json!({
