@@ -1579,7 +1579,17 @@ pub struct LatencyFigures {
     pub dram: Summary,
     /// The region sizes, bytes.
     pub bytes: [u64; 3],
+    /// Independent chases over the memory region at once ([`LANES`]): ns per load at each
+    /// count of lanes, all rounds.
+    pub lanes: Vec<(usize, Summary)>,
+    /// Misses one core keeps in flight: per round, the most loads the lanes overlapped
+    /// (one lane's latency over the ns per load at the best count: lmbench's `par_mem`
+    /// figure).
+    pub in_flight: Summary,
 }
+
+/// The counts of independent chases run together over the memory region.
+pub const LANES: [usize; 11] = [1, 2, 4, 6, 8, 10, 12, 16, 20, 24, 32];
 
 /// One 64-byte line of a chase: the index of the next line to load, and padding.
 #[derive(Clone, Copy)]
@@ -1597,6 +1607,10 @@ pub struct LatencyBench {
     regions: [Vec<ChaseLine>; 3],
     at: [usize; 3],
     samples: [Vec<f64>; 3],
+    /// Per [`LANES`] count: ns per load, all rounds.
+    lane_samples: Vec<Vec<f64>>,
+    /// Per round: the loads the lanes overlapped.
+    in_flight: Vec<f64>,
 }
 
 impl std::fmt::Debug for ChaseLine {
@@ -1639,7 +1653,51 @@ impl LatencyBench {
             }
             v
         });
-        LatencyBench { regions, at: [0; 3], samples: Default::default() }
+        LatencyBench {
+            regions,
+            at: [0; 3],
+            samples: Default::default(),
+            lane_samples: vec![Vec::new(); LANES.len()],
+            in_flight: Vec::new(),
+        }
+    }
+
+    /// One window of `k` independent chases over the memory region from `cursors`: ns per
+    /// load. Each lane's next address depends only on its own last load, so an out-of-order
+    /// core overlaps the lanes' misses up to what it keeps in flight.
+    fn lanes_window(&self, cursors: &mut [usize], clk: &Clock, overhead: f64) -> f64 {
+        let region = &self.regions[2];
+        let steps = (CHASE_WINDOW / cursors.len()).max(1);
+        let t0 = clk.ns();
+        for _ in 0..steps {
+            for c in cursors.iter_mut() {
+                *c = black_box(region[*c].next);
+            }
+        }
+        let t1 = clk.ns();
+        ((t1 - t0) as f64 - overhead) / (steps * cursors.len()) as f64
+    }
+
+    /// A round of the lanes: `plan.chase_windows / 4` windows (at least one) at each count;
+    /// records each count's ns per load and this round's loads in flight.
+    fn lanes_round(&mut self, plan: &Plan, clk: &Clock, overhead: f64) {
+        // Lanes start at random lines: the region is one random cycle, so these are random
+        // places along it, far apart but for a rare pair (whose few shared lines change a
+        // window's time by about one lane's share).
+        let n = self.regions[2].len() as u64;
+        let mut rng = Rng::new(0x1a4e ^ self.in_flight.len() as u64);
+        let mut medians = Vec::with_capacity(LANES.len());
+        for (i, &k) in LANES.iter().enumerate() {
+            let mut cursors: Vec<usize> = (0..k).map(|_| rng.below(n) as usize).collect();
+            let first = self.lane_samples[i].len();
+            for _ in 0..(plan.chase_windows / 4).max(1) {
+                let ns = self.lanes_window(&mut cursors, clk, overhead);
+                self.lane_samples[i].push(ns);
+            }
+            medians.push(Summary::of(&mut self.lane_samples[i][first..].to_vec()).median);
+        }
+        let overlapped = medians.iter().map(|&ns| medians[0] / ns).fold(1.0, f64::max);
+        self.in_flight.push(overlapped);
     }
 
     /// `plan.chase_windows` timed windows per level (after one untimed pass over the two cache
@@ -1663,14 +1721,27 @@ impl LatencyBench {
                 self.samples[level].push(((t1 - t0) as f64 - overhead) / CHASE_WINDOW as f64);
             }
             self.at[level] = i;
-            Summary::of(&mut self.samples[level][first..].to_vec()).median
+            let median = Summary::of(&mut self.samples[level][first..].to_vec()).median;
+            if level == 2 {
+                self.lanes_round(plan, clk, overhead);
+            }
+            median
         })
     }
 
     /// Summarise.
-    pub fn finish(self) -> LatencyFigures {
+    pub fn finish(mut self) -> LatencyFigures {
         let [l2, llc, dram] = self.samples.map(|mut v| Summary::of(&mut v));
-        LatencyFigures { l2, llc, dram, bytes: self.regions.map(|r| (r.len() * 64) as u64) }
+        let lanes =
+            LANES.iter().zip(&mut self.lane_samples).map(|(&k, v)| (k, Summary::of(v))).collect();
+        LatencyFigures {
+            l2,
+            llc,
+            dram,
+            bytes: self.regions.map(|r| (r.len() * 64) as u64),
+            lanes,
+            in_flight: Summary::of(&mut self.in_flight),
+        }
     }
 }
 
@@ -2109,6 +2180,10 @@ mod tests {
         let mut b = b;
         let m = b.round(&Plan { chase_windows: 2, ..Plan::QUICK }, &Clock::new(), 0.0);
         assert!(m.iter().all(|x| x.is_finite() && *x > 0.0), "{m:?}");
+        let f = b.finish();
+        assert_eq!(f.lanes.len(), LANES.len());
+        assert!(f.lanes.iter().all(|(_, s)| s.n == 1 && s.median.is_finite()), "{:?}", f.lanes);
+        assert!(f.in_flight.n == 1 && f.in_flight.median >= 1.0, "{:?}", f.in_flight);
     }
 
     #[test]

@@ -151,7 +151,21 @@ pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
                 .into(),
         ),
         (Level::LlcUsable, round1(c.share.usable_mib.median), c.share.usable_mib, share_how(c)),
+        (Level::MissSlots, c.latency.in_flight.median.round(), c.latency.in_flight, lanes_how(c)),
     ]
+}
+
+/// How the misses in flight were found, with the lanes' figures.
+fn lanes_how(c: &Calibration) -> String {
+    let lat = &c.latency;
+    let per: Vec<String> = lat.lanes.iter().map(|(k, s)| format!("{k}: {:.1}", s.median)).collect();
+    format!(
+        "independent pointer chases over the {} MiB region at once (lmbench's par_mem \
+         method), ns per load by lanes ({}, medians); per round, one lane's latency over the \
+         ns per load at the best count",
+        lat.bytes[2] >> 20,
+        per.join(", ")
+    )
 }
 
 /// How the usable LLC was found, with the sweep's figures: what a page write cost over each

@@ -270,6 +270,14 @@ pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
              the workload's calls and the vmstat ticks' (model)",
         ),
         (
+            "hold_store_drain_pct",
+            pct(o.held_parts[HeldPart::StoreDrain as usize], held_all),
+            "%",
+            Better::Lower,
+            "zone-lock hold time after the hold's work, its stores still arriving: lines it \
+             wrote without reading, whose transfers overlapped the work (model)",
+        ),
+        (
             "hold_fixed_pct",
             pct(o.held_parts[HeldPart::Fixed as usize], held_all),
             "%",

@@ -205,13 +205,27 @@ pub trait EventSink: Sync {
     #[inline]
     fn touch(&self, _cpu: CpuId, _line: MetaLine) {}
 
-    /// [`touch`](Self::touch) of each of `lines`, in order: one list operation's lines in one
-    /// call, so that a sink pricing every line pays its per-call work (is pricing on, where is
-    /// this CPU) once per operation instead of once per line.
+    /// `cpu` writes `line` without reading it first: a list neighbour whose link a list
+    /// operation rewrites (`next->prev = new`), from pointers it already holds. A core need
+    /// not wait for such a line: the store waits in its store buffer while the line comes, so
+    /// a model may overlap the transfer with what follows. By default the same as
+    /// [`touch`](Self::touch).
     #[inline]
-    fn touch_lines(&self, cpu: CpuId, lines: &[MetaLine]) {
-        for &line in lines {
+    fn store(&self, cpu: CpuId, line: MetaLine) {
+        self.touch(cpu, line);
+    }
+
+    /// One list operation's lines in one call: [`touch`](Self::touch) of each of `reads`, in
+    /// order, then [`store`](Self::store) of each of `writes`; so that a sink pricing every
+    /// line pays its per-call work (is pricing on, where is this CPU) once per operation
+    /// instead of once per line.
+    #[inline]
+    fn touch_lines(&self, cpu: CpuId, reads: &[MetaLine], writes: &[MetaLine]) {
+        for &line in reads {
             self.touch(cpu, line);
+        }
+        for &line in writes {
+            self.store(cpu, line);
         }
     }
 
@@ -266,8 +280,13 @@ impl<T: EventSink> EventSink for &T {
     }
 
     #[inline]
-    fn touch_lines(&self, cpu: CpuId, lines: &[MetaLine]) {
-        (**self).touch_lines(cpu, lines);
+    fn store(&self, cpu: CpuId, line: MetaLine) {
+        (**self).store(cpu, line);
+    }
+
+    #[inline]
+    fn touch_lines(&self, cpu: CpuId, reads: &[MetaLine], writes: &[MetaLine]) {
+        (**self).touch_lines(cpu, reads, writes);
     }
 
     #[inline]

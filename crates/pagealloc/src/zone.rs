@@ -575,23 +575,22 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         }
     }
 
-    /// Report a free-list operation's lines to the sink: the block's frame, the neighbours
-    /// whose links changed, the free area's list head.
+    /// Report a free-list operation's lines to the sink: the block's frame and the free
+    /// area's list head, which the operation reads, then the neighbours whose links it
+    /// rewrites without reading them (their addresses come from the block or the head).
     #[inline]
     fn touch_list_op(&self, order: Order, idx: u32, neighbours: [u32; 2]) {
         let zone = self.zone;
-        let area = MetaLine::FreeArea(zone.idx, order);
-        let mut lines = [area; 4];
-        lines[0] = MetaLine::Frame(zone.pfn_of(idx));
-        let mut n = 1;
+        let reads = [MetaLine::Frame(zone.pfn_of(idx)), MetaLine::FreeArea(zone.idx, order)];
+        let mut writes = reads;
+        let mut n = 0;
         for nb in neighbours {
             if nb != NIL {
-                lines[n] = MetaLine::Frame(zone.pfn_of(nb));
+                writes[n] = MetaLine::Frame(zone.pfn_of(nb));
                 n += 1;
             }
         }
-        // `lines[n]` is the free area's already.
-        self.events.touch_lines(self.cpu, &lines[..=n]);
+        self.events.touch_lines(self.cpu, &reads, &writes[..n]);
     }
 
     /// Report a read or write of `pfn`'s metadata under this hold to the sink.

@@ -129,11 +129,13 @@ fn bulk_free_reports_its_pageset_list_work_by_form() {
     assert!(two_pass_ops > drained2 && single_ops > drained1);
 }
 
-/// Records every metadata line reported, with whether a zone lock was held.
+/// Records every metadata line reported, with whether a zone lock was held, and apart the
+/// lines reported as written without being read.
 #[derive(Debug, Default)]
 struct LineSink {
     held: std::sync::atomic::AtomicBool,
     lines: std::sync::Mutex<Vec<(CpuId, MetaLine, bool)>>,
+    stored: std::sync::Mutex<Vec<MetaLine>>,
     prefetched: std::sync::Mutex<Vec<MetaLine>>,
 }
 
@@ -153,6 +155,10 @@ impl EventSink for LineSink {
     }
     fn touch(&self, cpu: CpuId, line: MetaLine) {
         self.lines.lock().unwrap().push((cpu, line, self.held.load(Relaxed)));
+    }
+    fn store(&self, cpu: CpuId, line: MetaLine) {
+        self.stored.lock().unwrap().push(line);
+        self.touch(cpu, line);
     }
     fn prefetch(&self, _cpu: CpuId, line: MetaLine) {
         self.prefetched.lock().unwrap().push(line);
@@ -182,18 +188,23 @@ fn every_metadata_line_a_call_touches_is_reported() {
     assert!(refill.contains(&(CpuId(1), MetaLine::Pageset(zone, CpuId(1)), false)));
 
     // A pageset hit: the pageset's line and the frames the pop rewires, nothing under a lock.
+    sink.stored.lock().unwrap().clear();
     let hit = pa.alloc_pages(cpu1, Gfp::KERNEL, Order(0)).unwrap();
     let lines = sink.take();
     assert!(lines.iter().all(|&(_, _, held)| !held));
     assert!(lines.contains(&(CpuId(1), MetaLine::Pageset(zone, CpuId(1)), false)));
     assert!(lines.contains(&(CpuId(1), MetaLine::Frame(hit), false)));
-    assert!(lines.len() <= 3, "{lines:?}");
-    // In the order the pop reports them (one `touch_lines` call, forwarded line by line).
+    assert_eq!(lines.len(), 3, "the refill left more blocks behind: {lines:?}");
+    // In the order the pop reports them (one `touch_lines` call, forwarded line by line):
+    // the two it reads, then the next block on the list, whose link it only rewrites.
     let popped = [
         (CpuId(1), MetaLine::Pageset(zone, CpuId(1)), false),
         (CpuId(1), MetaLine::Frame(hit), false),
     ];
     assert_eq!(lines[..2], popped, "{lines:?}");
+    let stored = std::mem::take(&mut *sink.stored.lock().unwrap());
+    assert_eq!(stored, [lines[2].1], "the neighbour is written, not read: {lines:?}");
+    assert!(matches!(lines[2].1, MetaLine::Frame(p) if p != hit));
 
     // A free by another CPU: the claim reads the frame the allocating CPU wrote.
     let cpu0 = pa.cpu(CpuId(0)).unwrap();

@@ -580,6 +580,8 @@ mod tests {
                 llc: s(12.0),
                 dram: s(110.0),
                 bytes: [256 << 10, 2 << 20, 256 << 20],
+                lanes: vec![(1, s(110.0)), (8, s(14.0)), (16, s(11.0))],
+                in_flight: s(10.0),
             },
             wake: WakeFigures {
                 one_way: s(4000.0),

@@ -70,6 +70,12 @@ pub enum Level {
     /// it); the model's caches hold this much, while the allocator, as a kernel would, still
     /// sizes its pagesets from the LLC the node reports.
     LlcUsable,
+    /// How many L1 data-cache misses one core keeps in flight at once (Intel's line fill
+    /// buffers): a core does not wait for a line it only writes (its store waits in the store
+    /// buffer while the line comes), nor for a line it prefetched, so such transfers overlap,
+    /// this many at a time. Optional: a machine without it charges every access in full, one
+    /// after another.
+    MissSlots,
 }
 
 /// Which machines need a figure.
@@ -88,7 +94,7 @@ pub enum Needed {
 
 impl Level {
     /// Every figure.
-    pub const ALL: [Level; 16] = [
+    pub const ALL: [Level; 17] = [
         Level::L2Hit,
         Level::LlcHit,
         Level::C2cSameLlc,
@@ -105,6 +111,7 @@ impl Level {
         Level::WakeIdle,
         Level::WakeCall,
         Level::LlcUsable,
+        Level::MissSlots,
     ];
 
     /// The key in a machine file's `[hierarchy]` table; it ends in the unit.
@@ -126,6 +133,7 @@ impl Level {
             Level::WakeIdle => "wake_idle_ns",
             Level::WakeCall => "wake_call_ns",
             Level::LlcUsable => "llc_usable_mib",
+            Level::MissSlots => "miss_slots",
         }
     }
 
@@ -153,6 +161,7 @@ impl Level {
             Level::WakeIdle => "a thread blocked on an idle CPU, woken until it runs",
             Level::WakeCall => "the waker's call that wakes a parked thread",
             Level::LlcUsable => "the LLC capacity a CPU gets (a virtual machine's share)",
+            Level::MissSlots => "L1 data-cache misses a core keeps in flight (fill buffers)",
         }
     }
 
@@ -162,11 +171,13 @@ impl Level {
         matches!(self, Level::WriteL2 | Level::WriteLlc | Level::WriteDram)
     }
 
-    /// The figure's unit as printed: GB/s for a rate, MiB for a capacity, ns otherwise.
+    /// The figure's unit as printed: GB/s for a rate, MiB for a capacity, lines for the
+    /// misses in flight, ns otherwise.
     pub fn unit(self) -> &'static str {
         match self {
             _ if self.is_rate() => "GB/s",
             Level::LlcUsable => "MiB",
+            Level::MissSlots => "lines",
             _ => "ns",
         }
     }
@@ -175,6 +186,9 @@ impl Level {
     pub fn range(self) -> (f64, f64) {
         if self.is_rate() {
             (0.01, 10_000.0)
+        } else if self == Level::MissSlots {
+            // A count: an in-order core with one miss at a time up to the deepest queues built.
+            (1.0, 256.0)
         } else if self == Level::LlcUsable {
             // At least a page; at most a terabyte.
             (1.0 / 256.0, 1_048_576.0)
@@ -202,9 +216,11 @@ impl Level {
         match self {
             Level::C2cOtherLlc | Level::HandoffOtherLlc => Needed::SeveralLlcsPerNode,
             Level::C2cRemote | Level::DramRemote | Level::HandoffRemote => Needed::SeveralNodes,
-            Level::WriteL2 | Level::WakeIdle | Level::WakeCall | Level::LlcUsable => {
-                Needed::Optional
-            }
+            Level::WriteL2
+            | Level::WakeIdle
+            | Level::WakeCall
+            | Level::LlcUsable
+            | Level::MissSlots => Needed::Optional,
             _ => Needed::Always,
         }
     }
@@ -384,6 +400,8 @@ mod tests {
             let suffix = match l.unit() {
                 "GB/s" => "_gbps",
                 "MiB" => "_mib",
+                // A count: the key names what it counts.
+                "lines" => "_slots",
                 _ => "_ns",
             };
             assert!(l.key().ends_with(suffix), "{}", l.key());

@@ -91,6 +91,9 @@ pub struct Prices {
     /// local idle latency, as a core's streaming rate is its outstanding misses over their
     /// latency (Little's law) and the number of misses in flight does not change.
     pub page_dram_remote: u64,
+    /// L1 data-cache misses one core keeps in flight ([`Level::MissSlots`]); 0 when the
+    /// machine does not give it, and then no transfer overlaps another.
+    pub miss_slots: u32,
     /// The first line of a page in this LLC: an LLC hit's full latency (see
     /// [`Prices::part_page`]).
     pub line_llc: u64,
@@ -133,6 +136,7 @@ impl Prices {
             page_llc: page(Level::WriteLlc),
             page_dram,
             page_dram_remote: (page_dram as f64 * remote_ratio).round() as u64,
+            miss_slots: h.value(Level::MissSlots).map_or(0, |n| n.round() as u32),
             line_llc: ps(Level::LlcHit),
             line_dram: ps(Level::DramLocal),
             line_dram_remote: h

@@ -956,7 +956,7 @@ pub struct RunOutcome {
     pub handoffs: [u64; 4],
     /// Zone-lock hold time by what it went to ([`sink::HeldPart`] order, ps): every hold of
     /// the run, the vmstat ticks' included (which `lock_held_ps`, the CPUs' own, leaves out).
-    pub held_parts: [u64; 4],
+    pub held_parts: [u64; 5],
     /// Metadata lines touched under zone locks, by where each was found ([`Found`] order).
     pub held_lines: [u64; 7],
     /// Most allocated frames (frame, allocations), when counted.

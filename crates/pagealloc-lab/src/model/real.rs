@@ -660,7 +660,7 @@ impl RealRunner {
         Ok(RunOutcome {
             lines_found: [0; 7],
             handoffs: [0; 4],
-            held_parts: [0; 4],
+            held_parts: [0; 5],
             held_lines: [0; 7],
             elapsed_ps: totals.end_ps,
             // A step's wall time includes its waits for zone locks; the model keeps them apart.

@@ -20,6 +20,11 @@ use super::prefetch::Prefetches;
 /// No CPU has held the lock yet.
 const NOBODY: u32 = u32::MAX;
 
+/// The most misses in flight the model keeps per call: a machine's
+/// [`Level::MissSlots`](crate::machine::hierarchy::Level::MissSlots) above it is charged as
+/// this many.
+pub const MAX_MISS_SLOTS: usize = 64;
+
 /// One zone lock in virtual time.
 #[derive(Debug)]
 struct LockClock {
@@ -123,10 +128,22 @@ pub struct ModelSink {
     /// a line whose bit is clear was not prefetched, so its touch need not search the list.
     /// Most touches while prefetches are in flight are of other lines.
     prefetch_filter: [AtomicU64; 4],
+    /// When each of the running call's miss slots (the core's fill buffers) is free again
+    /// (ps): the transfers of lines it writes or prefetches run in them, `prices.miss_slots`
+    /// at a time, while the CPU goes on; a line it reads needs one too, and waits for it.
+    slots: [AtomicU64; MAX_MISS_SLOTS],
+    /// How many of `slots` the machine has (0: it gives no figure, and nothing overlaps).
+    nr_slots: usize,
+    /// The latest time in `slots`: from then on every slot is free.
+    slots_busy_until: AtomicU64,
+    /// When the last line the running call wrote without reading has arrived (ps): x86 makes
+    /// stores visible in order, so the store that releases a lock is seen only after them, and
+    /// a locked instruction (taking a lock) waits for them.
+    stores_ready: AtomicU64,
     /// Lock hand-offs by distance: same core, same LLC, other LLC, other node.
     handoffs: [AtomicU64; 4],
     /// Zone-lock hold time by what it was spent on, [`HeldPart`] order (ps).
-    held_parts: [AtomicU64; 4],
+    held_parts: [AtomicU64; 5],
     /// Metadata lines touched while a zone lock is held, by where each was found ([`Found`]
     /// order): how many of a hold's lines cost anything. Counted per hold from the line
     /// model's own counts (`held_mark`), so the touch's hot path does no extra work.
@@ -161,6 +178,9 @@ pub enum HeldPart {
     FrameLines,
     /// The other lines touched under the lock: free areas, pagesets.
     OtherLines,
+    /// After the hold's work: its stores still arriving, which the releasing store must wait
+    /// for to be seen (lines written without being read, whose transfers overlapped the work).
+    StoreDrain,
 }
 
 /// Bump a counter the model's one thread owns.
@@ -173,6 +193,7 @@ impl ModelSink {
     /// A sink for a machine whose caches are `map`, charging `cost` for the fixed work and
     /// `prices` for the lines.
     pub fn new(map: CacheMap, cost: CostPs, prices: Prices) -> ModelSink {
+        let nr_slots = (prices.miss_slots as usize).min(MAX_MISS_SLOTS);
         ModelSink {
             now: AtomicU64::new(0),
             waited: AtomicU64::new(0),
@@ -187,6 +208,10 @@ impl ModelSink {
             prefetched: Prefetches::default(),
             prefetch_last_ready: AtomicU64::new(0),
             prefetch_filter: Default::default(),
+            slots: std::array::from_fn(|_| AtomicU64::new(0)),
+            nr_slots,
+            slots_busy_until: AtomicU64::new(0),
+            stores_ready: AtomicU64::new(0),
             handoffs: Default::default(),
             held_parts: Default::default(),
             held_found: Default::default(),
@@ -297,6 +322,14 @@ impl ModelSink {
             // A prefetch helps only the call that issued it.
             self.forget_prefetches();
         }
+        if self.slots_busy_until.load(Relaxed) != 0 {
+            // So do the transfers in flight: the model keeps no core's state between calls.
+            for slot in &self.slots[..self.nr_slots] {
+                slot.store(0, Relaxed);
+            }
+            self.slots_busy_until.store(0, Relaxed);
+            self.stores_ready.store(0, Relaxed);
+        }
     }
 
     /// Empty the list of prefetched lines and its filter.
@@ -360,6 +393,9 @@ impl ModelSink {
         if self.prefetched.len() != 0 && found == Found::L2 {
             ps += self.prefetch_wait(line);
         }
+        if found != Found::L2 && ps != 0 {
+            ps += self.slot_for_read(ps);
+        }
         if self.holding.load(Relaxed) != 0 {
             let part = match line {
                 MetaLine::Frame(_) => HeldPart::FrameLines,
@@ -370,6 +406,87 @@ impl ModelSink {
         self.charge(ps);
     }
 
+    /// The earliest miss slot free at or after `now`: (its index, when).
+    #[inline]
+    fn free_slot(&self, now: u64) -> (usize, u64) {
+        let mut best = (0, u64::MAX);
+        for (i, slot) in self.slots[..self.nr_slots].iter().enumerate() {
+            let free = slot.load(Relaxed);
+            if free <= now {
+                return (i, now);
+            }
+            if free < best.1 {
+                best = (i, free);
+            }
+        }
+        best
+    }
+
+    /// Run a transfer of `ps` asked for now in the first slot free: when its line arrives.
+    /// The CPU does not wait for it (a store or a prefetch).
+    #[inline]
+    fn start_transfer(&self, ps: u64) -> u64 {
+        let now = self.now.load(Relaxed);
+        if self.nr_slots == 0 || ps == 0 {
+            return now + ps;
+        }
+        let (i, start) = self.free_slot(now);
+        let ready = start + ps;
+        self.slots[i].store(ready, Relaxed);
+        let busy = &self.slots_busy_until;
+        busy.store(busy.load(Relaxed).max(ready), Relaxed);
+        ready
+    }
+
+    /// How long a read that misses, its transfer taking `ps`, first waits for a miss slot
+    /// (0 unless every slot is busy with the call's stores and prefetches); the slot is busy
+    /// until the read's line arrives.
+    #[inline]
+    fn slot_for_read(&self, ps: u64) -> u64 {
+        let now = self.now.load(Relaxed);
+        if now >= self.slots_busy_until.load(Relaxed) {
+            // No transfer in flight: the read's slot is free again when the CPU goes on.
+            return 0;
+        }
+        let (i, start) = self.free_slot(now);
+        self.slots[i].store(start + ps, Relaxed);
+        start - now
+    }
+
+    /// Remember that `line` arrives at `ready`: a read of it later in this call waits for
+    /// the rest of its transfer.
+    fn in_flight(&self, line: MetaLine, ready: u64) {
+        self.prefetched.push(line_key(line), ready);
+        let last = &self.prefetch_last_ready;
+        last.store(last.load(Relaxed).max(ready), Relaxed);
+        let (word, bit) = filter_bit(line);
+        let w = &self.prefetch_filter[word];
+        w.store(w.load(Relaxed) | bit, Relaxed);
+    }
+
+    /// A write of `line`, not read first, that did not find it in `cpu`'s L2: the line comes
+    /// in a miss slot while the CPU goes on (the store waits in the store buffer).
+    #[inline(never)]
+    fn store_beyond_l2(&self, lines: &LineCache, cpu: CpuId, line: MetaLine) {
+        let found = lines.access_beyond_l2(cpu, line);
+        let ready = self.start_transfer(self.prices.of_access(found));
+        if ready > self.now.load(Relaxed) {
+            let sr = &self.stores_ready;
+            sr.store(sr.load(Relaxed).max(ready), Relaxed);
+            self.in_flight(line, ready);
+        }
+    }
+
+    /// Before a locked instruction (taking a zone lock): the CPU waits until its stores are
+    /// done, as x86's locked instructions drain the store buffer.
+    #[inline]
+    fn drain_stores(&self) {
+        let ready = self.stores_ready.load(Relaxed);
+        if ready > self.now.load(Relaxed) {
+            self.charge(ready - self.now.load(Relaxed));
+        }
+    }
+
     /// Metadata accesses so far by where they found their line, and lock hand-offs by
     /// distance (same core, same LLC, other LLC, other node).
     pub fn traffic(&self) -> ([u64; 7], [u64; 4]) {
@@ -378,7 +495,7 @@ impl ModelSink {
     }
 
     /// Zone-lock hold time so far by what it was spent on ([`HeldPart`] order, ps).
-    pub fn held_parts(&self) -> [u64; 4] {
+    pub fn held_parts(&self) -> [u64; 5] {
         std::array::from_fn(|i| self.held_parts[i].load(Relaxed))
     }
 
@@ -432,6 +549,7 @@ impl EventSink for ModelSink {
     #[inline]
     fn zone_lock_taken(&self, cpu: CpuId, zone: ZoneIdx) {
         let (Some(lock), Some(lines)) = (self.lock(zone), self.priced_lines()) else { return };
+        self.drain_stores();
         let now = self.now.load(Relaxed);
         if lock.nr_yields.load(Relaxed) != 0 && self.take_at_yield(lock, lines, cpu, now) {
             return;
@@ -469,14 +587,20 @@ impl EventSink for ModelSink {
         self.charge(fixed);
         bump(&self.held_parts[HeldPart::Fixed as usize], fixed);
         self.holding.store(0, Relaxed);
+        // The release is a store: others see the lock free once the hold's stores are done.
+        // The CPU itself goes on.
+        let now = self.now.load(Relaxed);
+        let end = now.max(self.stores_ready.load(Relaxed));
+        bump(&self.held, end - now);
+        bump(&self.held_parts[HeldPart::StoreDrain as usize], end - now);
         let let_in = if self.nr_let_in.swap(0, Relaxed) == 0 {
             None
         } else {
             self.let_in.lock().expect("no panics while held").take()
         };
         match let_in {
-            Some(l) => self.release_at_yield(lock, l),
-            None => lock.free_at.store(self.now.load(Relaxed), Relaxed),
+            Some(l) => self.release_at_yield(lock, l, end),
+            None => lock.free_at.store(end, Relaxed),
         }
     }
 
@@ -517,18 +641,24 @@ impl EventSink for ModelSink {
         // rest would do. Both other paths are calls, so this one needs no stack frame.
     }
 
-    /// [`touch`](Self::touch) of each line, with the CPU's place in the line model looked
-    /// up once and its private-cache hits counted once.
-    fn touch_lines(&self, cpu: CpuId, lines: &[MetaLine]) {
+    /// [`touch`](Self::touch) of each read and [`store`](Self::store) of each write, with the
+    /// CPU's place in the line model looked up once and its private-cache hits counted once.
+    fn touch_lines(&self, cpu: CpuId, reads: &[MetaLine], writes: &[MetaLine]) {
         let Some(cache) = self.priced_lines() else { return };
         let here = cache.here(cpu);
         let mut hits = 0;
-        for line in lines {
+        let overlapped = self.nr_slots != 0;
+        for (i, line) in reads.iter().chain(writes).enumerate() {
+            let write = overlapped && i >= reads.len();
             if !cache.access_in_l2_from(here, line) {
-                self.touch_beyond_l2(cache, cpu, *line);
+                if write {
+                    self.store_beyond_l2(cache, cpu, *line);
+                } else {
+                    self.touch_beyond_l2(cache, cpu, *line);
+                }
             } else {
                 hits += 1;
-                if self.prefetched.len() != 0 || self.prices.of_access(Found::L2) != 0 {
+                if !write && (self.prefetched.len() != 0 || self.prices.of_access(Found::L2) != 0) {
                     self.charge_touch(*line, Found::L2);
                 }
             }
@@ -537,18 +667,27 @@ impl EventSink for ModelSink {
         cache.count_l2_hits(hits);
     }
 
+    /// A write of a line not read first: on a machine that gives its misses in flight, the
+    /// CPU does not wait for the line (nor for a hit, which the store buffer absorbs);
+    /// otherwise the same as [`touch`](Self::touch).
+    #[inline]
+    fn store(&self, cpu: CpuId, line: MetaLine) {
+        if self.nr_slots == 0 {
+            return self.touch(cpu, line);
+        }
+        let Some(lines) = self.priced_lines() else { return };
+        if !lines.access_in_l2(cpu, line) {
+            self.store_beyond_l2(lines, cpu, line);
+        }
+    }
+
     /// Start the transfer now; the CPU does not wait for it.
     #[inline]
     fn prefetch(&self, cpu: CpuId, line: MetaLine) {
         let Some(lines) = self.priced_lines() else { return };
         let found = lines.access(cpu, line);
-        let ready = self.now.load(Relaxed) + self.prices.of_access(found);
-        self.prefetched.push(line_key(line), ready);
-        let last = &self.prefetch_last_ready;
-        last.store(last.load(Relaxed).max(ready), Relaxed);
-        let (word, bit) = filter_bit(line);
-        let w = &self.prefetch_filter[word];
-        w.store(w.load(Relaxed) | bit, Relaxed);
+        let ready = self.start_transfer(self.prices.of_access(found));
+        self.in_flight(line, ready);
     }
 }
 
@@ -587,10 +726,10 @@ impl ModelSink {
         true
     }
 
-    /// The end of a hold let in at a chunk boundary: what the yielding CPU did after it,
-    /// and the lock's end, move later by the hold, and that CPU's clock owes it.
-    fn release_at_yield(&self, lock: &LockClock, l: LetIn) {
-        let end = self.now.load(Relaxed);
+    /// The end of a hold let in at a chunk boundary, the lock free from `end`: what the
+    /// yielding CPU did after it, and the lock's end, move later by the hold, and that CPU's
+    /// clock owes it.
+    fn release_at_yield(&self, lock: &LockClock, l: LetIn, end: u64) {
         let shift = end.saturating_sub(l.start);
         let mut ys = lock.yields.lock().expect("no panics while held");
         let Some(y) = ys.get_mut(l.yield_index) else { return };
@@ -644,10 +783,11 @@ mod tests {
         CostPs { lock_base: 100, list_op: 10, ..CostPs::default() }
     }
 
-    /// Every latency 10 ns except those named; hand-offs 5 / 7 / 50 ns.
+    /// Every latency 10 ns except those named; hand-offs 5 / 7 / 50 ns; no misses in flight
+    /// (nothing overlaps) unless [`Level::MissSlots`] is named.
     fn prices(over: &[(Level, f64)]) -> Prices {
         let mut h = Hierarchy::default();
-        for l in Level::ALL {
+        for l in Level::ALL.into_iter().filter(|&l| l != Level::MissSlots) {
             let v = match l {
                 Level::HandoffSameLlc => 5.0,
                 Level::HandoffOtherLlc => 7.0,
@@ -714,8 +854,9 @@ mod tests {
     }
 
     /// One random allocator call on `s`: a CPU, maybe a zone lock held, maybe a few
-    /// prefetches, then runs of up to four lines (frames, free areas, pagesets), each run
-    /// given to `touch_lines` whole when `batched`, else line by line to `touch`.
+    /// prefetches, then runs of up to four lines read and up to two written (frames, free
+    /// areas, pagesets), each run given to `touch_lines` whole when `batched`, else line by
+    /// line to `touch` and `store`.
     fn random_call(s: &ModelSink, rng: &mut Rng, batched: bool) {
         let cpu = CpuId(rng.below(3) as u32);
         let zone = ZoneIdx(rng.below(2) as u16);
@@ -735,12 +876,16 @@ mod tests {
             s.prefetch(cpu, line(rng));
         }
         for _ in 0..rng.below(6) {
-            let run: Vec<MetaLine> = (0..=rng.below(4)).map(|_| line(rng)).collect();
+            let reads: Vec<MetaLine> = (0..=rng.below(4)).map(|_| line(rng)).collect();
+            let writes: Vec<MetaLine> = (0..rng.below(3)).map(|_| line(rng)).collect();
             if batched {
-                s.touch_lines(cpu, &run);
+                s.touch_lines(cpu, &reads, &writes);
             } else {
-                for &l in &run {
+                for &l in &reads {
                     s.touch(cpu, l);
+                }
+                for &l in &writes {
+                    s.store(cpu, l);
                 }
             }
         }
@@ -752,9 +897,14 @@ mod tests {
     #[test]
     fn a_run_of_lines_costs_what_its_lines_touched_one_by_one_cost() {
         // Two L2 latencies (every other level is priced beyond it); hits are charged while a
-        // prefetch is in flight, and charging one can forget the prefetches mid-run.
-        for l2_hit in [2.0, 10.0] {
-            let p = prices(&[(Level::DramLocal, 80.0), (Level::L2Hit, l2_hit)]);
+        // prefetch is in flight, and charging one can forget the prefetches mid-run. With and
+        // without misses in flight (stores that overlap or cost what reads cost).
+        for (l2_hit, slots) in [(2.0, 0.0), (10.0, 0.0), (2.0, 2.0), (10.0, 10.0)] {
+            let mut over = vec![(Level::DramLocal, 80.0), (Level::L2Hit, l2_hit)];
+            if slots > 0.0 {
+                over.push((Level::MissSlots, slots));
+            }
+            let p = prices(&over);
             let (one, batched) = (sink(p), sink(p));
             let (mut r1, mut r2) = (Rng::new(3), Rng::new(3));
             for call in 0..20_000 {
@@ -925,6 +1075,97 @@ mod tests {
         s.touch(CpuId(0), MetaLine::Frame(Pfn(3)));
         assert_eq!(s.end().now, 1_078_000);
         assert_eq!(s.prefetched.len(), 0, "arrived prefetches are forgotten");
+    }
+
+    /// A sink whose CPUs keep `slots` misses in flight; DRAM 80 ns, the L2 hit 2 ns (so a
+    /// line from memory costs 78 ns beyond the fixed work).
+    fn overlapping(slots: f64) -> ModelSink {
+        sink(prices(&[(Level::DramLocal, 80.0), (Level::L2Hit, 2.0), (Level::MissSlots, slots)]))
+    }
+
+    #[test]
+    fn stores_that_miss_do_not_stall_the_cpu_but_the_release_waits_for_them() {
+        let s = overlapping(2.0);
+        s.begin(1_000);
+        s.zone_lock_taken(CpuId(0), ZoneIdx(0));
+        // Three lines from memory, two slots: the third starts when the first arrives.
+        for f in 0..3 {
+            s.store(CpuId(0), MetaLine::Frame(Pfn(f)));
+        }
+        assert_eq!(s.end().now, 1_000, "the CPU did not wait");
+        s.zone_lock_released(CpuId(0), ZoneIdx(0), 0);
+        // The CPU goes on after its fixed work; the lock is free when the third line is in.
+        let t = s.end();
+        assert_eq!(t.now, 1_100);
+        assert_eq!(t.held, 2 * 78_000, "the hold lasts until its stores are seen");
+        assert_eq!(s.held_parts()[HeldPart::StoreDrain as usize], 2 * 78_000 - 100);
+        s.begin(1_200);
+        s.zone_lock_taken(CpuId(1), ZoneIdx(0));
+        assert_eq!(s.end().waited, 1_000 + 2 * 78_000 - 1_200);
+        s.zone_lock_released(CpuId(1), ZoneIdx(0), 0);
+    }
+
+    #[test]
+    fn a_read_of_a_line_being_written_waits_for_the_rest_of_its_transfer() {
+        let s = overlapping(10.0);
+        s.begin(0);
+        s.store(CpuId(0), MetaLine::Frame(Pfn(9)));
+        s.charge(30_000);
+        s.touch(CpuId(0), MetaLine::Frame(Pfn(9)));
+        assert_eq!(s.end().now, 78_000);
+    }
+
+    #[test]
+    fn a_read_that_misses_waits_for_a_free_slot() {
+        let s = overlapping(1.0);
+        s.begin(0);
+        s.store(CpuId(0), MetaLine::Frame(Pfn(1)));
+        // The one slot is busy until 78 ns; the read's own transfer follows.
+        s.touch(CpuId(0), MetaLine::Frame(Pfn(2)));
+        assert_eq!(s.end().now, 2 * 78_000);
+    }
+
+    #[test]
+    fn taking_a_lock_waits_for_the_cpus_own_stores() {
+        let s = overlapping(10.0);
+        s.begin(0);
+        s.store(CpuId(0), MetaLine::Frame(Pfn(1)));
+        s.zone_lock_taken(CpuId(0), ZoneIdx(0));
+        s.zone_lock_released(CpuId(0), ZoneIdx(0), 0);
+        let t = s.end();
+        assert_eq!(t.now, 78_000 + 100, "the locked instruction drained the store first");
+        assert_eq!((t.waited, t.held), (0, 100), "its own stores are neither wait nor hold");
+    }
+
+    #[test]
+    fn prefetches_share_the_miss_slots() {
+        let s = overlapping(10.0);
+        s.begin(0);
+        for f in 0..20 {
+            s.prefetch(CpuId(0), MetaLine::Frame(Pfn(f)));
+        }
+        assert_eq!(s.end().now, 0);
+        // The last ten start when the first ten arrive.
+        s.touch(CpuId(0), MetaLine::Frame(Pfn(19)));
+        assert_eq!(s.end().now, 2 * 78_000);
+    }
+
+    #[test]
+    fn without_misses_in_flight_a_store_costs_what_a_read_costs() {
+        let (a, b) =
+            (sink(prices(&[(Level::DramLocal, 80.0)])), sink(prices(&[(Level::DramLocal, 80.0)])));
+        for s in [&a, &b] {
+            s.begin(0);
+            s.zone_lock_taken(CpuId(0), ZoneIdx(0));
+        }
+        a.store(CpuId(0), MetaLine::Frame(Pfn(4)));
+        b.touch(CpuId(0), MetaLine::Frame(Pfn(4)));
+        for s in [&a, &b] {
+            s.zone_lock_released(CpuId(0), ZoneIdx(0), 1);
+        }
+        assert_eq!(a.end(), b.end());
+        assert_eq!(a.end().now, 70_000 + 110);
+        assert_eq!(a.held_parts(), b.held_parts());
     }
 
     #[test]

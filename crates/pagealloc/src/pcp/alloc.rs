@@ -80,16 +80,17 @@ impl PerCpuPages {
 }
 
 impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
-    /// Report a pageset list operation's lines to the sink: the pageset, the block's frame
-    /// and the neighbour whose links changed ([`NIL`] for none).
+    /// Report a pageset list operation's lines to the sink: the pageset and the block's
+    /// frame, which it reads, then the neighbour whose link it rewrites without reading it
+    /// ([`NIL`] for none).
     #[inline]
     pub(crate) fn touch_pcp_op(&self, cpu: CpuId, zone: &Zone<L>, idx: u32, neighbour: u32) {
-        let pageset = MetaLine::Pageset(zone.idx, cpu);
         let frame = |i| MetaLine::Frame(zone.pfn_of(i));
+        let reads = [MetaLine::Pageset(zone.idx, cpu), frame(idx)];
         if neighbour == NIL {
-            self.events.touch_lines(cpu, &[pageset, frame(idx)]);
+            self.events.touch_lines(cpu, &reads, &[]);
         } else {
-            self.events.touch_lines(cpu, &[pageset, frame(idx), frame(neighbour)]);
+            self.events.touch_lines(cpu, &reads, &[frame(neighbour)]);
         }
     }
 
