@@ -678,12 +678,21 @@ impl Ctx<'_> {
 
     /// A hint that the block at `pfn` will be freed soon (see [`PageAllocator::prefetch`]):
     /// a workload freeing a batch calls it a few blocks ahead. It costs no virtual time and
-    /// changes nothing in the run; it only makes the model itself faster.
+    /// changes nothing in the run; it only makes the model itself faster. Besides the frame's
+    /// metadata and line stamps it loads the page's stamps in the page models: a freed page
+    /// goes to the front of its pageset, and the allocation that takes it next writes it, a
+    /// stamp that otherwise missed the host's cache.
     #[inline]
     pub fn prefetch(&self, pfn: Pfn) {
         self.pa.prefetch(pfn);
         if let Some(lines) = self.pa.events().lines() {
             lines.prefetch_frame(pfn.0);
+        }
+        if let Clock::Virtual { cache, l2, .. } = &self.clock {
+            cache.prefetch(pfn.0);
+            if let Some((_, l2)) = l2 {
+                l2.prefetch(pfn.0);
+            }
         }
     }
 

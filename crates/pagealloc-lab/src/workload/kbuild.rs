@@ -1277,6 +1277,11 @@ impl Kbuild {
                 p.phase = if p.spec.anon > 0 { Phase::Fault } else { Phase::Write };
             }
             Phase::Fault => {
+                // The page's slot: its line went cold while the other CPUs stepped, and the
+                // push's store would wait for it at the next locked instruction.
+                if let Some(slot) = p.anon.spare_capacity_mut().first() {
+                    crate::heap::prefetch(slot);
+                }
                 ctx.compute(self.fault, self.fault_lines);
                 // The first fault in each 2 MiB needs a PTE page first.
                 if p.count % PTRS_PER_PTE == 0 {

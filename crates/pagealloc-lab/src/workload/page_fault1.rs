@@ -189,6 +189,11 @@ impl AnonMap {
     /// written `writes` times (the fault clears it; a benchmark that writes all of it writes
     /// it again).
     pub fn fault(&mut self, ctx: &mut Ctx<'_>, fault_ps: u64, writes: u32) {
+        // The page's slot: its line went cold while the other CPUs stepped, and the push's
+        // store would wait for it at the next locked instruction.
+        if let Some(slot) = self.pages.spare_capacity_mut().first() {
+            crate::heap::prefetch(slot);
+        }
         ctx.work(fault_ps);
         if self.faulted % PTRS_PER_PTE == 0 {
             match ctx.alloc(GFP_PGTABLE, Order(0)) {
