@@ -178,14 +178,16 @@ impl AllocRequest {
 }
 
 /// What the allocation fast path needs of a request: the highest zone type, the migratetype,
-/// the flags of its watermark test (CMA for a movable request) and whether the request wakes
-/// kswapd (clearing a boosted watermark counts a wake).
+/// the flags of its watermark test (CMA for a movable request) and the zone flags that send
+/// a pageset hit to the zonelist walk: ZONE_BELOW_HIGH always, ZONE_BOOSTED_WATERMARK when
+/// the request wakes kswapd (the walk's `rmqueue` clears it and counts a wake). One mask, so
+/// the hit tests both with one `and` of the flags word it loads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct FastShape {
     highest: ZoneType,
     mt: MigrateType,
     flags: AllocFlags,
-    kswapd: bool,
+    zone_flags_off_course: u32,
 }
 
 impl FastShape {
@@ -193,7 +195,8 @@ impl FastShape {
     fn of(gfp: Gfp, highest: ZoneType, mt: MigrateType) -> FastShape {
         let flags =
             if mt == MigrateType::Movable { AllocFlags::CMA } else { AllocFlags::default() };
-        FastShape { highest, mt, flags, kswapd: gfp.intersects(Gfp::KSWAPD_RECLAIM) }
+        let boost = if gfp.intersects(Gfp::KSWAPD_RECLAIM) { flags::BOOSTED_WATERMARK } else { 0 };
+        FastShape { highest, mt, flags, zone_flags_off_course: flags::BELOW_HIGH | boost }
     }
 }
 
@@ -834,14 +837,15 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if req.owner != self.id {
             return Err(AllocError::ForeignRequest);
         }
-        if !order.is_valid() {
-            return Err(AllocError::InvalidOrder(order));
-        }
         let shape = req.shape;
         let fast = if order.0 == 0 {
             let pindex = (req.pindex0 != u8::MAX).then_some(usize::from(req.pindex0));
             self.alloc_fast(cpu, Order(0), shape, pindex)
         } else {
+            // Order 0 is valid: only the other orders are tested.
+            if !order.is_valid() {
+                return Err(AllocError::InvalidOrder(order));
+            }
             self.alloc_fast(cpu, order, shape, self.pcp_fast.pindex(order, shape.mt))
         };
         self.alloc_finish(cpu, req.gfp, order, shape.mt, shape.highest, fast, None)
@@ -987,7 +991,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// HIGH watermark (so the walk would go straight to it) and the CPU's list for this order
     /// and type is non-empty (so neither the zone-flag-dependent refill nor a fallback runs).
     /// The state changes are exactly those of that walk's PCP hit; anything else returns
-    /// `None` untouched and the walk runs.
+    /// `None` untouched and the walk runs. So does a zone flag that changes the hit's course:
+    /// ZONE_BELOW_HIGH (the walk decides) or, for a request that wakes kswapd, a boosted
+    /// watermark, which the walk's `rmqueue` clears and counts as a wake after the same hit.
+    /// Both are one test of the flags word against the request's mask.
     #[inline(always)]
     #[allow(unsafe_code)]
     fn alloc_fast(
@@ -997,26 +1004,17 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         shape: FastShape,
         pindex: Option<usize>,
     ) -> Option<Pfn> {
-        let FastShape { highest, mt, flags, kswapd } = shape;
+        let FastShape { highest, mt, flags, zone_flags_off_course } = shape;
         let pindex = pindex?;
         // SAFETY: the public calls checked `cpu` and any node they were given (hot.rs, N).
         let z = unsafe { self.preferred_zone(cpu, highest) }?;
-        // One read of the zone's flags serves both tests: a pageset hit changes no zone flag.
-        let zone_flags = z.flags.load(Relaxed);
-        if zone_flags & flags::BELOW_HIGH != 0
+        if z.flags.load(Relaxed) & zone_flags_off_course != 0
             || !(z.clears_high_fast(order, highest)
                 || z.watermark_fast(order, z.wmark_pages(WMARK_HIGH), highest, flags))
         {
             return None;
         }
-        let p = self.pcp_take(cpu, z, order, pindex, mt)?;
-        if kswapd
-            && zone_flags & flags::BOOSTED_WATERMARK != 0
-            && z.clear_flag(flags::BOOSTED_WATERMARK)
-        {
-            self.counters.add_shared(Counter::KswapdWake, 1);
-        }
-        Some(p)
+        self.pcp_take(cpu.id, z, order, pindex, mt)
     }
 
     /// One direct compaction for a request and the allocation try after it (kernel
@@ -1906,6 +1904,44 @@ mod tests {
             }
         }
         assert!(seen[0] > 0 && seen[1] > 1, "{seen:?}");
+    }
+
+    /// A pageset hit in a zone whose watermark is boosted: a request that wakes kswapd takes
+    /// its block from the pageset and clears the boost, counting one wake (the walk's
+    /// `rmqueue`, to which the hit hands such a request); one that does not wake kswapd takes
+    /// it and leaves the boost. The same through `alloc_pages` and a prepared request.
+    #[test]
+    fn a_boosted_watermark_is_cleared_by_a_kswapd_request_s_pageset_hit() {
+        let no_kswapd = Gfp(Gfp::KERNEL.0 & !Gfp::KSWAPD_RECLAIM.0);
+        for prepared in [false, true] {
+            let map = MemoryMap::single_node(1, 64 * MIB).unwrap();
+            let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
+            let cpu = pa.cpu(CpuId(0)).unwrap();
+            let alloc = |gfp: Gfp| {
+                if prepared {
+                    pa.alloc_prepared(cpu, &pa.prepare(gfp).unwrap(), Order(0)).unwrap()
+                } else {
+                    pa.alloc_pages(cpu, gfp, Order(0)).unwrap()
+                }
+            };
+            // Fill the pageset: the first allocation refills it.
+            let first = alloc(Gfp::KERNEL);
+            let zone = pa.zone_of(first).unwrap();
+            zone.set_flag(flags::BOOSTED_WATERMARK);
+            let before = pa.vm_events();
+            alloc(no_kswapd);
+            let d = pa.vm_events().since(&before);
+            assert!(zone.test_flag(flags::BOOSTED_WATERMARK), "prepared {prepared}");
+            assert_eq!(d.get(Counter::KswapdWake), 0, "prepared {prepared}");
+            assert_eq!(d.get(Counter::PcpAlloc), 1, "prepared {prepared}");
+            let before = pa.vm_events();
+            alloc(Gfp::KERNEL);
+            let d = pa.vm_events().since(&before);
+            assert!(!zone.test_flag(flags::BOOSTED_WATERMARK), "prepared {prepared}");
+            assert_eq!(d.get(Counter::KswapdWake), 1, "prepared {prepared}");
+            assert_eq!(d.get(Counter::PcpAlloc), 1, "prepared {prepared}");
+            assert_eq!(d.get(Counter::ZoneLockAcquire), 0, "prepared {prepared}");
+        }
     }
 
     /// Zones of the same type on two nodes whose spans cross are refused, naming both nodes.

@@ -120,7 +120,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         {
             return None;
         }
-        Some(self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt))
+        Some(self.pcp_pop(cpu.id, zone, slot, &mut pcp, order, pindex, mt))
     }
 
     /// Lock a pageset on the local allocation or free path: only try under
@@ -164,14 +164,14 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     #[allow(unsafe_code)]
     pub(crate) fn pcp_take(
         &self,
-        cpu: Cpu,
+        cpu: CpuId,
         zone: &Zone<L>,
         order: Order,
         pindex: usize,
         mt: MigrateType,
     ) -> Option<Pfn> {
-        // SAFETY: `cpu` passed `owns` (hot.rs, C).
-        let slot = unsafe { zone.pcp_at(cpu.id) };
+        // SAFETY: `cpu` is a `Cpu`'s that passed `owns` (hot.rs, C).
+        let slot = unsafe { zone.pcp_at(cpu) };
         let mut pcp = slot.pcp.try_lock()?;
         // SAFETY: `pindex` is from `PcpFast::pindex` (hot.rs, L).
         if unsafe { pcp.list_at(pindex) }.is_empty() {
@@ -187,7 +187,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     #[allow(clippy::too_many_arguments, unsafe_code)]
     fn pcp_pop(
         &self,
-        cpu: Cpu,
+        cpu: CpuId,
         zone: &Zone<L>,
         slot: &crate::pcp::PcpSlot<L>,
         pcp: &mut PerCpuPages,
@@ -201,7 +201,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         // SAFETY: as above (hot.rs, F).
         let (idx, next) = list.pop_head_nonempty_with(unsafe { frames_unchecked(&zone.mem_map) });
         if E::ENABLED {
-            self.touch_pcp_op(cpu.id, zone, idx, next);
+            self.touch_pcp_op(cpu, zone, idx, next);
         }
         pcp.count -= 1 << order.0;
         if self.policy.high_decay == HighDecay::CountMinLimited {
@@ -211,7 +211,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let frame = unsafe { zone.frame_at(idx) };
         let info = FrameInfo { state: FrameState::Allocated, order, list: mt as u8 };
         if self.policy.remote_free {
-            frame.set_info_owned(info, cpu.id.0);
+            frame.set_info_owned(info, cpu.0);
         } else {
             frame.set_info(info);
         }
