@@ -749,7 +749,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 let off = sizing::PcpSizes { batch: 1, high_min: 0, high_max: 0 };
                 self.zone_set_pageset_sizes(z, off);
                 for slot in z.pcp.iter() {
-                    slot.pcp.lock().high = 0;
+                    slot.pcp.lock().set_high(0);
                 }
             }
             z.pcp_disabled.store(z.pcp_disabled.load(Relaxed) + 1, Relaxed);

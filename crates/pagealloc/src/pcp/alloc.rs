@@ -21,7 +21,7 @@ impl PerCpuPages {
     /// return it (the lazy clamp at the top of `nr_pcp_alloc` and `nr_pcp_high`).
     #[inline]
     pub(crate) fn clamp_high(&mut self) -> i32 {
-        self.high = pcp_clamp(self.high, self.high_min, self.high_max);
+        self.set_high(pcp_clamp(self.high, self.high_min, self.high_max));
         self.high
     }
 
@@ -49,7 +49,7 @@ impl PerCpuPages {
             let gate =
                 if policy.zone_below_high { flags::BELOW_HIGH } else { flags::RECLAIM_ACTIVE };
             if zone_flags & gate == 0 {
-                self.high = (high + b).min(self.high_max);
+                self.set_high((high + b).min(self.high_max));
             }
         }
         if scaled {
