@@ -725,7 +725,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Give every pageset of `z` these sizes.
     fn zone_set_pageset_sizes(&self, z: &Zone<L>, sizes: sizing::PcpSizes) {
         for slot in z.pcp.iter() {
-            slot.pcp.lock().update(sizes, self.tunables.pcp_batch_scale_max);
+            let s = self.tunables.pcp_batch_scale_max;
+            slot.pcp.lock().update(sizes, s, self.pcp_fast.counts_frees);
         }
     }
 

@@ -300,7 +300,7 @@ mod tests {
 
     fn pcp(high_min: u32, high_max: u32) -> PerCpuPages {
         let mut p = PcpSlot::<crate::RawSpinLock>::new().pcp.into_inner();
-        p.update(PcpSizes { batch: 63, high_min, high_max }, 5);
+        p.update(PcpSizes { batch: 63, high_min, high_max }, 5, true);
         p
     }
 

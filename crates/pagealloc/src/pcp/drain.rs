@@ -227,7 +227,7 @@ mod tests {
 
     fn pcp(count: i32, high: i32) -> PerCpuPages {
         let mut p = PerCpuPages::new();
-        p.update(PcpSizes { batch: 63, high_min: 3132, high_max: 20480 }, 5);
+        p.update(PcpSizes { batch: 63, high_min: 3132, high_max: 20480 }, 5, true);
         p.count = count;
         p.set_high(high);
         p

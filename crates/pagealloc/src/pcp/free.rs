@@ -266,7 +266,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         pcp.count += 1 << order.0;
         pcp.active = true;
         let free_high = pcp.free_high_decision(policy, order);
-        if self.pcp_fast.counts_frees && pcp.free_count < pcp.batch_scaled {
+        // A policy that does not count frees has a cap of 0 (`free_count_cap`).
+        if pcp.free_count < pcp.free_count_cap {
             pcp.free_count += 1 << order.0;
         }
         let zone_flags = zone.flags.load(crate::sync::Ordering::Relaxed);

@@ -70,9 +70,11 @@ pub struct PerCpuPages {
     pub(crate) free_factor: u8,
     /// Pages freed recently (FreeBatchSizing::FreeCount*), halved by each allocation.
     pub(crate) free_count: i32,
-    /// `batch << S` (saturating), S being PCP_BATCH_SCALE_MAX: `free_count` stops growing
-    /// there. Kept with `batch` so a free does not recompute it.
-    pub(crate) batch_scaled: i32,
+    /// Where a free stops growing `free_count`: `batch << S` (saturating), S being
+    /// PCP_BATCH_SCALE_MAX, under the policies that count frees (the `free_count` forms of
+    /// `free_batch_sizing`), else 0, so the free's one compare also says whether the policy
+    /// counts at all. Kept with `batch` so a free neither recomputes it nor asks the policy.
+    pub(crate) free_count_cap: i32,
     /// Lowest count after an allocation since the last decay (HighDecay::CountMinLimited).
     pub(crate) count_min: i32,
     /// Activity since the last tick: the vmstat-fold signal that re-arms `expire`.
@@ -101,7 +103,7 @@ impl PerCpuPages {
             expire: 0,
             free_factor: 0,
             free_count: 0,
-            batch_scaled: 1,
+            free_count_cap: 0,
             count_min: 0,
             active: false,
             lists: [ListHead::new(); MAX_NR_PCP_LISTS],
@@ -110,10 +112,11 @@ impl PerCpuPages {
     }
 
     /// Push new sizes (kernel `pageset_update`): `high` itself is left alone and re-clamped
-    /// on next use.
-    pub(crate) fn update(&mut self, sizes: PcpSizes, s: u8) {
+    /// on next use. `counts_frees`: does the policy count frees in `free_count`
+    /// ([`PcpFast::counts_frees`])?
+    pub(crate) fn update(&mut self, sizes: PcpSizes, s: u8, counts_frees: bool) {
         self.batch = sizes.batch as i32;
-        self.batch_scaled = free::shl(self.batch, s);
+        self.free_count_cap = if counts_frees { free::shl(self.batch, s) } else { 0 };
         self.high_min = sizes.high_min as i32;
         self.high_max = sizes.high_max as i32;
         self.set_high(self.high);
@@ -154,7 +157,8 @@ pub(crate) struct PcpFast {
     free_pindex: [[u8; 8]; NR_PAGE_ORDERS],
     /// Does a free count its pages in `free_count` (the 6.7+ `free_count` forms of
     /// `free_batch_sizing`)? An allocation halves every signal whatever the policy
-    /// (`note_alloc`), so this is the one place the form is asked.
+    /// (`note_alloc`), and a free compares with the pageset's `free_count_cap`, which
+    /// this sets to 0 when the answer is no: new sizes are the one place the form is asked.
     pub(crate) counts_frees: bool,
     /// Zone flags under which a free's flush threshold is not simply `high`: RECLAIM_ACTIVE
     /// when a reclaim limit applies, BELOW_HIGH with that mechanism (`nr_pcp_high`).
@@ -356,17 +360,17 @@ mod tests {
     fn the_free_limit_follows_high_and_its_bounds() {
         let mut p = PerCpuPages::new();
         assert_eq!(p.free_limit, 0, "the boot pageset's high 0 is inside [0, 0]");
-        p.update(PcpSizes { batch: 63, high_min: 3132, high_max: 20480 }, 5);
+        p.update(PcpSizes { batch: 63, high_min: 3132, high_max: 20480 }, 5, true);
         assert_eq!(p.free_limit, i32::MIN, "high 0 below the new high_min");
         assert_eq!(p.clamp_high(), 3132);
         assert_eq!(p.free_limit, 3132);
         p.set_high(10_000);
         assert_eq!(p.free_limit, 10_000);
-        p.update(PcpSizes { batch: 63, high_min: 3132, high_max: 8000 }, 5);
+        p.update(PcpSizes { batch: 63, high_min: 3132, high_max: 8000 }, 5, true);
         assert_eq!((p.high, p.free_limit), (10_000, i32::MIN), "high left alone, test fails");
         assert_eq!(p.clamp_high(), 8000);
         assert_eq!(p.free_limit, 8000);
-        p.update(PcpSizes { batch: 63, high_min: 25_000, high_max: 20_480 }, 5);
+        p.update(PcpSizes { batch: 63, high_min: 25_000, high_max: 20_480 }, 5, true);
         assert_eq!(p.free_limit, i32::MIN);
         assert_eq!(p.clamp_high(), 25_000, "below high_max and at high_min: high_min");
         assert_eq!(p.free_limit, i32::MIN, "which the next clamp moves to high_max");
