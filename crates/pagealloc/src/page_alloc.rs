@@ -974,7 +974,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     ) -> Result<Pfn, AllocError> {
         let res = match fast {
             Some(p) => Ok(p),
-            None => self.alloc_inner(cpu, gfp, order, mt, highest, m),
+            // Every failure of the walk and slow path is out of memory: it returns an
+            // `Option`, which comes back in registers, where a `Result` came through memory.
+            None => self
+                .alloc_inner(cpu, gfp, order, mt, highest, m)
+                .ok_or(AllocError::OutOfMemory { order }),
         };
         if E::ENABLED {
             self.events.record(&TraceEvent::PageAlloc {
@@ -1064,6 +1068,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         Ok((page, result))
     }
 
+    /// The zonelist walk and the slow path (kernel `get_page_from_freelist` after the
+    /// pageset hit, then `__alloc_pages_slowpath`): the block, or `None` (counted as
+    /// `AllocFail`) when no zone has one even after draining and compaction, the one way
+    /// it fails, which the caller reports as [`AllocError::OutOfMemory`].
     fn alloc_inner(
         &self,
         cpu: Cpu,
@@ -1072,12 +1080,12 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         mt: MigrateType,
         highest: ZoneType,
         mut m: Option<&mut dyn Migrate>,
-    ) -> Result<Pfn, AllocError> {
+    ) -> Option<Pfn> {
         let node = &self.nodes[cpu.node.index()];
         let Some(preferred) = node.preferred[highest.index()].map(|i| &self.zones[i.index()])
         else {
             self.counters.add_shared(Counter::AllocFail, 1);
-            return Err(AllocError::OutOfMemory { order });
+            return None;
         };
         let mut fast = AllocFlags::WMARK_LOW;
         if gfp.intersects(Gfp::KSWAPD_RECLAIM) {
@@ -1090,11 +1098,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         // The walk's first zone is the preferred one, where it usually ends: try that zone
         // before the walk is built, then walk on past it.
         if let Some(p) = self.try_zone(cpu, preferred, order, mt, highest, fast) {
-            return Ok(p);
+            return Some(p);
         }
         let walk = Walk { cpu, zonelist: &node.zonelist, gfp, order, mt, highest, preferred };
         if let Some(p) = self.walk_zonelist(&walk, fast, Some(preferred.idx)) {
-            return Ok(p);
+            return Some(p);
         }
         self.counters.add_shared(Counter::Slowpath, 1);
         if order.0 > 0 && gfp.intersects(Gfp::KSWAPD_RECLAIM) {
@@ -1104,7 +1112,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         }
         let slow = slowpath_alloc_flags(gfp, order.0);
         if let Some(p) = self.get_page_from_freelist(&walk, slow) {
-            return Ok(p);
+            return Some(p);
         }
         let costly = order.0 > crate::types::PAGE_ALLOC_COSTLY_ORDER;
         let compact_first = order.0 > 0 && (costly || mt != MigrateType::Movable);
@@ -1112,7 +1120,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             if let Some(m) = m.as_deref_mut() {
                 let (page, result) = self.direct_compact(&walk, slow, CompactMode::Async, m);
                 if let Some(p) = page {
-                    return Ok(p);
+                    return Some(p);
                 }
                 // A costly NORETRY request (a THP fault) gives up when compaction could not
                 // even run.
@@ -1121,7 +1129,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                     && matches!(result, CompactResult::Skipped | CompactResult::Deferred)
                 {
                     self.counters.add_shared(Counter::AllocFail, 1);
-                    return Err(AllocError::OutOfMemory { order });
+                    return None;
                 }
             }
         }
@@ -1132,11 +1140,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             self.unreserve_highatomic(&walk, false);
             self.drain_all_pages(cpu, None);
             if let Some(p) = self.get_page_from_freelist(&walk, slow) {
-                return Ok(p);
+                return Some(p);
             }
             if self.unreserve_highatomic(&walk, true) {
                 if let Some(p) = self.get_page_from_freelist(&walk, slow) {
-                    return Ok(p);
+                    return Some(p);
                 }
             }
             if let Some(m) = m {
@@ -1151,13 +1159,13 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                         CompactMode::SyncLight
                     };
                     if let (Some(p), _) = self.direct_compact(&walk, slow, mode, m) {
-                        return Ok(p);
+                        return Some(p);
                     }
                 }
             }
         }
         self.counters.add_shared(Counter::AllocFail, 1);
-        Err(AllocError::OutOfMemory { order })
+        None
     }
 
     /// ALLOC_NOFRAGMENT for the fast path (kernel `alloc_flags_nofragment`): when the
