@@ -33,10 +33,18 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     #[inline(always)]
     #[allow(unsafe_code)]
     pub(crate) fn expand(&mut self, pfn: Pfn, low: Order, high: Order, mt: MigrateType) -> i64 {
+        debug_assert!(self.zone.spans(pfn));
+        self.expand_at(self.zone.index_of(pfn), low, high, mt)
+    }
+
+    /// [`expand`](Self::expand) of the block whose head has frame index `idx`, as
+    /// `rmqueue_smallest` has it from the list it popped (no round trip through the pfn).
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn expand_at(&mut self, idx: u32, low: Order, high: Order, mt: MigrateType) -> i64 {
         let zone = self.zone;
-        let idx = zone.index_of(pfn);
-        debug_assert!(zone.spans(pfn) && zone.spans(Pfn(pfn.0 + high.nr_pages().0 - 1)));
-        // SAFETY: `pfn` heads an order-`high` block taken off this zone's free lists, and
+        debug_assert!(u64::from(idx) + high.nr_pages().0 <= zone.end_pfn.0 - zone.start_pfn.0);
+        // SAFETY: `idx` heads an order-`high` block taken off this zone's free lists, and
         // every frame of such a block is the zone's (hot.rs, F): so is each upper half.
         let at = unsafe { frames_unchecked(&zone.mem_map) };
         let mut o = high.0;
@@ -48,10 +56,12 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     }
 
     /// The smallest order ≥ `order` whose `mt` list has a block: one bit scan of the zone's
-    /// bitmap of non-empty lists, exact under the lock.
+    /// bitmap of non-empty lists, exact under the lock. `order` is valid (every caller's is checked at the public calls), so the shift needs
+    /// no guard for 32 bits or more.
     #[inline]
     fn smallest_free_order(&self, order: Order, mt: MigrateType) -> Option<Order> {
-        let above = self.zone.free_orders(mt).checked_shr(u32::from(order.0)).unwrap_or(0);
+        debug_assert!(order.is_valid());
+        let above = self.zone.free_orders(mt) >> (order.0 & 31);
         (above != 0).then(|| Order(order.0 + above.trailing_zeros() as u8))
     }
 
@@ -61,8 +71,9 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     #[inline(always)]
     pub(crate) fn rmqueue_smallest(&mut self, order: Order, mt: MigrateType) -> Option<Pfn> {
         let o = self.smallest_free_order(order, mt)?;
-        let pfn = self.zone.pfn_of(self.pop_free_head(o, mt)?);
-        let added = self.expand(pfn, order, o, mt);
+        let idx = self.pop_free_head(o, mt)?;
+        let pfn = self.zone.pfn_of(idx);
+        let added = self.expand_at(idx, order, o, mt);
         self.account_freepages(mt, added - (1 << o.0));
         if E::ENABLED {
             self.events.record(&TraceEvent::PageAllocZoneLocked {

@@ -348,6 +348,16 @@ fn check_pageset<L: RawLock>(
     if high != 0 && lo <= hi && !(lo <= high && high <= hi) {
         return Err(fail(z, format!("cpu {cpu}: pcp high {high} outside [{lo}, {hi}]")));
     }
+    if pcp.free_limit != pcp.free_limit_for(high) {
+        return Err(fail(
+            z,
+            format!(
+                "cpu {cpu}: pcp free_limit {} but high {high} in [{lo}, {hi}] gives {}",
+                pcp.free_limit,
+                pcp.free_limit_for(high)
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -558,5 +568,24 @@ mod tests {
         pa.zones()[0].pcp[0].pcp.lock().free_count = 1;
         let err = validate(&pa).unwrap_err();
         assert!(err.what.contains("free_count"), "{err}");
+    }
+
+    /// Every preset's pageset traffic keeps the order-0 free's `free_limit` in step with
+    /// `high` and its bounds, and the check catches one that is not.
+    #[test]
+    fn the_free_limit_stays_in_step_with_high() {
+        for preset in PRESETS {
+            let pa = machine(preset.policy);
+            let c0 = pa.cpu(CpuId(0)).unwrap();
+            let held: Vec<Pfn> =
+                (0..700).map(|_| pa.alloc_pages(c0, Gfp::KERNEL, Order(0)).unwrap()).collect();
+            held.into_iter().for_each(|p| pa.free_pages(c0, p, Order(0)).unwrap());
+            validate(&pa).unwrap_or_else(|v| panic!("{}: {v}", preset.name));
+            let mut pcp = pa.zones()[0].pcp[0].pcp.lock();
+            pcp.free_limit = pcp.high + 1;
+            drop(pcp);
+            let err = validate(&pa).unwrap_err();
+            assert!(err.what.contains("free_limit"), "{}: {err}", preset.name);
+        }
     }
 }

@@ -20,7 +20,9 @@
 //!   CPU (`Zone::new` builds `nr_cpus` of them).
 //! - **F (frames).** A zone's `mem_map` has one frame per pfn of its span (`Zone::new`), so a
 //!   pfn for which `Zone::spans` holds has an index below `mem_map.len()`; every index on any
-//!   list of the zone was put there as such an index (a list never holds another zone's frame).
+//!   list of the zone (its buddy and pageset lists, and the remote-free chains of
+//!   `Policy::remote_free`, which link blocks claimed in the zone) was put there as such an
+//!   index (a list never holds another zone's frame).
 //!   Every frame of a block on a buddy free list is the zone's too: memory is handed over in
 //!   blocks inside the span, and a merge takes only a buddy the zone spans, so `expand` may
 //!   index the upper halves of a block it took off a list unchecked.

@@ -137,14 +137,25 @@ impl ListHead {
         self.pop_tail_with(|i| &map[i as usize])
     }
 
-    /// [`pop_tail`](Self::pop_tail) with the frames looked up by `at`.
+    /// [`pop_tail`](Self::pop_tail) with the frames looked up by `at`. The tail's next is
+    /// NIL, so only its prev is read and only the new tail (or the head) changes, as
+    /// [`unlink_with`](Self::unlink_with) would leave them; the removed frame's links are
+    /// left as they were. One pop per block a pageset drain frees.
     #[inline(always)]
     pub(crate) fn pop_tail_with<'m>(
         &mut self,
         at: impl Fn(u32) -> &'m Frame,
     ) -> Option<(u32, u32)> {
         let idx = self.tail()?;
-        let [prev, _] = self.unlink_with(at, idx);
+        debug_assert_eq!(at(idx).next(), NIL);
+        let prev = at(idx).prev();
+        self.tail = prev;
+        if prev == NIL {
+            self.head = NIL;
+        } else {
+            at(prev).set_next(NIL);
+        }
+        self.len -= 1;
         Some((idx, prev))
     }
 

@@ -178,14 +178,16 @@ impl AllocRequest {
 }
 
 /// What the allocation fast path needs of a request: the highest zone type, the migratetype,
-/// the flags of its watermark test (CMA for a movable request) and whether the request wakes
-/// kswapd (clearing a boosted watermark counts a wake).
+/// the flags of its watermark test (CMA for a movable request) and the zone flags that send
+/// a pageset hit to the zonelist walk: ZONE_BELOW_HIGH always, ZONE_BOOSTED_WATERMARK when
+/// the request wakes kswapd (the walk's `rmqueue` clears it and counts a wake). One mask, so
+/// the hit tests both with one `and` of the flags word it loads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct FastShape {
     highest: ZoneType,
     mt: MigrateType,
     flags: AllocFlags,
-    kswapd: bool,
+    zone_flags_off_course: u32,
 }
 
 impl FastShape {
@@ -193,7 +195,8 @@ impl FastShape {
     fn of(gfp: Gfp, highest: ZoneType, mt: MigrateType) -> FastShape {
         let flags =
             if mt == MigrateType::Movable { AllocFlags::CMA } else { AllocFlags::default() };
-        FastShape { highest, mt, flags, kswapd: gfp.intersects(Gfp::KSWAPD_RECLAIM) }
+        let boost = if gfp.intersects(Gfp::KSWAPD_RECLAIM) { flags::BOOSTED_WATERMARK } else { 0 };
+        FastShape { highest, mt, flags, zone_flags_off_course: flags::BELOW_HIGH | boost }
     }
 }
 
@@ -722,7 +725,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Give every pageset of `z` these sizes.
     fn zone_set_pageset_sizes(&self, z: &Zone<L>, sizes: sizing::PcpSizes) {
         for slot in z.pcp.iter() {
-            slot.pcp.lock().update(sizes, self.tunables.pcp_batch_scale_max);
+            let s = self.tunables.pcp_batch_scale_max;
+            slot.pcp.lock().update(sizes, s, self.pcp_fast.counts_frees);
         }
     }
 
@@ -746,7 +750,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 let off = sizing::PcpSizes { batch: 1, high_min: 0, high_max: 0 };
                 self.zone_set_pageset_sizes(z, off);
                 for slot in z.pcp.iter() {
-                    slot.pcp.lock().high = 0;
+                    slot.pcp.lock().set_high(0);
                 }
             }
             z.pcp_disabled.store(z.pcp_disabled.load(Relaxed) + 1, Relaxed);
@@ -834,14 +838,15 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if req.owner != self.id {
             return Err(AllocError::ForeignRequest);
         }
-        if !order.is_valid() {
-            return Err(AllocError::InvalidOrder(order));
-        }
         let shape = req.shape;
         let fast = if order.0 == 0 {
             let pindex = (req.pindex0 != u8::MAX).then_some(usize::from(req.pindex0));
             self.alloc_fast(cpu, Order(0), shape, pindex)
         } else {
+            // Order 0 is valid: only the other orders are tested.
+            if !order.is_valid() {
+                return Err(AllocError::InvalidOrder(order));
+            }
             self.alloc_fast(cpu, order, shape, self.pcp_fast.pindex(order, shape.mt))
         };
         self.alloc_finish(cpu, req.gfp, order, shape.mt, shape.highest, fast, None)
@@ -969,7 +974,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     ) -> Result<Pfn, AllocError> {
         let res = match fast {
             Some(p) => Ok(p),
-            None => self.alloc_inner(cpu, gfp, order, mt, highest, m),
+            // Every failure of the walk and slow path is out of memory: it returns an
+            // `Option`, which comes back in registers, where a `Result` came through memory.
+            None => self
+                .alloc_inner(cpu, gfp, order, mt, highest, m)
+                .ok_or(AllocError::OutOfMemory { order }),
         };
         if E::ENABLED {
             self.events.record(&TraceEvent::PageAlloc {
@@ -987,7 +996,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// HIGH watermark (so the walk would go straight to it) and the CPU's list for this order
     /// and type is non-empty (so neither the zone-flag-dependent refill nor a fallback runs).
     /// The state changes are exactly those of that walk's PCP hit; anything else returns
-    /// `None` untouched and the walk runs.
+    /// `None` untouched and the walk runs. So does a zone flag that changes the hit's course:
+    /// ZONE_BELOW_HIGH (the walk decides) or, for a request that wakes kswapd, a boosted
+    /// watermark, which the walk's `rmqueue` clears and counts as a wake after the same hit.
+    /// Both are one test of the flags word against the request's mask.
     #[inline(always)]
     #[allow(unsafe_code)]
     fn alloc_fast(
@@ -997,26 +1009,17 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         shape: FastShape,
         pindex: Option<usize>,
     ) -> Option<Pfn> {
-        let FastShape { highest, mt, flags, kswapd } = shape;
+        let FastShape { highest, mt, flags, zone_flags_off_course } = shape;
         let pindex = pindex?;
         // SAFETY: the public calls checked `cpu` and any node they were given (hot.rs, N).
         let z = unsafe { self.preferred_zone(cpu, highest) }?;
-        // One read of the zone's flags serves both tests: a pageset hit changes no zone flag.
-        let zone_flags = z.flags.load(Relaxed);
-        if zone_flags & flags::BELOW_HIGH != 0
+        if z.flags.load(Relaxed) & zone_flags_off_course != 0
             || !(z.clears_high_fast(order, highest)
                 || z.watermark_fast(order, z.wmark_pages(WMARK_HIGH), highest, flags))
         {
             return None;
         }
-        let p = self.pcp_take(cpu, z, order, pindex, mt)?;
-        if kswapd
-            && zone_flags & flags::BOOSTED_WATERMARK != 0
-            && z.clear_flag(flags::BOOSTED_WATERMARK)
-        {
-            self.counters.add_shared(Counter::KswapdWake, 1);
-        }
-        Some(p)
+        self.pcp_take(cpu.id, z, order, pindex, mt)
     }
 
     /// One direct compaction for a request and the allocation try after it (kernel
@@ -1065,6 +1068,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         Ok((page, result))
     }
 
+    /// The zonelist walk and the slow path (kernel `get_page_from_freelist` after the
+    /// pageset hit, then `__alloc_pages_slowpath`): the block, or `None` (counted as
+    /// `AllocFail`) when no zone has one even after draining and compaction, the one way
+    /// it fails, which the caller reports as [`AllocError::OutOfMemory`].
     fn alloc_inner(
         &self,
         cpu: Cpu,
@@ -1073,12 +1080,12 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         mt: MigrateType,
         highest: ZoneType,
         mut m: Option<&mut dyn Migrate>,
-    ) -> Result<Pfn, AllocError> {
+    ) -> Option<Pfn> {
         let node = &self.nodes[cpu.node.index()];
         let Some(preferred) = node.preferred[highest.index()].map(|i| &self.zones[i.index()])
         else {
             self.counters.add_shared(Counter::AllocFail, 1);
-            return Err(AllocError::OutOfMemory { order });
+            return None;
         };
         let mut fast = AllocFlags::WMARK_LOW;
         if gfp.intersects(Gfp::KSWAPD_RECLAIM) {
@@ -1091,11 +1098,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         // The walk's first zone is the preferred one, where it usually ends: try that zone
         // before the walk is built, then walk on past it.
         if let Some(p) = self.try_zone(cpu, preferred, order, mt, highest, fast) {
-            return Ok(p);
+            return Some(p);
         }
         let walk = Walk { cpu, zonelist: &node.zonelist, gfp, order, mt, highest, preferred };
         if let Some(p) = self.walk_zonelist(&walk, fast, Some(preferred.idx)) {
-            return Ok(p);
+            return Some(p);
         }
         self.counters.add_shared(Counter::Slowpath, 1);
         if order.0 > 0 && gfp.intersects(Gfp::KSWAPD_RECLAIM) {
@@ -1105,7 +1112,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         }
         let slow = slowpath_alloc_flags(gfp, order.0);
         if let Some(p) = self.get_page_from_freelist(&walk, slow) {
-            return Ok(p);
+            return Some(p);
         }
         let costly = order.0 > crate::types::PAGE_ALLOC_COSTLY_ORDER;
         let compact_first = order.0 > 0 && (costly || mt != MigrateType::Movable);
@@ -1113,7 +1120,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             if let Some(m) = m.as_deref_mut() {
                 let (page, result) = self.direct_compact(&walk, slow, CompactMode::Async, m);
                 if let Some(p) = page {
-                    return Ok(p);
+                    return Some(p);
                 }
                 // A costly NORETRY request (a THP fault) gives up when compaction could not
                 // even run.
@@ -1122,7 +1129,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                     && matches!(result, CompactResult::Skipped | CompactResult::Deferred)
                 {
                     self.counters.add_shared(Counter::AllocFail, 1);
-                    return Err(AllocError::OutOfMemory { order });
+                    return None;
                 }
             }
         }
@@ -1133,11 +1140,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             self.unreserve_highatomic(&walk, false);
             self.drain_all_pages(cpu, None);
             if let Some(p) = self.get_page_from_freelist(&walk, slow) {
-                return Ok(p);
+                return Some(p);
             }
             if self.unreserve_highatomic(&walk, true) {
                 if let Some(p) = self.get_page_from_freelist(&walk, slow) {
-                    return Ok(p);
+                    return Some(p);
                 }
             }
             if let Some(m) = m {
@@ -1152,13 +1159,13 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                         CompactMode::SyncLight
                     };
                     if let (Some(p), _) = self.direct_compact(&walk, slow, mode, m) {
-                        return Ok(p);
+                        return Some(p);
                     }
                 }
             }
         }
         self.counters.add_shared(Counter::AllocFail, 1);
-        Err(AllocError::OutOfMemory { order })
+        None
     }
 
     /// ALLOC_NOFRAGMENT for the fast path (kernel `alloc_flags_nofragment`): when the
@@ -1906,6 +1913,44 @@ mod tests {
             }
         }
         assert!(seen[0] > 0 && seen[1] > 1, "{seen:?}");
+    }
+
+    /// A pageset hit in a zone whose watermark is boosted: a request that wakes kswapd takes
+    /// its block from the pageset and clears the boost, counting one wake (the walk's
+    /// `rmqueue`, to which the hit hands such a request); one that does not wake kswapd takes
+    /// it and leaves the boost. The same through `alloc_pages` and a prepared request.
+    #[test]
+    fn a_boosted_watermark_is_cleared_by_a_kswapd_request_s_pageset_hit() {
+        let no_kswapd = Gfp(Gfp::KERNEL.0 & !Gfp::KSWAPD_RECLAIM.0);
+        for prepared in [false, true] {
+            let map = MemoryMap::single_node(1, 64 * MIB).unwrap();
+            let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).unwrap();
+            let cpu = pa.cpu(CpuId(0)).unwrap();
+            let alloc = |gfp: Gfp| {
+                if prepared {
+                    pa.alloc_prepared(cpu, &pa.prepare(gfp).unwrap(), Order(0)).unwrap()
+                } else {
+                    pa.alloc_pages(cpu, gfp, Order(0)).unwrap()
+                }
+            };
+            // Fill the pageset: the first allocation refills it.
+            let first = alloc(Gfp::KERNEL);
+            let zone = pa.zone_of(first).unwrap();
+            zone.set_flag(flags::BOOSTED_WATERMARK);
+            let before = pa.vm_events();
+            alloc(no_kswapd);
+            let d = pa.vm_events().since(&before);
+            assert!(zone.test_flag(flags::BOOSTED_WATERMARK), "prepared {prepared}");
+            assert_eq!(d.get(Counter::KswapdWake), 0, "prepared {prepared}");
+            assert_eq!(d.get(Counter::PcpAlloc), 1, "prepared {prepared}");
+            let before = pa.vm_events();
+            alloc(Gfp::KERNEL);
+            let d = pa.vm_events().since(&before);
+            assert!(!zone.test_flag(flags::BOOSTED_WATERMARK), "prepared {prepared}");
+            assert_eq!(d.get(Counter::KswapdWake), 1, "prepared {prepared}");
+            assert_eq!(d.get(Counter::PcpAlloc), 1, "prepared {prepared}");
+            assert_eq!(d.get(Counter::ZoneLockAcquire), 0, "prepared {prepared}");
+        }
     }
 
     /// Zones of the same type on two nodes whose spans cross are refused, naming both nodes.

@@ -34,6 +34,10 @@ pub const WMARK_HIGH: usize = 2;
 /// The promotion watermark.
 pub const WMARK_PROMO: usize = 3;
 
+/// The largest [`Zone::fast_floor`], and its value until the watermarks are set: no count of
+/// free pages reaches it, and a reserve or a block's pages added to it cannot overflow.
+pub(crate) const FLOOR_NEVER: u64 = u64::MAX >> 1;
+
 /// Free blocks of one order: a list per migratetype. The order's block count is the zone's
 /// `area_nr_free` (invariant: it equals `Σ lists[mt].len()`).
 #[derive(Debug, Default)]
@@ -106,7 +110,8 @@ pub struct Zone<L: RawLock = RawSpinLock> {
     /// request's `lowmem_reserve` (and, above order 0, the block's other pages, with a block
     /// of the order on a PCP type's list) pass `watermark_fast` at HIGH whatever the request's
     /// flags, so the allocation fast path tests one sum instead of recomputing it
-    /// ([`clears_high_fast`](Self::clears_high_fast)).
+    /// ([`clears_high_fast`](Self::clears_high_fast)). At most [`FLOOR_NEVER`] (its value
+    /// before the watermarks are set), so that sum needs no saturation.
     pub(crate) fast_floor: AtomicU64,
     /// `lowmem_reserve[highest_zoneidx]`: pages kept back from requests that could have used a
     /// higher zone.
@@ -165,7 +170,7 @@ impl<L: RawLock> Zone<L> {
             free_orders: core::array::from_fn(|_| AtomicU32::new(0)),
             watermark: core::array::from_fn(|_| AtomicU64::new(0)),
             watermark_boost: AtomicU64::new(0),
-            fast_floor: AtomicU64::new(u64::MAX),
+            fast_floor: AtomicU64::new(FLOOR_NEVER),
             lowmem_reserve: core::array::from_fn(|_| AtomicU64::new(0)),
             flags: AtomicU32::new(0),
             counters: Counters::default(),
@@ -259,7 +264,7 @@ impl<L: RawLock> Zone<L> {
             .wmark_pages(WMARK_HIGH)
             .saturating_add(self.nr_free_highatomic.load(Relaxed))
             .saturating_add(self.nr_free_cma.load(Relaxed));
-        self.fast_floor.store(floor, Relaxed);
+        self.fast_floor.store(floor.min(FLOOR_NEVER), Relaxed);
     }
 
     /// Does a request of `order` whose highest zone is `highest` surely pass `watermark_fast`
@@ -272,7 +277,9 @@ impl<L: RawLock> Zone<L> {
     /// while the zone is comfortably above HIGH.
     #[inline]
     pub(crate) fn clears_high_fast(&self, order: Order, highest: ZoneType) -> bool {
-        let floor = self.fast_floor.load(Relaxed).saturating_add(self.lowmem_reserve(highest));
+        // No overflow: the floor is at most FLOOR_NEVER (2^63 - 1) and a reserve at most the
+        // node's managed pages (below 2^52: frames of a 64-bit physical address space).
+        let floor = self.fast_floor.load(Relaxed) + self.lowmem_reserve(highest);
         if order.0 == 0 {
             return self.nr_free_pages.load(Relaxed) > floor;
         }
@@ -280,7 +287,7 @@ impl<L: RawLock> Zone<L> {
             return false;
         }
         let beyond_first = (1u64 << order.0) - 1;
-        self.nr_free_pages.load(Relaxed) > floor.saturating_add(beyond_first)
+        self.nr_free_pages.load(Relaxed) > floor + beyond_first
             && self.pcp_type_orders() >> order.0 != 0
     }
 

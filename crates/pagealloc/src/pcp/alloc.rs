@@ -21,7 +21,7 @@ impl PerCpuPages {
     /// return it (the lazy clamp at the top of `nr_pcp_alloc` and `nr_pcp_high`).
     #[inline]
     pub(crate) fn clamp_high(&mut self) -> i32 {
-        self.high = pcp_clamp(self.high, self.high_min, self.high_max);
+        self.set_high(pcp_clamp(self.high, self.high_min, self.high_max));
         self.high
     }
 
@@ -49,7 +49,7 @@ impl PerCpuPages {
             let gate =
                 if policy.zone_below_high { flags::BELOW_HIGH } else { flags::RECLAIM_ACTIVE };
             if zone_flags & gate == 0 {
-                self.high = (high + b).min(self.high_max);
+                self.set_high((high + b).min(self.high_max));
             }
         }
         if scaled {
@@ -121,7 +121,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         {
             return None;
         }
-        Some(self.pcp_pop(cpu, zone, slot, &mut pcp, order, pindex, mt))
+        Some(self.pcp_pop(cpu.id, zone, slot, &mut pcp, order, pindex, mt))
     }
 
     /// Lock a pageset on the local allocation or free path: only try under
@@ -165,14 +165,14 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     #[allow(unsafe_code)]
     pub(crate) fn pcp_take(
         &self,
-        cpu: Cpu,
+        cpu: CpuId,
         zone: &Zone<L>,
         order: Order,
         pindex: usize,
         mt: MigrateType,
     ) -> Option<Pfn> {
-        // SAFETY: `cpu` passed `owns` (hot.rs, C).
-        let slot = unsafe { zone.pcp_at(cpu.id) };
+        // SAFETY: `cpu` is a `Cpu`'s that passed `owns` (hot.rs, C).
+        let slot = unsafe { zone.pcp_at(cpu) };
         let mut pcp = slot.pcp.try_lock()?;
         // SAFETY: `pindex` is from `PcpFast::pindex` (hot.rs, L).
         if unsafe { pcp.list_at(pindex) }.is_empty() {
@@ -188,7 +188,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     #[allow(clippy::too_many_arguments, unsafe_code)]
     fn pcp_pop(
         &self,
-        cpu: Cpu,
+        cpu: CpuId,
         zone: &Zone<L>,
         slot: &crate::pcp::PcpSlot<L>,
         pcp: &mut PerCpuPages,
@@ -202,7 +202,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         // SAFETY: as above (hot.rs, F).
         let (idx, next) = list.pop_head_nonempty_with(unsafe { frames_unchecked(&zone.mem_map) });
         if E::ENABLED {
-            self.touch_pcp_op(cpu.id, zone, idx, next);
+            self.touch_pcp_op(cpu, zone, idx, next);
         }
         pcp.count -= 1 << order.0;
         if self.policy.high_decay == HighDecay::CountMinLimited {
@@ -212,7 +212,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let frame = unsafe { zone.frame_at(idx) };
         let info = FrameInfo { state: FrameState::Allocated, order, list: mt as u8 };
         if self.policy.remote_free {
-            frame.set_info_owned(info, cpu.id.0);
+            frame.set_info_owned(info, cpu.0);
         } else {
             frame.set_info(info);
         }
@@ -301,7 +301,7 @@ mod tests {
 
     fn pcp(high_min: u32, high_max: u32) -> PerCpuPages {
         let mut p = PcpSlot::<crate::RawSpinLock>::new().pcp.into_inner();
-        p.update(PcpSizes { batch: 63, high_min, high_max }, 5);
+        p.update(PcpSizes { batch: 63, high_min, high_max }, 5, true);
         p
     }
 

@@ -33,7 +33,7 @@ impl PerCpuPages {
                 HighDecay::SevenEighths => self.high - self.high / 8,
                 HighDecay::CountMinLimited => self.high - self.count_min.min(self.high / 5),
             };
-            self.high = floor.max(lowered).max(self.high_min);
+            self.set_high(floor.max(lowered).max(self.high_min));
             more = self.high > self.high_min;
         }
         (self.count - self.high, more)
@@ -227,9 +227,9 @@ mod tests {
 
     fn pcp(count: i32, high: i32) -> PerCpuPages {
         let mut p = PerCpuPages::new();
-        p.update(PcpSizes { batch: 63, high_min: 3132, high_max: 20480 }, 5);
+        p.update(PcpSizes { batch: 63, high_min: 3132, high_max: 20480 }, 5, true);
         p.count = count;
-        p.high = high;
+        p.set_high(high);
         p
     }
 

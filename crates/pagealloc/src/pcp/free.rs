@@ -97,7 +97,7 @@ impl PerCpuPages {
         }
         if free_high {
             if policy.free_high_drain == FreeHighDrain::CappedShrinkHigh {
-                self.high = (high - shl(self.batch, s)).max(self.high_min);
+                self.set_high((high - shl(self.batch, s)).max(self.high_min));
             }
             return (0, DrainReason::FreeHigh);
         }
@@ -108,7 +108,7 @@ impl PerCpuPages {
                     return ((4 * self.batch).min(high), DrainReason::Reclaim)
                 }
                 ReclaimActiveLimit::CapAndShrink => {
-                    self.high = (high - self.pressure_step(policy)).max(self.high_min);
+                    self.set_high((high - self.pressure_step(policy)).max(self.high_min));
                     return ((4 * self.batch).min(self.high), DrainReason::Reclaim);
                 }
             }
@@ -117,14 +117,14 @@ impl PerCpuPages {
             return (high, DrainReason::High);
         }
         if policy.zone_below_high && zone_flags & flags::BELOW_HIGH != 0 {
-            self.high = (high - self.pressure_step(policy)).max(self.high_min);
+            self.set_high((high - self.pressure_step(policy)).max(self.high_min));
             return (self.count.max(self.high_min), DrainReason::BelowHigh);
         }
         if self.count >= high {
             // A burst of frees overflowed: let high follow it (the drain still happens now).
             let need = self.grow_step(policy).saturating_add(self.batch);
             if self.high < need {
-                self.high = pcp_clamp(need, self.high_min, self.high_max);
+                self.set_high(pcp_clamp(need, self.high_min, self.high_max));
             }
         }
         (high, DrainReason::High)
@@ -266,14 +266,17 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         pcp.count += 1 << order.0;
         pcp.active = true;
         let free_high = pcp.free_high_decision(policy, order);
-        if self.pcp_fast.counts_frees && pcp.free_count < pcp.batch_scaled {
+        // A policy that does not count frees has a cap of 0 (`free_count_cap`).
+        if pcp.free_count < pcp.free_count_cap {
             pcp.free_count += 1 << order.0;
         }
         let zone_flags = zone.flags.load(crate::sync::Ordering::Relaxed);
         // The common free: no free_high, no zone flag that moves the threshold, count below
-        // high. nr_pcp_high would clamp high and return it unchanged, and nothing drains.
-        let high = pcp.clamp_high();
-        if !free_high && zone_flags & self.pcp_fast.free_gate == 0 && pcp.count < high {
+        // a high the lazy clamp leaves as it is (`free_limit`). nr_pcp_high would return that
+        // high unchanged, and nothing drains. A high the clamp would move goes to the flush,
+        // whose nr_pcp_high clamps it and decides as the kernel's does.
+        debug_assert_eq!(pcp.free_limit, pcp.free_limit_for(pcp.high));
+        if !free_high && zone_flags & self.pcp_fast.free_gate == 0 && pcp.count < pcp.free_limit {
             return;
         }
         self.free_unref_page_flush(cpu.id, zone, slot, pcp, pindex, zone_flags, free_high);

@@ -46,8 +46,14 @@ pub const PCPF_FREE_HIGH_BATCH: u8 = 0x02;
 pub struct PerCpuPages {
     /// Pages (not blocks) on all lists.
     pub(crate) count: i32,
-    /// The flush threshold in force; 0 until first use, then clamped lazily.
+    /// The flush threshold in force; 0 until first use, then clamped lazily. Written only
+    /// through [`PerCpuPages::set_high`] and [`PerCpuPages::update`], which keep
+    /// `free_limit` with it.
     pub(crate) high: i32,
+    /// `high` when the lazy clamp into [`high_min`, `high_max`] would leave it as it is,
+    /// else `i32::MIN`: the order-0 free compares its count with this alone, and a pageset
+    /// whose `high` needs the clamp goes to the flush path, whose `nr_pcp_high` clamps it.
+    pub(crate) free_limit: i32,
     /// Lower bound of `high`.
     pub(crate) high_min: i32,
     /// Upper bound of `high` (== high_min when tuning is off).
@@ -64,9 +70,11 @@ pub struct PerCpuPages {
     pub(crate) free_factor: u8,
     /// Pages freed recently (FreeBatchSizing::FreeCount*), halved by each allocation.
     pub(crate) free_count: i32,
-    /// `batch << S` (saturating), S being PCP_BATCH_SCALE_MAX: `free_count` stops growing
-    /// there. Kept with `batch` so a free does not recompute it.
-    pub(crate) batch_scaled: i32,
+    /// Where a free stops growing `free_count`: `batch << S` (saturating), S being
+    /// PCP_BATCH_SCALE_MAX, under the policies that count frees (the `free_count` forms of
+    /// `free_batch_sizing`), else 0, so the free's one compare also says whether the policy
+    /// counts at all. Kept with `batch` so a free neither recomputes it nor asks the policy.
+    pub(crate) free_count_cap: i32,
     /// Lowest count after an allocation since the last decay (HighDecay::CountMinLimited).
     pub(crate) count_min: i32,
     /// Activity since the last tick: the vmstat-fold signal that re-arms `expire`.
@@ -86,6 +94,7 @@ impl PerCpuPages {
         PerCpuPages {
             count: 0,
             high: 0,
+            free_limit: 0,
             high_min: 0,
             high_max: 0,
             batch: 1,
@@ -94,7 +103,7 @@ impl PerCpuPages {
             expire: 0,
             free_factor: 0,
             free_count: 0,
-            batch_scaled: 1,
+            free_count_cap: 0,
             count_min: 0,
             active: false,
             lists: [ListHead::new(); MAX_NR_PCP_LISTS],
@@ -103,12 +112,31 @@ impl PerCpuPages {
     }
 
     /// Push new sizes (kernel `pageset_update`): `high` itself is left alone and re-clamped
-    /// on next use.
-    pub(crate) fn update(&mut self, sizes: PcpSizes, s: u8) {
+    /// on next use. `counts_frees`: does the policy count frees in `free_count`
+    /// ([`PcpFast::counts_frees`])?
+    pub(crate) fn update(&mut self, sizes: PcpSizes, s: u8, counts_frees: bool) {
         self.batch = sizes.batch as i32;
-        self.batch_scaled = free::shl(self.batch, s);
+        self.free_count_cap = if counts_frees { free::shl(self.batch, s) } else { 0 };
         self.high_min = sizes.high_min as i32;
         self.high_max = sizes.high_max as i32;
+        self.set_high(self.high);
+    }
+
+    /// Store `high` and the `free_limit` that goes with it.
+    #[inline]
+    pub(crate) fn set_high(&mut self, high: i32) {
+        self.high = high;
+        self.free_limit = self.free_limit_for(high);
+    }
+
+    /// The `free_limit` for a `high` of `high` under the current bounds.
+    #[inline]
+    pub(crate) fn free_limit_for(&self, high: i32) -> i32 {
+        if sizing::pcp_clamp(high, self.high_min, self.high_max) == high {
+            high
+        } else {
+            i32::MIN
+        }
     }
 }
 
@@ -129,7 +157,8 @@ pub(crate) struct PcpFast {
     free_pindex: [[u8; 8]; NR_PAGE_ORDERS],
     /// Does a free count its pages in `free_count` (the 6.7+ `free_count` forms of
     /// `free_batch_sizing`)? An allocation halves every signal whatever the policy
-    /// (`note_alloc`), so this is the one place the form is asked.
+    /// (`note_alloc`), and a free compares with the pageset's `free_count_cap`, which
+    /// this sets to 0 when the answer is no: new sizes are the one place the form is asked.
     pub(crate) counts_frees: bool,
     /// Zone flags under which a free's flush threshold is not simply `high`: RECLAIM_ACTIVE
     /// when a reclaim limit applies, BELOW_HIGH with that mechanism (`nr_pcp_high`).
@@ -322,6 +351,32 @@ mod tests {
     use super::*;
     use crate::policy::PcpLists;
     use crate::types::MAX_PAGE_ORDER;
+
+    /// `free_limit` is `high` exactly when the lazy clamp would leave `high` alone: after new
+    /// bounds that exclude it the order-0 free's test fails (`i32::MIN`) until a clamp
+    /// moves `high` inside, and bounds with `high_min` above `high_max` follow the kernel's
+    /// clamp (only `high_max` is a fixed point, reached by the second clamp).
+    #[test]
+    fn the_free_limit_follows_high_and_its_bounds() {
+        let mut p = PerCpuPages::new();
+        assert_eq!(p.free_limit, 0, "the boot pageset's high 0 is inside [0, 0]");
+        p.update(PcpSizes { batch: 63, high_min: 3132, high_max: 20480 }, 5, true);
+        assert_eq!(p.free_limit, i32::MIN, "high 0 below the new high_min");
+        assert_eq!(p.clamp_high(), 3132);
+        assert_eq!(p.free_limit, 3132);
+        p.set_high(10_000);
+        assert_eq!(p.free_limit, 10_000);
+        p.update(PcpSizes { batch: 63, high_min: 3132, high_max: 8000 }, 5, true);
+        assert_eq!((p.high, p.free_limit), (10_000, i32::MIN), "high left alone, test fails");
+        assert_eq!(p.clamp_high(), 8000);
+        assert_eq!(p.free_limit, 8000);
+        p.update(PcpSizes { batch: 63, high_min: 25_000, high_max: 20_480 }, 5, true);
+        assert_eq!(p.free_limit, i32::MIN);
+        assert_eq!(p.clamp_high(), 25_000, "below high_max and at high_min: high_min");
+        assert_eq!(p.free_limit, i32::MIN, "which the next clamp moves to high_max");
+        assert_eq!(p.clamp_high(), 20_480);
+        assert_eq!(p.free_limit, 20_480);
+    }
 
     /// The precomputed tables say what the policy's functions say, for every layout.
     #[test]

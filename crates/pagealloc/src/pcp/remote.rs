@@ -114,6 +114,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// When `cpu`'s pageset is busy (a drain from another CPU holds it), the block is pushed
     /// alone. False (and nothing changed) when `owner` is not a CPU of this allocator, or the
     /// lone push found the owner's list full: the caller then frees the block as usual.
+    #[allow(unsafe_code)]
     pub(crate) fn remote_free(
         &self,
         cpu: Cpu,
@@ -123,7 +124,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         idx: u32,
         order: Order,
     ) -> bool {
-        let slot = &zone.pcp[cpu.id.index()];
+        // SAFETY: the free checked `cpu` with `owns` (hot.rs, C).
+        let slot = unsafe { zone.pcp_at(cpu.id) };
         let Some(mut pcp) = self.lock_local_pcp(slot) else {
             let alone =
                 Pending { owner: owner.0, head: idx, tail: idx, pages: 1 << order.0, blocks: 1 };
@@ -196,12 +198,14 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Splice `chain` (its frames written, its tail's link not yet) onto the front of its
     /// owner's remote-free list. False, nothing changed, if the list would exceed
     /// [`REMOTE_FREE_MAX`] pages.
+    #[allow(unsafe_code)]
     fn remote_push(&self, cpu: Cpu, zone: &Zone<L>, chain: &Pending) -> bool {
         let home = &zone.pcp[chain.owner as usize];
         if E::ENABLED {
             self.events.touch(cpu.id, MetaLine::Pageset(zone.idx, CpuId(chain.owner)));
         }
-        let tail = &zone.mem_map[chain.tail as usize];
+        // SAFETY: the chain's tail is a frame of this zone, claimed in it (hot.rs, F).
+        let tail = unsafe { zone.frame_at(chain.tail) };
         let mut cur = home.remote.load(Relaxed);
         loop {
             let (head, held) = word_parts(cur);
@@ -238,6 +242,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 
     /// Free every block of the chain from `idx` (linked by `next`, ending at [`NIL`]) into
     /// `pcp` (`slot`'s, locked by the caller) as a local free would. Returns the blocks.
+    #[allow(unsafe_code)]
     fn remote_free_chain(
         &self,
         cpu: Cpu,
@@ -249,10 +254,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let mut blocks = 0;
         while idx != NIL {
             let pfn = zone.pfn_of(idx);
-            let frame = zone.frame(pfn);
+            // SAFETY: the chain's members are frames of this zone, as on any of its lists
+            // (hot.rs, F); the zone spans each one's pfn (P).
+            let (frame, bits) = unsafe { (zone.frame_at(idx), zone.pageblock_bits(pfn)) };
             let next = frame.next();
             let order = frame.info().order;
-            let bits = zone.pageblocks.get_bits(pfn);
             match self.pcp_fast.free_pindex(order, bits) {
                 Some(pindex) => {
                     self.free_unref_page_commit(
