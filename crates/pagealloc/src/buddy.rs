@@ -544,10 +544,11 @@ mod tests {
 
     /// A merge reports the lines the kernel's `__free_one_page` touches for it
     /// (docs/reproduction.md, 001-kbuild, the audit table): the freed block's `struct page`,
-    /// the buddy's (`page_is_buddy`), the buddy again with both of its free-list neighbours
-    /// and the free area when it is unlinked, the next buddy that is not free, the
-    /// enclosing block's buddy (`buddy_merge_likely`), then the merged block, the list's old
-    /// first entry and the free area when it is listed.
+    /// the buddy's (`page_is_buddy`), the buddy again and the free area when it is unlinked,
+    /// then both of its free-list neighbours (their links rewritten, reported as writes
+    /// after the reads), the next buddy that is not free, the enclosing block's buddy
+    /// (`buddy_merge_likely`), then the merged block and the free area when it is listed, and
+    /// the list's old first entry.
     #[test]
     fn a_merge_reports_the_buddy_and_its_list_neighbours() {
         let map = MemoryMap::single_node(1, 32 << 20).unwrap();
@@ -576,15 +577,15 @@ mod tests {
             f(0),
             f(2),
             f(2),
+            MetaLine::FreeArea(z.idx, Order(1)),
             f(18),
             f(10),
-            MetaLine::FreeArea(z.idx, Order(1)),
             f(4),
             f(8),
             f(0),
+            MetaLine::FreeArea(z.idx, Order(2)),
         ];
         want.extend(old_head.map(MetaLine::Frame));
-        want.push(MetaLine::FreeArea(z.idx, Order(2)));
         assert_eq!(*pa.events.0.lock().unwrap(), want);
         assert_eq!(zl.first_free(Order(2), mt), Some(at(0)), "merged to order 2, at the head");
     }
