@@ -647,18 +647,31 @@ impl EventSink for ModelSink {
         let Some(cache) = self.priced_lines() else { return };
         let here = cache.here(cpu);
         let mut hits = 0;
-        let overlapped = self.nr_slots != 0;
-        for (i, line) in reads.iter().chain(writes).enumerate() {
-            let write = overlapped && i >= reads.len();
+        // Two plain loops: one loop over both slices, with a flag per line, ran 7 % more of
+        // a page-fault1 run's instructions (callgrind, 3 343 M against 3 129 M).
+        for line in reads {
             if !cache.access_in_l2_from(here, line) {
-                if write {
+                self.touch_beyond_l2(cache, cpu, *line);
+            } else {
+                hits += 1;
+                if self.prefetched.len() != 0 || self.prices.of_access(Found::L2) != 0 {
+                    self.charge_touch(*line, Found::L2);
+                }
+            }
+        }
+        let overlapped = self.nr_slots != 0;
+        for line in writes {
+            if !cache.access_in_l2_from(here, line) {
+                if overlapped {
                     self.store_beyond_l2(cache, cpu, *line);
                 } else {
                     self.touch_beyond_l2(cache, cpu, *line);
                 }
             } else {
                 hits += 1;
-                if !write && (self.prefetched.len() != 0 || self.prices.of_access(Found::L2) != 0) {
+                if !overlapped
+                    && (self.prefetched.len() != 0 || self.prices.of_access(Found::L2) != 0)
+                {
                     self.charge_touch(*line, Found::L2);
                 }
             }
