@@ -681,7 +681,8 @@ impl EventSink for ModelSink {
     }
 
     /// A write of a line not read first: on a machine that gives its misses in flight, the
-    /// CPU does not wait for the line (nor for a hit, which the store buffer absorbs);
+    /// CPU does not wait for the line (nor for a hit, which the store buffer absorbs; a line
+    /// already on its way, prefetched or written earlier in the call, adds nothing more);
     /// otherwise the same as [`touch`](Self::touch).
     #[inline]
     fn store(&self, cpu: CpuId, line: MetaLine) {
