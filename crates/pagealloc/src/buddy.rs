@@ -70,21 +70,27 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// a refill calls it once per block.
     #[inline(always)]
     pub(crate) fn rmqueue_smallest(&mut self, order: Order, mt: MigrateType) -> Option<Pfn> {
+        self.rmqueue_smallest_at(order, mt).map(|idx| self.zone.pfn_of(idx))
+    }
+
+    /// [`rmqueue_smallest`](Self::rmqueue_smallest), returning the block's frame index, as a
+    /// refill wants it for its pageset list (no round trip through the pfn).
+    #[inline(always)]
+    pub(crate) fn rmqueue_smallest_at(&mut self, order: Order, mt: MigrateType) -> Option<u32> {
         let o = self.smallest_free_order(order, mt)?;
         let idx = self.pop_free_head(o, mt)?;
-        let pfn = self.zone.pfn_of(idx);
         let added = self.expand_at(idx, order, o, mt);
         self.account_freepages(mt, added - (1 << o.0));
         if E::ENABLED {
             self.events.record(&TraceEvent::PageAllocZoneLocked {
                 cpu: self.cpu,
-                pfn,
+                pfn: self.zone.pfn_of(idx),
                 order,
                 migratetype: mt,
                 percpu_refill: crate::types::pcp_allowed_order(order) && mt.is_mergeable(),
             });
         }
-        Some(pfn)
+        Some(idx)
     }
 
     /// One block of `order` for a `mt` request, from this zone's buddy lists, falling back to
@@ -109,7 +115,12 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// [`rmqueue`](Self::rmqueue) once the request's own lists had nothing, or for a request
     /// that may use CMA (which balances between CMA and its own lists first).
     #[inline(never)]
-    fn rmqueue_slow(&mut self, order: Order, mt: MigrateType, flags: AllocFlags) -> Option<Pfn> {
+    pub(crate) fn rmqueue_slow(
+        &mut self,
+        order: Order,
+        mt: MigrateType,
+        flags: AllocFlags,
+    ) -> Option<Pfn> {
         if !flags.has(AllocFlags::CMA) {
             return self.rmqueue_fallback(order, mt, flags);
         }
