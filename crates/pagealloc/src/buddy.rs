@@ -21,6 +21,23 @@ pub(crate) enum Fpi {
     ToTail,
 }
 
+/// A zone's span as the merge loop tests it: its first pfn and its length in pages, in
+/// locals. The zone holds atomics, so the compiler would reload its bounds after every store
+/// the loop makes; `spans` becomes one wrapping subtraction and one compare.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Span {
+    pub(crate) start: u64,
+    pub(crate) len: u64,
+}
+
+impl Span {
+    /// `zone`'s span, read now (it never changes after the build).
+    #[inline(always)]
+    pub(crate) fn of<L: RawLock>(zone: &crate::zone::Zone<L>) -> Span {
+        Span { start: zone.start_pfn.0, len: zone.end_pfn.0 - zone.start_pfn.0 }
+    }
+}
+
 impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// Split the free block at `pfn` (on no list) of order `high` down to `low`, putting each
     /// upper half on the head of the `mt` list of its order (kernel `expand`). `pfn` is then
@@ -204,16 +221,34 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         mt: MigrateType,
         fpi: Fpi,
     ) {
+        let span = Span::of(self.zone);
+        // SAFETY: the caller's promise.
+        unsafe { self.free_one_page_in(span, idx, order, mt, fpi) }
+    }
+
+    /// [`free_one_page_at`](Self::free_one_page_at) with the zone's span already read, as a
+    /// drain reads it once for all its blocks.
+    ///
+    /// # Safety
+    /// As for `free_one_page_at`; `span` is [`Span::of`] this zone.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn free_one_page_in(
+        &mut self,
+        Span { start, len: span }: Span,
+        idx: u32,
+        order: Order,
+        mt: MigrateType,
+        fpi: Fpi,
+    ) {
         let zone = self.zone;
+        debug_assert!(start == zone.start_pfn.0 && span == zone.end_pfn.0 - start);
         self.account_freepages(mt, 1 << order.0);
         // SAFETY: the caller's promise for `idx`; the buddies below are tested against the
         // span, and the merged block's head is one of them or `idx` (hot.rs, F).
         let at = unsafe { frames_unchecked(&zone.mem_map) };
         // Until the merged block is listed, no frame of it heads anything.
         at(idx).set_info(crate::mem_map::FrameInfo::TAIL);
-        // The span in locals: the zone holds atomics, so the compiler would reload its
-        // bounds after every store the loop makes. `spans` as one wrapping subtraction.
-        let (start, span) = (zone.start_pfn.0, zone.end_pfn.0 - zone.start_pfn.0);
         let (mut pfn, mut order) = (Pfn(start + u64::from(idx)), order);
         self.touch_frame(pfn);
         let mut buddy = pfn.buddy(order);
