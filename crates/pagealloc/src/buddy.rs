@@ -334,7 +334,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
             assert!(zone.spans(pfn), "{pfn:?} is outside the zone");
             // SAFETY: just checked (hot.rs, F and P).
             let bits = unsafe { zone.pageblock_bits(pfn) };
-            let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
+            let mt = crate::pageblock::type_of_bits(bits);
             // SAFETY: as above; a block the zone spans the head of lies inside its span.
             unsafe { self.free_one_page_at(zone.index_of(pfn), order, mt, fpi) };
         }

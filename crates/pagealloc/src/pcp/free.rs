@@ -252,7 +252,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         debug_assert!(core::ptr::eq(frame, &zone.mem_map[idx as usize]));
         if !self.cfg.hygiene {
             // ≤ 6.9 caches the block's type at free time and drains it back as that type.
-            let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
+            let mt = crate::pageblock::type_of_bits(bits);
             frame.aux().store(mt as u32, crate::sync::Ordering::Relaxed);
         }
         frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
@@ -575,7 +575,7 @@ fn free_to_buddy<E: EventSink, L: RawLock>(
     // SAFETY: `idx` was a pageset list's member, a frame of the zone heading a block inside
     // its span (hot.rs, F and P).
     let bits = unsafe { zone.pageblock_bits(pfn) };
-    let block = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
+    let block = crate::pageblock::type_of_bits(bits);
     let mt = if hygiene || block == MigrateType::Isolate {
         block
     } else {
