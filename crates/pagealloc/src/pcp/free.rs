@@ -507,34 +507,37 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let span = Span::of(zone);
         let layout = self.policy.pcp_lists;
         let nr_lists = layout.nr_lists();
-        let mut prefetched = 0;
+        // One counter per block: the blocks freed so far, on every list. The first
+        // `prefetch_budget` of them are prefetched; a list gives up to the blocks that cover
+        // the pages still to free (`n` counted down per list, not per block).
+        let mut freed = 0i32;
         while n > 0 {
             while pcp.lists[pindex].is_empty() {
                 pindex = (pindex + 1) % nr_lists;
                 zl.add_list_ops(1);
             }
             let order = layout.pindex_order(pindex).unwrap_or(Order(0));
+            let (before, limit) = (freed, freed + ((n + (1 << order.0) - 1) >> order.0));
             // SAFETY: a pageset list holds its zone's frames (hot.rs, F).
             let at = unsafe { frames_unchecked(&zone.mem_map) };
-            let mut taken = 0;
             while let Some((idx, prev)) = pcp.lists[pindex].pop_tail_with(&at) {
                 zl.add_list_ops(1);
                 if E::ENABLED {
                     self.touch_pcp_op(cpu, zone, idx, prev);
                 }
-                n -= 1 << order.0;
-                taken += 1;
-                if prefetched < prefetch_budget {
+                if freed < prefetch_budget {
                     self.prefetch_buddy(cpu, zone, zone.pfn_of(idx), order);
-                    prefetched += 1;
                 }
+                freed += 1;
                 free_to_buddy(zl, span, idx, order, hygiene);
-                if n <= 0 || pcp.lists[pindex].is_empty() {
+                if freed >= limit || pcp.lists[pindex].is_empty() {
                     break;
                 }
             }
-            // Nothing in the loop reads the count: one store per list.
-            pcp.count -= taken << order.0;
+            // Nothing in the loop reads the count or `n`: one store per list.
+            let pages = (freed - before) << order.0;
+            n -= pages;
+            pcp.count -= pages;
             pindex = (pindex + 1) % nr_lists;
         }
     }
