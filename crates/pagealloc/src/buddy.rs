@@ -63,7 +63,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         debug_assert!(u64::from(idx) + high.nr_pages().0 <= zone.end_pfn.0 - zone.start_pfn.0);
         // SAFETY: `idx` heads an order-`high` block taken off this zone's free lists, and
         // every frame of such a block is the zone's (hot.rs, F): so is each upper half.
-        let at = unsafe { frames_unchecked(&zone.mem_map) };
+        let at = unsafe { frames_unchecked(self.frames) };
         let mut o = high.0;
         while o > low.0 {
             o -= 1;
@@ -246,7 +246,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         self.account_freepages(mt, 1 << order.0);
         // SAFETY: the caller's promise for `idx`; the buddies below are tested against the
         // span, and the merged block's head is one of them or `idx` (hot.rs, F).
-        let at = unsafe { frames_unchecked(&zone.mem_map) };
+        let at = unsafe { frames_unchecked(self.frames) };
         // Until the merged block is listed, no frame of it heads anything.
         at(idx).set_info(crate::mem_map::FrameInfo::TAIL);
         let (mut pfn, mut order) = (Pfn(start + u64::from(idx)), order);
@@ -300,7 +300,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
             return false;
         }
         // SAFETY: `bidx` is the index of a pfn the zone spans (hot.rs, F).
-        let at = unsafe { frames_unchecked(&self.zone.mem_map) };
+        let at = unsafe { frames_unchecked(self.frames) };
         self.del_at(at, bidx, order, buddy_mt);
         if buddy_mt != mt {
             let pages = order.nr_pages().0 as i64;

@@ -291,6 +291,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     ) -> i32 {
         let RefillTo { pcp, order, pindex, mt, alloc_flags } = to;
         let zone = zl.zone;
+        // SAFETY: the buddy lists and the pageset's list hold this zone's frames (hot.rs, F).
+        let at = unsafe { frames_unchecked(zl.frames) };
         let mut got = 0;
         while got < n {
             let own = if own_lists_first { zl.rmqueue_smallest_at(order, mt) } else { None };
@@ -301,8 +303,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                     None => break,
                 },
             };
-            // SAFETY: the buddy lists hold this zone's frames (hot.rs, F).
-            let frame = unsafe { zone.frame_at(idx) };
+            let frame = at(idx);
             if !hygiene {
                 // ≤ 6.9 remembers which list the block came from (CMA, or the type asked).
                 let from = match zone.pageblocks.get(zone.pfn_of(idx)) {
@@ -312,10 +313,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 frame.aux().store(from as u32, crate::sync::Ordering::Relaxed);
             }
             frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
-            // SAFETY: `idx` is a frame of this zone, as are the list's members (hot.rs, F);
-            // `pindex` is from `PcpFast::pindex` (L).
-            let old_tail =
-                unsafe { pcp.list_at(pindex).push_tail_with(frames_unchecked(&zone.mem_map), idx) };
+            // SAFETY: `pindex` is from `PcpFast::pindex` (hot.rs, L).
+            let old_tail = unsafe { pcp.list_at(pindex).push_tail_with(&at, idx) };
             if E::ENABLED {
                 self.touch_pcp_op(zl.cpu, zone, idx, old_tail);
             }

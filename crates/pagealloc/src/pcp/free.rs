@@ -519,7 +519,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             let order = layout.pindex_order(pindex).unwrap_or(Order(0));
             let (before, limit) = (freed, freed + ((n + (1 << order.0) - 1) >> order.0));
             // SAFETY: a pageset list holds its zone's frames (hot.rs, F).
-            let at = unsafe { frames_unchecked(&zone.mem_map) };
+            let at = unsafe { frames_unchecked(zl.frames) };
             while let Some((idx, prev)) = pcp.lists[pindex].pop_tail_with(&at) {
                 zl.add_list_ops(1);
                 if E::ENABLED {
