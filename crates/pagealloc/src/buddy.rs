@@ -21,6 +21,23 @@ pub(crate) enum Fpi {
     ToTail,
 }
 
+/// A zone's span as the merge loop tests it: its first pfn and its length in pages, in
+/// locals. The zone holds atomics, so the compiler would reload its bounds after every store
+/// the loop makes; `spans` becomes one wrapping subtraction and one compare.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Span {
+    pub(crate) start: u64,
+    pub(crate) len: u64,
+}
+
+impl Span {
+    /// `zone`'s span, read now (it never changes after the build).
+    #[inline(always)]
+    pub(crate) fn of<L: RawLock>(zone: &crate::zone::Zone<L>) -> Span {
+        Span { start: zone.start_pfn.0, len: zone.end_pfn.0 - zone.start_pfn.0 }
+    }
+}
+
 impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// Split the free block at `pfn` (on no list) of order `high` down to `low`, putting each
     /// upper half on the head of the `mt` list of its order (kernel `expand`). `pfn` is then
@@ -46,7 +63,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         debug_assert!(u64::from(idx) + high.nr_pages().0 <= zone.end_pfn.0 - zone.start_pfn.0);
         // SAFETY: `idx` heads an order-`high` block taken off this zone's free lists, and
         // every frame of such a block is the zone's (hot.rs, F): so is each upper half.
-        let at = unsafe { frames_unchecked(&zone.mem_map) };
+        let at = unsafe { frames_unchecked(self.frames) };
         let mut o = high.0;
         while o > low.0 {
             o -= 1;
@@ -70,21 +87,27 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// a refill calls it once per block.
     #[inline(always)]
     pub(crate) fn rmqueue_smallest(&mut self, order: Order, mt: MigrateType) -> Option<Pfn> {
+        self.rmqueue_smallest_at(order, mt).map(|idx| self.zone.pfn_of(idx))
+    }
+
+    /// [`rmqueue_smallest`](Self::rmqueue_smallest), returning the block's frame index, as a
+    /// refill wants it for its pageset list (no round trip through the pfn).
+    #[inline(always)]
+    pub(crate) fn rmqueue_smallest_at(&mut self, order: Order, mt: MigrateType) -> Option<u32> {
         let o = self.smallest_free_order(order, mt)?;
         let idx = self.pop_free_head(o, mt)?;
-        let pfn = self.zone.pfn_of(idx);
         let added = self.expand_at(idx, order, o, mt);
         self.account_freepages(mt, added - (1 << o.0));
         if E::ENABLED {
             self.events.record(&TraceEvent::PageAllocZoneLocked {
                 cpu: self.cpu,
-                pfn,
+                pfn: self.zone.pfn_of(idx),
                 order,
                 migratetype: mt,
                 percpu_refill: crate::types::pcp_allowed_order(order) && mt.is_mergeable(),
             });
         }
-        Some(pfn)
+        Some(idx)
     }
 
     /// One block of `order` for a `mt` request, from this zone's buddy lists, falling back to
@@ -109,7 +132,12 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// [`rmqueue`](Self::rmqueue) once the request's own lists had nothing, or for a request
     /// that may use CMA (which balances between CMA and its own lists first).
     #[inline(never)]
-    fn rmqueue_slow(&mut self, order: Order, mt: MigrateType, flags: AllocFlags) -> Option<Pfn> {
+    pub(crate) fn rmqueue_slow(
+        &mut self,
+        order: Order,
+        mt: MigrateType,
+        flags: AllocFlags,
+    ) -> Option<Pfn> {
         if !flags.has(AllocFlags::CMA) {
             return self.rmqueue_fallback(order, mt, flags);
         }
@@ -193,16 +221,34 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         mt: MigrateType,
         fpi: Fpi,
     ) {
+        let span = Span::of(self.zone);
+        // SAFETY: the caller's promise.
+        unsafe { self.free_one_page_in(span, idx, order, mt, fpi) }
+    }
+
+    /// [`free_one_page_at`](Self::free_one_page_at) with the zone's span already read, as a
+    /// drain reads it once for all its blocks.
+    ///
+    /// # Safety
+    /// As for `free_one_page_at`; `span` is [`Span::of`] this zone.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn free_one_page_in(
+        &mut self,
+        Span { start, len: span }: Span,
+        idx: u32,
+        order: Order,
+        mt: MigrateType,
+        fpi: Fpi,
+    ) {
         let zone = self.zone;
+        debug_assert!(start == zone.start_pfn.0 && span == zone.end_pfn.0 - start);
         self.account_freepages(mt, 1 << order.0);
         // SAFETY: the caller's promise for `idx`; the buddies below are tested against the
         // span, and the merged block's head is one of them or `idx` (hot.rs, F).
-        let at = unsafe { frames_unchecked(&zone.mem_map) };
+        let at = unsafe { frames_unchecked(self.frames) };
         // Until the merged block is listed, no frame of it heads anything.
         at(idx).set_info(crate::mem_map::FrameInfo::TAIL);
-        // The span in locals: the zone holds atomics, so the compiler would reload its
-        // bounds after every store the loop makes. `spans` as one wrapping subtraction.
-        let (start, span) = (zone.start_pfn.0, zone.end_pfn.0 - zone.start_pfn.0);
         let (mut pfn, mut order) = (Pfn(start + u64::from(idx)), order);
         self.touch_frame(pfn);
         let mut buddy = pfn.buddy(order);
@@ -254,7 +300,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
             return false;
         }
         // SAFETY: `bidx` is the index of a pfn the zone spans (hot.rs, F).
-        let at = unsafe { frames_unchecked(&self.zone.mem_map) };
+        let at = unsafe { frames_unchecked(self.frames) };
         self.del_at(at, bidx, order, buddy_mt);
         if buddy_mt != mt {
             let pages = order.nr_pages().0 as i64;
@@ -288,7 +334,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
             assert!(zone.spans(pfn), "{pfn:?} is outside the zone");
             // SAFETY: just checked (hot.rs, F and P).
             let bits = unsafe { zone.pageblock_bits(pfn) };
-            let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
+            let mt = crate::pageblock::type_of_bits(bits);
             // SAFETY: as above; a block the zone spans the head of lies inside its span.
             unsafe { self.free_one_page_at(zone.index_of(pfn), order, mt, fpi) };
         }

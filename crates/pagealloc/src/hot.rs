@@ -12,7 +12,8 @@
 //!
 //! - **Z (zones).** `PageAllocator::zones[i].idx == ZoneIdx(i)`; every `ZoneIdx` the allocator
 //!   stores (a node's preferred zones and zonelist, the pfn→zone table and its first entry
-//!   kept apart, `first_span`) names one of them.
+//!   kept apart, `first_span`, and the one-node preferred zone an `AllocRequest` copies from
+//!   its node's table, used only after the request's owner is checked) names one of them.
 //! - **N (nodes).** A [`Cpu`] that passes `PageAllocator::owns` was made by that allocator's
 //!   `cpu()`, so its node is one of the allocator's nodes; a caller-given node replaces it only
 //!   after `node < nodes.len()` is checked (`alloc_checked`).

@@ -160,6 +160,10 @@ pub struct AllocRequest {
     shape: FastShape,
     /// `PcpFast::pindex(Order(0), mt)`, `u8::MAX` when the layout caches no order-0 block.
     pindex0: u8,
+    /// The preferred zone when the allocator has one node, so every CPU's: the fast path
+    /// then needs no node table. `None` with more nodes (or no zone for the request): the
+    /// CPU's node decides, as for `alloc_pages`.
+    one_node_zone: Option<ZoneIdx>,
     /// [`PageAllocator`]'s identity (`PageAllocator::id`).
     owner: u64,
 }
@@ -816,7 +820,11 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let (highest, mt) = self.request_shape(gfp, Order(0))?;
         let pindex0 = self.pcp_fast.pindex(Order(0), mt).map_or(u8::MAX, |i| i as u8);
         let shape = FastShape::of(gfp, highest, mt);
-        Ok(AllocRequest { gfp, shape, pindex0, owner: self.id })
+        let one_node_zone = match &self.nodes[..] {
+            [node] => node.preferred[highest.index()],
+            _ => None,
+        };
+        Ok(AllocRequest { gfp, shape, pindex0, one_node_zone, owner: self.id })
     }
 
     /// Allocate as [`alloc_pages`](Self::alloc_pages) does with the flags `req` was prepared
@@ -841,13 +849,14 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let shape = req.shape;
         let fast = if order.0 == 0 {
             let pindex = (req.pindex0 != u8::MAX).then_some(usize::from(req.pindex0));
-            self.alloc_fast(cpu, Order(0), shape, pindex)
+            self.alloc_fast(cpu, Order(0), shape, pindex, req.one_node_zone)
         } else {
             // Order 0 is valid: only the other orders are tested.
             if !order.is_valid() {
                 return Err(AllocError::InvalidOrder(order));
             }
-            self.alloc_fast(cpu, order, shape, self.pcp_fast.pindex(order, shape.mt))
+            let pindex = self.pcp_fast.pindex(order, shape.mt);
+            self.alloc_fast(cpu, order, shape, pindex, req.one_node_zone)
         };
         self.alloc_finish(cpu, req.gfp, order, shape.mt, shape.highest, fast, None)
     }
@@ -951,9 +960,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         // folds its order tests and shifts away (the same steps, the same decisions).
         let shape = FastShape::of(gfp, highest, mt);
         let fast = if order.0 == 0 {
-            self.alloc_fast(cpu, Order(0), shape, self.pcp_fast.pindex(Order(0), mt))
+            self.alloc_fast(cpu, Order(0), shape, self.pcp_fast.pindex(Order(0), mt), None)
         } else {
-            self.alloc_fast(cpu, order, shape, self.pcp_fast.pindex(order, mt))
+            self.alloc_fast(cpu, order, shape, self.pcp_fast.pindex(order, mt), None)
         };
         self.alloc_finish(cpu, gfp, order, mt, highest, fast, m)
     }
@@ -999,7 +1008,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// `None` untouched and the walk runs. So does a zone flag that changes the hit's course:
     /// ZONE_BELOW_HIGH (the walk decides) or, for a request that wakes kswapd, a boosted
     /// watermark, which the walk's `rmqueue` clears and counts as a wake after the same hit.
-    /// Both are one test of the flags word against the request's mask.
+    /// Both are one test of the flags word against the request's mask. `one_node_zone` is a
+    /// prepared request's preferred zone on a one-node allocator (else the CPU's node's
+    /// table is read).
     #[inline(always)]
     #[allow(unsafe_code)]
     fn alloc_fast(
@@ -1008,11 +1019,16 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         order: Order,
         shape: FastShape,
         pindex: Option<usize>,
+        one_node_zone: Option<ZoneIdx>,
     ) -> Option<Pfn> {
         let FastShape { highest, mt, flags, zone_flags_off_course } = shape;
         let pindex = pindex?;
-        // SAFETY: the public calls checked `cpu` and any node they were given (hot.rs, N).
-        let z = unsafe { self.preferred_zone(cpu, highest) }?;
+        let z = match one_node_zone {
+            // SAFETY: `prepare` took it from the node's table (hot.rs, Z).
+            Some(zi) => unsafe { self.zone_at(zi) },
+            // SAFETY: the public calls checked `cpu` and any node they were given (hot.rs, N).
+            None => unsafe { self.preferred_zone(cpu, highest) }?,
+        };
         if z.flags.load(Relaxed) & zone_flags_off_course != 0
             || !(z.clears_high_fast(order, highest)
                 || z.watermark_fast(order, z.wmark_pages(WMARK_HIGH), highest, flags))

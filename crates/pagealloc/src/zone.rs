@@ -431,7 +431,16 @@ impl<L: RawLock> Zone<L> {
         if let (Some(asked), Some(got)) = (asked, held_since) {
             self.counters.add_locked(Counter::ZoneLockWaitNs, got.saturating_sub(asked));
         }
-        ZoneLocked { zone: self, free, cpu, events, cfg, held_since, list_ops: 0 }
+        ZoneLocked {
+            zone: self,
+            frames: &self.mem_map,
+            free,
+            cpu,
+            events,
+            cfg,
+            held_since,
+            list_ops: 0,
+        }
     }
 
     /// Read-only view of the free lists under the lock, for validators and /proc views.
@@ -461,6 +470,9 @@ pub struct CoreConfig {
 #[derive(Debug)]
 pub struct ZoneLocked<'a, E: EventSink, L: RawLock = RawSpinLock> {
     pub(crate) zone: &'a Zone<L>,
+    /// The zone's frames, read once when the lock is taken: the zone holds atomics, so the
+    /// compiler would reload its `mem_map` after every store a buddy loop makes.
+    pub(crate) frames: &'a [Frame],
     pub(crate) free: MutexGuard<'a, L, ZoneFree>,
     pub(crate) cpu: CpuId,
     pub(crate) events: &'a E,
@@ -549,9 +561,9 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         let idx = zone.index_of(pfn);
         // Checked: the caller names the block by pfn; this index is what puts the frame on a
         // list (hot.rs, F).
-        assert!((idx as usize) < zone.mem_map.len(), "{pfn:?} is outside the zone");
+        assert!((idx as usize) < self.frames.len(), "{pfn:?} is outside the zone");
         // SAFETY: `idx` was just checked and the list's members are the zone's frames (F).
-        let at = unsafe { frames_unchecked(&zone.mem_map) };
+        let at = unsafe { frames_unchecked(self.frames) };
         self.add_at(at, idx, order, mt, tail);
     }
 
@@ -616,9 +628,9 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         let zone = self.zone;
         let idx = zone.index_of(pfn);
         // Checked: the caller names the block by pfn (hot.rs, F); its neighbours are members.
-        assert!((idx as usize) < zone.mem_map.len(), "{pfn:?} is outside the zone");
+        assert!((idx as usize) < self.frames.len(), "{pfn:?} is outside the zone");
         // SAFETY: `idx` was just checked and the list's members are the zone's frames (F).
-        let at = unsafe { frames_unchecked(&zone.mem_map) };
+        let at = unsafe { frames_unchecked(self.frames) };
         self.del_at(at, idx, order, mt);
     }
 
@@ -644,7 +656,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     #[allow(unsafe_code)]
     pub(crate) fn pop_free_head(&mut self, order: Order, mt: MigrateType) -> Option<u32> {
         // SAFETY: a list's members are the zone's frames (hot.rs, F).
-        let at = unsafe { frames_unchecked(&self.zone.mem_map) };
+        let at = unsafe { frames_unchecked(self.frames) };
         let (idx, next) = self.free.area[order.index()].lists[mt.index()].pop_head_with(&at)?;
         at(idx).set_info(FrameInfo::TAIL);
         self.delisted(order, mt, idx, [NIL, next]);

@@ -1436,44 +1436,69 @@ fn lowmem_reserve_against_an_empty_zone_is_zero_or_cumulative() {
 /// allocating with the flags, the other with them prepared, run the same random program
 /// (flags of every migratetype and zone limit, orders 0..=10, both CPUs, frees in random
 /// order, running the zones low) and hand out the same blocks with the same counters, under
-/// the modern preset and the oldest one (4.18, before the seed mechanisms).
+/// the modern preset and the oldest one (4.18, before the seed mechanisms), on one node
+/// (where a request carries its preferred zone) and on two (where each CPU's node decides).
 #[test]
 fn prepared_requests_hand_out_what_alloc_pages_hands_out() {
-    let flags = [Gfp::KERNEL, Gfp::HIGHUSER_MOVABLE, Gfp::ATOMIC, Gfp::KERNEL | Gfp::DMA32];
     for policy in [Policy::modern(), Policy::preset("legacy-4.18").unwrap()] {
-        let plain = dma32_normal_machine(policy, 64);
-        let prepared = dma32_normal_machine(policy, 64);
-        let reqs: Vec<_> = flags.iter().map(|&g| prepared.prepare(g).unwrap()).collect();
-        let mut live: Vec<(Pfn, Order, u32)> = Vec::new();
-        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut failed = 0;
-        for step in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let c = (x >> 8) as u32 & 1;
-            if x % 5 < 3 {
-                let g = (x >> 16) as usize % flags.len();
-                // Mostly order 0, as in use; now and then any order up to 10.
-                let order = Order(if x >> 40 & 7 == 0 { (x >> 20) as u8 % 11 } else { 0 });
-                let a = plain.alloc_pages(cpu(&plain, c), flags[g], order);
-                let b = prepared.alloc_prepared(cpu(&prepared, c), &reqs[g], order);
-                assert_eq!(a, b, "step {step}: {:?} order {}", flags[g], order.0);
-                match a {
-                    Ok(p) => live.push((p, order, c)),
-                    Err(_) => failed += 1,
-                }
-            } else if !live.is_empty() {
-                let (p, order, _) = live.swap_remove((x >> 24) as usize % live.len());
-                plain.free_pages(cpu(&plain, c), p, order).unwrap();
-                prepared.free_pages(cpu(&prepared, c), p, order).unwrap();
-            }
-        }
-        assert_eq!(plain.vm_events(), prepared.vm_events());
-        // The program reached the paths beyond a pageset hit: refills, drains, failures.
-        let e = prepared.vm_events();
-        assert!(e.get(Counter::PcpRefill) > 0 && e.get(Counter::DrainHigh) > 0, "{e:?}");
-        assert!(failed > 0, "no allocation failed: the zones never ran low");
-        check(&prepared);
+        prepared_and_plain_agree(|| dma32_normal_machine(policy, 64));
+        prepared_and_plain_agree(|| two_node_machine(policy));
     }
+}
+
+/// 2 nodes of one CPU each: node 0 with DMA32 64 MiB (from 16 MiB) and Normal 64 MiB from
+/// 4 GiB, node 1 with Normal 64 MiB above it.
+fn two_node_machine(policy: Policy) -> PageAllocator {
+    let mut map = MemoryMap::new();
+    map.add_range(NodeId(0), 16 * MIB..80 * MIB)
+        .unwrap()
+        .add_range(NodeId(0), 4 * GIB..4 * GIB + 64 * MIB)
+        .unwrap()
+        .add_range(NodeId(1), 4 * GIB + 64 * MIB..4 * GIB + 128 * MIB)
+        .unwrap()
+        .set_cpus(NodeId(0), 1)
+        .unwrap()
+        .set_cpus(NodeId(1), 1)
+        .unwrap();
+    PageAllocator::new(map, Tunables::default(), policy).expect("valid allocator")
+}
+
+/// The random program of `prepared_requests_hand_out_what_alloc_pages_hands_out` on two
+/// allocators that `machine` builds alike.
+fn prepared_and_plain_agree(machine: impl Fn() -> PageAllocator) {
+    let flags = [Gfp::KERNEL, Gfp::HIGHUSER_MOVABLE, Gfp::ATOMIC, Gfp::KERNEL | Gfp::DMA32];
+    let plain = machine();
+    let prepared = machine();
+    let reqs: Vec<_> = flags.iter().map(|&g| prepared.prepare(g).unwrap()).collect();
+    let mut live: Vec<(Pfn, Order, u32)> = Vec::new();
+    let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut failed = 0;
+    for step in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let c = (x >> 8) as u32 & 1;
+        if x % 5 < 3 {
+            let g = (x >> 16) as usize % flags.len();
+            // Mostly order 0, as in use; now and then any order up to 10.
+            let order = Order(if x >> 40 & 7 == 0 { (x >> 20) as u8 % 11 } else { 0 });
+            let a = plain.alloc_pages(cpu(&plain, c), flags[g], order);
+            let b = prepared.alloc_prepared(cpu(&prepared, c), &reqs[g], order);
+            assert_eq!(a, b, "step {step}: {:?} order {}", flags[g], order.0);
+            match a {
+                Ok(p) => live.push((p, order, c)),
+                Err(_) => failed += 1,
+            }
+        } else if !live.is_empty() {
+            let (p, order, _) = live.swap_remove((x >> 24) as usize % live.len());
+            plain.free_pages(cpu(&plain, c), p, order).unwrap();
+            prepared.free_pages(cpu(&prepared, c), p, order).unwrap();
+        }
+    }
+    assert_eq!(plain.vm_events(), prepared.vm_events());
+    // The program reached the paths beyond a pageset hit: refills, drains, failures.
+    let e = prepared.vm_events();
+    assert!(e.get(Counter::PcpRefill) > 0 && e.get(Counter::DrainHigh) > 0, "{e:?}");
+    assert!(failed > 0, "no allocation failed: the zones never ran low");
+    check(&prepared);
 }

@@ -250,7 +250,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Move up to `n` blocks of `order` from the buddy lists to the tail of list `pindex`,
     /// under one zone-lock hold (kernel `rmqueue_bulk`). Returns how many it got; stops at the
     /// first failure.
-    #[allow(clippy::too_many_arguments, unsafe_code)]
+    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn rmqueue_bulk(
         &self,
@@ -264,33 +264,74 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         alloc_flags: AllocFlags,
     ) -> i32 {
         let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
+        let to = RefillTo { pcp, order, pindex, mt, alloc_flags };
+        // The loop unswitched on the two tests that are fixed for the whole refill: the
+        // common case (no CMA, 6.10 hygiene) runs a copy with neither.
+        let (own_lists_first, hygiene) = (!alloc_flags.has(AllocFlags::CMA), self.cfg.hygiene);
+        if own_lists_first && hygiene {
+            self.refill_blocks(&mut zl, to, n, true, true)
+        } else {
+            self.refill_blocks(&mut zl, to, n, own_lists_first, hygiene)
+        }
+    }
+
+    /// [`Self::rmqueue_bulk`]'s loop: `rmqueue` block by block, keeping the frame index its
+    /// own lists hand back (`own_lists_first`: the request may not use CMA, so they are tried
+    /// first), each block put on the pageset list. `hygiene` is the policy's 6.10 rule
+    /// (otherwise the block remembers the list it came from). The count is added once.
+    #[allow(unsafe_code)]
+    #[inline(always)]
+    fn refill_blocks(
+        &self,
+        zl: &mut crate::zone::ZoneLocked<'_, E, L>,
+        to: RefillTo<'_>,
+        n: i32,
+        own_lists_first: bool,
+        hygiene: bool,
+    ) -> i32 {
+        let RefillTo { pcp, order, pindex, mt, alloc_flags } = to;
+        let zone = zl.zone;
+        // SAFETY: the buddy lists and the pageset's list hold this zone's frames (hot.rs, F).
+        let at = unsafe { frames_unchecked(zl.frames) };
         let mut got = 0;
         while got < n {
-            let Some(pfn) = zl.rmqueue(order, mt, alloc_flags) else { break };
-            let idx = zone.index_of(pfn);
-            // SAFETY: the buddy lists hold this zone's frames (hot.rs, F).
-            let frame = unsafe { zone.frame_at(idx) };
-            if !self.cfg.hygiene {
+            let own = if own_lists_first { zl.rmqueue_smallest_at(order, mt) } else { None };
+            let idx = match own {
+                Some(idx) => idx,
+                None => match zl.rmqueue_slow(order, mt, alloc_flags) {
+                    Some(pfn) => zone.index_of(pfn),
+                    None => break,
+                },
+            };
+            let frame = at(idx);
+            if !hygiene {
                 // ≤ 6.9 remembers which list the block came from (CMA, or the type asked).
-                let from = match zone.pageblocks.get(pfn) {
+                let from = match zone.pageblocks.get(zone.pfn_of(idx)) {
                     MigrateType::Cma => MigrateType::Cma,
                     _ => mt,
                 };
                 frame.aux().store(from as u32, crate::sync::Ordering::Relaxed);
             }
             frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
-            // SAFETY: `idx` is a frame of this zone, as are the list's members (hot.rs, F);
-            // `pindex` is from `PcpFast::pindex` (L).
-            let old_tail =
-                unsafe { pcp.list_at(pindex).push_tail_with(frames_unchecked(&zone.mem_map), idx) };
+            // SAFETY: `pindex` is from `PcpFast::pindex` (hot.rs, L).
+            let old_tail = unsafe { pcp.list_at(pindex).push_tail_with(&at, idx) };
             if E::ENABLED {
-                self.touch_pcp_op(cpu.id, zone, idx, old_tail);
+                self.touch_pcp_op(zl.cpu, zone, idx, old_tail);
             }
-            pcp.count += 1 << order.0;
             got += 1;
         }
+        pcp.count += got << order.0;
         got
     }
+}
+
+/// Where a refill puts its blocks and what it asks the buddy lists for.
+struct RefillTo<'p> {
+    pcp: &'p mut PerCpuPages,
+    order: Order,
+    pindex: usize,
+    mt: MigrateType,
+    alloc_flags: AllocFlags,
 }
 
 #[cfg(test)]

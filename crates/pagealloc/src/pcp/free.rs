@@ -2,7 +2,7 @@
 //! the drain size `nr_pcp_free` and the bulk drain `free_pcppages_bulk` (docs/kernel-reference.md
 //! §4, docs/preset-history.md §1.2, §2, §3).
 
-use crate::buddy::Fpi;
+use crate::buddy::{Fpi, Span};
 use crate::events::{EventSink, MetaLine, TraceEvent};
 use crate::gfp::AllocFlags;
 use crate::hot::frames_unchecked;
@@ -252,7 +252,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         debug_assert!(core::ptr::eq(frame, &zone.mem_map[idx as usize]));
         if !self.cfg.hygiene {
             // ≤ 6.9 caches the block's type at free time and drains it back as that type.
-            let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
+            let mt = crate::pageblock::type_of_bits(bits);
             frame.aux().store(mt as u32, crate::sync::Ordering::Relaxed);
         }
         frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
@@ -470,41 +470,74 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             while let Some(idx) = next {
                 let frame = &zone.mem_map[idx as usize];
                 next = Some(frame.next()).filter(|&i| i != NIL);
-                free_to_buddy(&mut zl, cpu, zone, idx, frame.info().order, self.cfg.hygiene);
+                free_to_buddy(&mut zl, Span::of(zone), idx, frame.info().order, self.cfg.hygiene);
             }
             return;
         }
         let mut zl = zone.lock(cpu, &self.events, &self.cfg);
         // v2 (5.18) probes the start list first; v1 probes the one after it.
-        let mut pindex = match self.policy.bulk_free {
+        let first = match self.policy.bulk_free {
             BulkFree::SinglePassAfterStart => start + 1,
             _ => start,
         } % nr_lists;
-        let mut prefetched = 0;
+        // The loop unswitched on the policy's hygiene, fixed for the whole drain: the 6.10
+        // rule (every preset from `modern` on) runs a copy without the test.
+        if self.cfg.hygiene {
+            self.drain_lists(&mut zl, pcp, n, first, prefetch_budget, true);
+        } else {
+            self.drain_lists(&mut zl, pcp, n, first, prefetch_budget, false);
+        }
+    }
+
+    /// The single-pass drain's loop: from list `pindex` on, round the lists, take blocks
+    /// from each list's tail until `n` pages are freed, prefetching the buddies of the first
+    /// `prefetch_budget`. `hygiene` is the policy's 6.10 rule (see [`free_to_buddy`]).
+    #[allow(unsafe_code)]
+    #[inline(always)]
+    fn drain_lists(
+        &self,
+        zl: &mut crate::zone::ZoneLocked<'_, E, L>,
+        pcp: &mut PerCpuPages,
+        mut n: i32,
+        mut pindex: usize,
+        prefetch_budget: i32,
+        hygiene: bool,
+    ) {
+        let (zone, cpu) = (zl.zone, zl.cpu);
+        let span = Span::of(zone);
+        let layout = self.policy.pcp_lists;
+        let nr_lists = layout.nr_lists();
+        // One counter per block: the blocks freed so far, on every list. The first
+        // `prefetch_budget` of them are prefetched; a list gives up to the blocks that cover
+        // the pages still to free (`n` counted down per list, not per block).
+        let mut freed = 0i32;
         while n > 0 {
             while pcp.lists[pindex].is_empty() {
                 pindex = (pindex + 1) % nr_lists;
                 zl.add_list_ops(1);
             }
             let order = layout.pindex_order(pindex).unwrap_or(Order(0));
+            let (before, limit) = (freed, freed + ((n + (1 << order.0) - 1) >> order.0));
             // SAFETY: a pageset list holds its zone's frames (hot.rs, F).
-            let at = unsafe { frames_unchecked(&zone.mem_map) };
+            let at = unsafe { frames_unchecked(zl.frames) };
             while let Some((idx, prev)) = pcp.lists[pindex].pop_tail_with(&at) {
                 zl.add_list_ops(1);
                 if E::ENABLED {
                     self.touch_pcp_op(cpu, zone, idx, prev);
                 }
-                n -= 1 << order.0;
-                pcp.count -= 1 << order.0;
-                if prefetched < prefetch_budget {
+                if freed < prefetch_budget {
                     self.prefetch_buddy(cpu, zone, zone.pfn_of(idx), order);
-                    prefetched += 1;
                 }
-                free_to_buddy(&mut zl, cpu, zone, idx, order, self.cfg.hygiene);
-                if n <= 0 || pcp.lists[pindex].is_empty() {
+                freed += 1;
+                free_to_buddy(zl, span, idx, order, hygiene);
+                if freed >= limit || pcp.lists[pindex].is_empty() {
                     break;
                 }
             }
+            // Nothing in the loop reads the count or `n`: one store per list.
+            let pages = (freed - before) << order.0;
+            n -= pages;
+            pcp.count -= pages;
             pindex = (pindex + 1) % nr_lists;
         }
     }
@@ -535,17 +568,17 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 #[allow(unsafe_code)]
 fn free_to_buddy<E: EventSink, L: RawLock>(
     zl: &mut crate::zone::ZoneLocked<'_, E, L>,
-    cpu: CpuId,
-    zone: &Zone<L>,
+    span: Span,
     idx: u32,
     order: Order,
     hygiene: bool,
 ) {
-    let pfn = zone.pfn_of(idx);
+    let (zone, cpu) = (zl.zone, zl.cpu);
+    let pfn = Pfn(span.start + u64::from(idx));
     // SAFETY: `idx` was a pageset list's member, a frame of the zone heading a block inside
     // its span (hot.rs, F and P).
     let bits = unsafe { zone.pageblock_bits(pfn) };
-    let block = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
+    let block = crate::pageblock::type_of_bits(bits);
     let mt = if hygiene || block == MigrateType::Isolate {
         block
     } else {
@@ -554,7 +587,7 @@ fn free_to_buddy<E: EventSink, L: RawLock>(
         MigrateType::from_u8(cached as u8).unwrap_or(block)
     };
     // SAFETY: as above.
-    unsafe { zl.free_one_page_at(idx, order, mt, Fpi::None) };
+    unsafe { zl.free_one_page_in(span, idx, order, mt, Fpi::None) };
     if E::ENABLED {
         zl.events.record(&TraceEvent::PagePcpuDrain { cpu, pfn, order, migratetype: mt });
     }

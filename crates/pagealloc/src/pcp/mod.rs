@@ -180,7 +180,7 @@ impl PcpFast {
         let mut free_pindex = [[PcpFast::NOT_CACHED; 8]; NR_PAGE_ORDERS];
         for (o, row) in free_pindex.iter_mut().enumerate() {
             for (bits, slot) in row.iter_mut().enumerate() {
-                let mt = MigrateType::from_u8(bits as u8).unwrap_or(MigrateType::Movable);
+                let mt = crate::pageblock::type_of_bits(bits as u8);
                 if mt == MigrateType::Isolate {
                     continue;
                 }
@@ -391,7 +391,7 @@ mod tests {
                     assert_eq!(fast.pindex(order, mt), want, "{layout} order {o} {mt}");
                 }
                 for bits in 0..8u8 {
-                    let mt = MigrateType::from_u8(bits).unwrap_or(MigrateType::Movable);
+                    let mt = crate::pageblock::type_of_bits(bits);
                     let want = match mt {
                         MigrateType::Isolate => None,
                         MigrateType::HighAtomic | MigrateType::Cma => {
