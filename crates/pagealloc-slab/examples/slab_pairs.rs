@@ -1,0 +1,75 @@
+//! A slab alloc+free pair in a loop, for instruction counts under callgrind:
+//!
+//! ```text
+//! cargo build --release -p pagealloc-slab --example slab_pairs
+//! valgrind --tool=callgrind --toggle-collect='*slab_pairs*measured*' \
+//!     target/release/examples/slab_pairs local 200000
+//! ```
+//!
+//! Instructions per pair = the collected `Ir` / the pair count. Patterns: `local`, an object
+//! allocated and freed on CPU 0 (both fast paths); `remote`, allocated on CPU 0 and freed on
+//! CPU 1 (SLUB's `__slab_free` into another CPU's active slab), in batches of 8 so that CPU 0
+//! refills from the objects CPU 1 gave back. One thread plays both CPUs: the count is the
+//! work of the calls, not the cost of moving lines between cores. A warm-up pass of the same
+//! pattern is not collected.
+
+use std::hint::black_box;
+use std::process::ExitCode;
+
+use pagealloc::{CpuId, Gfp, MemoryMap, PageAllocator, Policy, Tunables};
+use pagealloc_slab::{KmemCache, SlabFlags, SlubConfig};
+
+/// Objects a round allocates before freeing them.
+const BATCH: usize = 8;
+
+/// `rounds` rounds of [`BATCH`] allocations on CPU 0 and their frees on `free_cpu`.
+fn rounds(cache: &KmemCache<'_>, pa: &PageAllocator, free_cpu: CpuId, rounds: u64) -> u64 {
+    let (a, f) = (pa.cpu(CpuId(0)).expect("cpu 0"), pa.cpu(free_cpu).expect("free cpu"));
+    let mut held = Vec::with_capacity(BATCH);
+    for _ in 0..rounds {
+        for _ in 0..BATCH {
+            held.push(black_box(cache.alloc(a, Gfp::KERNEL).expect("memory")));
+        }
+        for obj in held.drain(..) {
+            cache.free(f, obj).expect("free");
+        }
+    }
+    rounds * BATCH as u64
+}
+
+#[inline(never)]
+fn measured(cache: &KmemCache<'_>, pa: &PageAllocator, free_cpu: CpuId, n: u64) -> u64 {
+    rounds(cache, pa, free_cpu, n)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let free_cpu = match args.get(1).map(String::as_str) {
+        Some("local") => CpuId(0),
+        Some("remote") => CpuId(1),
+        _ => {
+            eprintln!("usage: slab_pairs local|remote PAIRS");
+            return ExitCode::from(2);
+        }
+    };
+    let pairs: u64 = args.get(2).and_then(|p| p.parse().ok()).unwrap_or(200_000);
+    let map = MemoryMap::single_node(2, 256 << 20).expect("memory map");
+    let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).expect("allocator");
+    let cache = KmemCache::new(
+        &pa,
+        "skbuff_head_cache",
+        256,
+        0,
+        SlabFlags::HWCACHE_ALIGN,
+        &SlubConfig::default(),
+    )
+    .expect("cache");
+    rounds(&cache, &pa, free_cpu, 1000);
+    let n = pairs / BATCH as u64;
+    let done = measured(&cache, &pa, free_cpu, n);
+    let stats = cache.stats();
+    let counts: Vec<String> =
+        stats.iter().filter(|&(_, v)| v > 0).map(|(k, v)| format!("{k}={v}")).collect();
+    println!("{done} pairs; {}", counts.join(" "));
+    ExitCode::SUCCESS
+}
