@@ -11,13 +11,17 @@
 //! CPU 1 (SLUB's `__slab_free` into another CPU's active slab), in batches of 8 so that CPU 0
 //! refills from the objects CPU 1 gave back. One thread plays both CPUs: the count is the
 //! work of the calls, not the cost of moving lines between cores. A warm-up pass of the same
-//! pattern is not collected.
+//! pattern is not collected. `threads` is not for callgrind: two threads, one allocating on
+//! CPU 0 and one freeing on CPU 1, timed by the wall clock (ns a pair).
 
 use std::hint::black_box;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering::Acquire, Ordering::Release};
+use std::sync::Mutex;
+use std::time::Instant;
 
 use pagealloc::{CpuId, Gfp, MemoryMap, PageAllocator, Policy, Tunables};
-use pagealloc_slab::{KmemCache, SlabFlags, SlubConfig};
+use pagealloc_slab::{KmemCache, SlabFlags, SlabObject, SlubConfig};
 
 /// Objects a round allocates before freeing them.
 const BATCH: usize = 8;
@@ -42,16 +46,58 @@ fn measured(cache: &KmemCache<'_>, pa: &PageAllocator, free_cpu: CpuId, n: u64) 
     rounds(cache, pa, free_cpu, n)
 }
 
+/// Objects the allocating thread hands over at a time in `threads`.
+const HANDOFF: usize = 64;
+
+/// Batches in flight at most in `threads`, so the frees land in live slabs.
+const RING: usize = 4;
+
+/// `threads`: a thread on CPU 0 allocates `pairs` objects and hands them, [`HANDOFF`] at a
+/// time through a ring of [`RING`] batches, to a thread on CPU 1 that frees them, on two
+/// cores at once; returns the wall time per pair. What two cores pay for the lines they
+/// share, where callgrind counts one thread. A thread that waits for the other yields.
+fn threads(cache: &KmemCache<'_>, pa: &PageAllocator, pairs: u64) -> f64 {
+    let ring: [Mutex<Vec<SlabObject>>; RING] = Default::default();
+    let (head, tail) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let batches = (pairs / HANDOFF as u64) as usize;
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let a = pa.cpu(CpuId(0)).expect("cpu 0");
+            for b in 0..batches {
+                while b - tail.load(Acquire) >= RING {
+                    std::thread::yield_now();
+                }
+                let mut slot = ring[b % RING].lock().expect("ring");
+                slot.extend((0..HANDOFF).map(|_| cache.alloc(a, Gfp::KERNEL).expect("memory")));
+                drop(slot);
+                head.store(b + 1, Release);
+            }
+        });
+        let f = pa.cpu(CpuId(1)).expect("cpu 1");
+        for b in 0..batches {
+            while head.load(Acquire) <= b {
+                std::thread::yield_now();
+            }
+            let mut slot = ring[b % RING].lock().expect("ring");
+            slot.drain(..).for_each(|o| cache.free(f, o).expect("free"));
+            drop(slot);
+            tail.store(b + 1, Release);
+        }
+    });
+    started.elapsed().as_nanos() as f64 / pairs as f64
+}
+
+/// The cache's non-zero counters.
+fn counts(cache: &KmemCache<'_>) -> String {
+    let stats = cache.stats();
+    let counts: Vec<String> =
+        stats.iter().filter(|&(_, v)| v > 0).map(|(k, v)| format!("{k}={v}")).collect();
+    counts.join(" ")
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let free_cpu = match args.get(1).map(String::as_str) {
-        Some("local") => CpuId(0),
-        Some("remote") => CpuId(1),
-        _ => {
-            eprintln!("usage: slab_pairs local|remote PAIRS");
-            return ExitCode::from(2);
-        }
-    };
     let pairs: u64 = args.get(2).and_then(|p| p.parse().ok()).unwrap_or(200_000);
     let map = MemoryMap::single_node(2, 256 << 20).expect("memory map");
     let pa = PageAllocator::new(map, Tunables::default(), Policy::modern()).expect("allocator");
@@ -64,12 +110,22 @@ fn main() -> ExitCode {
         &SlubConfig::default(),
     )
     .expect("cache");
+    let free_cpu = match args.get(1).map(String::as_str) {
+        Some("local") => CpuId(0),
+        Some("remote") => CpuId(1),
+        Some("threads") => {
+            let ns = threads(&cache, &pa, pairs);
+            println!("{ns:.1} ns a pair; {}", counts(&cache));
+            return ExitCode::SUCCESS;
+        }
+        _ => {
+            eprintln!("usage: slab_pairs local|remote|threads PAIRS");
+            return ExitCode::from(2);
+        }
+    };
     rounds(&cache, &pa, free_cpu, 1000);
     let n = pairs / BATCH as u64;
     let done = measured(&cache, &pa, free_cpu, n);
-    let stats = cache.stats();
-    let counts: Vec<String> =
-        stats.iter().filter(|&(_, v)| v > 0).map(|(k, v)| format!("{k}={v}")).collect();
-    println!("{done} pairs; {}", counts.join(" "));
+    println!("{done} pairs; {}", counts(&cache));
     ExitCode::SUCCESS
 }

@@ -14,7 +14,7 @@ use pagealloc::lock_api::Mutex;
 use pagealloc::RawLock;
 use pagealloc::{CpuId, NodeId, Order, Pfn};
 
-use crate::slot::SlotSlab;
+use crate::slot::{Held, SlotSlab};
 
 /// Where a slab is. The lock of the list it is on is needed to change this, besides the
 /// slab's own lock (see the lock order in `cache/mod.rs`).
@@ -34,17 +34,17 @@ pub(crate) enum Place {
     Discarded,
 }
 
-/// What a slab's lock guards. While the slab is a CPU's active slab its free objects are
-/// elsewhere: on that CPU's freelist ([`KmemCacheCpu`](crate::cache)) and on the slot's
-/// remote freelist ([`SlotSlab`]); `freelist` is empty then and `inuse` is set again when the
-/// slab stops being active.
+/// What a slab's lock guards. While a CPU holds the slab (as its active slab or on its
+/// partial list) frees go onto the slot's remote freelist ([`SlotSlab`]) and `inuse` is set
+/// again when the CPU lets go; while it is the active slab, its other free objects are on the
+/// CPU's freelist ([`KmemCacheCpu`](crate::cache)) and `freelist` is empty.
 #[derive(Debug)]
 pub(crate) struct SlabState {
     pub(crate) place: Place,
-    /// Objects not on `freelist` (exact while the slab is not active: allocated, or being
+    /// Objects not on `freelist` (exact while no CPU holds the slab: allocated, or being
     /// freed by a free that has cleared the object's bit and waits for this lock).
     pub(crate) inuse: u32,
-    /// Free objects (kernel `slab->freelist`) while the slab is on a list or on none.
+    /// Free objects (kernel `slab->freelist`) but those freed while a CPU holds the slab.
     pub(crate) freelist: Vec<u32>,
 }
 
@@ -60,8 +60,23 @@ impl SlabState {
     pub(crate) fn freeze(&mut self, cpu: CpuId, slot: &SlotSlab) -> Vec<u32> {
         self.place = Place::CpuSlab(cpu);
         let mut list = core::mem::take(&mut self.freelist);
-        slot.freeze(cpu, &mut list);
+        slot.hold(cpu, Held::Active, &mut list);
         list
+    }
+
+    /// Put the slab on `cpu`'s partial list: frees push onto the slot's remote freelist from
+    /// now on, with no lock (SLUB since 6.8 leaves such a slab unfrozen; its frees are a
+    /// `cmpxchg` on `slab->freelist` all the same).
+    pub(crate) fn hold_partial(&mut self, cpu: CpuId, slot: &SlotSlab) {
+        self.place = Place::CpuPartial(cpu);
+        slot.hold(cpu, Held::Partial, &mut self.freelist);
+    }
+
+    /// Take the slab off a CPU's partial list: the objects freed meanwhile join the freelist
+    /// after the others, as they would have one by one, and `inuse` is exact again.
+    pub(crate) fn release_partial(&mut self, slot: &SlotSlab, objects: u32) {
+        slot.release(&mut self.freelist);
+        self.inuse = objects - self.freelist.len() as u32;
     }
 
     /// Take the slab off its CPU with the CPU's freelist `cpu_freelist` (deactivation): the
@@ -73,7 +88,7 @@ impl SlabState {
         cpu_freelist: Vec<u32>,
         objects: u32,
     ) -> bool {
-        slot.unfreeze(&mut self.freelist);
+        slot.release(&mut self.freelist);
         let remote_frees = !self.freelist.is_empty();
         self.freelist.extend(cpu_freelist);
         self.inuse = objects - self.freelist.len() as u32;

@@ -20,9 +20,10 @@
 //!   with debugging on; here the check is always on and costs one locked read-modify-write on
 //!   the allocation and on the free (the bitmap's line moves with the object's, as SLUB's free
 //!   pointer inside the object does);
-//! - the free word: tag, the CPU whose active slab it is (SLUB's "frozen"), and the head of
-//!   the remote freelist, the objects other CPUs freed into the active slab, linked through
-//!   one 16-bit link per object (SLUB's free pointer inside the object). A remote free pushes
+//! - the free word: tag, the CPU holding the slab, as its active slab (SLUB's "frozen") or on
+//!   its partial list, and the head of the remote freelist, the objects freed into the slab
+//!   meanwhile by other CPUs (and, for a partial slab, by any), linked through one 16-bit
+//!   link per object (SLUB's free pointer inside the object). A remote free pushes
 //!   with one compare-exchange (SLUB's `cmpxchg` on `slab->freelist` in `__slab_free`); the
 //!   owner takes the whole list with one `fetch_and` (`get_freelist`).
 //!
@@ -56,15 +57,27 @@ const BITS_PER_WORD: u32 = 32;
 /// The largest CPU number the free word's owner field holds (0 there means no owner).
 pub(crate) const MAX_CPUS: u32 = u16::MAX as u32 - 1;
 
-/// The free word's head field: 0 for an empty list, else the first object's index + 1.
-const HEAD_MASK: u64 = 0xFFFF;
+/// The free word's head field: 0 for an empty list, else the first object's index + 1
+/// (objects number at most 32 767, kernel `MAX_OBJS_PER_PAGE`).
+const HEAD_MASK: u64 = 0x7FFF;
+
+/// The free word's flag for a CPU's active slab (clear: on the CPU's partial list).
+const ACTIVE: u64 = 0x8000;
 
 /// Where a remote free went.
 pub(crate) enum Push {
-    /// Onto the active slab's remote freelist.
+    /// Onto the slab's remote freelist.
     Done,
-    /// The slab is not another CPU's active slab: the free takes the locked path.
+    /// The slab is held by no CPU, or is the freeing CPU's own active slab: the free takes
+    /// the locked path.
     NotFrozen,
+}
+
+/// How a CPU holds a slab: as its active slab, or on its per-CPU partial list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Held {
+    Active,
+    Partial,
 }
 
 /// One slab's lock-free part.
@@ -74,7 +87,7 @@ pub(crate) struct SlotSlab {
     ident: AtomicU64,
     /// Tag << 32 | one bit per allocated object.
     bits: Box<[AtomicU64]>,
-    /// Tag << 32 | (owner CPU + 1) << 16 | (first remote free + 1).
+    /// Tag << 32 | (holding CPU + 1) << 16 | [`ACTIVE`] | (first remote free + 1).
     free: AtomicU64,
     /// The next object (+ 1, 0 ends the list) after each object on the remote freelist.
     next: Box<[AtomicU16]>,
@@ -144,21 +157,23 @@ impl SlotSlab {
         self.bits.iter().map(|w| (w.load(Relaxed) as u32).count_ones()).sum()
     }
 
-    /// The CPU whose active slab this is, if any.
+    /// The CPU holding the slab, and how, if any.
     #[inline]
-    pub(crate) fn owner(&self) -> Option<CpuId> {
+    pub(crate) fn owner(&self) -> Option<(CpuId, Held)> {
         owner_of(self.free.load(Relaxed))
     }
 
-    /// A free by `me` into another CPU's active slab: push object `i` (already claimed) onto
-    /// the remote freelist, unless the slab is active on no CPU or on `me`.
+    /// A free by `me` into a slab a CPU holds (another CPU's active slab, or a slab on any
+    /// CPU's partial list): push object `i` (already claimed) onto the remote freelist.
+    /// Not when no CPU holds the slab or it is `me`'s active slab.
     #[inline]
     pub(crate) fn push_remote(&self, i: u32, me: CpuId) -> Push {
         let mut w = self.free.load(Relaxed);
         loop {
             match owner_of(w) {
-                Some(owner) if owner != me => {}
-                _ => return Push::NotFrozen,
+                Some((owner, Held::Active)) if owner == me => return Push::NotFrozen,
+                Some(_) => {}
+                None => return Push::NotFrozen,
             }
             self.next[i as usize].store((w & HEAD_MASK) as u16, Relaxed);
             match self.free.compare_exchange_weak(w, with_head(w, i), Release, Relaxed) {
@@ -168,8 +183,8 @@ impl SlotSlab {
         }
     }
 
-    /// Push object `i` (already claimed) onto the remote freelist whoever owns the slab: a
-    /// free under the slab's lock into a slab whose place is a CPU's active slab.
+    /// Push object `i` (already claimed) onto the remote freelist whoever holds the slab: a
+    /// free under the slab's lock into a slab whose place is a CPU's (active or partial).
     pub(crate) fn push_any(&self, i: u32) {
         let mut w = self.free.load(Relaxed);
         loop {
@@ -181,11 +196,12 @@ impl SlotSlab {
         }
     }
 
-    /// Make the slab `cpu`'s active slab; appends the remote freelist it had (in the order
-    /// the objects were freed) to `out`, the CPU's new freelist.
-    pub(crate) fn freeze(&self, cpu: CpuId, out: &mut Vec<u32>) {
+    /// Let `cpu` hold the slab (as its active slab: kernel freezing); appends the remote
+    /// freelist it had (in the order the objects were freed) to `out`.
+    pub(crate) fn hold(&self, cpu: CpuId, how: Held, out: &mut Vec<u32>) {
         let tag = self.free.load(Relaxed) & !0xFFFF_FFFF;
-        let old = self.free.swap(tag | (u64::from(cpu.0) + 1) << 16, AcqRel);
+        let flag = if how == Held::Active { ACTIVE } else { 0 };
+        let old = self.free.swap(tag | (u64::from(cpu.0) + 1) << 16 | flag, AcqRel);
         self.chain(old, out);
     }
 
@@ -203,8 +219,9 @@ impl SlotSlab {
             && self.free.compare_exchange(w, w & !0xFFFF_FFFF, Relaxed, Relaxed).is_ok()
     }
 
-    /// The slab stops being active; appends the remote freelist to `out`, in the order freed.
-    pub(crate) fn unfreeze(&self, out: &mut Vec<u32>) {
+    /// No CPU holds the slab any more; appends the remote freelist to `out`, in the order
+    /// freed.
+    pub(crate) fn release(&self, out: &mut Vec<u32>) {
         let tag = self.free.load(Relaxed) & !0xFFFF_FFFF;
         self.chain(self.free.swap(tag, Acquire), out);
     }
@@ -229,11 +246,12 @@ impl SlotSlab {
     }
 }
 
-/// The owner field of free word `w`.
+/// The holder field of free word `w`.
 #[inline]
-fn owner_of(w: u64) -> Option<CpuId> {
+fn owner_of(w: u64) -> Option<(CpuId, Held)> {
     let o = ((w >> 16) & 0xFFFF) as u32;
-    o.checked_sub(1).map(CpuId)
+    let how = if w & ACTIVE != 0 { Held::Active } else { Held::Partial };
+    o.checked_sub(1).map(|c| (CpuId(c), how))
 }
 
 /// Free word `w` with object `i` at the head of its list.
@@ -311,7 +329,7 @@ mod tests {
         let s = SlotSlab::new(8);
         s.init(1, 8);
         let mut list = Vec::new();
-        s.freeze(CpuId(0), &mut list);
+        s.hold(CpuId(0), Held::Active, &mut list);
         assert!(list.is_empty());
         for i in [3, 1, 6] {
             assert!(matches!(s.push_remote(i, CpuId(1)), Push::Done));
@@ -319,8 +337,14 @@ mod tests {
         assert!(matches!(s.push_remote(2, CpuId(0)), Push::NotFrozen), "the owner's own");
         s.take_remote(&mut list);
         assert_eq!(list, [3, 1, 6]);
-        assert_eq!(s.owner(), Some(CpuId(0)));
+        assert_eq!(s.owner(), Some((CpuId(0), Held::Active)));
         assert!(s.unfreeze_full());
-        assert!(matches!(s.push_remote(2, CpuId(1)), Push::NotFrozen), "active on no CPU");
+        assert!(matches!(s.push_remote(2, CpuId(1)), Push::NotFrozen), "held by no CPU");
+        // On CPU 0's partial list: every CPU's frees push, CPU 0's too.
+        s.hold(CpuId(0), Held::Partial, &mut list);
+        assert!(matches!(s.push_remote(2, CpuId(0)), Push::Done));
+        list.clear();
+        s.release(&mut list);
+        assert_eq!(list, [2]);
     }
 }

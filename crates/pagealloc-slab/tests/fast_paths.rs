@@ -1,6 +1,7 @@
 //! The fast paths that take no shared lock (`slot.rs`): a free into another CPU's active slab
-//! pushed onto its remote freelist and taken back by the owner, double and stale frees caught
-//! on those paths, and many threads freeing into one CPU's slabs at once.
+//! or into a slab on a CPU's partial list pushed onto its remote freelist and taken back by
+//! the CPU, double and stale frees caught on those paths, and many threads freeing into one
+//! CPU's slabs at once.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Acquire, Ordering::Release};
@@ -55,6 +56,34 @@ fn a_remote_free_is_taken_back_by_the_owner_last_freed_first() {
     }
     assert_eq!(c.slabinfo().objects_in_use, 0);
     c.validate().unwrap();
+}
+
+/// A slab on a CPU's partial list takes frees from every CPU without a lock, and the CPU that
+/// takes it active gets them back last freed first, after the one that put it there.
+#[test]
+fn frees_into_a_partial_slab_come_back_in_the_order_freed() {
+    let pa = machine(2);
+    let c = cache(&pa);
+    let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
+    let full: Vec<SlabObject> = (0..16).map(|_| c.alloc(c0, Gfp::KERNEL).unwrap()).collect();
+    let next = c.alloc(c0, Gfp::KERNEL).unwrap();
+    assert_ne!(next.slab(), full[0].slab(), "the first slab is full and off CPU 0");
+    c.free(c1, full[2]).unwrap();
+    assert_eq!(c.cpu_stat(c1, SlabStat::CpuPartialFree).unwrap(), 1, "onto CPU 1's list");
+    c.free(c1, full[5]).unwrap();
+    c.free(c1, full[7]).unwrap();
+    c.free(c0, full[9]).unwrap();
+    assert_eq!(c.cpu_stat(c1, SlabStat::FreeFrozen).unwrap(), 2);
+    assert_eq!(c.cpu_stat(c0, SlabStat::FreeFrozen).unwrap(), 1);
+    c.validate().unwrap();
+    let back: Vec<SlabObject> = (0..4).map(|_| c.alloc(c1, Gfp::KERNEL).unwrap()).collect();
+    assert_eq!(back, [full[9], full[7], full[5], full[2]]);
+    assert_eq!(c.cpu_stat(c1, SlabStat::CpuPartialAlloc).unwrap(), 1);
+    for o in full.into_iter().chain([next]) {
+        c.free(c0, o).unwrap();
+    }
+    c.validate().unwrap();
+    assert_eq!(c.slabinfo().objects_in_use, 0);
 }
 
 #[test]

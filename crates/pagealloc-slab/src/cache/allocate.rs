@@ -139,7 +139,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         let mut moved = 0;
         while self.layout.has_cpu_partial && moved <= self.layout.cpu_partial_slabs / 2 {
             let Some(slab) = lists.pop_head() else { break };
-            slab.state.lock().place = Place::CpuPartial(cpu.id());
+            slab.state.lock().hold_partial(cpu.id(), self.slot(&slab));
             self.touch_slab_page(cpu.id(), slab.pfn);
             c.partial.push(slab);
             self.count(cpu.id(), SlabStat::CpuPartialNode);

@@ -9,13 +9,14 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     ///
     /// The fast paths take no shared lock: into the CPU's own active slab, its bit cleared
     /// and the object onto the CPU's freelist under the CPU's own lock (`free_fastpath`);
-    /// into another CPU's active slab, its bit cleared and the object pushed onto the slab's
-    /// remote freelist with one compare-exchange (`free_frozen`). Any other free takes the
+    /// into another CPU's active slab or a slab on any CPU's partial list, its bit cleared
+    /// and the object pushed onto the slab's remote freelist with one compare-exchange
+    /// (`free_frozen`). Any other free (into a full slab or one on a node's list) takes the
     /// slab's lock, and the lists' when it moves the slab.
     pub fn free(&self, cpu: Cpu, obj: SlabObject) -> Result<(), SlabError> {
         self.check_cpu(cpu)?;
         let slot = self.checked_slot(obj)?;
-        if slot.owner() == Some(cpu.id()) && self.free_local(cpu, slot, obj)? {
+        if slot.owner() == Some((cpu.id(), Held::Active)) && self.free_local(cpu, slot, obj)? {
             return Ok(());
         }
         if !slot.claim(obj.tag(), obj.index) {
@@ -97,17 +98,10 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     pub(super) fn free_quick(&self, cpu: Cpu, slab: &Slab<L>, obj: SlabObject) -> FreeNext {
         let mut st = slab.state.lock();
         match st.place {
-            // Taken active (or being) since the free looked: onto the remote freelist, which
-            // the slab's CPU takes when its own list runs out.
-            Place::CpuSlab(_) => {
+            // Held by a CPU since the free looked (or being taken active): onto the remote
+            // freelist, which the CPU takes when it lets go or its own list runs out.
+            Place::CpuSlab(_) | Place::CpuPartial(_) => {
                 self.slot(slab).push_any(obj.index);
-                self.touch_slab_page(cpu.id(), obj.slab);
-                self.count(cpu.id(), SlabStat::FreeSlowpath);
-                self.count(cpu.id(), SlabStat::FreeFrozen);
-                FreeNext::Done
-            }
-            Place::CpuPartial(_) => {
-                st.list_free(obj.index);
                 self.touch_slab_page(cpu.id(), obj.slab);
                 self.count(cpu.id(), SlabStat::FreeSlowpath);
                 self.count(cpu.id(), SlabStat::FreeFrozen);
@@ -143,7 +137,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
                     return Ok(false);
                 }
                 st.list_free(obj.index);
-                st.place = Place::CpuPartial(cpu.id());
+                st.hold_partial(cpu.id(), self.slot(slab));
                 self.touch_slab_page(cpu.id(), obj.slab);
             }
             if c.partial.len() as u32 >= self.layout.cpu_partial_slabs {
@@ -212,6 +206,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         for slab in slabs.into_iter().rev() {
             let mut lists = self.node[slab.node.index()].list_lock.lock();
             let mut st = slab.state.lock();
+            st.release_partial(self.slot(&slab), slab.objects);
             self.touch_slab_page(cpu, slab.pfn);
             if st.inuse == 0 && lists.nr_partial() >= self.layout.min_partial {
                 st.place = Place::Discarded;

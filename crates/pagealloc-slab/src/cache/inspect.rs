@@ -118,8 +118,8 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
                 return Err(format!("slab {} is not where it says: {:?}", slab.pfn, st.place));
             }
             listed += usize::from(!matches!(st.place, Place::Full | Place::Discarded));
-            if matches!(st.place, Place::CpuPartial(_) | Place::NodePartial(_)) && st.nr_free() == 0
-            {
+            let nr_free = st.nr_free() + self.slot(slab).remote().len();
+            if matches!(st.place, Place::CpuPartial(_) | Place::NodePartial(_)) && nr_free == 0 {
                 return Err(format!("slab {} is listed as partial but full", slab.pfn));
             }
         }
@@ -153,8 +153,8 @@ pub(super) fn count_partial_free<L: RawLock>(n: &KmemCacheNode<L>) -> u64 {
     lists.list.values().map(|s| s.state.lock().nr_free() as u64).sum()
 }
 
-/// One slab's own invariants: its free objects (the freelist, or while it is active its
-/// CPU's freelist and its remote freelist) are in range, each listed once and not allocated,
+/// One slab's own invariants: its free objects (the freelist, its CPU's freelist while it is
+/// active, and its remote freelist while a CPU holds it) are in range, each listed once and not allocated,
 /// and the counts agree (see [`KmemCache::validate`] on frees under way).
 pub(super) fn check_slab<L: RawLock>(
     slab: &Slab<L>,
@@ -164,10 +164,11 @@ pub(super) fn check_slab<L: RawLock>(
 ) -> Result<(), String> {
     let remote = slot.remote();
     let active = matches!(st.place, Place::CpuSlab(_));
+    let held = active || matches!(st.place, Place::CpuPartial(_));
     if active && !st.freelist.is_empty() {
         return Err(format!("slab {}: a slab freelist while active", slab.pfn));
     }
-    if !active && !remote.is_empty() {
+    if !held && !remote.is_empty() {
         return Err(format!("slab {}: a remote freelist while {:?}", slab.pfn, st.place));
     }
     let free = st.freelist.iter().chain(cpu_freelist.unwrap_or(&[])).chain(remote.iter());
@@ -185,8 +186,8 @@ pub(super) fn check_slab<L: RawLock>(
     }
     let allocated = slot.allocated();
     if allocated + nr_free > slab.objects
-        || (!active && allocated > st.inuse)
-        || (!active && st.inuse as usize + st.nr_free() != slab.objects as usize)
+        || (!held && allocated > st.inuse)
+        || (!held && st.inuse as usize + st.nr_free() != slab.objects as usize)
     {
         return Err(format!(
             "slab {}: {} allocated, {} in use + {} free of {} objects",

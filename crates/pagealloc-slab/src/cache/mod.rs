@@ -36,8 +36,8 @@
 //! order): an allocation pops the CPU's freelist under the CPU's own lock and sets the
 //! object's bit in its slab's slot; a free reaches the slot from the handle with no lock,
 //! and into the CPU's own active slab clears the bit and pushes under the CPU's lock, into
-//! another CPU's active slab clears the bit and pushes onto the slot's remote freelist with
-//! one compare-exchange.
+//! another CPU's active slab or a slab on any CPU's partial list clears the bit and pushes
+//! onto the slot's remote freelist with one compare-exchange.
 //!
 //! The rest locks: one lock per CPU (its active slab, its freelist and partial list), one per
 //! node (its partial list), one per slab (its place, and its freelist and count while it is
@@ -84,7 +84,7 @@ use pagealloc::{
 use crate::error::SlabError;
 use crate::order::{self, OrderObjects, SlubConfig, MAX_OBJECT_SIZE};
 use crate::slab::{Place, Slab, SlabState};
-use crate::slot::{self, Push, SlotSlab, SlotTable};
+use crate::slot::{self, Held, Push, SlotSlab, SlotTable};
 use crate::stat::{SlabInfo, SlabStat, SlabStats, StatSnapshot};
 use layout::Layout;
 
