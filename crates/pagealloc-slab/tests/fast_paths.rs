@@ -24,6 +24,11 @@ fn cache(pa: &PageAllocator) -> KmemCache<'_> {
     KmemCache::new(pa, "fast", 256, 0, SlabFlags::NONE, &SlubConfig::default()).unwrap()
 }
 
+/// The cache over `pa`, and its CPUs 0 and 1.
+fn cache_and_cpus(pa: &PageAllocator) -> (KmemCache<'_>, Cpu, Cpu) {
+    (cache(pa), cpu(pa, 0), cpu(pa, 1))
+}
+
 /// Everything a refused call must leave as it was.
 fn fingerprint(c: &KmemCache<'_>) -> (String, u64, u64, u64) {
     let info = c.slabinfo();
@@ -34,8 +39,7 @@ fn fingerprint(c: &KmemCache<'_>) -> (String, u64, u64, u64) {
 #[test]
 fn a_remote_free_is_taken_back_by_the_owner_last_freed_first() {
     let pa = machine(2);
-    let c = cache(&pa);
-    let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
+    let (c, c0, c1) = cache_and_cpus(&pa);
     assert_eq!(c.oo().objects, 16);
     let objs: Vec<SlabObject> = (0..16).map(|_| c.alloc(c0, Gfp::KERNEL).unwrap()).collect();
     assert!(objs.iter().all(|o| o.slab() == objs[0].slab()), "one slab, all of it out");
@@ -63,8 +67,7 @@ fn a_remote_free_is_taken_back_by_the_owner_last_freed_first() {
 #[test]
 fn frees_into_a_partial_slab_come_back_in_the_order_freed() {
     let pa = machine(2);
-    let c = cache(&pa);
-    let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
+    let (c, c0, c1) = cache_and_cpus(&pa);
     let full: Vec<SlabObject> = (0..16).map(|_| c.alloc(c0, Gfp::KERNEL).unwrap()).collect();
     let next = c.alloc(c0, Gfp::KERNEL).unwrap();
     assert_ne!(next.slab(), full[0].slab(), "the first slab is full and off CPU 0");
@@ -89,8 +92,7 @@ fn frees_into_a_partial_slab_come_back_in_the_order_freed() {
 #[test]
 fn a_double_free_is_caught_on_the_remote_path_and_changes_nothing() {
     let pa = machine(2);
-    let c = cache(&pa);
-    let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
+    let (c, c0, c1) = cache_and_cpus(&pa);
     let a = c.alloc(c0, Gfp::KERNEL).unwrap();
     let b = c.alloc(c0, Gfp::KERNEL).unwrap();
     c.free(c1, a).unwrap();
@@ -115,8 +117,7 @@ fn a_double_free_is_caught_on_the_remote_path_and_changes_nothing() {
 #[test]
 fn a_stale_handle_is_refused_after_its_slab_is_discarded_and_its_slot_reused() {
     let pa = machine(2);
-    let c = cache(&pa);
-    let (c0, c1) = (cpu(&pa, 0), cpu(&pa, 1));
+    let (c, c0, c1) = cache_and_cpus(&pa);
     let old = c.alloc(c0, Gfp::KERNEL).unwrap();
     c.free(c1, old).unwrap();
     c.shrink(c0).unwrap();
