@@ -7,7 +7,8 @@
 //!
 //! Like the page allocator it manages frame numbers, not memory: an object is (its slab's
 //! first frame, its index), and no byte is touched. It is `no_std` (it needs `alloc`) and
-//! thread-safe; see `cache/mod.rs` for the lock order.
+//! thread-safe; see `cache/mod.rs` for the lock order and `slot.rs` for what the fast paths
+//! do without a lock.
 //!
 //! ```
 //! use pagealloc::{CpuId, Gfp, MemoryMap, PageAllocator, Policy, Tunables};
@@ -58,6 +59,7 @@ pub mod error;
 pub mod kmalloc;
 pub mod order;
 mod slab;
+mod slot;
 pub mod stat;
 
 pub use crate::cache::{KmemCache, SlabFlags, SlabObject};
