@@ -7,8 +7,7 @@
 //!
 //! Like the page allocator it manages frame numbers, not memory: an object is (its slab's
 //! first frame, its index), and no byte is touched. It is `no_std` (it needs `alloc`) and
-//! thread-safe; see `cache/mod.rs` for the lock order and `slot.rs` for what the fast paths
-//! do without a lock.
+//! thread-safe; see `cache/mod.rs` for the lock order.
 //!
 //! ```
 //! use pagealloc::{CpuId, Gfp, MemoryMap, PageAllocator, Policy, Tunables};
@@ -59,7 +58,6 @@ pub mod error;
 pub mod kmalloc;
 pub mod order;
 mod slab;
-mod slot;
 pub mod stat;
 
 pub use crate::cache::{KmemCache, SlabFlags, SlabObject};

@@ -1,7 +1,6 @@
-//! The fast paths that take no shared lock (`slot.rs`): a free into another CPU's active slab
-//! or into a slab on a CPU's partial list pushed onto its remote freelist and taken back by
-//! the CPU, double and stale frees caught on those paths, and many threads freeing into one
-//! CPU's slabs at once.
+//! SLUB's frees across CPUs: a free into another CPU's active slab or into a slab on a CPU's
+//! partial list, given back to the CPU that holds the slab in the order freed; double and
+//! stale frees caught on those paths; and many threads freeing into one CPU's slabs at once.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Acquire, Ordering::Release};
@@ -62,8 +61,8 @@ fn a_remote_free_is_taken_back_by_the_owner_last_freed_first() {
     c.validate().unwrap();
 }
 
-/// A slab on a CPU's partial list takes frees from every CPU without a lock, and the CPU that
-/// takes it active gets them back last freed first, after the one that put it there.
+/// A slab on a CPU's partial list takes frees from every CPU, and the CPU that takes it active
+/// gets them back last freed first, after the one that put it there.
 #[test]
 fn frees_into_a_partial_slab_come_back_in_the_order_freed() {
     let pa = machine(2);
@@ -115,7 +114,7 @@ fn a_double_free_is_caught_on_the_remote_path_and_changes_nothing() {
 }
 
 #[test]
-fn a_stale_handle_is_refused_after_its_slab_is_discarded_and_its_slot_reused() {
+fn a_stale_handle_is_refused_after_its_slab_is_discarded_and_a_new_one_made() {
     let pa = machine(2);
     let (c, c0, c1) = cache_and_cpus(&pa);
     let old = c.alloc(c0, Gfp::KERNEL).unwrap();
@@ -127,8 +126,8 @@ fn a_stale_handle_is_refused_after_its_slab_is_discarded_and_its_slot_reused() {
     assert_eq!(c.free(c0, old), Err(stale));
     assert_eq!(c.free(c1, old), Err(stale));
     assert_eq!(fingerprint(&c), before);
-    // A new slab takes the slot the old one gave up, likely at the same frames: the old
-    // handle still frees nothing, on either path.
+    // A new slab, whose object of the old index is allocated: the old handle still frees
+    // nothing, on either path.
     let new = c.alloc(c0, Gfp::KERNEL).unwrap();
     assert_eq!(new.index(), old.index());
     let before = fingerprint(&c);
@@ -141,8 +140,8 @@ fn a_stale_handle_is_refused_after_its_slab_is_discarded_and_its_slot_reused() {
 
 /// CPU 0 allocates and hands every object to one of three other threads, which free them into
 /// CPU 0's slabs as it works (CPU 0 waits while more than a slab's worth is out, so the frees
-/// land in its active slab): the remote freelist takes concurrent pushes while the owner takes
-/// it back. No object is out twice, and at the end every object and page is back.
+/// land in its active slab): frees from other CPUs arrive while the owner allocates from the
+/// same slabs. No object is out twice, and at the end every object and page is back.
 #[test]
 fn many_threads_free_into_one_cpus_slabs() {
     const FREERS: usize = 3;

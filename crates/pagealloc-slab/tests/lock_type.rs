@@ -1,6 +1,6 @@
 //! The slab layer over an allocator built with another lock type: its caches take their own
-//! locks (per-CPU slots, node partial lists, slab states, the slot pool) through that type
-//! too, so a kernel's IRQ-saving lock or a user-space lock that yields covers both layers.
+//! locks (per-CPU slots, node partial lists, slab states) through that type too, so a kernel's
+//! IRQ-saving lock or a user-space lock that yields covers both layers.
 
 use pagealloc::{CpuId, Gfp, MemoryMap, NoEvents, PageAllocator, Policy, Tunables};
 use pagealloc_slab::{Kmalloc, KmemCache, SlabFlags, SlubConfig};
@@ -19,7 +19,7 @@ fn caches_lock_with_the_allocators_lock_type() {
     let before = taken();
     let objects: Vec<_> = (0..4).map(|_| cache.alloc(cpu, Gfp::KERNEL).unwrap()).collect();
     // Objects from the active slab touch no page-allocator lock: only the cache's per-CPU
-    // lock, of the type parameter (the slab's own lock is the slow paths').
+    // slot and the slab's state, both of the type parameter.
     assert!(taken() >= before + 4, "{} acquisitions for 4 objects", taken() - before);
     for o in objects.into_iter().chain([first]) {
         cache.free(cpu, o).unwrap();

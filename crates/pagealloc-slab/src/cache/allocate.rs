@@ -23,17 +23,15 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         bind: Option<NodeId>,
     ) -> Result<SlabObject, SlabError> {
         self.check_cpu(cpu)?;
-        let mut guard = self.cpu_slab[cpu.id().index()].slabs.lock();
-        let c = &mut *guard;
+        let mut c = self.cpu_slab[cpu.id().index()].slabs.lock();
         if let Some(slab) = &c.slab {
-            if let Some(i) = c.freelist.pop() {
-                self.slot(slab).mark_allocated(i);
+            if let Some(i) = slab.state.lock().take_cpu_object() {
                 self.count(cpu.id(), SlabStat::AllocFastpath);
                 return Ok(self.handle(slab, i));
             }
         }
         self.count(cpu.id(), SlabStat::AllocSlowpath);
-        let (slab, i) = self.slab_alloc_slow(cpu, c, gfp, bind)?;
+        let (slab, i) = self.slab_alloc_slow(cpu, &mut c, gfp, bind)?;
         Ok(self.handle(&slab, i))
     }
 
@@ -47,26 +45,17 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         bind: Option<NodeId>,
     ) -> Result<(Arc<Slab<L>>, u32), SlabError> {
         if let Some(slab) = c.slab.take() {
-            let slot = self.slot(&slab);
             let mut st = slab.state.lock();
             self.touch_slab_page(cpu.id(), slab.pfn);
-            loop {
-                slot.take_remote(&mut c.freelist);
-                if let Some(i) = c.freelist.pop() {
-                    slot.mark_allocated(i);
-                    drop(st);
-                    self.count(cpu.id(), SlabStat::AllocRefill);
-                    c.slab = Some(Arc::clone(&slab));
-                    return Ok((slab, i));
-                }
-                if slot.unfreeze_full() {
-                    break;
-                }
-                // A remote free came in between: take it.
+            st.refill_cpu_freelist();
+            if let Some(i) = st.take_cpu_object() {
+                drop(st);
+                self.count(cpu.id(), SlabStat::AllocRefill);
+                c.slab = Some(Arc::clone(&slab));
+                return Ok((slab, i));
             }
             // Nothing free: the slab joins no list until an object comes back.
             st.place = Place::Full;
-            st.inuse = slab.objects;
             self.count(cpu.id(), SlabStat::DeactivateBypass);
         }
         let slab = match self.take_cpu_partial(cpu.id(), c) {
@@ -76,15 +65,11 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
                 None => self.new_slab(cpu, gfp, bind)?,
             },
         };
-        let slot = self.slot(&slab);
         let mut st = slab.state.lock();
         self.touch_slab_page(cpu.id(), slab.pfn);
-        c.freelist = st.freeze(cpu.id(), slot);
+        st.freeze(cpu.id());
+        let i = st.take_cpu_object();
         drop(st);
-        let i = c.freelist.pop();
-        if let Some(i) = i {
-            slot.mark_allocated(i);
-        }
         c.slab = Some(Arc::clone(&slab));
         // Every slab reaching this point has a free object: a new slab is empty, and a
         // listed slab was listed with one and frees only add. Were it otherwise, the next
@@ -139,7 +124,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         let mut moved = 0;
         while self.layout.has_cpu_partial && moved <= self.layout.cpu_partial_slabs / 2 {
             let Some(slab) = lists.pop_head() else { break };
-            slab.state.lock().hold_partial(cpu.id(), self.slot(&slab));
+            slab.state.lock().place = Place::CpuPartial(cpu.id());
             self.touch_slab_page(cpu.id(), slab.pfn);
             c.partial.push(slab);
             self.count(cpu.id(), SlabStat::CpuPartialNode);
@@ -177,9 +162,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         };
         let node = self.pa.zone_of(pfn).map_or(cpu.node(), |z| z.node());
         let serial = self.next_serial.fetch_add(1, Relaxed);
-        let slot = self.take_slot();
-        let slab = Arc::new(Slab::new(pfn, oo.order, oo.objects, node, serial, slot));
-        self.slot(&slab).init(slab.tag(), oo.objects);
+        let slab = Arc::new(Slab::new(pfn, oo.order, oo.objects, node, serial));
         let n = &self.node[node.index()];
         // Into the directory and the node's counts together, under the directory lock, so a
         // validator's snapshot of the two agrees.
@@ -193,16 +176,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     }
 
     pub(super) fn handle(&self, slab: &Slab<L>, index: u32) -> SlabObject {
-        SlabObject { slab: slab.pfn, index, cache: self.id, serial: slab.serial, slot: slab.slot }
-    }
-
-    /// A slot for a new slab: the last one a discarded slab gave up, else a new one.
-    fn take_slot(&self) -> u32 {
-        let mut pool = self.slot_pool.lock();
-        pool.free.pop().unwrap_or_else(|| {
-            pool.next += 1;
-            pool.next - 1
-        })
+        SlabObject { slab: slab.pfn, index, cache: self.id, serial: slab.serial }
     }
 }
 

@@ -6,83 +6,12 @@ use super::*;
 
 impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     /// Free an object on `cpu` (kernel `kmem_cache_free`). A refused free changes nothing.
-    ///
-    /// The fast paths take no shared lock: into the CPU's own active slab, its bit cleared
-    /// and the object onto the CPU's freelist under the CPU's own lock (`free_fastpath`);
-    /// into another CPU's active slab or a slab on any CPU's partial list, its bit cleared
-    /// and the object pushed onto the slab's remote freelist with one compare-exchange
-    /// (`free_frozen`). Any other free (into a full slab or one on a node's list) takes the
-    /// slab's lock, and the lists' when it moves the slab.
     pub fn free(&self, cpu: Cpu, obj: SlabObject) -> Result<(), SlabError> {
         self.check_cpu(cpu)?;
-        let slot = self.checked_slot(obj)?;
-        if slot.owner() == Some((cpu.id(), Held::Active)) && self.free_local(cpu, slot, obj)? {
-            return Ok(());
-        }
-        if !slot.claim(obj.tag(), obj.index) {
-            return Err(SlabError::DoubleFree { slab: obj.slab, index: obj.index });
-        }
-        if let Push::Done = slot.push_remote(obj.index, cpu.id()) {
-            self.touch_slab_page(cpu.id(), obj.slab);
-            self.count(cpu.id(), SlabStat::FreeSlowpath);
-            self.count(cpu.id(), SlabStat::FreeFrozen);
-            return Ok(());
-        }
-        self.free_slow(cpu, obj)
-    }
-
-    /// The slot of a handle, checked to be this cache's and to hold the handle's slab still
-    /// (the kernel's `virt_to_slab` and `check_valid_pointer`, from the handle instead of an
-    /// address): no lock, one acquire load.
-    pub(super) fn checked_slot(&self, obj: SlabObject) -> Result<&SlotSlab, SlabError> {
-        if obj.cache != self.id {
-            return Err(SlabError::ForeignObject { slab: obj.slab, index: obj.index });
-        }
-        let slot = self.slots.get(obj.slot);
-        match slot.and_then(|s| Some((s, s.ident()?))) {
-            Some((slot, (tag, objects))) if tag == obj.tag() => {
-                if obj.index >= objects {
-                    return Err(SlabError::BadIndex {
-                        slab: obj.slab,
-                        index: u64::from(obj.index),
-                        objects,
-                    });
-                }
-                Ok(slot)
-            }
-            // This cache's handle to a slab given back: it was empty then, so this object had
-            // been freed.
-            _ => Err(SlabError::DoubleFree { slab: obj.slab, index: obj.index }),
-        }
-    }
-
-    /// A free into what the slot says is this CPU's active slab: `false` (nothing done) if
-    /// it no longer is, which only a flush run for this CPU by another thread makes happen.
-    fn free_local(&self, cpu: Cpu, slot: &SlotSlab, obj: SlabObject) -> Result<bool, SlabError> {
-        let mut c = self.cpu_slab[cpu.id().index()].slabs.lock();
-        let active = c.slab.as_ref().is_some_and(|s| s.slot == obj.slot && s.serial == obj.serial);
-        if !active {
-            return Ok(false);
-        }
-        if !slot.claim(obj.tag(), obj.index) {
-            return Err(SlabError::DoubleFree { slab: obj.slab, index: obj.index });
-        }
-        c.freelist.push(obj.index);
-        self.count(cpu.id(), SlabStat::FreeFastpath);
-        Ok(true)
-    }
-
-    /// The locked path of a free whose object's bit is already clear (so no other free of it
-    /// can succeed, and its slab is not discarded before it is listed).
-    fn free_slow(&self, cpu: Cpu, obj: SlabObject) -> Result<(), SlabError> {
-        // A claimed object's slab is in the directory: it is discarded only once every object
-        // is on a freelist.
-        let slab = self.dir(obj.slab).lock().get(&obj.slab.0).cloned();
-        let Some(slab) = slab.filter(|s| s.serial == obj.serial) else {
-            return Err(SlabError::DoubleFree { slab: obj.slab, index: obj.index });
-        };
+        let slab = self.lookup(obj)?;
         loop {
-            let done = match self.free_quick(cpu, &slab, obj) {
+            let next = self.free_quick(cpu, &slab, obj)?;
+            let done = match next {
                 FreeNext::Done => return Ok(()),
                 FreeNext::ToCpuPartial => self.free_to_cpu_partial(cpu, &slab, obj)?,
                 FreeNext::NodeList => self.free_on_node(cpu, &slab, obj)?,
@@ -94,28 +23,63 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         }
     }
 
+    /// The slab of a handle, checked to be this cache's and still the same slab.
+    pub(super) fn lookup(&self, obj: SlabObject) -> Result<Arc<Slab<L>>, SlabError> {
+        if obj.cache != self.id {
+            return Err(SlabError::ForeignObject { slab: obj.slab, index: obj.index });
+        }
+        let slab = self.dir(obj.slab).lock().get(&obj.slab.0).cloned();
+        match slab {
+            Some(slab) if slab.serial == obj.serial => {
+                if obj.index >= slab.objects {
+                    return Err(SlabError::BadIndex {
+                        slab: obj.slab,
+                        index: u64::from(obj.index),
+                        objects: slab.objects,
+                    });
+                }
+                Ok(slab)
+            }
+            // This cache's handle to a slab given back: it was empty then, so this object had
+            // been freed.
+            _ => Err(SlabError::DoubleFree { slab: obj.slab, index: obj.index }),
+        }
+    }
+
     /// The free as far as it goes with the slab lock alone.
-    pub(super) fn free_quick(&self, cpu: Cpu, slab: &Slab<L>, obj: SlabObject) -> FreeNext {
+    pub(super) fn free_quick(
+        &self,
+        cpu: Cpu,
+        slab: &Slab<L>,
+        obj: SlabObject,
+    ) -> Result<FreeNext, SlabError> {
         let mut st = slab.state.lock();
+        check_allocated(&st, obj)?;
         match st.place {
-            // Held by a CPU since the free looked (or being taken active): onto the remote
-            // freelist, which the CPU takes when it lets go or its own list runs out.
+            Place::CpuSlab(c) if c == cpu.id() => {
+                st.set_free(obj.index);
+                st.cpu_freelist.push(obj.index);
+                self.count(cpu.id(), SlabStat::FreeFastpath);
+                Ok(FreeNext::Done)
+            }
             Place::CpuSlab(_) | Place::CpuPartial(_) => {
-                self.slot(slab).push_any(obj.index);
+                st.set_free(obj.index);
+                st.freelist.push(obj.index);
                 self.touch_slab_page(cpu.id(), obj.slab);
                 self.count(cpu.id(), SlabStat::FreeSlowpath);
                 self.count(cpu.id(), SlabStat::FreeFrozen);
-                FreeNext::Done
+                Ok(FreeNext::Done)
             }
             Place::NodePartial(_) if st.inuse > 1 => {
-                st.list_free(obj.index);
+                st.set_free(obj.index);
+                st.freelist.push(obj.index);
                 self.touch_slab_page(cpu.id(), obj.slab);
                 self.count(cpu.id(), SlabStat::FreeSlowpath);
-                FreeNext::Done
+                Ok(FreeNext::Done)
             }
-            Place::Full if self.layout.has_cpu_partial => FreeNext::ToCpuPartial,
-            // A claimed object keeps its slab from being discarded, so not `Discarded`.
-            Place::NodePartial(_) | Place::Full | Place::Discarded => FreeNext::NodeList,
+            Place::Full if self.layout.has_cpu_partial => Ok(FreeNext::ToCpuPartial),
+            Place::NodePartial(_) | Place::Full => Ok(FreeNext::NodeList),
+            Place::Discarded => Err(SlabError::DoubleFree { slab: obj.slab, index: obj.index }),
         }
     }
 
@@ -133,11 +97,13 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             let mut c = self.cpu_slab[cpu.id().index()].slabs.lock();
             {
                 let mut st = slab.state.lock();
+                check_allocated(&st, obj)?;
                 if st.place != Place::Full {
                     return Ok(false);
                 }
-                st.list_free(obj.index);
-                st.hold_partial(cpu.id(), self.slot(slab));
+                st.set_free(obj.index);
+                st.freelist.push(obj.index);
+                st.place = Place::CpuPartial(cpu.id());
                 self.touch_slab_page(cpu.id(), obj.slab);
             }
             if c.partial.len() as u32 >= self.layout.cpu_partial_slabs {
@@ -166,12 +132,14 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         let discard = {
             let mut lists = n.list_lock.lock();
             let mut st = slab.state.lock();
+            check_allocated(&st, obj)?;
             let key = match st.place {
                 Place::NodePartial(key) => Some(key),
                 Place::Full if !self.layout.has_cpu_partial => None,
                 _ => return Ok(false),
             };
-            st.list_free(obj.index);
+            st.set_free(obj.index);
+            st.freelist.push(obj.index);
             self.touch_slab_page(cpu.id(), obj.slab);
             self.count(cpu.id(), SlabStat::FreeSlowpath);
             if st.inuse == 0 && lists.nr_partial() >= self.layout.min_partial {
@@ -206,7 +174,6 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         for slab in slabs.into_iter().rev() {
             let mut lists = self.node[slab.node.index()].list_lock.lock();
             let mut st = slab.state.lock();
-            st.release_partial(self.slot(&slab), slab.objects);
             self.touch_slab_page(cpu, slab.pfn);
             if st.inuse == 0 && lists.nr_partial() >= self.layout.min_partial {
                 st.place = Place::Discarded;
@@ -220,21 +187,19 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         }
     }
 
-    /// Take a CPU's active slab, with the CPU's freelist, back to its node (kernel
-    /// `deactivate_slab`): discarded if empty
+    /// Take a CPU's active slab back to its node (kernel `deactivate_slab`): discarded if empty
     /// and the node has enough, listed if it has free objects (at the tail if other CPUs
     /// freed into it, so the node hands out the emptier ones later), else on no list.
     pub(super) fn deactivate_slab(
         &self,
         cpu: CpuId,
         slab: Arc<Slab<L>>,
-        cpu_freelist: Vec<u32>,
         discards: &mut Discards<L>,
     ) {
         let mut lists = self.node[slab.node.index()].list_lock.lock();
         let mut st = slab.state.lock();
         self.touch_slab_page(cpu, slab.pfn);
-        let remote_frees = st.unfreeze(self.slot(&slab), cpu_freelist, slab.objects);
+        let remote_frees = st.unfreeze();
         if remote_frees {
             self.count(cpu, SlabStat::DeactivateRemoteFrees);
         }
@@ -256,8 +221,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     }
 
     /// Give slabs already marked `Discarded` back to the page allocator on `cpu` (kernel
-    /// `discard_slab`): out of the directory and the node's counts, its slot given up, then
-    /// `free_pages`. Called
+    /// `discard_slab`): out of the directory and the node's counts, then `free_pages`. Called
     /// with no lock held.
     pub(super) fn discard_all(&self, cpu: Cpu, discards: Discards<L>) -> Result<(), SlabError> {
         let mut result = Ok(());
@@ -269,8 +233,6 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             n.nr_slabs.fetch_sub(1, Relaxed);
             n.total_objects.fetch_sub(u64::from(slab.objects), Relaxed);
             drop(dir);
-            self.slot(&slab).vacate();
-            self.slot_pool.lock().free.push(slab.slot);
             self.count(cpu.id(), SlabStat::FreeSlab);
             if let Err(e) = self.pa.free_pages(cpu, slab.pfn, slab.order) {
                 result = Err(SlabError::PageFree(e));
@@ -278,4 +240,12 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         }
         result
     }
+}
+
+/// Refuse a free of an object that is not allocated now.
+pub(super) fn check_allocated(st: &SlabState, obj: SlabObject) -> Result<(), SlabError> {
+    if st.place == Place::Discarded || !st.is_allocated(obj.index) {
+        return Err(SlabError::DoubleFree { slab: obj.slab, index: obj.index });
+    }
+    Ok(())
 }

@@ -29,7 +29,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         if index >= u64::from(slab.objects) {
             return Err(SlabError::BadIndex { slab: slab.pfn, index, objects: slab.objects });
         }
-        Ok(self.handle(&slab, index as u32))
+        Ok(SlabObject { slab: slab.pfn, index: index as u32, cache: self.id, serial: slab.serial })
     }
 
     /// The cache's `/proc/slabinfo` row and the exact counts beside it. A snapshot: exact
@@ -48,7 +48,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
             })
             .sum();
         let all = self.all_slabs();
-        let objects_in_use = all.iter().map(|s| u64::from(self.slot(s).allocated())).sum();
+        let objects_in_use = all.iter().map(|s| u64::from(s.state.lock().inuse)).sum();
         let pages = all.iter().map(|s| 1u64 << s.order.0).sum();
         SlabInfo {
             name: l.name.clone(),
@@ -66,12 +66,9 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     }
 
     /// Check every invariant of the cache's lists and slabs (for tests): each slab is where
-    /// its `place` says and nowhere else, its freelists hold free objects only, each once, and
-    /// every object is allocated or listed, and the node counts match. Takes every lock, so
-    /// it sees a consistent state even while other threads run — but for the frees under way
-    /// without a lock: an object whose bit a free has cleared and that it has not yet pushed
-    /// is neither allocated nor listed for that moment, so while other threads run, "every
-    /// object allocated or listed" is checked as "at most every object".
+    /// its `place` says and nowhere else, its freelists hold exactly its free objects, and the
+    /// node counts match. Takes every lock, so it sees a consistent state even while other
+    /// threads run.
     ///
     /// A slab marked `Discarded` may still be in the directory: it left its list under the
     /// list's lock, and leaves the directory and the node's counts (together, under the
@@ -92,11 +89,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         let mut listed = 0usize;
         for slab in &all {
             let st = slab.state.lock();
-            let cpu_freelist = match st.place {
-                Place::CpuSlab(c) => Some(cpus[c.index()].freelist.as_slice()),
-                _ => None,
-            };
-            check_slab(slab, &st, self.slot(slab), cpu_freelist)?;
+            check_slab(slab, &st)?;
             let entry = &mut per_node[slab.node.index()];
             entry.0 += 1;
             entry.1 += u64::from(slab.objects);
@@ -118,8 +111,8 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
                 return Err(format!("slab {} is not where it says: {:?}", slab.pfn, st.place));
             }
             listed += usize::from(!matches!(st.place, Place::Full | Place::Discarded));
-            let nr_free = st.nr_free() + self.slot(slab).remote().len();
-            if matches!(st.place, Place::CpuPartial(_) | Place::NodePartial(_)) && nr_free == 0 {
+            if matches!(st.place, Place::CpuPartial(_) | Place::NodePartial(_)) && st.nr_free() == 0
+            {
                 return Err(format!("slab {} is listed as partial but full", slab.pfn));
             }
         }
@@ -153,46 +146,30 @@ pub(super) fn count_partial_free<L: RawLock>(n: &KmemCacheNode<L>) -> u64 {
     lists.list.values().map(|s| s.state.lock().nr_free() as u64).sum()
 }
 
-/// One slab's own invariants: its free objects (the freelist, its CPU's freelist while it is
-/// active, and its remote freelist while a CPU holds it) are in range, each listed once and not allocated,
-/// and the counts agree (see [`KmemCache::validate`] on frees under way).
-pub(super) fn check_slab<L: RawLock>(
-    slab: &Slab<L>,
-    st: &SlabState,
-    slot: &SlotSlab,
-    cpu_freelist: Option<&[u32]>,
-) -> Result<(), String> {
-    let remote = slot.remote();
-    let active = matches!(st.place, Place::CpuSlab(_));
-    let held = active || matches!(st.place, Place::CpuPartial(_));
-    if active && !st.freelist.is_empty() {
-        return Err(format!("slab {}: a slab freelist while active", slab.pfn));
-    }
-    if !held && !remote.is_empty() {
-        return Err(format!("slab {}: a remote freelist while {:?}", slab.pfn, st.place));
-    }
-    let free = st.freelist.iter().chain(cpu_freelist.unwrap_or(&[])).chain(remote.iter());
+/// One slab's own invariants: counts agree with the bitmap and the freelists hold each free
+/// object once.
+pub(super) fn check_slab<L: RawLock>(slab: &Slab<L>, st: &SlabState) -> Result<(), String> {
     let mut seen = alloc::vec![false; slab.objects as usize];
-    let mut nr_free = 0;
-    for &i in free {
+    for &i in st.freelist.iter().chain(st.cpu_freelist.iter()) {
         let Some(s) = seen.get_mut(i as usize) else {
             return Err(format!("slab {}: free object {i} out of range", slab.pfn));
         };
-        if *s || slot.is_allocated(i) {
+        if *s || st.is_allocated(i) {
             return Err(format!("slab {}: object {i} listed twice or allocated", slab.pfn));
         }
         *s = true;
-        nr_free += 1;
     }
-    let allocated = slot.allocated();
-    if allocated + nr_free > slab.objects
-        || (!held && allocated > st.inuse)
-        || (!held && st.inuse as usize + st.nr_free() != slab.objects as usize)
-    {
+    if st.inuse as usize + st.nr_free() != slab.objects as usize {
         return Err(format!(
-            "slab {}: {} allocated, {} in use + {} free of {} objects",
-            slab.pfn, allocated, st.inuse, nr_free, slab.objects
+            "slab {}: {} in use + {} free != {} objects",
+            slab.pfn,
+            st.inuse,
+            st.nr_free(),
+            slab.objects
         ));
+    }
+    if !st.cpu_freelist.is_empty() && !matches!(st.place, Place::CpuSlab(_)) {
+        return Err(format!("slab {}: a CPU freelist while {:?}", slab.pfn, st.place));
     }
     Ok(())
 }

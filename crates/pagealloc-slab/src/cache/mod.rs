@@ -30,21 +30,13 @@
 //! the node list. Either way a free into such a slab leaves it where it is, which is all this
 //! model needs.
 //!
-//! # Locks and the fast paths
+//! # Locks
 //!
-//! The fast paths take no shared lock, as SLUB's (`slot.rs` has their words and the memory
-//! order): an allocation pops the CPU's freelist under the CPU's own lock and sets the
-//! object's bit in its slab's slot; a free reaches the slot from the handle with no lock,
-//! and into the CPU's own active slab clears the bit and pushes under the CPU's lock, into
-//! another CPU's active slab or a slab on any CPU's partial list clears the bit and pushes
-//! onto the slot's remote freelist with one compare-exchange.
-//!
-//! The rest locks: one lock per CPU (its active slab, its freelist and partial list), one per
-//! node (its partial list), one per slab (its place, and its freelist and count while it is
-//! not active), and one per shard of the cache's slab directory (first frame → slab). They are
-//! taken in this order only, each at most once and at most one shard at a time (the validator
-//! alone takes every CPU lock, then every node lock, then every shard, in index order); the
-//! slot pool's lock is taken alone:
+//! One lock per CPU (its active slab and partial list), one per node (its partial list),
+//! one per slab (its freelists, counts and place), and one per shard of the cache's slab
+//! directory (first frame → slab). They are taken in this order only, each at most once and
+//! at most one shard at a time (the validator alone takes every CPU lock, then every node
+//! lock, then every shard, in index order):
 //!
 //! ```text
 //! CPU lock  →  node lock  →  slab lock  →  directory lock
@@ -52,13 +44,12 @@
 //!
 //! A slab's `place` changes only with its own lock and the lock of the list it leaves or
 //! joins held, so a thread holding the slab lock alone knows which list the slab is on and
-//! that it stays there: a free that is not a fast path clears the object's bit, then needs
-//! only the slab lock unless it moves the slab. When it must (a full slab becoming partial,
-//! an empty one leaving a node list), it lets the slab go, takes the list's lock and then the
-//! slab's, and checks again; its object, neither allocated nor listed meanwhile, keeps the
-//! slab from being discarded. No lock is held across a call into the page allocator's free
-//! path: discarded slabs are freed after every lock is released. A new slab is allocated
-//! with the CPU lock held (the page allocator never calls back into this layer).
+//! that it stays there: a free needs only the slab lock unless it moves the slab. When it must
+//! (a full slab becoming partial, an empty one leaving a node list), it lets the slab go,
+//! takes the list's lock and then the slab's, and checks again. No lock is held across a call
+//! into the page allocator's free path: discarded slabs are freed after every lock is
+//! released. A new slab is allocated with the CPU lock held (the page allocator never calls
+//! back into this layer).
 
 mod allocate;
 mod free;
@@ -84,7 +75,6 @@ use pagealloc::{
 use crate::error::SlabError;
 use crate::order::{self, OrderObjects, SlubConfig, MAX_OBJECT_SIZE};
 use crate::slab::{Place, Slab, SlabState};
-use crate::slot::{self, Held, Push, SlotSlab, SlotTable};
 use crate::stat::{SlabInfo, SlabStat, SlabStats, StatSnapshot};
 use layout::Layout;
 
@@ -133,8 +123,6 @@ pub struct SlabObject {
     index: u32,
     cache: u64,
     serial: u64,
-    /// The slab's slot (`slot.rs`): where a free finds it without a lock.
-    slot: u32,
 }
 
 impl SlabObject {
@@ -147,11 +135,6 @@ impl SlabObject {
     pub fn index(&self) -> u32 {
         self.index
     }
-
-    /// The tag of its slab's slot words (see `slot.rs`).
-    fn tag(&self) -> u32 {
-        self.serial as u32
-    }
 }
 
 /// A CPU's slabs (kernel `struct kmem_cache_cpu`), on a cache line of its own.
@@ -159,9 +142,6 @@ impl SlabObject {
 struct KmemCacheCpu<L: RawLock> {
     /// The active slab.
     slab: Option<Arc<Slab<L>>>,
-    /// The active slab's free objects that only this CPU takes (kernel `c->freelist`); the
-    /// next object out is the last element.
-    freelist: Vec<u32>,
     /// The per-CPU partial list; its head (the next slab used) is the last element.
     partial: Vec<Arc<Slab<L>>>,
 }
@@ -169,10 +149,7 @@ struct KmemCacheCpu<L: RawLock> {
 /// What a cache keeps per CPU: its slabs, and its event counters (the kernel's
 /// `CONFIG_SLUB_STATS` counters are per CPU too, summed when read). Only the CPU's own calls,
 /// and a flush run for it, write here, so on real threads no counter line moves between CPUs
-/// and a CPU's own counters tell exactly what its calls did. The lock stands in for the
-/// kernel's disabled preemption around `this_cpu_cmpxchg`: taken by the CPU's own calls (and
-/// a flush or the validator), it stays on the CPU's line, but it is one locked instruction
-/// where the kernel's per-CPU `cmpxchg` has no `lock` prefix.
+/// and a CPU's own counters tell exactly what its calls did.
 #[derive(Debug)]
 #[repr(align(64))]
 struct CpuSlot<L: RawLock> {
@@ -207,7 +184,7 @@ struct NodePartial<L: RawLock> {
 // Written out: a derive would ask the lock type for `Default` too.
 impl<L: RawLock> Default for KmemCacheCpu<L> {
     fn default() -> Self {
-        KmemCacheCpu { slab: None, freelist: Vec::new(), partial: Vec::new() }
+        KmemCacheCpu { slab: None, partial: Vec::new() }
     }
 }
 
@@ -275,21 +252,10 @@ pub struct KmemCache<'a, E: EventSink = NoEvents, L: RawLock = RawSpinLock> {
     layout: Layout,
     cpu_slab: Box<[CpuSlot<L>]>,
     node: Box<[KmemCacheNode<L>]>,
-    /// Every slab of the cache by first frame, in [`DIR_SHARDS`] shards: how a slow-path
-    /// free finds its slab's lists, and `object_at` its slab from an address.
+    /// Every slab of the cache by first frame, in [`DIR_SHARDS`] shards: how a free finds its
+    /// slab (the kernel reads it from the page).
     slabs: Box<[DirShard<L>]>,
-    /// Each slab's lock-free part, by the slot its handles name: what the fast paths use.
-    slots: SlotTable,
-    /// Slots given up by discarded slabs, and the next never used.
-    slot_pool: Mutex<L, SlotPool>,
     next_serial: AtomicU64,
-}
-
-/// The slots free for new slabs: the last one given up is reused first.
-#[derive(Debug, Default)]
-struct SlotPool {
-    free: Vec<u32>,
-    next: u32,
 }
 
 /// What a free must do after a first look at the slab under its own lock.
@@ -317,10 +283,6 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     ) -> Result<KmemCache<'a, E, L>, SlabError> {
         let cfg = cfg.checked()?;
         let layout = Layout::new(name, size, align, flags, &cfg, pa.nr_cpus())?;
-        if pa.nr_cpus() > slot::MAX_CPUS {
-            return Err(SlabError::BadConfig { key: "nr_cpus", value: u64::from(pa.nr_cpus()) });
-        }
-        let capacity = layout.oo.objects.max(layout.min.objects);
         Ok(KmemCache {
             pa,
             id: NEXT_CACHE_ID.fetch_add(1, Relaxed),
@@ -333,8 +295,6 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
                 .collect(),
             node: (0..pa.nr_nodes()).map(|_| KmemCacheNode::default()).collect(),
             slabs: (0..DIR_SHARDS).map(|_| DirShard(Mutex::new(BTreeMap::new()))).collect(),
-            slots: SlotTable::new(capacity),
-            slot_pool: Mutex::new(SlotPool::default()),
             next_serial: AtomicU64::new(1),
         })
     }
@@ -444,12 +404,6 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
     /// The directory shard that holds (or will hold) the slab at `pfn`.
     fn dir(&self, pfn: Pfn) -> &Mutex<L, BTreeMap<u64, Arc<Slab<L>>>> {
         &self.slabs[dir_shard(pfn)].0
-    }
-
-    /// The slot of a live slab (made with the slab, so this never allocates).
-    #[inline]
-    fn slot(&self, slab: &Slab<L>) -> &SlotSlab {
-        self.slots.make(slab.slot)
     }
 
     /// Every slab of the cache (a snapshot, shard by shard).

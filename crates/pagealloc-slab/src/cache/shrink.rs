@@ -14,8 +14,7 @@ impl<'a, E: EventSink, L: RawLock> KmemCache<'a, E, L> {
         {
             let mut c = self.cpu_slab[id.index()].slabs.lock();
             if let Some(slab) = c.slab.take() {
-                let freelist = core::mem::take(&mut c.freelist);
-                self.deactivate_slab(id, slab, freelist, &mut discards);
+                self.deactivate_slab(id, slab, &mut discards);
                 self.count(id, SlabStat::CpuslabFlush);
             }
             let partial = core::mem::take(&mut c.partial);
