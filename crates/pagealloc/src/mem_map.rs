@@ -10,7 +10,7 @@
 //! neighbour that may sit on a per-CPU list) without a data race; such a reader only ever acts
 //! on the `Buddy` state, which changes only under the zone lock it holds.
 
-use crate::sync::{AtomicU32, Ordering::Relaxed};
+use crate::sync::{AtomicU32, Ordering::Acquire, Ordering::Relaxed};
 
 use crate::table::{Carver, Table};
 use crate::types::Order;
@@ -239,8 +239,16 @@ impl Frame {
             return Err(Unclaimed::Was(FrameInfo::unpack(cur)));
         }
         if check_refs {
-            let refs = self.aux.load(Relaxed);
+            // `aux` counts references only while the block is allocated: once a racing free
+            // has claimed it, that free (≤ 6.9) or a refill caches a migratetype there
+            // (Release, after the claim), which must not read as references. Acquire, so
+            // that the second load of `info` sees a claim whose cached type this load saw.
+            let refs = self.aux.load(Acquire);
             if refs >= 2 {
+                let now = self.info.load(Relaxed);
+                if now != cur {
+                    return Err(Unclaimed::Was(FrameInfo::unpack(now)));
+                }
                 return Err(Unclaimed::Referenced(refs));
             }
         }

@@ -295,6 +295,41 @@ fn racing_double_free_succeeds_once() {
     });
 }
 
+/// The same race under a 6.6 policy, on a page of a CMA pageblock: the winning free caches the
+/// block's type (CMA, 4) in the frame's reference word as it lists the page, and the losing
+/// free, whose reference check may read that word after the win, must still be refused as a
+/// double free, never as a page with 4 references. (A machine of one pageblock, all CMA: a CMA
+/// area is whole pageblocks.)
+#[test]
+fn racing_double_free_of_a_cma_page_under_6_6_is_a_double_free() {
+    model(|| {
+        let base = Pfn(4 << 18);
+        let end = Pfn(base.0 + 512);
+        let mut map = MemoryMap::new();
+        map.add_pfn_range(NodeId(0), base..end).expect("a valid range");
+        map.set_cpus(NodeId(0), 2).unwrap();
+        map.add_cma_range(base..end).expect("one pageblock");
+        let policy = Policy::preset("hpc-vanilla").expect("a preset");
+        let pa = Arc::new(PageAllocator::new(map, Tunables::default(), policy).expect("machine"));
+        let x = pa
+            .alloc_pages(cpu(&pa, 0), Gfp::HIGHUSER_MOVABLE, Order(0))
+            .expect("the CMA pageblock has room");
+        let (r0, r1) = race(&pa, move |pa| free(pa, 0, x), move |pa| free(pa, 1, x));
+        let results = [r0, r1];
+        assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1, "{results:?}");
+        for r in results {
+            assert!(
+                matches!(
+                    r,
+                    Ok(()) | Err(FreeError::DoubleFree { .. } | FreeError::NotAllocated { .. })
+                ),
+                "{r:?}"
+            );
+        }
+        validate(&pa).expect("the validator");
+    });
+}
+
 /// (d) Remote frees (`Policy::remote_free`): CPU 1 frees two pages CPU 0's pageset handed out
 /// — two lock-free pushes onto CPU 0's remote-free list — while CPU 0 allocates, taking the
 /// list back when its own list is empty. Some executions must collect a pushed page, others

@@ -310,7 +310,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                     MigrateType::Cma => MigrateType::Cma,
                     _ => mt,
                 };
-                frame.aux().store(from as u32, crate::sync::Ordering::Relaxed);
+                // Release: see `Frame::claim` (a stale free's reference check).
+                frame.aux().store(from as u32, crate::sync::Ordering::Release);
             }
             frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
             // SAFETY: `pindex` is from `PcpFast::pindex` (hot.rs, L).

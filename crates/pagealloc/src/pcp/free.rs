@@ -253,7 +253,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if !self.cfg.hygiene {
             // ≤ 6.9 caches the block's type at free time and drains it back as that type.
             let mt = crate::pageblock::type_of_bits(bits);
-            frame.aux().store(mt as u32, crate::sync::Ordering::Relaxed);
+            // Release: a stale free's reference check must not take it for references
+            // (`Frame::claim`).
+            frame.aux().store(mt as u32, crate::sync::Ordering::Release);
         }
         frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
         // SAFETY: `pindex` is from `PcpFast::free_pindex` (hot.rs, L); `idx` and the list's
