@@ -311,8 +311,9 @@ fn zero_page(page: *mut u8) {
     let words = unsafe { std::slice::from_raw_parts_mut(page.cast::<u64>(), PAGE / 8) };
     // OR-ed 64 words at a time, which the compiler turns into wide loads: a test per word,
     // exiting at the first non-zero one, took 22 % more of `reproduce 001-kbuild --quick`'s
-    // profile samples, as most pages tested are zero throughout (the frame map's pageblock
-    // heads, written as `Tail` before the machine's memory is freed, docs/performance.md).
+    // profile samples, as most pages tested are zero throughout (likely the frame map's
+    // pageblock heads, written as `Tail` before the machine's memory is freed;
+    // docs/performance.md).
     if words.chunks_exact(64).any(|c| c.iter().fold(0, |a, &w| a | w) != 0) {
         words.fill(0);
     }

@@ -369,6 +369,14 @@ impl ModelSink {
         }
     }
 
+    /// Whether a line found in the private cache can still cost anything: a prefetch of it
+    /// may be in flight, or the machine prices an L2 hit beyond the fixed work. Otherwise a
+    /// hit adds nothing, and the touch skips `charge_touch`.
+    #[inline(always)]
+    fn l2_hits_cost(&self) -> bool {
+        self.prefetched.len() != 0 || self.prices.of_access(Found::L2) != 0
+    }
+
     /// Charge `ps` of work to the running call (and to the hold, when it holds a lock).
     #[inline]
     fn charge(&self, ps: u64) {
@@ -633,7 +641,7 @@ impl EventSink for ModelSink {
         let Some(lines) = self.priced_lines() else { return };
         if !lines.access_in_l2(cpu, line) {
             self.touch_beyond_l2(lines, cpu, line);
-        } else if self.prefetched.len() != 0 || self.prices.of_access(Found::L2) != 0 {
+        } else if self.l2_hits_cost() {
             self.charge_touch(line, Found::L2);
         }
         // Otherwise (most touches): a line in the private cache and no prefetch in flight
@@ -654,7 +662,7 @@ impl EventSink for ModelSink {
                 self.touch_beyond_l2(cache, cpu, *line);
             } else {
                 hits += 1;
-                if self.prefetched.len() != 0 || self.prices.of_access(Found::L2) != 0 {
+                if self.l2_hits_cost() {
                     self.charge_touch(*line, Found::L2);
                 }
             }
@@ -669,9 +677,7 @@ impl EventSink for ModelSink {
                 }
             } else {
                 hits += 1;
-                if !overlapped
-                    && (self.prefetched.len() != 0 || self.prices.of_access(Found::L2) != 0)
-                {
+                if !overlapped && self.l2_hits_cost() {
                     self.charge_touch(*line, Found::L2);
                 }
             }
