@@ -13,6 +13,17 @@
 //! ([`KEEP_BYTES`] of resident pages, the oldest given back first), so the peak resident size
 //! grows by at most that.
 //!
+//! The blocks are *shared* anonymous mappings. In a private one a page's first access, if a
+//! read, maps the kernel's shared zero page read-only, and the write that follows copies it:
+//! a second fault, and a flush of the page's TLB entry on every CPU where another of our
+//! threads runs (an IPI; on a VM, an exit to the hypervisor). The line model reads a line's
+//! stamps before it writes them, so on a fresh table most first touches went that way: in a
+//! profile of `reproduce 002-thpfioscale@haswell --quick` the shoot-downs were 7.5 % of the
+//! samples (docs/performance.md). A shared mapping has no zero page: a read fault allocates
+//! the zeroed page and maps it writable, so the write after it costs nothing more. The price
+//! is that a shared mapping cannot grow in place (`mremap` would map past the end of its
+//! backing object), so a large block grows by copying.
+//!
 //! A kept block is always all zero, so it serves `alloc` and `alloc_zeroed` alike; a block
 //! larger than asked for (by at most twice) is trimmed to the size asked. Whatever goes wrong
 //! (no `/proc`, a failed `mmap`) falls back to what the system allocator would have done: the
@@ -198,7 +209,11 @@ unsafe impl GlobalAlloc for Recycler {
         match (Recycler::is_large(layout), Recycler::is_large(new)) {
             // SAFETY: `p` is the system's (`is_large` is false for its layout).
             (false, false) => unsafe { System.realloc(p, layout, new_size) },
-            (true, true) => remap(p, pages(layout.size()), pages(new_size)),
+            // Shrinking in place is fine; growing would leave the new pages past the end of
+            // the mapping's backing object (a bus error on touch), so it copies, below.
+            (true, true) if new_size <= layout.size() => {
+                remap(p, pages(layout.size()), pages(new_size))
+            }
             _ => {
                 // SAFETY: `new` is a valid non-zero layout (the caller's contract).
                 let q = unsafe { self.alloc(new) };
@@ -234,7 +249,7 @@ fn page_size_is(page: usize) -> bool {
     s == page
 }
 
-/// A new private anonymous mapping of `len` bytes (zero, mapped lazily), or null.
+/// A new shared anonymous mapping of `len` bytes (zero, mapped lazily), or null.
 fn map(len: usize) -> *mut u8 {
     // SAFETY: a new mapping at an address of the kernel's choice overlaps nothing.
     let p = unsafe {
@@ -242,7 +257,9 @@ fn map(len: usize) -> *mut u8 {
             ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            // Shared, not private: no zero page, so no copy-on-write after a first read (see
+            // the module docs).
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
             -1,
             0,
         )
@@ -260,8 +277,8 @@ fn unmap(addr: usize, len: usize) {
     unsafe { libc::munmap(addr as *mut libc::c_void, len) };
 }
 
-/// Resize our mapping of `old` bytes at `p` to `new` bytes, moving it if need be (the
-/// contents move with it), or null (the old block stays valid).
+/// Shrink our mapping of `old` bytes at `p` to `new` bytes (never more: a shared mapping's
+/// backing object does not grow with it), or null (the old block stays valid).
 fn remap(p: *mut u8, old: usize, new: usize) -> *mut u8 {
     // SAFETY: `p` is a whole mapping of ours of `old` bytes, owned by the caller.
     let q = unsafe { libc::mremap(p.cast(), old, new, libc::MREMAP_MAYMOVE) };
@@ -304,8 +321,8 @@ fn clear_written(p: *mut u8, len: usize, budget: usize) -> Option<usize> {
     Some(resident)
 }
 
-/// Zero the page at `page` unless it already is (a page only ever read is the kernel's
-/// shared zero page: writing it would take the fault this module exists to save).
+/// Zero the page at `page` unless it already is (a page only ever read: a test reads it, a
+/// `memset` would read and write it).
 fn zero_page(page: *mut u8) {
     // SAFETY: `page` is a whole page of a block the caller owns, aligned for `u64`.
     let words = unsafe { std::slice::from_raw_parts_mut(page.cast::<u64>(), PAGE / 8) };
@@ -406,7 +423,7 @@ mod tests {
             for i in (0..pages).step_by(3) {
                 p.add(i * PAGE + i % PAGE).write(0xa5);
             }
-            // Read-only pages map the shared zero page: resident, never cleared.
+            // Read-only pages are resident (a shared mapping has no zero page) and stay zero.
             for i in (1..pages).step_by(3) {
                 assert_eq!(p.add(i * PAGE).read_volatile(), 0);
             }
@@ -459,11 +476,23 @@ mod tests {
             let q = r.realloc(q, big, 3 * LARGE);
             let bigger = Layout::from_size_align(3 * LARGE, 8).unwrap();
             assert_eq!(q.add(LARGE).read(), 9);
+            // Every page of the grown block can be written (grown in place, a shared
+            // mapping's new pages would lie past its backing object: a bus error).
+            for i in (PAGE..3 * LARGE).step_by(PAGE) {
+                q.add(i).write(q.add(i).read() | 0x10);
+            }
+            q.add(3 * LARGE - 1).write(3);
+            let q = r.realloc(q, bigger, 2 * LARGE);
+            let q = r.realloc(q, Layout::from_size_align(2 * LARGE, 8).unwrap(), 3 * LARGE);
+            q.add(3 * LARGE - 1).write(4);
+            assert_eq!(q.add(LARGE).read(), 9 | 0x10, "kept through a shrink and a growth");
             let s = r.realloc(q, bigger, 500);
             let bytes = std::slice::from_raw_parts(s, 500);
             assert!(bytes.iter().all(|&b| b == 7));
             r.dealloc(s, Layout::from_size_align(500, 8).unwrap());
         }
-        assert_eq!(r.pool().n, 1, "the large block was kept on the way down");
+        // Kept: the first large block (left by the copying growth), the shrunk one (left by
+        // the second growth) and the last (left on the way down).
+        assert_eq!(r.pool().n, 3, "every large block freed was kept");
     }
 }
