@@ -83,7 +83,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     }
 
     /// Take the head block of the smallest order ≥ `order` on `mt`'s lists and split it
-    /// (kernel `__rmqueue_smallest`). Always inlined into `rmqueue`, whose common case it is:
+    /// (kernel `__rmqueue_smallest`). Always inlined into `rmqueue_at`, whose common case it is:
     /// a refill calls it once per block.
     #[inline(always)]
     pub(crate) fn rmqueue_smallest(&mut self, order: Order, mt: MigrateType) -> Option<Pfn> {
@@ -111,25 +111,28 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     }
 
     /// One block of `order` for a `mt` request, from this zone's buddy lists, falling back to
-    /// other types as the anti-fragmentation rules allow (kernel `__rmqueue`). Inlined into
-    /// the refill loop and the single-block path: without CMA the request's own lists
-    /// usually serve it; the CMA balancing and the fallback are out of line.
-    #[inline]
-    pub(crate) fn rmqueue(
+    /// other types as the anti-fragmentation rules allow (kernel `__rmqueue`). Returns the
+    /// block's frame index, as the refill wants it for its pageset list and the single-block
+    /// path for the frame it marks (no round trip through the pfn on the common path).
+    /// Always inlined into both: without CMA the request's own lists usually serve it; the
+    /// CMA balancing and the fallback are out of line. A caller that knows `flags` has no
+    /// CMA bit (a constant) gets the own-lists step without the test.
+    #[inline(always)]
+    pub(crate) fn rmqueue_at(
         &mut self,
         order: Order,
         mt: MigrateType,
         flags: AllocFlags,
-    ) -> Option<Pfn> {
+    ) -> Option<u32> {
         if !flags.has(AllocFlags::CMA) {
-            if let Some(p) = self.rmqueue_smallest(order, mt) {
-                return Some(p);
+            if let Some(idx) = self.rmqueue_smallest_at(order, mt) {
+                return Some(idx);
             }
         }
-        self.rmqueue_slow(order, mt, flags)
+        self.rmqueue_slow(order, mt, flags).map(|pfn| self.zone.index_of(pfn))
     }
 
-    /// [`rmqueue`](Self::rmqueue) once the request's own lists had nothing, or for a request
+    /// [`rmqueue_at`](Self::rmqueue_at) once the request's own lists had nothing, or for a request
     /// that may use CMA (which balances between CMA and its own lists first).
     #[inline(never)]
     pub(crate) fn rmqueue_slow(
@@ -504,7 +507,8 @@ mod tests {
         let c = zl.rmqueue_smallest(Order(3), mv).unwrap();
         zl.move_to_free_list(Pfn(c.0 + 8), Order(3), mv, MigrateType::Reclaimable);
         assert_bitmap_matches(&zl, "a move between types");
-        let d = zl.rmqueue(Order(0), MigrateType::Unmovable, AllocFlags::WMARK_LOW).unwrap();
+        let d = zl.rmqueue_at(Order(0), MigrateType::Unmovable, AllocFlags::WMARK_LOW).unwrap();
+        let d = zl.zone.pfn_of(d);
         assert_bitmap_matches(&zl, "a fallback steal");
         zl.free_one_page_locked(d, Order(0), zl.zone.pageblocks.get(d), Fpi::None);
         zl.free_one_page_locked(c, Order(3), zl.zone.pageblocks.get(c), Fpi::None);

@@ -1329,23 +1329,23 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let mut zl = z.lock(cpu.id, &self.events, &self.cfg);
         let mut page = None;
         if flags.has(AllocFlags::HIGHATOMIC) {
-            page = zl.rmqueue_smallest(order, MigrateType::HighAtomic);
+            page = zl.rmqueue_smallest_at(order, MigrateType::HighAtomic);
         }
         if page.is_none() {
-            page = zl.rmqueue(order, mt, flags);
+            page = zl.rmqueue_at(order, mt, flags);
             if page.is_none() && flags.has(AllocFlags(AllocFlags::OOM.0 | AllocFlags::NON_BLOCK.0))
             {
-                page = zl.rmqueue_smallest(order, MigrateType::HighAtomic);
+                page = zl.rmqueue_smallest_at(order, MigrateType::HighAtomic);
             }
         }
-        let pfn = page?;
+        let idx = page?;
         // SAFETY: the block came off this zone's free lists (hot.rs, F).
-        let frame = unsafe { z.frame_at(z.index_of(pfn)) };
+        let frame = unsafe { z.frame_at(idx) };
         frame.set_info(FrameInfo { state: FrameState::Allocated, order, list: mt as u8 });
         // The page's reference count (kernel set_page_refcounted): page_frag_free drops it.
         frame.aux().store(1, Relaxed);
         zl.count(Counter::pgalloc(z.ztype), order.nr_pages().0);
-        Some(pfn)
+        Some(z.pfn_of(idx))
     }
 
     /// Give one highatomic pageblock back to ordinary use in the first zone of the walk that
