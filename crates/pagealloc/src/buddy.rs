@@ -93,9 +93,11 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// [`rmqueue_smallest`](Self::rmqueue_smallest), returning the block's frame index, as a
     /// refill wants it for its pageset list (no round trip through the pfn).
     #[inline(always)]
+    #[allow(unsafe_code)]
     pub(crate) fn rmqueue_smallest_at(&mut self, order: Order, mt: MigrateType) -> Option<u32> {
         let o = self.smallest_free_order(order, mt)?;
-        let idx = self.pop_free_head(o, mt)?;
+        // SAFETY: bit `o` of the bitmap was just read set under the lock (hot.rs, B).
+        let idx = unsafe { self.pop_listed_head(o, mt) };
         let added = self.expand_at(idx, order, o, mt);
         self.account_freepages(mt, added - (1 << o.0));
         if E::ENABLED {

@@ -31,6 +31,14 @@
 //! - **L (lists).** A pageset list index comes from `PcpFast`'s tables, whose entries are below
 //!   `MAX_NR_PCP_LISTS` (or the "uncached" marker, tested before use).
 //!
+//! - **B (the bitmap of non-empty free lists).** Under the zone lock, bit `o` of a zone's
+//!   `free_orders[mt]` is set iff its (`o`, `mt`) buddy list has a member (`Zone::free_orders`):
+//!   every word starts at 0 with every list empty, and every insertion and removal flips the
+//!   bit exactly when its list goes non-empty or empty (`ZoneLocked::add_at`, `delisted`, the
+//!   only writers of the lists). So a set bit seen under the lock names an order below
+//!   `NR_PAGE_ORDERS` whose list has a head. Unlike the others this is kept, not built once;
+//!   `debug::validate` checks it after every step of the random-program tests.
+//!
 //! Every accessor re-checks its invariant with `debug_assert!`, so each test run (debug
 //! assertions on) checks the proofs on every path the tests take; release builds trust them.
 #![allow(unsafe_code)]
@@ -125,6 +133,27 @@ impl PerCpuPages {
         debug_assert!(pindex < self.lists.len());
         // SAFETY: invariant L.
         unsafe { self.lists.get_unchecked_mut(pindex) }
+    }
+}
+
+impl crate::zone::ZoneFree {
+    /// The buddy list of (`order`, `mt`), which the zone's bitmap of non-empty lists says has
+    /// a member.
+    ///
+    /// # Safety
+    /// The caller holds the zone lock (`self` is its guarded data) and read bit `order` of
+    /// the zone's `free_orders[mt]` set under it (invariant B).
+    #[inline(always)]
+    pub(crate) unsafe fn listed_at(
+        &mut self,
+        order: crate::types::Order,
+        mt: crate::migratetype::MigrateType,
+    ) -> &mut ListHead {
+        debug_assert!(order.index() < self.area.len());
+        // SAFETY: invariant B: a set bit names an order below NR_PAGE_ORDERS.
+        let list = unsafe { &mut self.area.get_unchecked_mut(order.index()).lists[mt.index()] };
+        debug_assert!(!list.is_empty());
+        list
     }
 }
 

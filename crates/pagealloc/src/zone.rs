@@ -649,18 +649,24 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         self.delisted(order, mt, idx, neighbours);
     }
 
-    /// Take the head block off the (`order`, `mt`) list; its head becomes `Tail`. Returns
-    /// the block's frame index, `None` if the list is empty. Cheaper than
-    /// [`del_at`](Self::del_at): the head has no predecessor to relink.
+    /// Take the head block off the (`order`, `mt`) list, which the bitmap of non-empty lists
+    /// says has a member; its head becomes `Tail`. Returns the block's frame index. Cheaper
+    /// than [`del_at`](Self::del_at): the head has no predecessor to relink, the list needs
+    /// no empty test and the order indexes the free areas unchecked.
+    ///
+    /// # Safety
+    /// Bit `order` of the zone's `free_orders[mt]` was read set under this hold (hot.rs, B).
     #[inline(always)]
     #[allow(unsafe_code)]
-    pub(crate) fn pop_free_head(&mut self, order: Order, mt: MigrateType) -> Option<u32> {
+    pub(crate) unsafe fn pop_listed_head(&mut self, order: Order, mt: MigrateType) -> u32 {
         // SAFETY: a list's members are the zone's frames (hot.rs, F).
         let at = unsafe { frames_unchecked(self.frames) };
-        let (idx, next) = self.free.area[order.index()].lists[mt.index()].pop_head_with(&at)?;
+        // SAFETY: the caller's promise (hot.rs, B).
+        let list = unsafe { self.free.listed_at(order, mt) };
+        let (idx, next) = list.pop_head_nonempty_with(&at);
         at(idx).set_info(FrameInfo::TAIL);
         self.delisted(order, mt, idx, [NIL, next]);
-        Some(idx)
+        idx
     }
 
     /// The bookkeeping of a removal from the (`order`, `mt`) list: its bit when the list went
