@@ -65,6 +65,17 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         unsafe { self.zones.get_unchecked(zi.index()) }
     }
 
+    /// `cpu`'s node.
+    ///
+    /// # Safety
+    /// `cpu` passed `owns` and its node, if replaced, was checked (invariant N).
+    #[inline(always)]
+    pub(crate) unsafe fn node_of(&self, cpu: Cpu) -> &crate::page_alloc::Node {
+        debug_assert!(cpu.node.index() < self.nodes.len());
+        // SAFETY: invariant N.
+        unsafe { self.nodes.get_unchecked(cpu.node.index()) }
+    }
+
     /// The preferred zone of type at most `highest` on `cpu`'s node, if the node has one.
     ///
     /// # Safety
@@ -75,9 +86,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         cpu: Cpu,
         highest: crate::types::ZoneType,
     ) -> Option<&Zone<L>> {
-        debug_assert!(cpu.node.index() < self.nodes.len());
-        // SAFETY: invariant N.
-        let node = unsafe { self.nodes.get_unchecked(cpu.node.index()) };
+        // SAFETY: the caller's promise (invariant N).
+        let node = unsafe { self.node_of(cpu) };
         let zi = node.preferred[highest.index()]?;
         // SAFETY: a node's preferred zones are the allocator's own (invariant Z).
         Some(unsafe { self.zone_at(zi) })

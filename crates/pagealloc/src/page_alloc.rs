@@ -1087,7 +1087,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// The zonelist walk and the slow path (kernel `get_page_from_freelist` after the
     /// pageset hit, then `__alloc_pages_slowpath`): the block, or `None` (counted as
     /// `AllocFail`) when no zone has one even after draining and compaction, the one way
-    /// it fails, which the caller reports as [`AllocError::OutOfMemory`].
+    /// it fails, which the caller reports as [`AllocError::OutOfMemory`]. `cpu` passed the
+    /// public call's checks (its node and preferred zone are looked up unchecked).
+    #[allow(unsafe_code)]
     fn alloc_inner(
         &self,
         cpu: Cpu,
@@ -1097,9 +1099,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         highest: ZoneType,
         mut m: Option<&mut dyn Migrate>,
     ) -> Option<Pfn> {
-        let node = &self.nodes[cpu.node.index()];
-        let Some(preferred) = node.preferred[highest.index()].map(|i| &self.zones[i.index()])
-        else {
+        // SAFETY: the public calls checked `cpu` and any node they were given (hot.rs, N).
+        let node = unsafe { self.node_of(cpu) };
+        // SAFETY: as above; a node's preferred zones are the allocator's own (hot.rs, Z).
+        let Some(preferred) = (unsafe { self.preferred_zone(cpu, highest) }) else {
             self.counters.add_shared(Counter::AllocFail, 1);
             return None;
         };
@@ -1306,7 +1309,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             page = self.rmqueue_pcplist(cpu, z, order, mt, flags);
         }
         if page.is_none() {
-            page = self.rmqueue_buddy(cpu, z, order, mt, flags);
+            page = self.rmqueue_buddy(cpu.id, z, order, mt, flags);
         }
         if flags.has(AllocFlags::KSWAPD) && z.clear_flag(flags::BOOSTED_WATERMARK) {
             self.counters.add_shared(Counter::KswapdWake, 1);
@@ -1315,18 +1318,20 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     }
 
     /// Take a block straight from the buddy lists (kernel `rmqueue_buddy`), marking it
-    /// allocated before the zone lock drops so pageblock censuses see it.
+    /// allocated before the zone lock drops so pageblock censuses see it. Takes the CPU's
+    /// number (all it uses), so the walk passes it in a register instead of a copy of the
+    /// handle in memory.
     #[inline(never)]
     #[allow(unsafe_code)]
     fn rmqueue_buddy(
         &self,
-        cpu: Cpu,
+        cpu: CpuId,
         z: &Zone<L>,
         order: Order,
         mt: MigrateType,
         flags: AllocFlags,
     ) -> Option<Pfn> {
-        let mut zl = z.lock(cpu.id, &self.events, &self.cfg);
+        let mut zl = z.lock(cpu, &self.events, &self.cfg);
         let mut page = None;
         if flags.has(AllocFlags::HIGHATOMIC) {
             page = zl.rmqueue_smallest_at(order, MigrateType::HighAtomic);
