@@ -325,7 +325,22 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// the caller's to count (boot hand-over is not a free).
     #[allow(unsafe_code)]
     pub(crate) fn free_one_page(&mut self, pfn: Pfn, order: Order, fpi: Fpi) {
+        // Checked once: the block's frames and pageblock types are read unchecked.
+        assert!(self.zone.spans(pfn), "{pfn:?} is outside the zone");
+        // SAFETY: just checked; a block the zone spans the head of lies inside its span.
+        unsafe { self.free_one_page_idx(self.zone.index_of(pfn), order, fpi) }
+    }
+
+    /// [`free_one_page`](Self::free_one_page) of the block whose head has frame index `idx`,
+    /// as a free has it from its claim (no check of the pfn again).
+    ///
+    /// # Safety
+    /// `idx` is the index of a frame of this zone heading a block of `order` inside its span
+    /// (hot.rs, F and P).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn free_one_page_idx(&mut self, idx: u32, order: Order, fpi: Fpi) {
         let zone = self.zone;
+        let pfn = zone.pfn_of(idx);
         if order.0 > PAGEBLOCK_ORDER && self.cfg.hygiene {
             let mut p = pfn;
             let end = pfn.add(order.nr_pages());
@@ -335,13 +350,11 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
                 p = p.add(crate::types::NrPages(PAGEBLOCK_NR_PAGES));
             }
         } else {
-            // Checked once: the block's pageblock type and its frames are read unchecked.
-            assert!(zone.spans(pfn), "{pfn:?} is outside the zone");
-            // SAFETY: just checked (hot.rs, F and P).
+            // SAFETY: the caller's promise (hot.rs, P).
             let bits = unsafe { zone.pageblock_bits(pfn) };
             let mt = crate::pageblock::type_of_bits(bits);
-            // SAFETY: as above; a block the zone spans the head of lies inside its span.
-            unsafe { self.free_one_page_at(zone.index_of(pfn), order, mt, fpi) };
+            // SAFETY: the caller's promise (hot.rs, F).
+            unsafe { self.free_one_page_at(idx, order, mt, fpi) };
         }
     }
 

@@ -1429,6 +1429,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Free a block, through `cpu`'s pageset if `allow_pcp` and the policy caches its order,
     /// else straight to the buddy lists (kernel `free_unref_page` / `__free_pages_ok`).
     #[inline(always)]
+    #[allow(unsafe_code)]
     pub(crate) fn free_pages_routed(
         &self,
         cpu: Cpu,
@@ -1451,17 +1452,25 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if allow_pcp && self.free_unref_page(cpu, zone, frame, idx, pfn, order) {
             return Ok(());
         }
-        self.free_to_zone(cpu.id, zone, pfn, order);
+        // SAFETY: `idx` is the claimed block's, a frame of `zone` heading a block inside
+        // its span (hot.rs, F and P).
+        unsafe { self.free_to_zone(cpu.id, zone, idx, order) };
         Ok(())
     }
 
     /// Free a claimed block straight to the buddy lists under the zone lock, counting it
     /// (kernel `free_one_page` from the free path). Takes the CPU's number, as the drains do
-    /// (`free_unref_page_flush`).
-    pub(crate) fn free_to_zone(&self, cpu: CpuId, zone: &Zone<L>, pfn: Pfn, order: Order) {
+    /// (`free_unref_page_flush`), and the block's frame index, which its claim found.
+    ///
+    /// # Safety
+    /// `idx` is the index of a frame of `zone` heading a block of `order` inside its span:
+    /// a claimed block's (hot.rs, F and P).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn free_to_zone(&self, cpu: CpuId, zone: &Zone<L>, idx: u32, order: Order) {
         let mut zl = zone.lock(cpu, &self.events, &self.cfg);
         zl.count(Counter::Pgfree, order.nr_pages().0);
-        zl.free_one_page(pfn, order, Fpi::None);
+        // SAFETY: the caller's promise.
+        unsafe { zl.free_one_page_idx(idx, order, Fpi::None) };
     }
 
     /// Check a free request and claim the block (Allocated → Freeing). On success the caller
