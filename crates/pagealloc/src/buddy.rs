@@ -576,7 +576,8 @@ mod tests {
         let at = |off: u64| Pfn(b.0 + off);
         let ends = |zl: &crate::zone::ZoneLocked<'_, crate::NoEvents>, o: usize| {
             let l = &zl.free.area[o].lists[mt.index()];
-            (l.head().map(|i| z.pfn_of(i)), l.tail().map(|i| z.pfn_of(i)), l.len())
+            let tail = l.iter(zl.frames).last();
+            (l.head().map(|i| z.pfn_of(i)), tail.map(|i| z.pfn_of(i)), l.len())
         };
         let before = ends(&zl, 4).2;
         // Enclosing order-5 block's buddy B+96 is not free: head.

@@ -46,12 +46,6 @@ impl ListHead {
         (self.head != NIL).then_some(self.head)
     }
 
-    /// Last member.
-    #[inline]
-    pub fn tail(&self) -> Option<u32> {
-        (self.tail != NIL).then_some(self.tail)
-    }
-
     /// Insert `idx` (not on any list) at the head. Returns the other member whose links
     /// changed (the old head), or [`NIL`]. The frames are looked up by `at`: a checked index
     /// (`|i| &map[i as usize]`) or, on the hit paths, an unchecked one (`hot.rs`).
@@ -146,7 +140,22 @@ impl ListHead {
         &mut self,
         at: impl Fn(u32) -> &'m Frame,
     ) -> Option<(u32, u32)> {
-        let idx = self.tail()?;
+        if self.is_empty() {
+            return None;
+        }
+        Some(self.pop_tail_nonempty_with(at))
+    }
+
+    /// [`pop_tail_with`](Self::pop_tail_with) for a list the caller has seen is not empty
+    /// (a pageset drain tests each list before it takes from it, and again after each
+    /// block), without testing it again.
+    #[inline(always)]
+    pub(crate) fn pop_tail_nonempty_with<'m>(
+        &mut self,
+        at: impl Fn(u32) -> &'m Frame,
+    ) -> (u32, u32) {
+        debug_assert!(!self.is_empty() && self.tail != NIL);
+        let idx = self.tail;
         debug_assert_eq!(at(idx).next(), NIL);
         let prev = at(idx).prev();
         self.tail = prev;
@@ -156,7 +165,7 @@ impl ListHead {
             at(prev).set_next(NIL);
         }
         self.len -= 1;
-        Some((idx, prev))
+        (idx, prev)
     }
 
     /// Remove `idx`, which must be a member of this list. Returns the members whose links

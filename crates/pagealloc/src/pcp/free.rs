@@ -522,7 +522,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             let (before, limit) = (freed, freed + ((n + (1 << order.0) - 1) >> order.0));
             // SAFETY: a pageset list holds its zone's frames (hot.rs, F).
             let at = unsafe { frames_unchecked(zl.frames) };
-            while let Some((idx, prev)) = pcp.lists[pindex].pop_tail_with(&at) {
+            loop {
+                // Not empty: the scan above found it so, and the test below keeps it so.
+                let (idx, prev) = pcp.lists[pindex].pop_tail_nonempty_with(&at);
                 zl.add_list_ops(1);
                 if E::ENABLED {
                     self.touch_pcp_op(cpu, zone, idx, prev);
