@@ -160,7 +160,11 @@ impl crate::zone::ZoneFree {
         mt: crate::migratetype::MigrateType,
     ) -> &mut ListHead {
         debug_assert!(order.index() < self.area.len());
-        // SAFETY: invariant B: a set bit names an order below NR_PAGE_ORDERS.
+        // SAFETY: invariant B: a set bit names an order below NR_PAGE_ORDERS. Told to the
+        // compiler too, so the order's block count the pop then decrements is indexed
+        // without a check.
+        unsafe { core::hint::assert_unchecked(order.index() < self.area.len()) };
+        // SAFETY: as above.
         let list = unsafe { &mut self.area.get_unchecked_mut(order.index()).lists[mt.index()] };
         debug_assert!(!list.is_empty());
         list
