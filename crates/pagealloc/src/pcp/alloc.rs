@@ -265,11 +265,13 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     ) -> i32 {
         let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
         let to = RefillTo { pcp, order, pindex, mt, alloc_flags };
-        // The loop unswitched on the two tests that are fixed for the whole refill: the
-        // common case (no CMA, 6.10 hygiene) runs a copy with neither, its flags' CMA bit
-        // cleared as a constant (it was clear) so that `rmqueue_at` drops its test.
+        // The loop unswitched on the tests that are fixed for the whole refill: the common
+        // case (no CMA, 6.10 hygiene, a type with pageset lists, as every refill's is) runs a
+        // copy with none, its flags' CMA bit cleared as a constant (it was clear) so that
+        // `rmqueue_at` drops its test, and the free-page accounting knows the type is one of
+        // the PCP types.
         let (own_lists_first, hygiene) = (!alloc_flags.has(AllocFlags::CMA), self.cfg.hygiene);
-        if own_lists_first && hygiene {
+        if own_lists_first && hygiene && mt.index() < crate::migratetype::MIGRATE_PCPTYPES {
             let to = RefillTo { alloc_flags: alloc_flags.without(AllocFlags::CMA), ..to };
             self.refill_blocks(&mut zl, to, n, true)
         } else {
