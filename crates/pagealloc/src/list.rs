@@ -146,9 +146,9 @@ impl ListHead {
         Some(self.pop_tail_nonempty_with(at))
     }
 
-    /// [`pop_tail_with`](Self::pop_tail_with) for a list the caller has seen is not empty
-    /// (a pageset drain tests each list before it takes from it, and again after each
-    /// block), without testing it again.
+    /// [`pop_tail_with`](Self::pop_tail_with) for a list the caller knows is not empty (a
+    /// pageset drain takes at most the blocks a list holds, counted before its first pop),
+    /// without testing it again.
     #[inline(always)]
     pub(crate) fn pop_tail_nonempty_with<'m>(
         &mut self,
