@@ -128,27 +128,18 @@ impl ListHead {
     /// or [`NIL`].
     #[inline]
     pub fn pop_tail(&mut self, map: &[Frame]) -> Option<(u32, u32)> {
-        self.pop_tail_with(|i| &map[i as usize])
-    }
-
-    /// [`pop_tail`](Self::pop_tail) with the frames looked up by `at`. The tail's next is
-    /// NIL, so only its prev is read and only the new tail (or the head) changes, as
-    /// [`unlink_with`](Self::unlink_with) would leave them; the removed frame's links are
-    /// left as they were. One pop per block a pageset drain frees.
-    #[inline(always)]
-    pub(crate) fn pop_tail_with<'m>(
-        &mut self,
-        at: impl Fn(u32) -> &'m Frame,
-    ) -> Option<(u32, u32)> {
         if self.is_empty() {
             return None;
         }
-        Some(self.pop_tail_nonempty_with(at))
+        Some(self.pop_tail_nonempty_with(|i| &map[i as usize]))
     }
 
-    /// [`pop_tail_with`](Self::pop_tail_with) for a list the caller knows is not empty (a
-    /// pageset drain takes at most the blocks a list holds, counted before its first pop),
-    /// without testing it again.
+    /// [`pop_tail`](Self::pop_tail) of a list the caller knows is not empty (a pageset drain
+    /// takes at most the blocks a list holds, counted before its first pop), without testing
+    /// it again, the frames looked up by `at`. The tail's next is NIL, so only its prev is
+    /// read and only the new tail (or the head) changes, as
+    /// [`unlink_with`](Self::unlink_with) would leave them; the removed frame's links are
+    /// left as they were. One pop per block a pageset drain frees.
     #[inline(always)]
     pub(crate) fn pop_tail_nonempty_with<'m>(
         &mut self,
