@@ -83,7 +83,7 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     }
 
     /// Take the head block of the smallest order ≥ `order` on `mt`'s lists and split it
-    /// (kernel `__rmqueue_smallest`). Always inlined into `rmqueue`, whose common case it is:
+    /// (kernel `__rmqueue_smallest`). Always inlined into `rmqueue_at`, whose common case it is:
     /// a refill calls it once per block.
     #[inline(always)]
     pub(crate) fn rmqueue_smallest(&mut self, order: Order, mt: MigrateType) -> Option<Pfn> {
@@ -93,9 +93,11 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// [`rmqueue_smallest`](Self::rmqueue_smallest), returning the block's frame index, as a
     /// refill wants it for its pageset list (no round trip through the pfn).
     #[inline(always)]
+    #[allow(unsafe_code)]
     pub(crate) fn rmqueue_smallest_at(&mut self, order: Order, mt: MigrateType) -> Option<u32> {
         let o = self.smallest_free_order(order, mt)?;
-        let idx = self.pop_free_head(o, mt)?;
+        // SAFETY: bit `o` of the bitmap was just read set under the lock (hot.rs, B).
+        let idx = unsafe { self.pop_listed_head(o, mt) };
         let added = self.expand_at(idx, order, o, mt);
         self.account_freepages(mt, added - (1 << o.0));
         if E::ENABLED {
@@ -111,25 +113,28 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     }
 
     /// One block of `order` for a `mt` request, from this zone's buddy lists, falling back to
-    /// other types as the anti-fragmentation rules allow (kernel `__rmqueue`). Inlined into
-    /// the refill loop and the single-block path: without CMA the request's own lists
-    /// usually serve it; the CMA balancing and the fallback are out of line.
-    #[inline]
-    pub(crate) fn rmqueue(
+    /// other types as the anti-fragmentation rules allow (kernel `__rmqueue`). Returns the
+    /// block's frame index, as the refill wants it for its pageset list and the single-block
+    /// path for the frame it marks (no round trip through the pfn on the common path).
+    /// Always inlined into both: without CMA the request's own lists usually serve it; the
+    /// CMA balancing and the fallback are out of line. A caller that knows `flags` has no
+    /// CMA bit (a constant) gets the own-lists step without the test.
+    #[inline(always)]
+    pub(crate) fn rmqueue_at(
         &mut self,
         order: Order,
         mt: MigrateType,
         flags: AllocFlags,
-    ) -> Option<Pfn> {
+    ) -> Option<u32> {
         if !flags.has(AllocFlags::CMA) {
-            if let Some(p) = self.rmqueue_smallest(order, mt) {
-                return Some(p);
+            if let Some(idx) = self.rmqueue_smallest_at(order, mt) {
+                return Some(idx);
             }
         }
-        self.rmqueue_slow(order, mt, flags)
+        self.rmqueue_slow(order, mt, flags).map(|pfn| self.zone.index_of(pfn))
     }
 
-    /// [`rmqueue`](Self::rmqueue) once the request's own lists had nothing, or for a request
+    /// [`rmqueue_at`](Self::rmqueue_at) once the request's own lists had nothing, or for a request
     /// that may use CMA (which balances between CMA and its own lists first).
     #[inline(never)]
     pub(crate) fn rmqueue_slow(
@@ -320,7 +325,22 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     /// the caller's to count (boot hand-over is not a free).
     #[allow(unsafe_code)]
     pub(crate) fn free_one_page(&mut self, pfn: Pfn, order: Order, fpi: Fpi) {
+        // Checked once: the block's frames and pageblock types are read unchecked.
+        assert!(self.zone.spans(pfn), "{pfn:?} is outside the zone");
+        // SAFETY: just checked; a block the zone spans the head of lies inside its span.
+        unsafe { self.free_one_page_idx(self.zone.index_of(pfn), order, fpi) }
+    }
+
+    /// [`free_one_page`](Self::free_one_page) of the block whose head has frame index `idx`,
+    /// as a free has it from its claim (no check of the pfn again).
+    ///
+    /// # Safety
+    /// `idx` is the index of a frame of this zone heading a block of `order` inside its span
+    /// (hot.rs, F and P).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn free_one_page_idx(&mut self, idx: u32, order: Order, fpi: Fpi) {
         let zone = self.zone;
+        let pfn = zone.pfn_of(idx);
         if order.0 > PAGEBLOCK_ORDER && self.cfg.hygiene {
             let mut p = pfn;
             let end = pfn.add(order.nr_pages());
@@ -330,13 +350,11 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
                 p = p.add(crate::types::NrPages(PAGEBLOCK_NR_PAGES));
             }
         } else {
-            // Checked once: the block's pageblock type and its frames are read unchecked.
-            assert!(zone.spans(pfn), "{pfn:?} is outside the zone");
-            // SAFETY: just checked (hot.rs, F and P).
+            // SAFETY: the caller's promise (hot.rs, P).
             let bits = unsafe { zone.pageblock_bits(pfn) };
             let mt = crate::pageblock::type_of_bits(bits);
-            // SAFETY: as above; a block the zone spans the head of lies inside its span.
-            unsafe { self.free_one_page_at(zone.index_of(pfn), order, mt, fpi) };
+            // SAFETY: the caller's promise (hot.rs, F).
+            unsafe { self.free_one_page_at(idx, order, mt, fpi) };
         }
     }
 
@@ -504,7 +522,8 @@ mod tests {
         let c = zl.rmqueue_smallest(Order(3), mv).unwrap();
         zl.move_to_free_list(Pfn(c.0 + 8), Order(3), mv, MigrateType::Reclaimable);
         assert_bitmap_matches(&zl, "a move between types");
-        let d = zl.rmqueue(Order(0), MigrateType::Unmovable, AllocFlags::WMARK_LOW).unwrap();
+        let d = zl.rmqueue_at(Order(0), MigrateType::Unmovable, AllocFlags::WMARK_LOW).unwrap();
+        let d = zl.zone.pfn_of(d);
         assert_bitmap_matches(&zl, "a fallback steal");
         zl.free_one_page_locked(d, Order(0), zl.zone.pageblocks.get(d), Fpi::None);
         zl.free_one_page_locked(c, Order(3), zl.zone.pageblocks.get(c), Fpi::None);
@@ -557,7 +576,8 @@ mod tests {
         let at = |off: u64| Pfn(b.0 + off);
         let ends = |zl: &crate::zone::ZoneLocked<'_, crate::NoEvents>, o: usize| {
             let l = &zl.free.area[o].lists[mt.index()];
-            (l.head().map(|i| z.pfn_of(i)), l.tail().map(|i| z.pfn_of(i)), l.len())
+            let tail = l.iter(zl.frames).last();
+            (l.head().map(|i| z.pfn_of(i)), tail.map(|i| z.pfn_of(i)), l.len())
         };
         let before = ends(&zl, 4).2;
         // Enclosing order-5 block's buddy B+96 is not free: head.

@@ -470,8 +470,7 @@ impl<'a, E: EventSink, L: RawLock> Run<'a, E, L> {
     /// The most recently kept free target of `order`.
     fn pop_free(&mut self, order: Order) -> Option<Pfn> {
         let zone = self.zone;
-        let (idx, _) =
-            self.freepages[order.index()].pop_tail_with(|i| &zone.mem_map[i as usize])?;
+        let (idx, _) = self.freepages[order.index()].pop_tail(&zone.mem_map)?;
         Some(zone.pfn_of(idx))
     }
 

@@ -6,9 +6,10 @@
 //! comes from a value the crate has already checked or built itself. The compiler cannot see
 //! that, and a checked index costs a load of the length, a compare and a branch: most of the
 //! 53 instructions per order-0 alloc+free pair that this module and a single claim saved
-//! together (353.5 → 300.5, docs/performance.md). The invariants the
-//! accessors below rely on are established once, when the allocator is built, and nothing
-//! changes them afterwards (the arrays are boxed slices, never replaced or resized):
+//! together (353.5 → 300.5, docs/performance.md); the buddy path's carve uses it too
+//! (invariant B). The invariants the accessors below rely on, but B, are established once,
+//! when the allocator is built, and nothing changes them afterwards (the arrays are boxed
+//! slices, never replaced or resized):
 //!
 //! - **Z (zones).** `PageAllocator::zones[i].idx == ZoneIdx(i)`; every `ZoneIdx` the allocator
 //!   stores (a node's preferred zones and zonelist, the pfn→zone table and its first entry
@@ -30,6 +31,14 @@
 //! - **P (pageblocks).** A zone's pageblock flags cover every pageblock its span touches.
 //! - **L (lists).** A pageset list index comes from `PcpFast`'s tables, whose entries are below
 //!   `MAX_NR_PCP_LISTS` (or the "uncached" marker, tested before use).
+//!
+//! - **B (the bitmap of non-empty free lists).** Under the zone lock, bit `o` of a zone's
+//!   `free_orders[mt]` is set iff its (`o`, `mt`) buddy list has a member (`Zone::free_orders`):
+//!   every word starts at 0 with every list empty, and every insertion and removal flips the
+//!   bit exactly when its list goes non-empty or empty (`ZoneLocked::add_at`, `delisted`, the
+//!   only writers of the lists). So a set bit seen under the lock names an order below
+//!   `NR_PAGE_ORDERS` whose list has a head. Unlike the others this is kept, not built once;
+//!   `debug::validate` checks it after every step of the random-program tests.
 //!
 //! Every accessor re-checks its invariant with `debug_assert!`, so each test run (debug
 //! assertions on) checks the proofs on every path the tests take; release builds trust them.
@@ -57,6 +66,17 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         unsafe { self.zones.get_unchecked(zi.index()) }
     }
 
+    /// `cpu`'s node.
+    ///
+    /// # Safety
+    /// `cpu` passed `owns` and its node, if replaced, was checked (invariant N).
+    #[inline(always)]
+    pub(crate) unsafe fn node_of(&self, cpu: Cpu) -> &crate::page_alloc::Node {
+        debug_assert!(cpu.node.index() < self.nodes.len());
+        // SAFETY: invariant N.
+        unsafe { self.nodes.get_unchecked(cpu.node.index()) }
+    }
+
     /// The preferred zone of type at most `highest` on `cpu`'s node, if the node has one.
     ///
     /// # Safety
@@ -67,9 +87,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         cpu: Cpu,
         highest: crate::types::ZoneType,
     ) -> Option<&Zone<L>> {
-        debug_assert!(cpu.node.index() < self.nodes.len());
-        // SAFETY: invariant N.
-        let node = unsafe { self.nodes.get_unchecked(cpu.node.index()) };
+        // SAFETY: the caller's promise (invariant N).
+        let node = unsafe { self.node_of(cpu) };
         let zi = node.preferred[highest.index()]?;
         // SAFETY: a node's preferred zones are the allocator's own (invariant Z).
         Some(unsafe { self.zone_at(zi) })
@@ -125,6 +144,31 @@ impl PerCpuPages {
         debug_assert!(pindex < self.lists.len());
         // SAFETY: invariant L.
         unsafe { self.lists.get_unchecked_mut(pindex) }
+    }
+}
+
+impl crate::zone::ZoneFree {
+    /// The buddy list of (`order`, `mt`), which the zone's bitmap of non-empty lists says has
+    /// a member.
+    ///
+    /// # Safety
+    /// The caller holds the zone lock (`self` is its guarded data) and read bit `order` of
+    /// the zone's `free_orders[mt]` set under it (invariant B).
+    #[inline(always)]
+    pub(crate) unsafe fn listed_at(
+        &mut self,
+        order: crate::types::Order,
+        mt: crate::migratetype::MigrateType,
+    ) -> &mut ListHead {
+        debug_assert!(order.index() < self.area.len());
+        // SAFETY: invariant B: a set bit names an order below NR_PAGE_ORDERS. Told to the
+        // compiler too, so the order's block count the pop then decrements is indexed
+        // without a check.
+        unsafe { core::hint::assert_unchecked(order.index() < self.area.len()) };
+        // SAFETY: as above.
+        let list = unsafe { &mut self.area.get_unchecked_mut(order.index()).lists[mt.index()] };
+        debug_assert!(!list.is_empty());
+        list
     }
 }
 

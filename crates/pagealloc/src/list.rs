@@ -46,12 +46,6 @@ impl ListHead {
         (self.head != NIL).then_some(self.head)
     }
 
-    /// Last member.
-    #[inline]
-    pub fn tail(&self) -> Option<u32> {
-        (self.tail != NIL).then_some(self.tail)
-    }
-
     /// Insert `idx` (not on any list) at the head. Returns the other member whose links
     /// changed (the old head), or [`NIL`]. The frames are looked up by `at`: a checked index
     /// (`|i| &map[i as usize]`) or, on the hit paths, an unchecked one (`hot.rs`).
@@ -134,19 +128,25 @@ impl ListHead {
     /// or [`NIL`].
     #[inline]
     pub fn pop_tail(&mut self, map: &[Frame]) -> Option<(u32, u32)> {
-        self.pop_tail_with(|i| &map[i as usize])
+        if self.is_empty() {
+            return None;
+        }
+        Some(self.pop_tail_nonempty_with(|i| &map[i as usize]))
     }
 
-    /// [`pop_tail`](Self::pop_tail) with the frames looked up by `at`. The tail's next is
-    /// NIL, so only its prev is read and only the new tail (or the head) changes, as
+    /// [`pop_tail`](Self::pop_tail) of a list the caller knows is not empty (a pageset drain
+    /// takes at most the blocks a list holds, counted before its first pop), without testing
+    /// it again, the frames looked up by `at`. The tail's next is NIL, so only its prev is
+    /// read and only the new tail (or the head) changes, as
     /// [`unlink_with`](Self::unlink_with) would leave them; the removed frame's links are
     /// left as they were. One pop per block a pageset drain frees.
     #[inline(always)]
-    pub(crate) fn pop_tail_with<'m>(
+    pub(crate) fn pop_tail_nonempty_with<'m>(
         &mut self,
         at: impl Fn(u32) -> &'m Frame,
-    ) -> Option<(u32, u32)> {
-        let idx = self.tail()?;
+    ) -> (u32, u32) {
+        debug_assert!(!self.is_empty() && self.tail != NIL);
+        let idx = self.tail;
         debug_assert_eq!(at(idx).next(), NIL);
         let prev = at(idx).prev();
         self.tail = prev;
@@ -156,7 +156,7 @@ impl ListHead {
             at(prev).set_next(NIL);
         }
         self.len -= 1;
-        Some((idx, prev))
+        (idx, prev)
     }
 
     /// Remove `idx`, which must be a member of this list. Returns the members whose links

@@ -1087,7 +1087,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// The zonelist walk and the slow path (kernel `get_page_from_freelist` after the
     /// pageset hit, then `__alloc_pages_slowpath`): the block, or `None` (counted as
     /// `AllocFail`) when no zone has one even after draining and compaction, the one way
-    /// it fails, which the caller reports as [`AllocError::OutOfMemory`].
+    /// it fails, which the caller reports as [`AllocError::OutOfMemory`]. `cpu` passed the
+    /// public call's checks (its node and preferred zone are looked up unchecked).
+    #[allow(unsafe_code)]
     fn alloc_inner(
         &self,
         cpu: Cpu,
@@ -1097,9 +1099,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         highest: ZoneType,
         mut m: Option<&mut dyn Migrate>,
     ) -> Option<Pfn> {
-        let node = &self.nodes[cpu.node.index()];
-        let Some(preferred) = node.preferred[highest.index()].map(|i| &self.zones[i.index()])
-        else {
+        // SAFETY: the public calls checked `cpu` and any node they were given (hot.rs, N).
+        let node = unsafe { self.node_of(cpu) };
+        // SAFETY: as above; a node's preferred zones are the allocator's own (hot.rs, Z).
+        let Some(preferred) = (unsafe { self.preferred_zone(cpu, highest) }) else {
             self.counters.add_shared(Counter::AllocFail, 1);
             return None;
         };
@@ -1306,7 +1309,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             page = self.rmqueue_pcplist(cpu, z, order, mt, flags);
         }
         if page.is_none() {
-            page = self.rmqueue_buddy(cpu, z, order, mt, flags);
+            page = self.rmqueue_buddy(cpu.id, z, order, mt, flags);
         }
         if flags.has(AllocFlags::KSWAPD) && z.clear_flag(flags::BOOSTED_WATERMARK) {
             self.counters.add_shared(Counter::KswapdWake, 1);
@@ -1315,37 +1318,39 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     }
 
     /// Take a block straight from the buddy lists (kernel `rmqueue_buddy`), marking it
-    /// allocated before the zone lock drops so pageblock censuses see it.
+    /// allocated before the zone lock drops so pageblock censuses see it. Takes the CPU's
+    /// number (all it uses), so the walk passes it in a register instead of a copy of the
+    /// handle in memory.
     #[inline(never)]
     #[allow(unsafe_code)]
     fn rmqueue_buddy(
         &self,
-        cpu: Cpu,
+        cpu: CpuId,
         z: &Zone<L>,
         order: Order,
         mt: MigrateType,
         flags: AllocFlags,
     ) -> Option<Pfn> {
-        let mut zl = z.lock(cpu.id, &self.events, &self.cfg);
+        let mut zl = z.lock(cpu, &self.events, &self.cfg);
         let mut page = None;
         if flags.has(AllocFlags::HIGHATOMIC) {
-            page = zl.rmqueue_smallest(order, MigrateType::HighAtomic);
+            page = zl.rmqueue_smallest_at(order, MigrateType::HighAtomic);
         }
         if page.is_none() {
-            page = zl.rmqueue(order, mt, flags);
+            page = zl.rmqueue_at(order, mt, flags);
             if page.is_none() && flags.has(AllocFlags(AllocFlags::OOM.0 | AllocFlags::NON_BLOCK.0))
             {
-                page = zl.rmqueue_smallest(order, MigrateType::HighAtomic);
+                page = zl.rmqueue_smallest_at(order, MigrateType::HighAtomic);
             }
         }
-        let pfn = page?;
+        let idx = page?;
         // SAFETY: the block came off this zone's free lists (hot.rs, F).
-        let frame = unsafe { z.frame_at(z.index_of(pfn)) };
+        let frame = unsafe { z.frame_at(idx) };
         frame.set_info(FrameInfo { state: FrameState::Allocated, order, list: mt as u8 });
         // The page's reference count (kernel set_page_refcounted): page_frag_free drops it.
         frame.aux().store(1, Relaxed);
         zl.count(Counter::pgalloc(z.ztype), order.nr_pages().0);
-        Some(pfn)
+        Some(z.pfn_of(idx))
     }
 
     /// Give one highatomic pageblock back to ordinary use in the first zone of the walk that
@@ -1424,6 +1429,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     /// Free a block, through `cpu`'s pageset if `allow_pcp` and the policy caches its order,
     /// else straight to the buddy lists (kernel `free_unref_page` / `__free_pages_ok`).
     #[inline(always)]
+    #[allow(unsafe_code)]
     pub(crate) fn free_pages_routed(
         &self,
         cpu: Cpu,
@@ -1446,17 +1452,25 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         if allow_pcp && self.free_unref_page(cpu, zone, frame, idx, pfn, order) {
             return Ok(());
         }
-        self.free_to_zone(cpu.id, zone, pfn, order);
+        // SAFETY: `idx` is the claimed block's, a frame of `zone` heading a block inside
+        // its span (hot.rs, F and P).
+        unsafe { self.free_to_zone(cpu.id, zone, idx, order) };
         Ok(())
     }
 
     /// Free a claimed block straight to the buddy lists under the zone lock, counting it
     /// (kernel `free_one_page` from the free path). Takes the CPU's number, as the drains do
-    /// (`free_unref_page_flush`).
-    pub(crate) fn free_to_zone(&self, cpu: CpuId, zone: &Zone<L>, pfn: Pfn, order: Order) {
+    /// (`free_unref_page_flush`), and the block's frame index, which its claim found.
+    ///
+    /// # Safety
+    /// `idx` is the index of a frame of `zone` heading a block of `order` inside its span:
+    /// a claimed block's (hot.rs, F and P).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn free_to_zone(&self, cpu: CpuId, zone: &Zone<L>, idx: u32, order: Order) {
         let mut zl = zone.lock(cpu, &self.events, &self.cfg);
         zl.count(Counter::Pgfree, order.nr_pages().0);
-        zl.free_one_page(pfn, order, Fpi::None);
+        // SAFETY: the caller's promise.
+        unsafe { zl.free_one_page_idx(idx, order, Fpi::None) };
     }
 
     /// Check a free request and claim the block (Allocated → Freeing). On success the caller

@@ -414,33 +414,52 @@ impl<L: RawLock> Zone<L> {
         &self.mem_map[(pfn.0 - self.start_pfn.0) as usize]
     }
 
-    /// Take the zone lock on behalf of `cpu`, counting the acquisition.
+    /// Take the zone lock on behalf of `cpu`, counting the acquisition. Without a clock (the
+    /// common case) that is one test of it; with one, the wait and the hold are timed.
+    #[inline]
     pub(crate) fn lock<'a, E: EventSink>(
         &'a self,
         cpu: CpuId,
         events: &'a E,
         cfg: &'a CoreConfig,
     ) -> ZoneLocked<'a, E, L> {
-        let asked = cfg.clock.map(|now| now());
-        let free = self.lock.lock();
+        let (free, timed) = match cfg.clock {
+            None => {
+                let free = self.lock.lock();
+                self.lock_taken(cpu, events);
+                (free, None)
+            }
+            Some(now) => self.lock_timed(cpu, events, now),
+        };
+        ZoneLocked { zone: self, frames: &self.mem_map, free, cpu, events, cfg, timed, list_ops: 0 }
+    }
+
+    /// What taking the zone lock counts and reports, once it is held.
+    #[inline]
+    fn lock_taken<E: EventSink>(&self, cpu: CpuId, events: &E) {
         self.counters.add_locked(Counter::ZoneLockAcquire, 1);
         if E::ENABLED {
             events.zone_lock_taken(cpu, self.idx);
         }
-        let held_since = cfg.clock.map(|now| now());
-        if let (Some(asked), Some(got)) = (asked, held_since) {
-            self.counters.add_locked(Counter::ZoneLockWaitNs, got.saturating_sub(asked));
-        }
-        ZoneLocked {
-            zone: self,
-            frames: &self.mem_map,
-            free,
-            cpu,
-            events,
-            cfg,
-            held_since,
-            list_ops: 0,
-        }
+    }
+
+    /// [`lock`](Self::lock) with the allocator's clock `now`: the wait is counted
+    /// (`zone_lock_wait_ns`), and the hold's start is returned with the clock for the guard's
+    /// drop to count the hold.
+    #[inline(never)]
+    #[allow(clippy::type_complexity)]
+    fn lock_timed<'a, E: EventSink>(
+        &'a self,
+        cpu: CpuId,
+        events: &E,
+        now: fn() -> u64,
+    ) -> (MutexGuard<'a, L, ZoneFree>, Option<(fn() -> u64, u64)>) {
+        let asked = now();
+        let free = self.lock.lock();
+        self.lock_taken(cpu, events);
+        let got = now();
+        self.counters.add_locked(Counter::ZoneLockWaitNs, got.saturating_sub(asked));
+        (free, Some((now, got)))
     }
 
     /// Read-only view of the free lists under the lock, for validators and /proc views.
@@ -477,8 +496,9 @@ pub struct ZoneLocked<'a, E: EventSink, L: RawLock = RawSpinLock> {
     pub(crate) cpu: CpuId,
     pub(crate) events: &'a E,
     pub(crate) cfg: &'a CoreConfig,
-    /// Clock reading when the lock was taken, if the allocator has a clock.
-    held_since: Option<u64>,
+    /// The allocator's clock and its reading when the lock was taken, if it has a clock:
+    /// one test on drop.
+    timed: Option<(fn() -> u64, u64)>,
     /// Free-list insertions and removals during this hold, for the event sink (counted only
     /// when the sink is enabled): the work a model charges the hold for.
     list_ops: u32,
@@ -487,7 +507,7 @@ pub struct ZoneLocked<'a, E: EventSink, L: RawLock = RawSpinLock> {
 impl<E: EventSink, L: RawLock> Drop for ZoneLocked<'_, E, L> {
     /// Account the hold time while the lock is still held (fields drop after this body).
     fn drop(&mut self) {
-        if let (Some(now), Some(since)) = (self.cfg.clock, self.held_since) {
+        if let Some((now, since)) = self.timed {
             self.zone.counters.add_locked(Counter::ZoneLockHeldNs, now().saturating_sub(since));
         }
         if E::ENABLED {
@@ -649,18 +669,24 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         self.delisted(order, mt, idx, neighbours);
     }
 
-    /// Take the head block off the (`order`, `mt`) list; its head becomes `Tail`. Returns
-    /// the block's frame index, `None` if the list is empty. Cheaper than
-    /// [`del_at`](Self::del_at): the head has no predecessor to relink.
+    /// Take the head block off the (`order`, `mt`) list, which the bitmap of non-empty lists
+    /// says has a member; its head becomes `Tail`. Returns the block's frame index. Cheaper
+    /// than [`del_at`](Self::del_at): the head has no predecessor to relink, the list needs
+    /// no empty test and the order indexes the free areas unchecked.
+    ///
+    /// # Safety
+    /// Bit `order` of the zone's `free_orders[mt]` was read set under this hold (hot.rs, B).
     #[inline(always)]
     #[allow(unsafe_code)]
-    pub(crate) fn pop_free_head(&mut self, order: Order, mt: MigrateType) -> Option<u32> {
+    pub(crate) unsafe fn pop_listed_head(&mut self, order: Order, mt: MigrateType) -> u32 {
         // SAFETY: a list's members are the zone's frames (hot.rs, F).
         let at = unsafe { frames_unchecked(self.frames) };
-        let (idx, next) = self.free.area[order.index()].lists[mt.index()].pop_head_with(&at)?;
+        // SAFETY: the caller's promise (hot.rs, B).
+        let list = unsafe { self.free.listed_at(order, mt) };
+        let (idx, next) = list.pop_head_nonempty_with(&at);
         at(idx).set_info(FrameInfo::TAIL);
         self.delisted(order, mt, idx, [NIL, next]);
-        Some(idx)
+        idx
     }
 
     /// The bookkeeping of a removal from the (`order`, `mt`) list: its bit when the list went

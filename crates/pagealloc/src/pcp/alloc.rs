@@ -265,20 +265,23 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     ) -> i32 {
         let mut zl = zone.lock(cpu.id, &self.events, &self.cfg);
         let to = RefillTo { pcp, order, pindex, mt, alloc_flags };
-        // The loop unswitched on the two tests that are fixed for the whole refill: the
-        // common case (no CMA, 6.10 hygiene) runs a copy with neither.
+        // The loop unswitched on the tests that are fixed for the whole refill: the common
+        // case (no CMA, 6.10 hygiene, a type with pageset lists, as every refill's is) runs a
+        // copy with none, its flags' CMA bit cleared as a constant (it was clear) so that
+        // `rmqueue_at` drops its test, and the free-page accounting knows the type is one of
+        // the PCP types.
         let (own_lists_first, hygiene) = (!alloc_flags.has(AllocFlags::CMA), self.cfg.hygiene);
-        if own_lists_first && hygiene {
-            self.refill_blocks(&mut zl, to, n, true, true)
+        if own_lists_first && hygiene && mt.index() < crate::migratetype::MIGRATE_PCPTYPES {
+            let to = RefillTo { alloc_flags: alloc_flags.without(AllocFlags::CMA), ..to };
+            self.refill_blocks(&mut zl, to, n, true)
         } else {
-            self.refill_blocks(&mut zl, to, n, own_lists_first, hygiene)
+            self.refill_blocks(&mut zl, to, n, hygiene)
         }
     }
 
-    /// [`Self::rmqueue_bulk`]'s loop: `rmqueue` block by block, keeping the frame index its
-    /// own lists hand back (`own_lists_first`: the request may not use CMA, so they are tried
-    /// first), each block put on the pageset list. `hygiene` is the policy's 6.10 rule
-    /// (otherwise the block remembers the list it came from). The count is added once.
+    /// [`Self::rmqueue_bulk`]'s loop: `rmqueue_at` block by block, each block put
+    /// on the pageset list. `hygiene` is the policy's 6.10 rule (otherwise the block
+    /// remembers the list it came from). The count is added once.
     #[allow(unsafe_code)]
     #[inline(always)]
     fn refill_blocks(
@@ -286,7 +289,6 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         zl: &mut crate::zone::ZoneLocked<'_, E, L>,
         to: RefillTo<'_>,
         n: i32,
-        own_lists_first: bool,
         hygiene: bool,
     ) -> i32 {
         let RefillTo { pcp, order, pindex, mt, alloc_flags } = to;
@@ -295,14 +297,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let at = unsafe { frames_unchecked(zl.frames) };
         let mut got = 0;
         while got < n {
-            let own = if own_lists_first { zl.rmqueue_smallest_at(order, mt) } else { None };
-            let idx = match own {
-                Some(idx) => idx,
-                None => match zl.rmqueue_slow(order, mt, alloc_flags) {
-                    Some(pfn) => zone.index_of(pfn),
-                    None => break,
-                },
-            };
+            let Some(idx) = zl.rmqueue_at(order, mt, alloc_flags) else { break };
             let frame = at(idx);
             if !hygiene {
                 // ≤ 6.9 remembers which list the block came from (CMA, or the type asked).

@@ -509,9 +509,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let span = Span::of(zone);
         let layout = self.policy.pcp_lists;
         let nr_lists = layout.nr_lists();
-        // One counter per block: the blocks freed so far, on every list. The first
-        // `prefetch_budget` of them are prefetched; a list gives up to the blocks that cover
-        // the pages still to free (`n` counted down per list, not per block).
+        // The blocks freed so far, on every list: the first `prefetch_budget` of them are
+        // prefetched.
         let mut freed = 0i32;
         while n > 0 {
             while pcp.lists[pindex].is_empty() {
@@ -519,10 +518,16 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 zl.add_list_ops(1);
             }
             let order = layout.pindex_order(pindex).unwrap_or(Order(0));
-            let (before, limit) = (freed, freed + ((n + (1 << order.0) - 1) >> order.0));
+            // A list gives the blocks that cover the pages still to free, or all it holds if
+            // fewer: counted once, as nothing below changes the list but its own pops (the
+            // merges touch the buddy lists), so the loop needs neither `n` nor an empty test.
+            let covering = (n + (1 << order.0) - 1) >> order.0;
+            let take = covering.min(pcp.lists[pindex].len() as i32);
             // SAFETY: a pageset list holds its zone's frames (hot.rs, F).
             let at = unsafe { frames_unchecked(zl.frames) };
-            while let Some((idx, prev)) = pcp.lists[pindex].pop_tail_with(&at) {
+            for _ in 0..take {
+                // Not empty: it held `take` blocks or more.
+                let (idx, prev) = pcp.lists[pindex].pop_tail_nonempty_with(&at);
                 zl.add_list_ops(1);
                 if E::ENABLED {
                     self.touch_pcp_op(cpu, zone, idx, prev);
@@ -532,12 +537,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                 }
                 freed += 1;
                 free_to_buddy(zl, span, idx, order, hygiene);
-                if freed >= limit || pcp.lists[pindex].is_empty() {
-                    break;
-                }
             }
             // Nothing in the loop reads the count or `n`: one store per list.
-            let pages = (freed - before) << order.0;
+            let pages = take << order.0;
             n -= pages;
             pcp.count -= pages;
             pindex = (pindex + 1) % nr_lists;

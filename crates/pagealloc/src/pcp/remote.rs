@@ -266,7 +266,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                     );
                 }
                 // Its pageblock was isolated since: straight to the buddy lists.
-                None => self.free_to_zone(cpu.id, zone, pfn, order),
+                // SAFETY: as above (hot.rs, F and P).
+                None => unsafe { self.free_to_zone(cpu.id, zone, idx, order) },
             }
             blocks += 1;
             idx = next;
