@@ -20,9 +20,12 @@
 //! stamps before it writes them, so on a fresh table most first touches went that way: in a
 //! profile of `reproduce 002-thpfioscale@haswell --quick` the shoot-downs were 7.5 % of the
 //! samples (docs/performance.md). A shared mapping has no zero page: a read fault allocates
-//! the zeroed page and maps it writable, so the write after it costs nothing more. The price
-//! is that a shared mapping cannot grow in place (`mremap` would map past the end of its
-//! backing object), so a large block grows by copying.
+//! the zeroed page and maps it writable, so the write after it costs nothing more. The
+//! prices: a shared mapping cannot grow in place (`mremap` would map pages past the end of its
+//! backing object, a bus error when touched), so a large block grows by copying; and a page a
+//! run only read is a page of its own, which the zero test on freeing reads from memory where
+//! it used to read the one zero page from the cache. The quick reproduce got 10–16 % faster;
+//! the full one did not measurably (docs/performance.md).
 //!
 //! A kept block is always all zero, so it serves `alloc` and `alloc_zeroed` alike; a block
 //! larger than asked for (by at most twice) is trimmed to the size asked. Whatever goes wrong
