@@ -7,9 +7,9 @@
 //! that, and a checked index costs a load of the length, a compare and a branch: most of the
 //! 53 instructions per order-0 alloc+free pair that this module and a single claim saved
 //! together (353.5 → 300.5, docs/performance.md); the buddy path's carve uses it too
-//! (invariant B). The invariants the accessors below rely on, but B, are established once,
-//! when the allocator is built, and nothing changes them afterwards (the arrays are boxed
-//! slices, never replaced or resized):
+//! (invariant B). The invariants the accessors below rely on, all but B, are established
+//! once, when the allocator is built, and nothing changes them afterwards (the arrays are
+//! boxed slices, never replaced or resized); B is kept by every change of a buddy list:
 //!
 //! - **Z (zones).** `PageAllocator::zones[i].idx == ZoneIdx(i)`; every `ZoneIdx` the allocator
 //!   stores (a node's preferred zones and zonelist, the pfn→zone table and its first entry
