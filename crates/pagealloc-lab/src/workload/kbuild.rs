@@ -80,8 +80,20 @@
 //! real runner's threads the CPUs' allocator calls overlap as in a kernel, while the model,
 //! stepping one CPU at a time, makes the same decisions as with one object.
 //!
-//! Known biases: one task per slot CPU, never migrating (≈ 10 K migrations/s machine-wide
-//! in the real run are not modelled); the parents never migrate either (make on one CPU, each
+//! Migrations (`migrations_per_s`, off by default): a faulting process may move to another
+//! slot's CPU on its node, swapping with the faulting process there (one task per busy CPU
+//! stays one task per busy CPU). A swap is drawn per fault with probability `migrations_per_s`
+//! × `fault_us` / 2, so each process moves at about that rate over its faulting; a draw whose
+//! partner slot has no faulting process moves nothing. A moved process keeps its parent, which
+//! stays until every slot whose process it may have reaped is done. Its later faults and its
+//! exit allocate and free on its new CPU, so its VMAs, anon_vmas and mm_struct are freed away
+//! from the CPU that allocated them. Nothing is charged for the move itself (the scheduler's
+//! work, the task's cache footprint left behind). It is a what-if: LKP counted ≈ 10 K
+//! migrations/s machine-wide in kbuild8, ≈ 56 per busy CPU-second, but not how many of them
+//! move running compilers rather than placing woken parents or execs (§1.4).
+//!
+//! Known biases: by default one task per slot CPU, never migrating (above); the parents never
+//! migrate either (make on one CPU, each
 //! slot's shell and driver on one other); hyperthread siblings share no pipeline (the 112 busy
 //! CPUs are one per core, the parents run on their idle siblings at no cost to them); fork,
 //! exit and wake-up latencies are not charged (a child waits only for its parent's slab calls);
@@ -358,6 +370,22 @@ const PARAMS: &[ParamSpec] = &[
         whole: false,
     },
     ParamSpec {
+        name: "migrations_per_s",
+        default: 0.0,
+        min: 0.0,
+        max: 1e5,
+        unit: "/s",
+        doc: "how often a faulting process moves to another slot's CPU on its node, swapping \
+              with the process there, per second of its own faulting (0: every process runs \
+              where it started)",
+        source: "a what-if, off by default: LKP's kbuild8 on the seed's machine class counted \
+                 10,378 CPU migrations/s machine-wide over ≈ 186 busy CPUs, ≈ 56 per busy \
+                 CPU-second (docs/workloads.md §1.2); how many of them move running compilers \
+                 rather than placing a woken parent or an exec is not known (§1.4)",
+        scaled: false,
+        whole: false,
+    },
+    ParamSpec {
         name: "vmas_compiler",
         default: 70.0,
         min: 0.0,
@@ -624,6 +652,14 @@ struct Slot {
 /// A CPU's RCU callbacks with the time each is due, in that order.
 type RcuQueue = VecDeque<(u64, Rcu)>;
 
+/// What only its own CPU's steps change: the next of its slots to run a step of (round
+/// robin when it has several), and its random draws (migrations).
+#[derive(Clone, Debug)]
+struct CpuPart {
+    turn: usize,
+    rng: Rng,
+}
+
 /// How a step reaches the state its CPU shares with others: behind their locks on real
 /// threads ([`Locked`]), or without them when the model runs the workload alone
 /// ([`Alone`]). A step takes half a dozen of these locks, each uncontended lock and unlock
@@ -748,6 +784,8 @@ struct Counters {
     rcu_frees: Tally,
     /// Objects freed on another CPU than the one that allocated them.
     remote_frees: Tally,
+    /// Processes moved to another CPU (two per swap).
+    migrations: Tally,
 }
 
 /// One run. Its state is split so that the real runner's CPUs step at the same time: each
@@ -778,6 +816,12 @@ pub struct Kbuild {
     cross: bool,
     /// Grace period, ps.
     rcu_gp: u64,
+    /// Chance that a fault step starts a migration (a swap with another slot's process).
+    migrate_p: f64,
+    /// Each slot's group: the slots on its node in its build, among which its process may
+    /// move ([`migrate`](Self::migrate)).
+    slot_group: Vec<u32>,
+    groups: Vec<Vec<usize>>,
     /// Slots' and builds' states, CPUs' requests and RCU callbacks; empty during a model
     /// step, which has them as [`Alone`].
     parts: Parts,
@@ -789,8 +833,8 @@ pub struct Kbuild {
     slots: Vec<Slot>,
     /// Slots of each CPU (a CPU runs its slots in turn when `parallel` exceeds the CPUs).
     cpu_slots: Vec<Vec<usize>>,
-    /// Next slot each CPU runs a step of.
-    cpu_turn: PerCpu<usize>,
+    /// Each CPU's own state: the next slot it runs a step of, its random draws.
+    cpu_part: PerCpu<CpuPart>,
     /// Builds side by side (`cgroups`), made by `start`.
     nr_builds: u32,
     /// The CPU each build's make runs on: its first slot's parent CPU.
@@ -825,6 +869,10 @@ impl Kbuild {
             slab: p.get("slab").round() != 0.0,
             cross: p.get("slab").round() != 0.0 && p.get("fork").round() != 0.0,
             rcu_gp: ns(p.get("rcu_gp_ms") * 1e6),
+            // A swap moves two processes: each starts one at half the rate.
+            migrate_p: p.get("migrations_per_s") * p.get("fault_us") * 1e-6 / 2.0,
+            slot_group: Vec::new(),
+            groups: Vec::new(),
             parts: Parts::default(),
             asleep: Vec::new(),
             vmas: [
@@ -834,7 +882,7 @@ impl Kbuild {
             seed: 0,
             slots: Vec::new(),
             cpu_slots: Vec::new(),
-            cpu_turn: PerCpu::default(),
+            cpu_part: PerCpu::new([]),
             nr_builds: p.count("cgroups") as u32,
             make_cpu: Vec::new(),
             memcg_limit: (p.get("memcg_limit_mib") * 256.0).round() as u64,
@@ -1051,9 +1099,9 @@ impl Kbuild {
         Ok(())
     }
 
-    /// One step of CPU `ctx.cpu()`, whose next slot in turn is `turn`, reaching what it
+    /// One step of CPU `ctx.cpu()`, whose own state is `part`, reaching what it
     /// shares through `sh`.
-    fn step_with<S: Shared>(&self, ctx: &mut Ctx<'_>, sh: &S, turn: &mut usize) -> Result<Next> {
+    fn step_with<S: Shared>(&self, ctx: &mut Ctx<'_>, sh: &S, part: &mut CpuPart) -> Result<Next> {
         let c = ctx.cpu() as usize;
         if self.cross {
             // As a parent first: RCU callbacks that are due, then a fork or a reap.
@@ -1065,13 +1113,14 @@ impl Kbuild {
         let slots = self.cpu_slots.get(c).map_or(&[][..], Vec::as_slice);
         let nr = slots.len();
         // The CPU's next slot that still has work (round robin: time-sharing when several).
+        let turn = part.turn;
         let pick = (0..nr).find_map(|k| {
-            let s = slots[(*turn + k) % nr];
+            let s = slots[(turn + k) % nr];
             let slot = &self.slots[s];
-            (!slot.done.load(SeqCst) && !sh.state(s).waiting).then_some((s, (*turn + k + 1) % nr))
+            (!slot.done.load(SeqCst) && !sh.state(s).waiting).then_some((s, (turn + k + 1) % nr))
         });
         if let Some((_, next)) = pick {
-            *turn = next;
+            part.turn = next;
         }
         let pick = pick.map(|(s, _)| s);
         let Some(s) = pick else { return Ok(self.idle(sh, c)) };
@@ -1087,8 +1136,15 @@ impl Kbuild {
                 build.end_ps = build.end_ps.max(ctx.now());
             }
             if self.cross {
-                // Its parents may be waiting only for it.
-                self.wake(slot.parent, ctx);
+                // Its parents may be waiting only for it (with migrations, any parent of
+                // its group: see `parents`).
+                if self.migrate_p > 0.0 {
+                    for &t in &self.groups[self.slot_group[s] as usize] {
+                        self.wake(self.slots[t].parent, ctx);
+                    }
+                } else {
+                    self.wake(slot.parent, ctx);
+                }
                 self.wake(self.make_cpu[slot.build], ctx);
                 return Ok(Next::Continue);
             }
@@ -1098,7 +1154,7 @@ impl Kbuild {
         if self.cross {
             self.kick_parents(sh, s, ctx);
         }
-        self.run_proc(sh, s, ctx)?;
+        self.run_proc(sh, s, ctx, &mut part.rng)?;
         Ok(Next::Continue)
     }
 
@@ -1231,8 +1287,8 @@ impl Kbuild {
             return Next::Done;
         }
         let waits = self.cpu_slots[c].iter().any(|&s| !self.slots[s].done.load(SeqCst));
-        let parent = self.slots.iter().any(|s| {
-            !s.done.load(SeqCst) && (s.parent as usize == c || self.make_cpu[s.build] as usize == c)
+        let parent = self.slots.iter().enumerate().any(|(i, s)| {
+            !s.done.load(SeqCst) && (self.make_cpu[s.build] as usize == c || self.parents(i, c))
         });
         if waits || parent {
             self.asleep[c].0.store(true, SeqCst);
@@ -1246,9 +1302,27 @@ impl Kbuild {
         self.rcu_due(sh, c).map_or(Next::Done, Next::SleepUntil)
     }
 
+    /// Whether CPU `c` may be the parent of a process that slot `s` runs: the slot's own
+    /// parent, or with migrations the parent of any slot of its group (a process keeps its
+    /// parent wherever it moves, and the parent must stay to reap it).
+    fn parents(&self, s: usize, c: usize) -> bool {
+        if self.migrate_p > 0.0 {
+            let group = &self.groups[self.slot_group[s] as usize];
+            group.iter().any(|&t| self.slots[t].parent as usize == c)
+        } else {
+            self.slots[s].parent as usize == c
+        }
+    }
+
     /// One step of slot `s`'s running process, taken out of the slot while it runs (its
     /// allocator calls hold no lock).
-    fn run_proc<S: Shared>(&self, sh: &S, s: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+    fn run_proc<S: Shared>(
+        &self,
+        sh: &S,
+        s: usize,
+        ctx: &mut Ctx<'_>,
+        rng: &mut Rng,
+    ) -> Result<()> {
         let slot = &self.slots[s];
         let Some(mut p) = sh.state(s).cur.take() else { return Ok(()) };
         let b = slot.build;
@@ -1300,6 +1374,8 @@ impl Kbuild {
                 if p.count >= p.spec.anon {
                     p.count = 0;
                     p.phase = Phase::Write;
+                } else if self.migrate_p > 0.0 && rng.chance(self.migrate_p) {
+                    p = self.migrate(sh, s, p, ctx, rng);
                 }
             }
             Phase::Write => {
@@ -1335,6 +1411,40 @@ impl Kbuild {
         }
         sh.state(s).cur = Some(p);
         Ok(())
+    }
+
+    /// Move `p`, slot `s`'s process, to another slot of its group drawn at random, whose
+    /// process moves to `s` in exchange: a task migration that keeps one task per busy CPU
+    /// (the kernel's load balancer moves a task towards a CPU that lost one). Only a process
+    /// that is faulting takes part; with none there, nothing moves. Returns the process `s`
+    /// now runs. Its later faults and its exit allocate and free on its new CPU, so the
+    /// kernel objects and pages it took before are freed away from where they came from.
+    fn migrate<S: Shared>(
+        &self,
+        sh: &S,
+        s: usize,
+        p: Box<Proc>,
+        ctx: &mut Ctx<'_>,
+        rng: &mut Rng,
+    ) -> Box<Proc> {
+        let group = &self.groups[self.slot_group[s] as usize];
+        if group.len() < 2 {
+            return p;
+        }
+        // Uniform over the group's other slots.
+        let mut i = rng.below(group.len() as u64 - 1) as usize;
+        if group[i] == s {
+            i = group.len() - 1;
+        }
+        let mut there = sh.state(group[i]);
+        match there.cur.take_if(|q| q.phase == Phase::Fault) {
+            Some(q) => {
+                there.cur = Some(p);
+                self.counts.migrations.add(ctx.cpu(), 2);
+                q
+            }
+            None => p,
+        }
     }
 
     /// The end of `p`'s exit on slot `s`: exit_mmap and __mmdrop; with `fork` the zombie
@@ -1418,7 +1528,11 @@ impl Workload for Kbuild {
         for (i, &c) in slot_cpus.iter().enumerate() {
             self.cpu_slots[c as usize].push(i);
         }
-        self.cpu_turn = PerCpu::new(vec![0; info.nr_cpus as usize]);
+        let seed = self.seed;
+        self.cpu_part = PerCpu::new((0..u64::from(info.nr_cpus)).map(|c| CpuPart {
+            turn: 0,
+            rng: Rng::new(seed ^ (c + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        }));
         let mut running = slot_cpus.clone();
         let mut parents = slot_cpus.clone();
         if self.cross {
@@ -1443,6 +1557,7 @@ impl Workload for Kbuild {
             })
             .collect();
         self.parts.states = self.slots.iter().map(|_| Mutex::default()).collect();
+        (self.slot_group, self.groups) = slot_groups(&self.slots, &info.cpu_node);
         // Build b has jobs b·jobs/n .. (b+1)·jobs/n and its make on its first slot's parent.
         self.make_cpu = parents[..nb as usize].to_vec();
         self.parts.builds = (0..nb)
@@ -1468,11 +1583,11 @@ impl Workload for Kbuild {
         if self.cross {
             self.asleep[ctx.cpu() as usize].0.store(false, SeqCst);
         }
-        let mut turn = self.cpu_turn.get(ctx.cpu())?;
-        self.step_with(ctx, &Locked(&self.parts), &mut turn)
+        let mut part = self.cpu_part.get(ctx.cpu())?;
+        self.step_with(ctx, &Locked(&self.parts), &mut part)
     }
 
-    /// The same step without locks: the model owns the workload, so the CPU's turn and the
+    /// The same step without locks: the model owns the workload, so the CPU's part and the
     /// shared parts are taken out of the run for the step and put back after it (nothing
     /// else reads them during its step), and the CPU's sleep flag is cleared in place.
     fn step_alone(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
@@ -1480,11 +1595,11 @@ impl Workload for Kbuild {
         if self.cross {
             *self.asleep[cpu as usize].0.get_mut() = false;
         }
-        let mut turn = *self.cpu_turn.get_mut(cpu)?;
+        let mut part = self.cpu_part.get_mut(cpu)?.clone();
         let alone = Alone::new(std::mem::take(&mut self.parts));
-        let next = self.step_with(ctx, &alone, &mut turn);
+        let next = self.step_with(ctx, &alone, &mut part);
         self.parts = alone.into_parts();
-        *self.cpu_turn.get_mut(cpu)? = turn;
+        *self.cpu_part.get_mut(cpu)? = part;
         next
     }
 
@@ -1536,6 +1651,7 @@ impl Workload for Kbuild {
             ("alloc_failures".into(), count(&self.counts.failed)),
             ("rcu_frees".into(), count(&self.counts.rcu_frees)),
             ("remote_frees".into(), count(&self.counts.remote_frees)),
+            ("migrations".into(), count(&self.counts.migrations)),
         ];
         if builds.len() > 1 || self.memcg_limit > 0 {
             let peak = builds.iter().map(|b| b.memcg.peak()).max().unwrap_or(0);
@@ -1562,6 +1678,29 @@ impl Workload for Kbuild {
         let links = link * self.parts.builds.len() as f64;
         (done as f64 + linked) / (self.jobs as f64 + links).max(1.0)
     }
+}
+
+/// The slots a process may migrate among: those on one node in one build (a migration
+/// stays within its node's scheduling domains, and a build's memory cgroup with its tasks).
+/// Returns each slot's group number and the groups' slots.
+fn slot_groups(slots: &[Slot], cpu_node: &[u32]) -> (Vec<u32>, Vec<Vec<usize>>) {
+    let mut keys: Vec<(u32, usize)> = Vec::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let of = slots
+        .iter()
+        .enumerate()
+        .map(|(i, slot)| {
+            let key = (cpu_node.get(slot.cpu as usize).copied().unwrap_or(0), slot.build);
+            let g = keys.iter().position(|&k| k == key).unwrap_or_else(|| {
+                keys.push(key);
+                groups.push(Vec::new());
+                keys.len() - 1
+            });
+            groups[g].push(i);
+            g as u32
+        })
+        .collect();
+    (of, groups)
 }
 
 /// Each slot's parent CPU (with `fork`, §1.4): the first CPU after the slot's, going round
@@ -1635,8 +1774,9 @@ pub(crate) mod tests {
     #[test]
     fn steps_alone_and_locked_make_the_same_run() {
         let small: Vec<&str> = SMALL.to_vec();
-        let cases: [(&[&str], &str); 2] = [
+        let cases: [(&[&str], &str); 3] = [
             (&["parallel=5"], "rcu_frees"),
+            (&["parallel=3", "migrations_per_s=20000"], "migrations"),
             (&["parallel=4", "cgroups=2", "obj_kib=2048", "memcg_limit_mib=10"], "memcg_reclaim"),
         ];
         for (extra, shown) in cases {
@@ -1646,6 +1786,30 @@ pub(crate) mod tests {
             assert!(metric(&alone, shown) > 0.0, "{extra:?}: {:?}", alone.workload);
             assert_eq!(format!("{alone:?}"), format!("{locked:?}"), "{extra:?}");
         }
+    }
+
+    /// A migration swaps two faulting processes between slots: both keep running, each
+    /// frees its pages and kernel objects on the CPU it ends on, and its parent, which stays
+    /// where it was, still reaps it (the run ends with every object freed).
+    #[test]
+    fn migrated_processes_finish_elsewhere_and_are_still_reaped() {
+        let still = run("tune-base", 8, &["parallel=4"], 5);
+        let moved = run("tune-base", 8, &["parallel=4", "migrations_per_s=20000"], 5);
+        assert_eq!(metric(&still, "migrations"), 0.0);
+        let migrations = metric(&moved, "migrations");
+        assert!(migrations > 0.0 && migrations % 2.0 == 0.0, "{migrations}");
+        for o in [&still, &moved] {
+            assert_eq!(metric(o, "jobs"), 12.0);
+            assert_eq!(metric(o, "alloc_failures"), 0.0);
+            assert_eq!(metric(o, "processes"), 12.0 * 3.0 + 1.0);
+        }
+        // The VMAs, anon_vmas and mm of a moved process are freed away from their CPU.
+        assert!(
+            metric(&moved, "remote_frees") > metric(&still, "remote_frees"),
+            "{} vs {}",
+            metric(&moved, "remote_frees"),
+            metric(&still, "remote_frees")
+        );
     }
 
     #[test]
