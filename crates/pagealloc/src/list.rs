@@ -52,6 +52,20 @@ impl ListHead {
     #[inline(always)]
     pub(crate) fn push_head_with<'m>(&mut self, at: impl Fn(u32) -> &'m Frame, idx: u32) -> u32 {
         let f = at(idx);
+        self.push_head_frame_with(at, idx, f)
+    }
+
+    /// [`push_head_with`](Self::push_head_with) of `idx` whose frame `f` the caller already
+    /// holds (`at(idx)`): a caller that has stored to other frames since it looked `f` up
+    /// would otherwise have the list look it up again, reloading the frame table.
+    #[inline(always)]
+    pub(crate) fn push_head_frame_with<'m>(
+        &mut self,
+        at: impl Fn(u32) -> &'m Frame,
+        idx: u32,
+        f: &Frame,
+    ) -> u32 {
+        debug_assert!(core::ptr::eq(f, at(idx)));
         let old = self.head;
         f.set_prev(NIL);
         f.set_next(old);

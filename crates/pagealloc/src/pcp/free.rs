@@ -248,8 +248,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
         // SAFETY: `pindex` is from `PcpFast::free_pindex` (hot.rs, L); `idx` and the list's
         // members are this zone's frames (F).
-        let old_head =
-            unsafe { pcp.list_at(pindex).push_head_with(frames_unchecked(&zone.mem_map), idx) };
+        let old_head = unsafe {
+            pcp.list_at(pindex).push_head_frame_with(frames_unchecked(&zone.mem_map), idx, frame)
+        };
         if E::ENABLED {
             self.touch_pcp_op(cpu.id, zone, idx, old_head);
         }
