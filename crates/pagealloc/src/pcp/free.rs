@@ -514,7 +514,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             let take = covering.min(pcp.lists[pindex].len() as i32);
             // SAFETY: a pageset list holds its zone's frames (hot.rs, F).
             let at = unsafe { frames_unchecked(zl.frames) };
-            for _ in 0..take {
+            // One counter for both: the loop's bound is where `freed` ends for this list.
+            let end = freed + take;
+            while freed < end {
                 // Not empty: it held `take` blocks or more.
                 let (idx, prev) = pcp.lists[pindex].pop_tail_nonempty_with(&at);
                 zl.add_list_ops(1);
