@@ -423,14 +423,32 @@ impl<L: RawLock> Zone<L> {
         events: &'a E,
         cfg: &'a CoreConfig,
     ) -> ZoneLocked<'a, E, L> {
-        let (free, timed) = match cfg.clock {
+        // The guard built in each arm: through one join, the untimed guard's empty `timed`
+        // was a copy of the timed one's, its undefined half loaded and stored too.
+        match cfg.clock {
             None => {
                 let free = self.lock.lock();
                 self.lock_taken(cpu, events);
-                (free, None)
+                self.held(free, cpu, events, cfg, None)
             }
-            Some(now) => self.lock_timed(cpu, events, now),
-        };
+            Some(now) => {
+                let (free, timed) = self.lock_timed(cpu, events, now);
+                self.held(free, cpu, events, cfg, timed)
+            }
+        }
+    }
+
+    /// The guard of a hold that has just begun.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn held<'a, E: EventSink>(
+        &'a self,
+        free: MutexGuard<'a, L, ZoneFree>,
+        cpu: CpuId,
+        events: &'a E,
+        cfg: &'a CoreConfig,
+        timed: Option<(fn() -> u64, u64)>,
+    ) -> ZoneLocked<'a, E, L> {
         ZoneLocked { zone: self, frames: &self.mem_map, free, cpu, events, cfg, timed, list_ops: 0 }
     }
 
