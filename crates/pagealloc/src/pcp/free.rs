@@ -471,9 +471,12 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             BulkFree::SinglePassAfterStart => start + 1,
             _ => start,
         } % nr_lists;
-        // The loop unswitched on the policy's hygiene, fixed for the whole drain: the 6.10
-        // rule (every preset from `modern` on) runs a copy without the test.
-        if self.cfg.hygiene {
+        // The loop unswitched on the policy's hygiene and prefetch, fixed for the whole
+        // drain: the 6.10 rule without a prefetch (`modern` and the presets after it) runs a
+        // copy with neither test (no block is prefetched, as `prefetch_buddy` would decide).
+        if self.cfg.hygiene && self.policy.bulk_free_prefetch == BuddyPrefetch::Off {
+            self.drain_lists(&mut zl, pcp, n, first, 0, true);
+        } else if self.cfg.hygiene {
             self.drain_lists(&mut zl, pcp, n, first, prefetch_budget, true);
         } else {
             self.drain_lists(&mut zl, pcp, n, first, prefetch_budget, false);
