@@ -7,8 +7,14 @@
 
 use crate::mem_map::{Frame, NIL};
 
-/// Head of an index-linked list. Invariant: `len` equals the number of members, `head` and
-/// `tail` are `NIL` iff `len == 0`, the head's prev and the tail's next are `NIL`.
+/// Head of an index-linked list. Invariant: `len` equals the number of members, the head and
+/// the tail are `NIL` iff `len == 0`, the head's prev and the tail's next are `NIL`.
+///
+/// The head and the tail are stored complemented, as the frames' links are
+/// ([`Frame`]'s `prev` and `next`), and read through [`first`](Self::first) and
+/// [`last`](Self::last): an empty list is all zeros, and a list end's NIL test is a test
+/// against 0, which needs no register for a 32-bit all-ones constant in the loops that
+/// compare an index they have also widened to address its frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListHead {
     head: u32,
@@ -25,7 +31,31 @@ impl Default for ListHead {
 impl ListHead {
     /// An empty list.
     pub const fn new() -> ListHead {
-        ListHead { head: NIL, tail: NIL, len: 0 }
+        ListHead { head: !NIL, tail: !NIL, len: 0 }
+    }
+
+    /// The head's index, or [`NIL`].
+    #[inline(always)]
+    const fn first(&self) -> u32 {
+        !self.head
+    }
+
+    /// The tail's index, or [`NIL`].
+    #[inline(always)]
+    const fn last(&self) -> u32 {
+        !self.tail
+    }
+
+    /// Make `idx` (or [`NIL`]) the head.
+    #[inline(always)]
+    fn set_first(&mut self, idx: u32) {
+        self.head = !idx;
+    }
+
+    /// Make `idx` (or [`NIL`]) the tail.
+    #[inline(always)]
+    fn set_last(&mut self, idx: u32) {
+        self.tail = !idx;
     }
 
     /// Number of members.
@@ -43,7 +73,7 @@ impl ListHead {
     /// First member (newest for lists pushed at the head).
     #[inline]
     pub fn head(&self) -> Option<u32> {
-        (self.head != NIL).then_some(self.head)
+        (self.first() != NIL).then_some(self.first())
     }
 
     /// Insert `idx` (not on any list) at the head. Returns the other member whose links
@@ -52,15 +82,29 @@ impl ListHead {
     #[inline(always)]
     pub(crate) fn push_head_with<'m>(&mut self, at: impl Fn(u32) -> &'m Frame, idx: u32) -> u32 {
         let f = at(idx);
-        let old = self.head;
+        self.push_head_frame_with(at, idx, f)
+    }
+
+    /// [`push_head_with`](Self::push_head_with) of `idx` whose frame `f` the caller already
+    /// holds (`at(idx)`): a caller that has stored to other frames since it looked `f` up
+    /// would otherwise have the list look it up again, reloading the frame table.
+    #[inline(always)]
+    pub(crate) fn push_head_frame_with<'m>(
+        &mut self,
+        at: impl Fn(u32) -> &'m Frame,
+        idx: u32,
+        f: &Frame,
+    ) -> u32 {
+        debug_assert!(core::ptr::eq(f, at(idx)));
+        let old = self.first();
         f.set_prev(NIL);
         f.set_next(old);
         if old == NIL {
-            self.tail = idx;
+            self.set_last(idx);
         } else {
             at(old).set_prev(idx);
         }
-        self.head = idx;
+        self.set_first(idx);
         self.len += 1;
         old
     }
@@ -76,15 +120,15 @@ impl ListHead {
     #[inline(always)]
     pub(crate) fn push_tail_with<'m>(&mut self, at: impl Fn(u32) -> &'m Frame, idx: u32) -> u32 {
         let f = at(idx);
-        let old = self.tail;
+        let old = self.last();
         f.set_next(NIL);
         f.set_prev(old);
         if old == NIL {
-            self.head = idx;
+            self.set_first(idx);
         } else {
             at(old).set_next(idx);
         }
-        self.tail = idx;
+        self.set_last(idx);
         self.len += 1;
         old
     }
@@ -110,13 +154,13 @@ impl ListHead {
         &mut self,
         at: impl Fn(u32) -> &'m Frame,
     ) -> (u32, u32) {
-        debug_assert!(!self.is_empty() && self.head != NIL);
-        let idx = self.head;
+        debug_assert!(!self.is_empty() && self.first() != NIL);
+        let idx = self.first();
         // The head's prev is NIL, so only the new head (or the tail) changes.
         let next = at(idx).next();
-        self.head = next;
+        self.set_first(next);
         if next == NIL {
-            self.tail = NIL;
+            self.set_last(NIL);
         } else {
             at(next).set_prev(NIL);
         }
@@ -145,13 +189,13 @@ impl ListHead {
         &mut self,
         at: impl Fn(u32) -> &'m Frame,
     ) -> (u32, u32) {
-        debug_assert!(!self.is_empty() && self.tail != NIL);
-        let idx = self.tail;
+        debug_assert!(!self.is_empty() && self.last() != NIL);
+        let idx = self.last();
         debug_assert_eq!(at(idx).next(), NIL);
         let prev = at(idx).prev();
-        self.tail = prev;
+        self.set_last(prev);
         if prev == NIL {
-            self.head = NIL;
+            self.set_first(NIL);
         } else {
             at(prev).set_next(NIL);
         }
@@ -168,12 +212,12 @@ impl ListHead {
         let f = at(idx);
         let (prev, next) = (f.prev(), f.next());
         if prev == NIL {
-            self.head = next;
+            self.set_first(next);
         } else {
             at(prev).set_next(next);
         }
         if next == NIL {
-            self.tail = prev;
+            self.set_last(prev);
         } else {
             at(next).set_prev(prev);
         }
@@ -183,7 +227,7 @@ impl ListHead {
 
     /// Iterate members from head to tail. The list must not change while iterating.
     pub fn iter<'a>(&self, map: &'a [Frame]) -> ListIter<'a> {
-        ListIter { map, cur: self.head, left: self.len }
+        ListIter { map, cur: self.first(), left: self.len }
     }
 }
 

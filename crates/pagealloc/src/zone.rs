@@ -423,14 +423,32 @@ impl<L: RawLock> Zone<L> {
         events: &'a E,
         cfg: &'a CoreConfig,
     ) -> ZoneLocked<'a, E, L> {
-        let (free, timed) = match cfg.clock {
+        // The guard built in each arm: through one join, the untimed guard's empty `timed`
+        // was a copy of the timed one's, its undefined half loaded and stored too.
+        match cfg.clock {
             None => {
                 let free = self.lock.lock();
                 self.lock_taken(cpu, events);
-                (free, None)
+                self.held(free, cpu, events, cfg, None)
             }
-            Some(now) => self.lock_timed(cpu, events, now),
-        };
+            Some(now) => {
+                let (free, timed) = self.lock_timed(cpu, events, now);
+                self.held(free, cpu, events, cfg, timed)
+            }
+        }
+    }
+
+    /// The guard of a hold that has just begun.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn held<'a, E: EventSink>(
+        &'a self,
+        free: MutexGuard<'a, L, ZoneFree>,
+        cpu: CpuId,
+        events: &'a E,
+        cfg: &'a CoreConfig,
+        timed: Option<(fn() -> u64, u64)>,
+    ) -> ZoneLocked<'a, E, L> {
         ZoneLocked { zone: self, frames: &self.mem_map, free, cpu, events, cfg, timed, list_ops: 0 }
     }
 
@@ -664,9 +682,13 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         order: Order,
         mt: MigrateType,
     ) {
-        let neighbours = self.free.area[order.index()].lists[mt.index()].unlink_with(&at, idx);
+        let list = &mut self.free.area[order.index()].lists[mt.index()];
+        let neighbours = list.unlink_with(&at, idx);
+        // The list's length, just decremented, says whether it went empty: testing the two
+        // neighbours instead keeps both links live (uncomplemented) for the test.
+        let emptied = list.is_empty();
         at(idx).set_info(FrameInfo::TAIL);
-        self.delisted(order, mt, idx, neighbours);
+        self.delisted(order, mt, idx, emptied, neighbours);
     }
 
     /// Take the head block off the (`order`, `mt`) list, which the bitmap of non-empty lists
@@ -685,15 +707,24 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         let list = unsafe { self.free.listed_at(order, mt) };
         let (idx, next) = list.pop_head_nonempty_with(&at);
         at(idx).set_info(FrameInfo::TAIL);
-        self.delisted(order, mt, idx, [NIL, next]);
+        self.delisted(order, mt, idx, next == NIL, [NIL, next]);
         idx
     }
 
     /// The bookkeeping of a removal from the (`order`, `mt`) list: its bit when the list went
-    /// empty (no neighbour left), the order's count, the sink.
+    /// empty (`emptied`: no neighbour left), the order's count, the sink (which hears the
+    /// neighbours whose links changed).
     #[inline(always)]
-    fn delisted(&mut self, order: Order, mt: MigrateType, idx: u32, neighbours: [u32; 2]) {
-        if neighbours == [NIL, NIL] {
+    fn delisted(
+        &mut self,
+        order: Order,
+        mt: MigrateType,
+        idx: u32,
+        emptied: bool,
+        neighbours: [u32; 2],
+    ) {
+        debug_assert_eq!(emptied, neighbours == [NIL, NIL]);
+        if emptied {
             self.list_toggled(order, mt);
         }
         self.bump_nr_free(order, -1);

@@ -295,8 +295,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         let zone = zl.zone;
         // SAFETY: the buddy lists and the pageset's list hold this zone's frames (hot.rs, F).
         let at = unsafe { frames_unchecked(zl.frames) };
-        let mut got = 0;
-        while got < n {
+        // Counted down: the loop keeps one counter live, not the blocks got and `n`.
+        let n = n.max(0);
+        let mut left = n;
+        while left > 0 {
             let Some(idx) = zl.rmqueue_at(order, mt, alloc_flags) else { break };
             let frame = at(idx);
             if !hygiene {
@@ -314,8 +316,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             if E::ENABLED {
                 self.touch_pcp_op(zl.cpu, zone, idx, old_tail);
             }
-            got += 1;
+            left -= 1;
         }
+        let got = n - left;
         pcp.count += got << order.0;
         got
     }

@@ -9,10 +9,10 @@ use crate::hot::frames_unchecked;
 use crate::list::ListHead;
 use crate::mem_map::{Frame, FrameInfo, FrameState, NIL};
 use crate::migratetype::MigrateType;
-use crate::pcp::{PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
+use crate::pcp::{PcpFast, PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
 use crate::policy::{
-    BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHigh, FreeHighDrain, PgfreeUnit,
-    Policy, ReclaimActiveLimit,
+    BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHighDrain, PgfreeUnit, Policy,
+    ReclaimActiveLimit,
 };
 use crate::sizing::pcp_clamp;
 use crate::stats::{Counter, DrainReason};
@@ -22,21 +22,6 @@ use crate::zone::{flags, Zone, WMARK_HIGH};
 use crate::{Cpu, PageAllocator};
 
 impl PerCpuPages {
-    /// The recent-free signal behind free_high: is this pageset mostly freeing right now? The
-    /// free_count forms compare against the policy's free_high threshold.
-    #[inline]
-    fn freeing_signal(&self, policy: &Policy) -> bool {
-        match policy.free_batch_sizing {
-            FreeBatchSizing::Batch => false,
-            FreeBatchSizing::FreeFactor
-            | FreeBatchSizing::FreeFactorCapped
-            | FreeBatchSizing::FreeFactorCappedInclusive => self.free_factor != 0,
-            FreeBatchSizing::FreeCountV1 | FreeBatchSizing::FreeCount => {
-                self.free_count >= policy.free_high_threshold.pages(self.batch, self.high_min)
-            }
-        }
-    }
-
     /// How much a free under memory pressure (reclaim active, zone below high) lowers `high`.
     #[inline]
     fn pressure_step(&self, policy: &Policy) -> i32 {
@@ -63,23 +48,26 @@ impl PerCpuPages {
     }
 
     /// Decide free_high for a block of `order` just pushed (count includes it), and keep
-    /// PREV_FREE_HIGH_ORDER up to date.
+    /// PREV_FREE_HIGH_ORDER up to date. The policy's switches come resolved in `fast`: the
+    /// recent-free signal (free_count at the threshold, or a free_factor above 0, whichever
+    /// the policy keeps, neither with free_high off) and the previous free's order that
+    /// `FreeHigh::Consecutive` also needs; the cache share's `count ≥ batch` under
+    /// PCPF_FREE_HIGH_BATCH is the pageset's.
     #[inline]
-    pub(crate) fn free_high_decision(&mut self, policy: &Policy, order: Order) -> bool {
+    pub(crate) fn free_high_decision(&mut self, fast: &PcpFast, order: Order) -> bool {
         let high_order = order.0 >= 1 && order.0 <= PAGE_ALLOC_COSTLY_ORDER;
         if !high_order {
             self.flags &= !PCPF_PREV_FREE_HIGH_ORDER;
             return false;
         }
-        let cache_ok = self.flags & PCPF_FREE_HIGH_BATCH == 0 || self.count >= self.batch;
-        let signal = self.freeing_signal(policy) && cache_ok;
-        let free_high = match policy.free_high {
-            FreeHigh::Off => false,
-            FreeHigh::AnyHighOrder => signal,
-            FreeHigh::Consecutive => signal && self.flags & PCPF_PREV_FREE_HIGH_ORDER != 0,
-        };
+        let before = self.flags;
         self.flags |= PCPF_PREV_FREE_HIGH_ORDER;
-        free_high
+        let counted = fast
+            .free_high_threshold
+            .is_some_and(|t| self.free_count >= t.pages(self.batch, self.high_min));
+        let signal = counted || self.free_factor > fast.free_factor_floor;
+        let cache_ok = before & PCPF_FREE_HIGH_BATCH == 0 || self.count >= self.batch;
+        signal && cache_ok && before & fast.free_high_prev == fast.free_high_prev
     }
 
     /// The flush threshold for this free (kernel `nr_pcp_high`), and why a drain at it would
@@ -260,14 +248,15 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         frame.set_info(FrameInfo { state: FrameState::Pcp, order, list: pindex as u8 });
         // SAFETY: `pindex` is from `PcpFast::free_pindex` (hot.rs, L); `idx` and the list's
         // members are this zone's frames (F).
-        let old_head =
-            unsafe { pcp.list_at(pindex).push_head_with(frames_unchecked(&zone.mem_map), idx) };
+        let old_head = unsafe {
+            pcp.list_at(pindex).push_head_frame_with(frames_unchecked(&zone.mem_map), idx, frame)
+        };
         if E::ENABLED {
             self.touch_pcp_op(cpu.id, zone, idx, old_head);
         }
         pcp.count += 1 << order.0;
         pcp.active = true;
-        let free_high = pcp.free_high_decision(policy, order);
+        let free_high = pcp.free_high_decision(&self.pcp_fast, order);
         // A policy that does not count frees has a cap of 0 (`free_count_cap`).
         if pcp.free_count < pcp.free_count_cap {
             pcp.free_count += 1 << order.0;
@@ -482,9 +471,12 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             BulkFree::SinglePassAfterStart => start + 1,
             _ => start,
         } % nr_lists;
-        // The loop unswitched on the policy's hygiene, fixed for the whole drain: the 6.10
-        // rule (every preset from `modern` on) runs a copy without the test.
-        if self.cfg.hygiene {
+        // The loop unswitched on the policy's hygiene and prefetch, fixed for the whole
+        // drain: the 6.10 rule without a prefetch (`modern` and the presets after it) runs a
+        // copy with neither test (no block is prefetched, as `prefetch_buddy` would decide).
+        if self.cfg.hygiene && self.policy.bulk_free_prefetch == BuddyPrefetch::Off {
+            self.drain_lists(&mut zl, pcp, n, first, 0, true);
+        } else if self.cfg.hygiene {
             self.drain_lists(&mut zl, pcp, n, first, prefetch_budget, true);
         } else {
             self.drain_lists(&mut zl, pcp, n, first, prefetch_budget, false);
@@ -525,7 +517,9 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             let take = covering.min(pcp.lists[pindex].len() as i32);
             // SAFETY: a pageset list holds its zone's frames (hot.rs, F).
             let at = unsafe { frames_unchecked(zl.frames) };
-            for _ in 0..take {
+            // One counter for both: the loop's bound is where `freed` ends for this list.
+            let end = freed + take;
+            while freed < end {
                 // Not empty: it held `take` blocks or more.
                 let (idx, prev) = pcp.lists[pindex].pop_tail_nonempty_with(&at);
                 zl.add_list_ops(1);

@@ -21,7 +21,8 @@ pub(crate) mod remote;
 use crate::list::ListHead;
 use crate::migratetype::{MigrateType, MIGRATE_PCPTYPES};
 use crate::policy::{
-    FreeBatchSizing, PcpHigh, Policy, ReclaimActiveLimit, Tunables, MAX_NR_PCP_LISTS,
+    FreeBatchSizing, FreeHigh, FreeHighThreshold, PcpHigh, Policy, ReclaimActiveLimit, Tunables,
+    MAX_NR_PCP_LISTS,
 };
 use crate::sizing::{self, PcpSizes};
 use crate::stats::Counters;
@@ -163,6 +164,15 @@ pub(crate) struct PcpFast {
     /// Zone flags under which a free's flush threshold is not simply `high`: RECLAIM_ACTIVE
     /// when a reclaim limit applies, BELOW_HIGH with that mechanism (`nr_pcp_high`).
     pub(crate) free_gate: u32,
+    /// The free_count threshold of free_high, when the policy fires it on free_count (the
+    /// counting forms of `free_batch_sizing` with `free_high` on).
+    pub(crate) free_high_threshold: Option<FreeHighThreshold>,
+    /// free_high's signal under the free_factor forms is `free_factor` above this: 0 there
+    /// with free_high on, else `u8::MAX`, which no factor passes.
+    pub(crate) free_factor_floor: u8,
+    /// The `PCPF_*` bits free_high needs set before the free: PREV_FREE_HIGH_ORDER under
+    /// `FreeHigh::Consecutive`, none otherwise.
+    pub(crate) free_high_prev: u8,
 }
 
 impl PcpFast {
@@ -199,7 +209,27 @@ impl PcpFast {
         if policy.zone_below_high {
             free_gate |= flags::BELOW_HIGH;
         }
-        PcpFast { pindex, free_pindex, counts_frees, free_gate }
+        let free_high_on = policy.free_high != FreeHigh::Off;
+        let free_high_threshold =
+            (free_high_on && counts_frees).then_some(policy.free_high_threshold);
+        let factor_forms = matches!(
+            policy.free_batch_sizing,
+            FreeBatchSizing::FreeFactor
+                | FreeBatchSizing::FreeFactorCapped
+                | FreeBatchSizing::FreeFactorCappedInclusive
+        );
+        let free_factor_floor = if free_high_on && factor_forms { 0 } else { u8::MAX };
+        let free_high_prev =
+            if policy.free_high == FreeHigh::Consecutive { PCPF_PREV_FREE_HIGH_ORDER } else { 0 };
+        PcpFast {
+            pindex,
+            free_pindex,
+            counts_frees,
+            free_gate,
+            free_high_threshold,
+            free_factor_floor,
+            free_high_prev,
+        }
     }
 
     /// The list blocks of `order` and type `mt` go on, if the layout caches them (HIGHATOMIC
@@ -376,6 +406,80 @@ mod tests {
         assert_eq!(p.free_limit, i32::MIN, "which the next clamp moves to high_max");
         assert_eq!(p.clamp_high(), 20_480);
         assert_eq!(p.free_limit, 20_480);
+    }
+
+    /// The free_high decision from `PcpFast` is the policy's, spelled out as
+    /// the kernel versions have it (the recent-free signal of the sizing form against the
+    /// threshold, `count ≥ batch` under PCPF_FREE_HIGH_BATCH, the previous free's order under
+    /// `Consecutive`), for every form, threshold, flag and order 0..=4 over counts around
+    /// each threshold.
+    #[test]
+    fn the_free_high_decision_is_the_policy_s() {
+        fn oracle(policy: &Policy, p: &PerCpuPages, order: u8) -> bool {
+            if !(1..=3).contains(&order) {
+                return false;
+            }
+            let signal = match policy.free_batch_sizing {
+                FreeBatchSizing::Batch => false,
+                FreeBatchSizing::FreeCountV1 | FreeBatchSizing::FreeCount => {
+                    p.free_count >= policy.free_high_threshold.pages(p.batch, p.high_min)
+                }
+                _ => p.free_factor != 0,
+            };
+            let cache_ok = p.flags & PCPF_FREE_HIGH_BATCH == 0 || p.count >= p.batch;
+            let prev = p.flags & PCPF_PREV_FREE_HIGH_ORDER != 0;
+            match policy.free_high {
+                FreeHigh::Off => false,
+                FreeHigh::AnyHighOrder => signal && cache_ok,
+                FreeHigh::Consecutive => signal && cache_ok && prev,
+            }
+        }
+        let mut decided = [0u32; 2];
+        for &sizing in FreeBatchSizing::ALL {
+            for &free_high in FreeHigh::ALL {
+                for &threshold in FreeHighThreshold::ALL {
+                    let policy = Policy {
+                        free_batch_sizing: sizing,
+                        free_high,
+                        free_high_threshold: threshold,
+                        ..Policy::modern()
+                    };
+                    let fast = PcpFast::new(&policy);
+                    for flags in 0..4u8 {
+                        let mut p = PerCpuPages::new();
+                        p.update(
+                            PcpSizes { batch: 63, high_min: 3132, high_max: 20480 },
+                            5,
+                            fast.counts_frees,
+                        );
+                        for count in [0, 62, 63, 64] {
+                            for free_count in [0, 62, 63, 314, 315, 1628, 1629, 1630] {
+                                for free_factor in [0u8, 1, 3] {
+                                    for order in 0..=4u8 {
+                                        p.flags = flags;
+                                        p.count = count;
+                                        p.free_count = free_count;
+                                        p.free_factor = free_factor;
+                                        let want = oracle(&policy, &p, order);
+                                        let got = p.free_high_decision(&fast, Order(order));
+                                        assert_eq!(
+                                            got, want,
+                                            "{sizing} {free_high} {threshold} flags {flags} \
+                                             count {count} free_count {free_count} \
+                                             free_factor {free_factor} order {order}"
+                                        );
+                                        decided[usize::from(got)] += 1;
+                                        let prev = (1..=3).contains(&order);
+                                        assert_eq!(p.flags & PCPF_PREV_FREE_HIGH_ORDER != 0, prev);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(decided[0] > 0 && decided[1] > 0, "both verdicts reached: {decided:?}");
     }
 
     /// The precomputed tables say what the policy's functions say, for every layout.
