@@ -32,7 +32,10 @@
 //! - Readers: pick a file at random (`file_service_type=random:16` with 16 blocks of 4 KiB per
 //!   file: every visit reads the whole file), look it up again if its inode was reclaimed
 //!   (new dentry, inode and cluster-buffer share), and read each block: a cached block costs
-//!   CPU only, a missing one allocates a page-cache page and waits for the device.
+//!   CPU only, a missing one allocates a page-cache page and waits for the device. One page:
+//!   fio advises a random job's files `POSIX_FADV_RANDOM` by default (`fadvise_hint=1`), and
+//!   4.20's `page_cache_sync_readahead` reads only the pages asked for from such a file, so
+//!   there is no readahead to model.
 //! - Reclaim (the workload's own; the allocator has none): the page cache is on two lists per
 //!   node, inactive and active, as 4.20 keeps the file LRU (`workload::workingset` has the
 //!   rules). A write (`FGP_ACCESSED`) or a read that misses brings a page in referenced on the
@@ -125,8 +128,7 @@
 //! docs/hardware.md); the file lists leave out what an unmapped clean page cache never
 //! meets (`page_referenced`'s mapped-page rules, `PageWorkingset`'s psi and restore
 //! accounting) and charge no CPU time for a deactivation; no dirty/writeback state (all
-//! evicted pages are clean, so every page-cache page can move), no readahead (one page per
-//! miss), no shadow-entry shrinker (radix nodes live as long as their inode, so do shadows);
+//! evicted pages are clean, so every page-cache page can move), no shadow-entry shrinker (radix nodes live as long as their inode, so do shadows);
 //! dentry and inode are reclaimed together; XFS's short-lived allocations (transactions, log
 //! items and the CIL's kmalloc'd log vectors, bios) are left out, so the unmovable churn is
 //! only the long-lived metadata above; the device is a fixed latency and bandwidth; the
