@@ -461,7 +461,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             while let Some(idx) = next {
                 let frame = &zone.mem_map[idx as usize];
                 next = Some(frame.next()).filter(|&i| i != NIL);
-                free_to_buddy(&mut zl, Span::of(zone), idx, frame.info().order, self.cfg.hygiene);
+                let (span, frames) = (Span::of(zone), zl.frames);
+                free_to_buddy(&mut zl, span, frames, idx, frame.info().order, self.cfg.hygiene);
             }
             return;
         }
@@ -499,6 +500,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     ) {
         let (zone, cpu) = (zl.zone, zl.cpu);
         let span = Span::of(zone);
+        // Read once: the pops and the merges share it (`free_one_page_in`).
+        let frames = zl.frames;
         let layout = self.policy.pcp_lists;
         let nr_lists = layout.nr_lists();
         // The blocks freed so far, on every list: the first `prefetch_budget` of them are
@@ -516,7 +519,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             let covering = (n + (1 << order.0) - 1) >> order.0;
             let take = covering.min(pcp.lists[pindex].len() as i32);
             // SAFETY: a pageset list holds its zone's frames (hot.rs, F).
-            let at = unsafe { frames_unchecked(zl.frames) };
+            let at = unsafe { frames_unchecked(frames) };
             // One counter for both: the loop's bound is where `freed` ends for this list.
             let end = freed + take;
             while freed < end {
@@ -530,7 +533,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                     self.prefetch_buddy(cpu, zone, zone.pfn_of(idx), order);
                 }
                 freed += 1;
-                free_to_buddy(zl, span, idx, order, hygiene);
+                free_to_buddy(zl, span, frames, idx, order, hygiene);
             }
             // Nothing in the loop reads the count or `n`: one store per list.
             let pages = take << order.0;
@@ -567,6 +570,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 fn free_to_buddy<E: EventSink, L: RawLock>(
     zl: &mut crate::zone::ZoneLocked<'_, E, L>,
     span: Span,
+    frames: &[Frame],
     idx: u32,
     order: Order,
     hygiene: bool,
@@ -585,7 +589,7 @@ fn free_to_buddy<E: EventSink, L: RawLock>(
         MigrateType::from_u8(cached as u8).unwrap_or(block)
     };
     // SAFETY: as above.
-    unsafe { zl.free_one_page_in(span, idx, order, mt, Fpi::None) };
+    unsafe { zl.free_one_page_in(span, frames, idx, order, mt, Fpi::None) };
     if E::ENABLED {
         zl.events.record(&TraceEvent::PagePcpuDrain { cpu, pfn, order, migratetype: mt });
     }
