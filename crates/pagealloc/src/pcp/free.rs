@@ -11,7 +11,7 @@ use crate::mem_map::{Frame, FrameInfo, FrameState, NIL};
 use crate::migratetype::MigrateType;
 use crate::pcp::{PcpFast, PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
 use crate::policy::{
-    BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHighDrain, PgfreeUnit, Policy,
+    BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHighDrain, Policy,
     ReclaimActiveLimit,
 };
 use crate::sizing::pcp_clamp;
@@ -227,15 +227,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         pindex: usize,
         bits: u8,
     ) {
-        let policy = &self.policy;
         // Halved whatever the refill sizing: only `AllocFactor` ever raises it from 0
         // (`nr_pcp_alloc`; `debug::validate` checks it), so the test would change nothing.
         pcp.alloc_factor >>= 1;
-        let pgfree = match policy.pgfree_unit {
-            PgfreeUnit::Pages => order.nr_pages().0,
-            PgfreeUnit::Blocks => 1,
-        };
-        slot.stats.add_locked(Counter::Pgfree, pgfree);
+        slot.stats.add_locked(Counter::Pgfree, self.pcp_fast.pgfree(order));
         slot.stats.add_locked(Counter::PcpFree, 1);
         debug_assert!(core::ptr::eq(frame, &zone.mem_map[idx as usize]));
         if !self.cfg.hygiene {
