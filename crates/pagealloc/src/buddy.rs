@@ -227,20 +227,25 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
         fpi: Fpi,
     ) {
         let span = Span::of(self.zone);
-        // SAFETY: the caller's promise.
-        unsafe { self.free_one_page_in(span, idx, order, mt, fpi) }
+        // SAFETY: the caller's promise; the frames are this zone's.
+        unsafe { self.free_one_page_in(span, self.frames, idx, order, mt, fpi) }
     }
 
-    /// [`free_one_page_at`](Self::free_one_page_at) with the zone's span already read, as a
-    /// drain reads it once for all its blocks.
+    /// [`free_one_page_at`](Self::free_one_page_at) with the zone's span and frames already
+    /// read, as a drain reads them once for all its blocks. The frames come from the caller
+    /// so that a drain's pageset pops and this merge use one value: read here from the guard
+    /// (which the out-of-line rare cases take by reference, so it lives in memory), they
+    /// were a second copy, loaded again for every block.
     ///
     /// # Safety
-    /// As for `free_one_page_at`; `span` is [`Span::of`] this zone.
+    /// As for `free_one_page_at`; `span` is [`Span::of`] this zone and `frames` its
+    /// `mem_map` (the guard's `frames`).
     #[inline(always)]
     #[allow(unsafe_code)]
     pub(crate) unsafe fn free_one_page_in(
         &mut self,
         Span { start, len: span }: Span,
+        frames: &[Frame],
         idx: u32,
         order: Order,
         mt: MigrateType,
@@ -248,10 +253,11 @@ impl<E: EventSink, L: RawLock> ZoneLocked<'_, E, L> {
     ) {
         let zone = self.zone;
         debug_assert!(start == zone.start_pfn.0 && span == zone.end_pfn.0 - start);
+        debug_assert!(core::ptr::eq(frames, self.frames));
         self.account_freepages(mt, 1 << order.0);
         // SAFETY: the caller's promise for `idx`; the buddies below are tested against the
         // span, and the merged block's head is one of them or `idx` (hot.rs, F).
-        let at = unsafe { frames_unchecked(self.frames) };
+        let at = unsafe { frames_unchecked(frames) };
         // Until the merged block is listed, no frame of it heads anything.
         at(idx).set_info(crate::mem_map::FrameInfo::TAIL);
         let (mut pfn, mut order) = (Pfn(start + u64::from(idx)), order);

@@ -11,7 +11,7 @@ use crate::mem_map::{Frame, FrameInfo, FrameState, NIL};
 use crate::migratetype::MigrateType;
 use crate::pcp::{PcpFast, PcpSlot, PerCpuPages, PCPF_FREE_HIGH_BATCH, PCPF_PREV_FREE_HIGH_ORDER};
 use crate::policy::{
-    BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHighDrain, PgfreeUnit, Policy,
+    BuddyPrefetch, BulkFree, BulkFreeCallers, FreeBatchSizing, FreeHighDrain, Policy,
     ReclaimActiveLimit,
 };
 use crate::sizing::pcp_clamp;
@@ -227,15 +227,10 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
         pindex: usize,
         bits: u8,
     ) {
-        let policy = &self.policy;
         // Halved whatever the refill sizing: only `AllocFactor` ever raises it from 0
         // (`nr_pcp_alloc`; `debug::validate` checks it), so the test would change nothing.
         pcp.alloc_factor >>= 1;
-        let pgfree = match policy.pgfree_unit {
-            PgfreeUnit::Pages => order.nr_pages().0,
-            PgfreeUnit::Blocks => 1,
-        };
-        slot.stats.add_locked(Counter::Pgfree, pgfree);
+        slot.stats.add_locked(Counter::Pgfree, self.pcp_fast.pgfree(order));
         slot.stats.add_locked(Counter::PcpFree, 1);
         debug_assert!(core::ptr::eq(frame, &zone.mem_map[idx as usize]));
         if !self.cfg.hygiene {
@@ -461,7 +456,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             while let Some(idx) = next {
                 let frame = &zone.mem_map[idx as usize];
                 next = Some(frame.next()).filter(|&i| i != NIL);
-                free_to_buddy(&mut zl, Span::of(zone), idx, frame.info().order, self.cfg.hygiene);
+                let (span, frames) = (Span::of(zone), zl.frames);
+                free_to_buddy(&mut zl, span, frames, idx, frame.info().order, self.cfg.hygiene);
             }
             return;
         }
@@ -499,6 +495,8 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
     ) {
         let (zone, cpu) = (zl.zone, zl.cpu);
         let span = Span::of(zone);
+        // Read once: the pops and the merges share it (`free_one_page_in`).
+        let frames = zl.frames;
         let layout = self.policy.pcp_lists;
         let nr_lists = layout.nr_lists();
         // The blocks freed so far, on every list: the first `prefetch_budget` of them are
@@ -516,7 +514,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             let covering = (n + (1 << order.0) - 1) >> order.0;
             let take = covering.min(pcp.lists[pindex].len() as i32);
             // SAFETY: a pageset list holds its zone's frames (hot.rs, F).
-            let at = unsafe { frames_unchecked(zl.frames) };
+            let at = unsafe { frames_unchecked(frames) };
             // One counter for both: the loop's bound is where `freed` ends for this list.
             let end = freed + take;
             while freed < end {
@@ -530,7 +528,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
                     self.prefetch_buddy(cpu, zone, zone.pfn_of(idx), order);
                 }
                 freed += 1;
-                free_to_buddy(zl, span, idx, order, hygiene);
+                free_to_buddy(zl, span, frames, idx, order, hygiene);
             }
             // Nothing in the loop reads the count or `n`: one store per list.
             let pages = take << order.0;
@@ -567,6 +565,7 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
 fn free_to_buddy<E: EventSink, L: RawLock>(
     zl: &mut crate::zone::ZoneLocked<'_, E, L>,
     span: Span,
+    frames: &[Frame],
     idx: u32,
     order: Order,
     hygiene: bool,
@@ -585,7 +584,7 @@ fn free_to_buddy<E: EventSink, L: RawLock>(
         MigrateType::from_u8(cached as u8).unwrap_or(block)
     };
     // SAFETY: as above.
-    unsafe { zl.free_one_page_in(span, idx, order, mt, Fpi::None) };
+    unsafe { zl.free_one_page_in(span, frames, idx, order, mt, Fpi::None) };
     if E::ENABLED {
         zl.events.record(&TraceEvent::PagePcpuDrain { cpu, pfn, order, migratetype: mt });
     }

@@ -21,8 +21,8 @@ pub(crate) mod remote;
 use crate::list::ListHead;
 use crate::migratetype::{MigrateType, MIGRATE_PCPTYPES};
 use crate::policy::{
-    FreeBatchSizing, FreeHigh, FreeHighThreshold, PcpHigh, Policy, ReclaimActiveLimit, Tunables,
-    MAX_NR_PCP_LISTS,
+    FreeBatchSizing, FreeHigh, FreeHighThreshold, PcpHigh, PgfreeUnit, Policy, ReclaimActiveLimit,
+    Tunables, MAX_NR_PCP_LISTS,
 };
 use crate::sizing::{self, PcpSizes};
 use crate::stats::Counters;
@@ -173,6 +173,9 @@ pub(crate) struct PcpFast {
     /// The `PCPF_*` bits free_high needs set before the free: PREV_FREE_HIGH_ORDER under
     /// `FreeHigh::Consecutive`, none otherwise.
     pub(crate) free_high_prev: u8,
+    /// [`PcpFast::pgfree`]'s mask: all bits under [`PgfreeUnit::Pages`], none under
+    /// `Blocks`.
+    pgfree_order_mask: u8,
 }
 
 impl PcpFast {
@@ -221,6 +224,10 @@ impl PcpFast {
         let free_factor_floor = if free_high_on && factor_forms { 0 } else { u8::MAX };
         let free_high_prev =
             if policy.free_high == FreeHigh::Consecutive { PCPF_PREV_FREE_HIGH_ORDER } else { 0 };
+        let pgfree_order_mask = match policy.pgfree_unit {
+            PgfreeUnit::Pages => u8::MAX,
+            PgfreeUnit::Blocks => 0,
+        };
         PcpFast {
             pindex,
             free_pindex,
@@ -229,6 +236,7 @@ impl PcpFast {
             free_high_threshold,
             free_factor_floor,
             free_high_prev,
+            pgfree_order_mask,
         }
     }
 
@@ -238,6 +246,15 @@ impl PcpFast {
     pub(crate) fn pindex(&self, order: Order, mt: MigrateType) -> Option<usize> {
         let i = *self.pindex.get(order.index())?.get(mt as usize)?;
         (i != PcpFast::NOT_CACHED).then_some(usize::from(i))
+    }
+
+    /// What PGFREE counts for a pageset free of `order` (`Policy::pgfree_unit`): the block's
+    /// pages, or 1 per block. A shift by the order masked with the unit, where the unit's
+    /// `match` cost a policy load, a test and a conditional move on every free above order 0
+    /// (at order 0 both units count 1, and a constant order folds either form).
+    #[inline(always)]
+    pub(crate) fn pgfree(&self, order: Order) -> u64 {
+        1 << (order.0 & self.pgfree_order_mask)
     }
 
     /// The list a block of `order` freed into a pageblock whose migratetype bits are `bits`
@@ -406,6 +423,21 @@ mod tests {
         assert_eq!(p.free_limit, i32::MIN, "which the next clamp moves to high_max");
         assert_eq!(p.clamp_high(), 20_480);
         assert_eq!(p.free_limit, 20_480);
+    }
+
+    /// `PcpFast::pgfree` counts what the unit says, for every unit and order.
+    #[test]
+    fn the_pgfree_count_is_the_unit_s() {
+        for &unit in PgfreeUnit::ALL {
+            let fast = PcpFast::new(&Policy { pgfree_unit: unit, ..Policy::modern() });
+            for o in 0..NR_PAGE_ORDERS as u8 {
+                let want = match unit {
+                    PgfreeUnit::Pages => Order(o).nr_pages().0,
+                    PgfreeUnit::Blocks => 1,
+                };
+                assert_eq!(fast.pgfree(Order(o)), want, "{unit:?} order {o}");
+            }
+        }
     }
 
     /// The free_high decision from `PcpFast` is the policy's, spelled out as
