@@ -92,6 +92,15 @@
 //! migrations/s machine-wide in kbuild8, ≈ 56 per busy CPU-second, but not how many of them
 //! move running compilers rather than placing woken parents or execs (§1.4).
 //!
+//! Files (`files`, off by default; with `fork`): each file a process opens — `opens_compiler`
+//! for a compiler, `opens_helper` for a helper, failed opens included, measured on the lab
+//! host — takes a `struct file` from the `filp` cache on its CPU and is closed at once, and
+//! 6.6 frees it through `call_rcu` (`file_free`): an RCU callback on that CPU `rcu_gp_ms`
+//! later. The opens are spread over the first half of the process's faults (a compiler reads
+//! its headers first). Off by default because at the default grace period the files give no
+//! slab back and move no result, at up to a quarter more run time (docs/reproduction.md,
+//! 001-kbuild).
+//!
 //! Known biases: by default one task per slot CPU, never migrating (above); the parents never
 //! migrate either (make on one CPU, each
 //! slot's shell and driver on one other); hyperthread siblings share no pipeline (the 112 busy
@@ -370,6 +379,47 @@ const PARAMS: &[ParamSpec] = &[
         whole: false,
     },
     ParamSpec {
+        name: "files",
+        default: 0.0,
+        min: 0.0,
+        max: 1.0,
+        unit: "0 = off, 1 = on",
+        doc: "with fork: each file a process opens (`opens_compiler`, `opens_helper`) takes a \
+              `struct file` from the filp cache on its CPU, freed through RCU `rcu_gp_ms` later",
+        source: "6.6's open path and `file_free` (docs/workloads.md §1.4); off by default: at \
+                 the default grace period the files give no slab back and move no result, and \
+                 they cost up to a quarter more run time (docs/reproduction.md, 001-kbuild)",
+        scaled: false,
+        whole: true,
+    },
+    ParamSpec {
+        name: "opens_compiler",
+        default: 2200.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "opens",
+        doc: "with `files`: files a compiler opens, failed opens included, spread over the \
+              first half of its faults",
+        source: "measured on the lab host: cc1's openat calls compiling six units of Debian's \
+                 Linux 6.1 source (x86_64 defconfig, gcc 12.2): 928-2,636, median ≈ 2,200, \
+                 about 57 % of them failing header probes (`scripts/kbuild-opens.sh`, \
+                 docs/workloads.md §1.4)",
+        scaled: false,
+        whole: true,
+    },
+    ParamSpec {
+        name: "opens_helper",
+        default: 188.0,
+        min: 0.0,
+        max: 1e6,
+        unit: "opens",
+        doc: "with `files`: files a helper process opens, as `opens_compiler`",
+        source: "measured on the lab host as `opens_compiler`: the gcc driver 15, as 19, fixdep \
+                 329-845 (median 715), sh ≈ 3; their mean, 188 (docs/workloads.md §1.4)",
+        scaled: false,
+        whole: true,
+    },
+    ParamSpec {
         name: "migrations_per_s",
         default: 0.0,
         min: 0.0,
@@ -499,12 +549,13 @@ const PGD_ORDER: Order = Order(1);
 /// Page-table pages: GFP_PGTABLE_USER = GFP_KERNEL_ACCOUNT | __GFP_ZERO (unmovable).
 const GFP_PGTABLE: Gfp = Gfp(Gfp::KERNEL.0 | Gfp::ZERO.0);
 
-/// A process's kernel objects, one slab cache each: (name, object stride in bytes,
+/// A process's kernel objects, one slab cache each (and `filp`, the `struct file` of each
+/// open): (name, object stride in bytes,
 /// alignment). Strides and alignments are `slab_size` and `align` of
 /// `/sys/kernel/slab/<cache>/` on the lab host (Linux 6.18.44, x86-64; `/proc/slabinfo`'s
 /// objsize column), docs/workloads.md §1.4. None is reclaim-accounted. In this order the
 /// caches get their [`CacheId`]s; a process allocates the first [`PER_PROCESS`] once.
-const OBJECTS: [(&str, u32, u32); 11] = [
+const OBJECTS: [(&str, u32, u32); 12] = [
     ("task_struct", 4224, 64),
     ("pid", 192, 64),
     ("cred_jar", 192, 64),
@@ -516,6 +567,7 @@ const OBJECTS: [(&str, u32, u32); 11] = [
     ("vm_area_struct", 192, 64),
     ("anon_vma", 104, 8),
     ("anon_vma_chain", 64, 8),
+    ("filp", 192, 64),
 ];
 /// Objects a process has one of: task_struct … mm_struct.
 const PER_PROCESS: usize = 8;
@@ -542,6 +594,13 @@ const ANON_VMA: CacheId = CacheId(9);
 const ANON_VMA_CHAIN: CacheId = CacheId(10);
 /// Slab objects: GFP_KERNEL (the kernel adds __GFP_ACCOUNT for these caches; the model's
 /// memory cgroups, §1.5, charge pages only, not slab objects).
+/// A `struct file`: one per open, freed through RCU (`file_free`, 6.6).
+const FILP: CacheId = CacheId(11);
+/// The share of a process's life in which it opens its files (assumed): cc1 had made 99 %
+/// of its opens by 13-60 % of its life in the units traced on the lab host, the share
+/// moving with the host's load (the preprocessor reads the headers first; docs/workloads.md
+/// §1.4).
+const OPENS_SHARE: f64 = 0.5;
 const GFP_SLAB: Gfp = Gfp::KERNEL;
 
 /// What a process is doing.
@@ -572,6 +631,8 @@ struct ProcSpec {
     /// Forked by make (a job's first process, and the link) rather than by the job's shell
     /// or compiler driver.
     by_make: bool,
+    /// Files it opens (with `fork`: each a `struct file` freed through RCU).
+    opens: u32,
 }
 
 /// A slab object: its cache, the handle, and the CPU that allocated it.
@@ -786,6 +847,8 @@ struct Counters {
     remote_frees: Tally,
     /// Processes moved to another CPU (two per swap).
     migrations: Tally,
+    /// Files opened (each a `struct file`).
+    opens: Tally,
 }
 
 /// One run. Its state is split so that the real runner's CPUs step at the same time: each
@@ -818,6 +881,8 @@ pub struct Kbuild {
     rcu_gp: u64,
     /// Chance that a fault step starts a migration (a swap with another slot's process).
     migrate_p: f64,
+    /// Files a compiler and a helper open.
+    opens: [u32; 2],
     /// Each slot's group: the slots on its node in its build, among which its process may
     /// move ([`migrate`](Self::migrate)).
     slot_group: Vec<u32>,
@@ -873,6 +938,11 @@ impl Kbuild {
             migrate_p: p.get("migrations_per_s") * p.get("fault_us") * 1e-6 / 2.0,
             slot_group: Vec::new(),
             groups: Vec::new(),
+            opens: if p.get("files").round() != 0.0 {
+                [p.get("opens_compiler").round() as u32, p.get("opens_helper").round() as u32]
+            } else {
+                [0, 0]
+            },
             parts: Parts::default(),
             asleep: Vec::new(),
             vmas: [
@@ -910,6 +980,7 @@ impl Kbuild {
             vmas: cv,
             anon_vmas: ca,
             by_make: true,
+            opens: self.opens[0],
         });
         q.extend(helpers.into_iter().map(|anon| ProcSpec {
             anon,
@@ -917,6 +988,7 @@ impl Kbuild {
             vmas: hv,
             anon_vmas: ha,
             by_make: false,
+            opens: self.opens[1],
         }));
         q
     }
@@ -1025,6 +1097,8 @@ impl Kbuild {
                 vmas,
                 anon_vmas,
                 by_make: true,
+                // Not measured: the link's opens (its objects and archives) are left out.
+                opens: 0,
             });
         }
     }
@@ -1370,6 +1444,7 @@ impl Kbuild {
                     p.anon.push(page);
                 }
                 self.counts.faults.add(ctx.cpu(), 1);
+                self.open_files(sh, ctx, &mut p)?;
                 p.count += 1;
                 if p.count >= p.spec.anon {
                     p.count = 0;
@@ -1410,6 +1485,34 @@ impl Kbuild {
             Phase::ExitTables => return self.exit_tables(sh, s, &mut p, ctx),
         }
         sh.state(s).cur = Some(p);
+        Ok(())
+    }
+
+    /// The files `p` opens with its fault number `p.count` (its opens spread evenly over the
+    /// first [`OPENS_SHARE`] of its faults): each takes a `struct file` on this CPU and closes it at once, and 6.6 frees
+    /// it through `call_rcu` on the closing CPU (`file_free`; a failed open the same way
+    /// until 6.7's "vfs: shave work on failed file open"), a grace period later. With `fork`
+    /// only, whose RCU callbacks the run keeps.
+    fn open_files<S: Shared>(&self, sh: &S, ctx: &mut Ctx<'_>, p: &mut Proc) -> Result<()> {
+        if !self.cross || p.spec.opens == 0 {
+            return Ok(());
+        }
+        let faults = ((p.spec.anon as f64 * OPENS_SHARE).ceil() as u64).max(1);
+        let (opens, i) = (u64::from(p.spec.opens), p.count);
+        if i >= faults {
+            return Ok(());
+        }
+        let n = (i + 1) * opens / faults - i * opens / faults;
+        for _ in 0..n {
+            self.counts.opens.add(ctx.cpu(), 1);
+            match ctx.slab_alloc(FILP, GFP_SLAB, self.mem_node)? {
+                Some(o) => {
+                    let due = ctx.now().saturating_add(self.rcu_gp);
+                    self.queue_rcu(sh, ctx.cpu() as usize, due, Rcu::Free((FILP, o, ctx.cpu())));
+                }
+                None => self.counts.failed.add(ctx.cpu(), 1),
+            }
+        }
         Ok(())
     }
 
@@ -1652,6 +1755,7 @@ impl Workload for Kbuild {
             ("rcu_frees".into(), count(&self.counts.rcu_frees)),
             ("remote_frees".into(), count(&self.counts.remote_frees)),
             ("migrations".into(), count(&self.counts.migrations)),
+            ("file_opens".into(), count(&self.counts.opens)),
         ];
         if builds.len() > 1 || self.memcg_limit > 0 {
             let peak = builds.iter().map(|b| b.memcg.peak()).max().unwrap_or(0);
@@ -1774,9 +1878,10 @@ pub(crate) mod tests {
     #[test]
     fn steps_alone_and_locked_make_the_same_run() {
         let small: Vec<&str> = SMALL.to_vec();
-        let cases: [(&[&str], &str); 3] = [
+        let cases: [(&[&str], &str); 4] = [
             (&["parallel=5"], "rcu_frees"),
             (&["parallel=3", "migrations_per_s=20000"], "migrations"),
+            (&["parallel=3", "files=1", "opens_compiler=300", "opens_helper=20"], "file_opens"),
             (&["parallel=4", "cgroups=2", "obj_kib=2048", "memcg_limit_mib=10"], "memcg_reclaim"),
         ];
         for (extra, shown) in cases {
@@ -1810,6 +1915,22 @@ pub(crate) mod tests {
             metric(&moved, "remote_frees"),
             metric(&still, "remote_frees")
         );
+    }
+
+    /// With `files`, every open of every process but the link takes a `struct file` on its
+    /// CPU that an RCU callback frees there: the counts are exact, and every object is back
+    /// by the end (the run checks).
+    #[test]
+    fn each_open_takes_a_file_that_rcu_frees() {
+        let opens = ["opens_compiler=100", "opens_helper=10"];
+        let off = run("tune-base", 8, &["parallel=4", opens[0], opens[1]], 5);
+        let on = run("tune-base", 8, &["parallel=4", "files=1", opens[0], opens[1]], 5);
+        assert_eq!(metric(&off, "file_opens"), 0.0);
+        // 12 compilers and 2 helpers per job; the link opens nothing.
+        assert_eq!(metric(&on, "file_opens"), 12.0 * 100.0 + 12.0 * 2.0 * 10.0);
+        assert_eq!(metric(&on, "rcu_frees") - metric(&off, "rcu_frees"), 1440.0);
+        assert_eq!(metric(&on, "jobs"), 12.0);
+        assert_eq!(metric(&on, "alloc_failures"), 0.0);
     }
 
     #[test]
@@ -1986,8 +2107,10 @@ pub(crate) mod tests {
             ("vm_area_struct", 1),
             ("anon_vma", 0),
             ("anon_vma_chain", 0),
+            ("filp", 1),
         ];
         assert_eq!(orders, want);
+        assert_eq!(OBJECTS[FILP.0 as usize].0, "filp");
         assert_eq!(
             (OBJECTS[MM_STRUCT.0 as usize].0, OBJECTS[VM_AREA.0 as usize].0),
             ("mm_struct", "vm_area_struct")
