@@ -1517,9 +1517,9 @@ impl Kbuild {
     }
 
     /// Move `p`, slot `s`'s process, to another slot of its group drawn at random, whose
-    /// process moves to `s` in exchange: a task migration that keeps one task per busy CPU
-    /// (the kernel's load balancer moves a task towards a CPU that lost one). Only a process
-    /// that is faulting takes part; with none there, nothing moves. Returns the process `s`
+    /// process moves to `s` in exchange (**assumed**: a swap stands for two moves that leave
+    /// every busy CPU one task). Only a process that is faulting takes part; with none
+    /// there, nothing moves. Returns the process `s`
     /// now runs. Its later faults and its exit allocate and free on its new CPU, so the
     /// kernel objects and pages it took before are freed away from where they came from.
     fn migrate<S: Shared>(
@@ -1534,12 +1534,7 @@ impl Kbuild {
         if group.len() < 2 {
             return p;
         }
-        // Uniform over the group's other slots.
-        let mut i = rng.below(group.len() as u64 - 1) as usize;
-        if group[i] == s {
-            i = group.len() - 1;
-        }
-        let mut there = sh.state(group[i]);
+        let mut there = sh.state(super::other_than(rng, group, s));
         match there.cur.take_if(|q| q.phase == Phase::Fault) {
             Some(q) => {
                 there.cur = Some(p);

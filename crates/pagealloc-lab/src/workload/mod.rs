@@ -22,6 +22,7 @@ pub mod vm_scalability;
 pub(crate) mod workingset;
 
 use anyhow::{bail, Result};
+use pagealloc_testkit::rng::Rng;
 
 use crate::model::Workload;
 
@@ -378,6 +379,19 @@ pub fn ns(x: f64) -> u64 {
     (x * 1000.0).round().max(0.0) as u64
 }
 
+/// A member of `set` other than `me`, uniformly (a migration's destination among a node's
+/// CPUs or a group's slots). `set` holds `me` once and at least one other member.
+pub(crate) fn other_than<T: Copy + PartialEq>(rng: &mut Rng, set: &[T], me: T) -> T {
+    debug_assert!(set.len() >= 2 && set.iter().filter(|&&x| x == me).count() == 1);
+    // Draw among all but the last; a draw of `me` stands for the last.
+    let i = rng.below(set.len() as u64 - 1) as usize;
+    if set[i] == me {
+        set[set.len() - 1]
+    } else {
+        set[i]
+    }
+}
+
 /// Hand-built machines for the workloads' `#[ignore]`d full-size runs, until the machines
 /// module ships them.
 #[cfg(test)]
@@ -569,6 +583,27 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `other_than` never returns `me` and reaches every other member about equally often,
+    /// wherever `me` sits in the set (the last place is the draw's special case).
+    #[test]
+    fn other_than_is_uniform_over_the_others() {
+        let set = [3u32, 7, 9, 12];
+        for &me in &set {
+            let mut rng = Rng::new(u64::from(me));
+            let mut seen = [0u32; 4];
+            for _ in 0..30_000 {
+                let x = other_than(&mut rng, &set, me);
+                assert_ne!(x, me);
+                seen[set.iter().position(|&y| y == x).unwrap()] += 1;
+            }
+            for (i, &n) in seen.iter().enumerate() {
+                if set[i] != me {
+                    assert!((9_000..11_000).contains(&n), "me {me}: {seen:?}");
+                }
+            }
+        }
+    }
 
     /// Every workload that runs on real threads ends well — every page and slab object back,
     /// no CPU left blocked — when its CPUs' clocks run apart as real threads' do: each CPU in

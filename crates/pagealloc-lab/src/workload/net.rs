@@ -200,12 +200,7 @@ impl Tasks {
         if cpus.len() < 2 {
             return None;
         }
-        // Uniform over the node's other CPUs.
-        let mut i = rng.below(cpus.len() as u64 - 1) as usize;
-        if cpus[i] == from {
-            i = cpus.len() - 1;
-        }
-        let to = cpus[i];
+        let to = super::other_than(rng, cpus, from);
         let other = self.cpu_task[to as usize];
         self.cpu_task[to as usize] = t as u32;
         self.task_cpu[t] = to;
