@@ -453,10 +453,13 @@ impl<E: EventSink, L: RawLock> PageAllocator<E, L> {
             // so it adds no list operations of its own under the lock.
             let mut zl = zone.lock(cpu, &self.events, &self.cfg);
             let mut next = picked.head();
-            let (span, frames) = (Span::of(zone), zl.frames);
             while let Some(idx) = next {
                 let frame = &zone.mem_map[idx as usize];
                 next = Some(frame.next()).filter(|&i| i != NIL);
+                // Read per block: read once before the loop they cost the modern drain's
+                // patterns 0.1-0.2 % more instructions (`.ci/icount`), through the
+                // registers the function's other loop then lost.
+                let (span, frames) = (Span::of(zone), zl.frames);
                 free_to_buddy(&mut zl, span, frames, idx, frame.info().order, self.cfg.hygiene);
             }
             return;
