@@ -140,6 +140,12 @@ fn render_toml(c: &Calibration, p: &CostProfile, date: &str, load: &str) -> Resu
         writeln!(s, "# A cost profile for the model: what each allocator primitive costs, in ns.");
     let _ = writeln!(s, "# Written by `pagealloc calibrate` on {date} on {}.", p.machine);
     let _ = writeln!(s, "# Load average (1/5/15 min) {load}.");
+    let _ = writeln!(
+        s,
+        "# The library measured is the lab's build at {}: the fixed work is that code's, so \
+         measure again when it changes.",
+        crate::results::REVISION
+    );
     let _ = writeln!(s, "# Regenerate with");
     let _ = writeln!(
         s,
@@ -623,6 +629,8 @@ mod tests {
         let text = render_toml(&c, &p, "2026-01-01", "0.10 0.20 0.30").unwrap();
         assert!(text.starts_with("# A cost profile"), "{text}");
         assert!(text.contains("Written by `pagealloc calibrate` on 2026-01-01 on Test CPU"));
+        let build = format!("the lab's build at {}:", crate::results::REVISION);
+        assert!(text.contains(&build), "{text}");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cost.toml");
         std::fs::write(&path, &text).unwrap();
