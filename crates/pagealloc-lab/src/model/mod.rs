@@ -1982,6 +1982,60 @@ pub(crate) mod tests {
         assert_eq!(slab.took[0], direct.took[0] + cost.slab_alloc);
     }
 
+    /// CPU 0 allocates one object of [`SlabScript`]'s cache; CPU 1, once it exists, frees
+    /// it (or CPU 0 does, `remote` false) and notes what the free took.
+    struct OneObject {
+        remote: bool,
+        obj: Option<SlabObject>,
+        took: Option<u64>,
+    }
+
+    impl SerialWorkload for OneObject {
+        fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
+            Ok(vec![0, 1])
+        }
+        fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+            let freer = u32::from(self.remote);
+            if ctx.cpu() == 0 && self.obj.is_none() && self.took.is_none() {
+                self.obj = ctx.slab_alloc(OBJ, Gfp::KERNEL, None)?;
+                assert!(self.obj.is_some(), "memory");
+            } else if ctx.cpu() == freer && self.obj.is_some() {
+                let t0 = ctx.now();
+                ctx.slab_free(OBJ, self.obj.take().unwrap())?;
+                self.took = Some(ctx.now() - t0);
+            } else if self.took.is_some() {
+                return Ok(Next::Done);
+            }
+            ctx.work(1_000_000);
+            Ok(Next::Continue)
+        }
+        holds_nothing_and_measures_nothing!();
+        fn slab_setup(&self) -> SlabSetup {
+            SlabScript::new(Vec::new()).slab_setup()
+        }
+    }
+
+    /// A free into another CPU's active slab takes SLUB's slow path, which writes the slab's
+    /// own line (its `struct page`, reported by the slab layer): last written by the CPU that
+    /// took the slab, whose L2 still holds it, so the free pays one cache-to-cache transfer
+    /// within the LLC on top of `slab_free_ns`. The same free on the allocating CPU takes the
+    /// fast path and pays nothing more.
+    #[test]
+    fn a_remote_slab_free_pays_for_the_slabs_line() {
+        let setup = small_setup(2, 64, "modern", 1);
+        let cost = setup.cost.to_ps();
+        let transfer = Prices::of(&setup.topology.hierarchy).of_access(lines::Found::SameLlcCore);
+        assert!(transfer > 0);
+        let free_took = |remote: bool| {
+            let mut m = Model::new(small_setup(2, 64, "modern", 1)).unwrap();
+            let mut w = Serial::new(OneObject { remote, obj: None, took: None });
+            m.run(&mut w, &mut |_| {}).unwrap();
+            w.into_inner().took.expect("the object was freed")
+        };
+        assert_eq!(free_took(false), cost.slab_free);
+        assert_eq!(free_took(true), cost.slab_free + transfer);
+    }
+
     /// What a [`KeepsToTheEnd`] says it holds at the end.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     enum Says {

@@ -8,8 +8,11 @@
 //! [`Ctx::slab_alloc`] and [`Ctx::slab_free`]. A slab call is one accounted call: its fixed work
 //! from the cost profile (`slab_alloc_ns`, `slab_free_ns`) plus every page allocator call it
 //! made, each with the page allocator's fixed work and its metadata lines and zone locks
-//! through the model's sink. The slab layer's own metadata lines (its freelists, slab
-//! structures) are not priced: their cost is inside the fixed figures measured hot.
+//! through the model's sink. Of the slab layer's own metadata, the slab's `struct page`
+//! (where SLUB keeps `struct slab`: freelist, counts, list links) is reported by
+//! `pagealloc-slab` on every path but the two fast ones and priced like the page allocator's
+//! lines, so a free into a slab another CPU wrote last pays the transfer; the CPU's own
+//! freelist and the objects' free pointers are inside the fixed figures measured hot.
 //!
 //! At the end of a run the workload must have freed every object; the runner then shrinks
 //! every cache (kernel `kmem_cache_shrink`), giving every slab back before the conservation
