@@ -169,6 +169,21 @@ pub fn quantiles(sorted: &[f64], n: usize) -> Vec<f64> {
     (1..=n).map(|i| percentile(sorted, i as f64 / (n + 1) as f64)).collect()
 }
 
+/// The mean of the sorted sample `v` between its 10th and 90th percentiles (inclusive): what
+/// a clock that reads in steps measures between the steps. Back-to-back reads of a clock
+/// that ticks every 10 ns come out as 20 or 30 ns; their median is one of the two, and which
+/// one turns on a few per cent of the sample, while the mean of many reads, each landing at a
+/// random phase of the tick, is the read's cost. The trim drops preempted outliers.
+pub fn trimmed_mean(v: &[f64]) -> f64 {
+    let (lo, hi) = (percentile(v, 0.1), percentile(v, 0.9));
+    let kept: Vec<f64> = v.iter().copied().filter(|x| (lo..=hi).contains(x)).collect();
+    if kept.is_empty() {
+        f64::NAN
+    } else {
+        kept.iter().sum::<f64>() / kept.len() as f64
+    }
+}
+
 fn percentile(v: &[f64], q: f64) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -1883,6 +1898,9 @@ pub struct Calibration {
     pub plan: Plan,
     /// One clock read, ns (each round's median is subtracted from that round's windows).
     pub timer_overhead: Summary,
+    /// One clock read, ns: the [`trimmed_mean`] of every sample, which the zone-lock base
+    /// subtracts (a window of 16 operations divides a median's step by 16; the base does not).
+    pub timer_mean: f64,
     /// The pageset fast path.
     pub pcp: PcpFigures,
     /// The slab fast path.
@@ -1909,11 +1927,12 @@ pub struct Calibration {
 
 impl Calibration {
     /// The fixed part of a hold as the hooks see it: the fit's intercept less the clock read
-    /// inside each timed hold, ns, with the per-pass spread. May come out below 0: it is
-    /// smaller than the clock's steps (10 ns on some virtual machines).
+    /// inside each timed hold ([`timer_mean`](Self::timer_mean): the intercept is a fit over
+    /// many holds, not one quantised reading), ns, with the per-pass spread. May come out
+    /// below 0: it is smaller than the clock's steps (10 ns on some virtual machines).
     pub fn hook_visible_base(&self) -> Summary {
-        let s = self.holds.round_intercepts.shifted(-self.timer_overhead.median);
-        Summary { median: self.holds.intercept_ns - self.timer_overhead.median, ..s }
+        let s = self.holds.round_intercepts.shifted(-self.timer_mean);
+        Summary { median: self.holds.intercept_ns - self.timer_mean, ..s }
     }
 
     /// `zone_lock_base_ns`: the hook-visible fixed part (taken as 0 when it measured below
@@ -1977,6 +1996,7 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
     Ok(Calibration {
         plan: *plan,
         timer_overhead: Summary::of(&mut timer),
+        timer_mean: trimmed_mean(&timer),
         pcp: pcp.finish()?,
         slab: slab.finish()?,
         lock_uncontended: lock,
@@ -2063,6 +2083,25 @@ mod tests {
         // A dip after the first crossing does not move it.
         let at = crossing(&sizes, &[170.0, 600.0, 300.0, 610.0], 400.0);
         assert!(at > 16 * MIB && at < 32 * MIB, "{at}");
+    }
+
+    #[test]
+    fn a_stepped_clocks_mean_is_its_cost_where_its_median_flips() {
+        // A read costing 24 ns on a clock of 10 ns steps: 60 % read 20, 40 % read 30; one
+        // preempted read. The median is 20, and 30 with a few per cent more of the long
+        // reads; the trimmed mean stays near 24 either way.
+        let sample = |long: usize| {
+            let mut v = vec![20.0; 100 - long];
+            v.extend(vec![30.0; long]);
+            v.push(5000.0);
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let (a, b) = (sample(40), sample(52));
+        assert_eq!((percentile(&a, 0.5), percentile(&b, 0.5)), (20.0, 30.0));
+        let (ma, mb) = (trimmed_mean(&a), trimmed_mean(&b));
+        assert!((ma - 24.0).abs() < 0.1 && (mb - 25.2).abs() < 0.1, "{ma} {mb}");
+        assert!(trimmed_mean(&[]).is_nan());
     }
 
     #[test]

@@ -61,7 +61,9 @@ The cost profile, the fixed work of the allocator's calls with their lines hot:
                               private cache), timed in the event hooks; least squares
                               (relative residuals) held_ns = a + b * list_ops on the medians
                               per list-op bucket and kind of hold; base = max(0, a - one
-                              clock read) + uncontended lock+unlock
+                              clock read, the trimmed mean of every read pair: a clock of
+                              10 ns steps has a median that flips between two steps) +
+                              uncontended lock+unlock
 
 This machine's memory hierarchy (the [hierarchy] of --machine-out):
   l2_hit_ns, llc_hit_ns,      pointer chases, 1024 dependent loads per window, through the
@@ -245,7 +247,7 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
         "  base = max(0, {:.1} - {:.1} clock read = {:.1}{}) + {:.1} uncontended lock+unlock; \
          the part the hooks see was {:.1}..{:.1} (p10..p90) over the passes",
         h.intercept_ns,
-        c.timer_overhead.median,
+        c.timer_mean,
         vis.median,
         if vis.median < 0.0 { ": below the clock's resolution, taken as 0" } else { "" },
         c.lock_uncontended.median,
@@ -527,6 +529,7 @@ mod tests {
         Calibration {
             plan: Plan::QUICK,
             timer_overhead: s(20.0),
+            timer_mean: 20.0,
             pcp: PcpFigures {
                 alloc: s(21.0),
                 free: s(23.0),
