@@ -35,6 +35,7 @@ mod results;
 mod runs;
 mod scoreboard;
 mod stress;
+mod suggest;
 mod trace;
 mod validation;
 mod workload;

@@ -130,7 +130,8 @@ pub fn resolve(spec: &str) -> Result<ResolvedPreset> {
         return load(path);
     }
     Err(anyhow!(
-        "unknown preset `{spec}` (built-in presets: {}; or give a path to a .toml preset file)",
+        "unknown preset `{spec}`{} (built-in presets: {}; or give a path to a .toml preset file)",
+        crate::suggest::did_you_mean(spec, PRESET_NAMES.iter().copied()),
         PRESET_NAMES.join(", ")
     ))
 }

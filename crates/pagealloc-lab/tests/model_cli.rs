@@ -189,6 +189,12 @@ fn unknown_names_are_clear_errors() {
         (&["compare", "nope", "--presets", "modern"], "unknown workload"),
         (&["reproduce", "nope"], "no table `nope`"),
         (&["workloads", "nope"], "unknown workload"),
+        // A near miss names what was probably meant.
+        (&["run", "kbuil"], "unknown workload `kbuil` (did you mean `kbuild`?)"),
+        (&["run", "trunc", "--preset", "modren", "--no-save"], "did you mean `modern`?"),
+        (&["run", "trunc", "--machine", "skylake-1", "--no-save"], "did you mean `skylake-1s`?"),
+        (&["run", "trunc", "--param", "fil_mib=3", "--no-save"], "did you mean `file_mib`?"),
+        (&["reproduce", "001-kbuld"], "no table `001-kbuld` (did you mean `001-kbuild`?)"),
     ];
     for (args, needle) in cases {
         let out = pagealloc().args(*args).assert().failure();

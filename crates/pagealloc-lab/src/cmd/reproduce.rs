@@ -246,7 +246,11 @@ pub fn run(args: &Args) -> Result<()> {
         for id in &args.tables {
             let sel = all.select(id);
             if sel.is_empty() {
-                bail!("no table `{id}`; the tables are: {}", published::TABLE_IDS.join(", "));
+                bail!(
+                    "no table `{id}`{}; the tables are: {}",
+                    crate::suggest::did_you_mean(id, published::TABLE_IDS.iter().copied()),
+                    published::TABLE_IDS.join(", ")
+                );
             }
             v.extend(sel);
         }

@@ -371,8 +371,9 @@ impl Machine {
             return Machine::load(path);
         }
         Err(anyhow!(
-            "unknown machine `{spec}` (built-in machines: {}; or give a path to a .toml machine \
-             file)",
+            "unknown machine `{spec}`{} (built-in machines: {}; or give a path to a .toml \
+             machine file)",
+            crate::suggest::did_you_mean(spec, builtin_names()),
             builtin_names().collect::<Vec<_>>().join(", ")
         ))
     }

@@ -178,7 +178,11 @@ pub const WORKLOADS: &[WorkloadInfo] = &[
 pub fn find(name: &str) -> Result<&'static WorkloadInfo> {
     WORKLOADS.iter().find(|w| w.name == name).ok_or_else(|| {
         let names: Vec<_> = WORKLOADS.iter().map(|w| w.name).collect();
-        anyhow::anyhow!("unknown workload `{name}`; the workloads are: {}", names.join(", "))
+        anyhow::anyhow!(
+            "unknown workload `{name}`{}; the workloads are: {}",
+            crate::suggest::did_you_mean(name, names.iter().copied()),
+            names.join(", ")
+        )
     })
 }
 
@@ -247,8 +251,9 @@ impl WorkloadInfo {
         let Some(spec) = self.params.iter().find(|p| p.name == k) else {
             let names: Vec<_> = self.params.iter().map(|p| p.name).collect();
             bail!(
-                "workload `{}` has no parameter `{k}`; its parameters are: {}",
+                "workload `{}` has no parameter `{k}`{}; its parameters are: {}",
                 self.name,
+                crate::suggest::did_you_mean(k, names.iter().copied()),
                 names.join(", ")
             );
         };
