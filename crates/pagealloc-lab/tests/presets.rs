@@ -84,7 +84,8 @@ fn names_select_presets() {
     assert!(!text.contains("modern"), "{text}");
 
     let err = stderr_of(&["presets", "modrn"]);
-    assert!(err.contains("unknown preset `modrn` (built-in presets: modern, hpc-vanilla"), "{err}");
+    assert!(err.contains("unknown preset `modrn` (did you mean `modern`?)"), "{err}");
+    assert!(err.contains("(built-in presets: modern, hpc-vanilla"), "{err}");
     assert!(err.contains("or give a path to a .toml preset file"), "{err}");
 }
 
