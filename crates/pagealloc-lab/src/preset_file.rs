@@ -438,7 +438,8 @@ pub(crate) fn describe(e: &PolicyError) -> String {
 pub fn accepted(key: &str) -> Result<Accepted> {
     Policy::accepted(key).or_else(|| Tunables::accepted(key)).ok_or_else(|| {
         anyhow!(
-            "no switch or tunable `{key}`; switches: {}; tunables: {}",
+            "no switch or tunable `{key}`{}; switches: {}; tunables: {}",
+            crate::suggest::did_you_mean(key, Policy::KEYS.iter().chain(Tunables::KEYS).copied()),
             Policy::KEYS.join(", "),
             Tunables::KEYS.join(", ")
         )

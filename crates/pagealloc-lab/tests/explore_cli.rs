@@ -99,7 +99,10 @@ fn bad_axes_shards_and_merge_inputs_name_what_is_wrong() {
     let d = dir.path();
     let base = ["explore", "--workloads", "trunc", "--machines", "lab-2cpu", "--quick"];
     let cases: &[(&[&str], &str)] = &[
-        (&["--axis", "high_decy=off"], "--axis high_decy: no switch or tunable `high_decy`"),
+        (
+            &["--axis", "high_decy=off"],
+            "--axis high_decy: no switch or tunable `high_decy` (did you mean `high_decay`?)",
+        ),
         (
             &["--axis", "pcp_batch_scale_max=3,9"],
             "--axis pcp_batch_scale_max: `pcp_batch_scale_max` = 9",
