@@ -592,8 +592,6 @@ const VM_AREA: CacheId = CacheId(8);
 const ANON_VMA: CacheId = CacheId(9);
 /// One per writable private VMA.
 const ANON_VMA_CHAIN: CacheId = CacheId(10);
-/// Slab objects: GFP_KERNEL (the kernel adds __GFP_ACCOUNT for these caches; the model's
-/// memory cgroups, §1.5, charge pages only, not slab objects).
 /// A `struct file`: one per open, freed through RCU (`file_free`, 6.6).
 const FILP: CacheId = CacheId(11);
 /// The share of a process's life in which it opens its files (assumed): cc1 had made 99 %
@@ -601,6 +599,8 @@ const FILP: CacheId = CacheId(11);
 /// moving with the host's load (the preprocessor reads the headers first; docs/workloads.md
 /// §1.4).
 const OPENS_SHARE: f64 = 0.5;
+/// Slab objects: GFP_KERNEL (the kernel adds __GFP_ACCOUNT for these caches; the model's
+/// memory cgroups, §1.5, charge pages only, not slab objects).
 const GFP_SLAB: Gfp = Gfp::KERNEL;
 
 /// What a process is doing.
@@ -1489,10 +1489,10 @@ impl Kbuild {
     }
 
     /// The files `p` opens with its fault number `p.count` (its opens spread evenly over the
-    /// first [`OPENS_SHARE`] of its faults): each takes a `struct file` on this CPU and closes it at once, and 6.6 frees
-    /// it through `call_rcu` on the closing CPU (`file_free`; a failed open the same way
-    /// until 6.7's "vfs: shave work on failed file open"), a grace period later. With `fork`
-    /// only, whose RCU callbacks the run keeps.
+    /// first [`OPENS_SHARE`] of its faults): each takes a `struct file` on this CPU and closes
+    /// it at once, and 6.6 frees it through `call_rcu` on the closing CPU (`file_free`; a
+    /// failed open the same way until 6.7's "vfs: shave work on failed file open"), a grace
+    /// period later. With `fork` only, whose RCU callbacks the run keeps.
     fn open_files<S: Shared>(&self, sh: &S, ctx: &mut Ctx<'_>, p: &mut Proc) -> Result<()> {
         if !self.cross || p.spec.opens == 0 {
             return Ok(());
@@ -1503,8 +1503,8 @@ impl Kbuild {
             return Ok(());
         }
         let n = (i + 1) * opens / faults - i * opens / faults;
+        self.counts.opens.add(ctx.cpu(), n);
         for _ in 0..n {
-            self.counts.opens.add(ctx.cpu(), 1);
             match ctx.slab_alloc(FILP, GFP_SLAB, self.mem_node)? {
                 Some(o) => {
                     let due = ctx.now().saturating_add(self.rcu_gp);
