@@ -155,8 +155,9 @@ const PARAMS: &[ParamSpec] = &[
         max: 1e9,
         unit: "bytes",
         doc: "sk_sndbuf: chunk buffers (truesize) a sender may hold before it sleeps",
-        source: "assumed: SCTP keeps sock_init_data's sk_sndbuf = net.core.wmem_default, \
-                 212,992 B on common kernels; netperf sets no socket size by default",
+        source: "sock_init_data's sk_sndbuf = net.core.wmem_default, 212,992 B on x86-64 \
+                 (256 packets of SKB_TRUESIZE(256)); sctp_init_sock keeps it, and netperf sets \
+                 SO_SNDBUF only when -s is given (docs/workloads.md §2.3)",
         scaled: false,
         whole: true,
     },
@@ -167,8 +168,9 @@ const PARAMS: &[ParamSpec] = &[
         max: 1e9,
         unit: "bytes",
         doc: "sk_rcvbuf of the receiver: its window is half of it",
-        source: "assumed: net.core.rmem_default, 212,992 B; sctp_association_init sets \
-                 rwnd = sk_rcvbuf / 2",
+        source: "sock_init_data's sk_rcvbuf = net.core.rmem_default, 212,992 B on x86-64; \
+                 sctp_init_sock keeps it, netperf sets SO_RCVBUF only when -S is given, and \
+                 sctp_association_init sets rwnd = sk_rcvbuf / 2 (docs/workloads.md §2.3)",
         scaled: false,
         whole: true,
     },
