@@ -1598,6 +1598,32 @@ pub struct LatencyFigures {
     /// (one lane's latency over the ns per load at the best count: lmbench's `par_mem`
     /// figure).
     pub in_flight: Summary,
+    /// A chase of the same size up the lines of each 4 KiB page, the pages in random order:
+    /// ns per load. Each load still waits for the last, so only a prefetcher that fetches
+    /// the next lines of a page ahead of the loads makes it cheaper than `dram` by more than
+    /// the TLB misses it saves.
+    pub paged: Summary,
+}
+
+/// Lines of a 4 KiB page.
+const PAGE_LINES: usize = 4096 / 64;
+
+/// A chase through `n` lines (a whole number of pages) that goes up the 64 lines of each
+/// 4 KiB page and from a page's last line to the first line of a random other page, every
+/// page once, in one cycle.
+fn paged_chase(n: usize, rng: &mut Rng) -> Vec<ChaseLine> {
+    let pages = (n / PAGE_LINES).max(1);
+    let mut order: Vec<usize> = (0..pages).collect();
+    for i in (1..pages).rev() {
+        order.swap(i, rng.below(i as u64) as usize);
+    }
+    let lines: Vec<usize> =
+        order.iter().flat_map(|&p| (0..PAGE_LINES).map(move |l| p * PAGE_LINES + l)).collect();
+    let mut v = vec![ChaseLine { next: 0, _pad: [0; 7] }; lines.len()];
+    for k in 0..lines.len() {
+        v[lines[k]].next = lines[(k + 1) % lines.len()];
+    }
+    v
 }
 
 /// The counts of independent chases run together over the memory region.
@@ -1619,6 +1645,10 @@ pub struct LatencyBench {
     regions: [Vec<ChaseLine>; 3],
     at: [usize; 3],
     samples: [Vec<f64>; 3],
+    /// The memory region's size again, chased up each page ([`paged_chase`]).
+    paged: Vec<ChaseLine>,
+    paged_at: usize,
+    paged_samples: Vec<f64>,
     /// Per [`LANES`] count: ns per load, all rounds.
     lane_samples: Vec<Vec<f64>>,
     /// Per round: the loads the lanes overlapped.
@@ -1665,10 +1695,14 @@ impl LatencyBench {
             }
             v
         });
+        let paged = paged_chase(regions[2].len(), &mut rng);
         LatencyBench {
             regions,
             at: [0; 3],
             samples: Default::default(),
+            paged,
+            paged_at: 0,
+            paged_samples: Vec::new(),
             lane_samples: vec![Vec::new(); LANES.len()],
             in_flight: Vec::new(),
         }
@@ -1736,7 +1770,22 @@ impl LatencyBench {
             Summary::of(&mut self.samples[level][first..].to_vec()).median
         });
         self.lanes_round(plan, clk, overhead);
+        self.paged_round(plan, clk, overhead);
         medians
+    }
+
+    /// `plan.chase_windows` timed windows of the chase up each page.
+    fn paged_round(&mut self, plan: &Plan, clk: &Clock, overhead: f64) {
+        let mut i = self.paged_at;
+        for _ in 0..plan.chase_windows {
+            let t0 = clk.ns();
+            for _ in 0..CHASE_WINDOW {
+                i = black_box(self.paged[i].next);
+            }
+            let t1 = clk.ns();
+            self.paged_samples.push(((t1 - t0) as f64 - overhead) / CHASE_WINDOW as f64);
+        }
+        self.paged_at = i;
     }
 
     /// Summarise.
@@ -1751,6 +1800,7 @@ impl LatencyBench {
             bytes: self.regions.map(|r| (r.len() * 64) as u64),
             lanes,
             in_flight: Summary::of(&mut self.in_flight),
+            paged: Summary::of(&mut self.paged_samples),
         }
     }
 }
@@ -2211,6 +2261,20 @@ mod tests {
             }
             assert_eq!(i, 0, "one cycle through every line");
         }
+        // The paged chase: every line once, up each page, pages in some order.
+        let (mut i, mut seen) = (0, vec![false; b.paged.len()]);
+        for _ in 0..b.paged.len() {
+            assert!(!seen[i], "a line visited twice before the cycle closed");
+            seen[i] = true;
+            let next = b.paged[i].next;
+            if i % PAGE_LINES != PAGE_LINES - 1 {
+                assert_eq!(next, i + 1, "up the page");
+            } else {
+                assert_eq!(next % PAGE_LINES, 0, "to the first line of a page");
+            }
+            i = next;
+        }
+        assert_eq!(i, 0, "one cycle through every line");
         let mut b = b;
         let m = b.round(&Plan { chase_windows: 2, ..Plan::QUICK }, &Clock::new(), 0.0);
         assert!(m.iter().all(|x| x.is_finite() && *x > 0.0), "{m:?}");
@@ -2221,6 +2285,7 @@ mod tests {
         // best count's (at least 1: one lane overlaps itself).
         let best = f.lanes.iter().map(|(_, s)| s.median).fold(f64::INFINITY, f64::min);
         assert_eq!(f.in_flight.n, 1);
+        assert!(f.paged.n == 2 && f.paged.median.is_finite(), "{:?}", f.paged);
         assert_eq!(f.in_flight.median, (f.lanes[0].1.median / best).max(1.0), "{:?}", f.lanes);
     }
 

@@ -101,6 +101,8 @@ pub fn of_real_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
             "cache_miss_pct"
                 | "lines_l2_pct"
                 | "lines_remote_pct"
+                | "lines_streamed_pct"
+                | "lines_paired_pct"
                 | "handoffs_remote_pct"
                 | "hold_frame_lines_pct"
                 | "hold_fixed_pct"
@@ -253,6 +255,22 @@ pub fn of_outcome(workload: &str, o: &RunOutcome) -> Vec<Metric> {
             "%",
             Better::Lower,
             "metadata line accesses served from another node's cache or memory (model)",
+        ),
+        (
+            "lines_streamed_pct",
+            pct(o.lines_prefetched.0, lines),
+            "%",
+            Better::Higher,
+            "metadata line accesses beyond the L2 that the core's streamer had on their way, \
+             charged a share of a streamed transfer (model; machines with prefetch_streams)",
+        ),
+        (
+            "lines_paired_pct",
+            pct(o.lines_prefetched.1, lines),
+            "%",
+            Better::Higher,
+            "pair lines the spatial prefetcher brought with a frame line from memory, per \
+             metadata line access (model; machines with prefetch_streams)",
         ),
         (
             "handoffs_remote_pct",

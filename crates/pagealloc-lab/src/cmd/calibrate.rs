@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use crate::calibrate::{self, Calibration, Plan, Summary};
-use crate::calibration::{hierarchy_rows, host_machine, profile, round1, rows};
+use crate::calibration::{hierarchy_rows, host_machine, profile, round1, rows, PREFETCHED_BELOW};
 use crate::machine::hierarchy::Level;
 use crate::model::cost::CostProfile;
 
@@ -327,6 +327,20 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
         t.evict_bytes >> 20,
         t.cold.median / t.hot.median
     );
+    let lat = &c.latency;
+    let paged = lat.paged.median / lat.dram.median;
+    let _ = writeln!(
+        s,
+        "- prefetchers: a chase up each 4 KiB page took {:.1} ns a load against {:.1} at random \
+         ({paged:.2}): {}",
+        lat.paged.median,
+        lat.dram.median,
+        if paged < PREFETCHED_BELOW {
+            "the cores fetch a page's lines ahead, prefetch_streams written"
+        } else {
+            "no prefetching seen, prefetch_streams left out (the model prefetches nothing)"
+        }
+    );
     let r = &c.rounds;
     let _ = writeln!(
         s,
@@ -591,6 +605,7 @@ mod tests {
                 bytes: [256 << 10, 2 << 20, 256 << 20],
                 lanes: vec![(1, s(110.0)), (8, s(14.0)), (16, s(11.0))],
                 in_flight: s(10.0),
+                paged: s(9.0),
             },
             wake: WakeFigures {
                 one_way: s(4000.0),
@@ -670,6 +685,7 @@ mod tests {
         assert!(t.contains("written as 0"), "{t}");
         assert!(t.contains("not measured"), "two nodes:\n{t}");
         assert!(t.contains("QUICK RUN"), "{t}");
+        assert!(t.contains("9.0 ns a load against 110.0 at random (0.08): the cores fetch"), "{t}");
         assert!(t.contains("pcp alloc 20.0..22.0") && t.contains("handoff acquisition 5.0..5.0"));
     }
 
@@ -684,6 +700,13 @@ mod tests {
         // A handoff below the clock's resolution is written as 0.
         assert_eq!(get(Level::HandoffSameLlc).1, 0.0);
         assert!(get(Level::L2Hit).3.contains("256 KiB"));
+        // A chase up each page at 9 ns a load against 110 at random: prefetchers seen.
+        assert_eq!(get(Level::PrefetchStreams).1, 32.0);
+        assert!(get(Level::PrefetchStreams).3.contains("9.0 ns a load against 110.0"));
+        // At 60 ns (0.55 of the random chase) they are not, and the figure is left out.
+        let mut slow = fake();
+        slow.latency.paged.median = 60.0;
+        assert!(hierarchy_rows(&slow).iter().all(|r| r.0 != Level::PrefetchStreams));
         // A two-node host gets no machine file: the remote figures are not measured.
         let e = host_machine(&fake(), "2026-01-01", "pagealloc calibrate").unwrap_err();
         assert!(e.to_string().contains("2 NUMA nodes"), "{e}");

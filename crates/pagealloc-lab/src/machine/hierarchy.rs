@@ -76,6 +76,11 @@ pub enum Level {
     /// this many at a time. Optional: a machine without it charges every access in full, one
     /// after another.
     MissSlots,
+    /// How many 4 KiB pages each core's L2 streamer follows at once: the hardware
+    /// prefetchers (a line's 128-byte pair fetched with it, a run of lines within a page
+    /// fetched ahead of the requests) are modelled on the frame metadata. Optional: a machine
+    /// without it has no hardware prefetchers in the model.
+    PrefetchStreams,
 }
 
 /// Which machines need a figure.
@@ -94,7 +99,7 @@ pub enum Needed {
 
 impl Level {
     /// Every figure.
-    pub const ALL: [Level; 17] = [
+    pub const ALL: [Level; 18] = [
         Level::L2Hit,
         Level::LlcHit,
         Level::C2cSameLlc,
@@ -112,6 +117,7 @@ impl Level {
         Level::WakeCall,
         Level::LlcUsable,
         Level::MissSlots,
+        Level::PrefetchStreams,
     ];
 
     /// The key in a machine file's `[hierarchy]` table; it ends in the unit.
@@ -134,6 +140,7 @@ impl Level {
             Level::WakeCall => "wake_call_ns",
             Level::LlcUsable => "llc_usable_mib",
             Level::MissSlots => "miss_slots",
+            Level::PrefetchStreams => "prefetch_streams",
         }
     }
 
@@ -162,6 +169,7 @@ impl Level {
             Level::WakeCall => "the waker's call that wakes a parked thread",
             Level::LlcUsable => "the LLC capacity a CPU gets (a virtual machine's share)",
             Level::MissSlots => "L1 data-cache misses a core keeps in flight (fill buffers)",
+            Level::PrefetchStreams => "4 KiB pages a core's L2 streamer follows at once",
         }
     }
 
@@ -178,6 +186,7 @@ impl Level {
             _ if self.is_rate() => "GB/s",
             Level::LlcUsable => "MiB",
             Level::MissSlots => "lines",
+            Level::PrefetchStreams => "streams",
             _ => "ns",
         }
     }
@@ -186,7 +195,7 @@ impl Level {
     pub fn range(self) -> (f64, f64) {
         if self.is_rate() {
             (0.01, 10_000.0)
-        } else if self == Level::MissSlots {
+        } else if matches!(self, Level::MissSlots | Level::PrefetchStreams) {
             // A count: an in-order core with one miss at a time up to the deepest queues built.
             (1.0, 256.0)
         } else if self == Level::LlcUsable {
@@ -220,7 +229,8 @@ impl Level {
             | Level::WakeIdle
             | Level::WakeCall
             | Level::LlcUsable
-            | Level::MissSlots => Needed::Optional,
+            | Level::MissSlots
+            | Level::PrefetchStreams => Needed::Optional,
             _ => Needed::Always,
         }
     }
@@ -402,6 +412,7 @@ mod tests {
                 "MiB" => "_mib",
                 // A count: the key names what it counts.
                 "lines" => "_slots",
+                "streams" => "_streams",
                 _ => "_ns",
             };
             assert!(l.key().ends_with(suffix), "{}", l.key());

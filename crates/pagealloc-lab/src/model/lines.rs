@@ -101,6 +101,10 @@ pub struct Prices {
     pub line_dram: u64,
     /// The first line of a page in another node's DRAM.
     pub line_dram_remote: u64,
+    /// Per [`Found`], what a line the core's streamer had on its way costs beyond a
+    /// private-cache hit: its share of a streamed page from where it was (a 64th of
+    /// `page_llc`, `page_dram` or `page_dram_remote`), at most the access's own price.
+    pub streamed: [u64; 7],
 }
 
 impl Prices {
@@ -118,24 +122,39 @@ impl Prices {
             _ => 1.0,
         };
         let beyond_l2 = |l: Level| ps(l).saturating_sub(ps(Level::L2Hit));
+        let access = [
+            0,
+            beyond_l2(Level::LlcHit),
+            beyond_l2(Level::C2cSameLlc),
+            beyond_l2(Level::C2cOtherLlc),
+            beyond_l2(Level::C2cRemote),
+            beyond_l2(Level::DramLocal),
+            beyond_l2(Level::DramRemote),
+        ];
+        let page_llc = page(Level::WriteLlc);
+        let page_dram_remote = (page_dram as f64 * remote_ratio).round() as u64;
+        // A streamed line's share of its page's transfer, from where the line was.
+        let line_of = |page: u64| (page / LINES_PER_PAGE).saturating_sub(ps(Level::L2Hit));
+        let streamed_from = [
+            0,
+            line_of(page_llc),
+            line_of(page_llc),
+            line_of(page_llc),
+            line_of(page_dram_remote),
+            line_of(page_dram),
+            line_of(page_dram_remote),
+        ];
         Prices {
-            access: [
-                0,
-                beyond_l2(Level::LlcHit),
-                beyond_l2(Level::C2cSameLlc),
-                beyond_l2(Level::C2cOtherLlc),
-                beyond_l2(Level::C2cRemote),
-                beyond_l2(Level::DramLocal),
-                beyond_l2(Level::DramRemote),
-            ],
+            access,
+            streamed: std::array::from_fn(|i| streamed_from[i].min(access[i])),
             handoff_same_llc: ps(Level::HandoffSameLlc),
             handoff_other_llc: ps(Level::HandoffOtherLlc),
             handoff_remote: ps(Level::HandoffRemote),
             page_l2: h.value(Level::WriteL2).map(|_| page(Level::WriteL2)),
             line_l2: ps(Level::L2Hit),
-            page_llc: page(Level::WriteLlc),
+            page_llc,
             page_dram,
-            page_dram_remote: (page_dram as f64 * remote_ratio).round() as u64,
+            page_dram_remote,
             miss_slots: h.value(Level::MissSlots).map_or(0, |n| n.round() as u32),
             line_llc: ps(Level::LlcHit),
             line_dram: ps(Level::DramLocal),
@@ -168,6 +187,12 @@ impl Prices {
     pub fn of_access(&self, f: Found) -> u64 {
         self.access[f as usize]
     }
+
+    /// One access found at `f` that the core's streamer had on its way.
+    #[inline]
+    pub fn of_streamed(&self, f: Found) -> u64 {
+        self.streamed[f as usize]
+    }
 }
 
 /// Where the CPUs and caches are.
@@ -188,6 +213,9 @@ pub struct CacheMap {
     /// Frames whose metadata shares one line (1 for the kernel's 64-byte struct page, 4 for
     /// the library's 16-byte frame); a power of two.
     pub frames_per_line: u64,
+    /// Streams each core's L2 streamer follows (the machine's `prefetch_streams`); 0: the
+    /// machine gives no hardware prefetchers and none is modelled.
+    pub prefetch_streams: u32,
 }
 
 /// The zones, for a line's home node.
@@ -269,6 +297,8 @@ pub struct LineCache {
     nr_zones: usize,
     /// Accesses per [`Found`].
     found: [AtomicU64; 7],
+    /// The hardware prefetchers' state, when the machine has them (see [`Prefetchers`]).
+    hw: Option<Prefetchers>,
 }
 
 /// Zone ends `(first frame past the zone, node)`, sorted, merged where neighbours share a
@@ -334,6 +364,8 @@ impl LineCache {
             home: ZoneHome { runs, nodes: zones.iter().map(|z| z.2).collect() },
             nr_zones,
             found: Default::default(),
+            hw: (map.prefetch_streams != 0)
+                .then(|| Prefetchers::new(map.cpu_node.len(), map.prefetch_streams as usize)),
         }
     }
 
@@ -434,11 +466,52 @@ impl LineCache {
     /// [`access`](Self::access) of a line that is not in `cpu`'s L2.
     #[inline(never)]
     pub fn access_beyond_l2(&self, cpu: CpuId, line: MetaLine) -> Found {
+        self.access_beyond_l2_hw(cpu, line).0
+    }
+
+    /// [`access_beyond_l2`](Self::access_beyond_l2), and whether the core's streamer had
+    /// the line on its way ([`Prefetchers`]): then the access costs the line's share of a
+    /// streamed transfer ([`Prices::of_streamed`]), not its latency. A frame line brought
+    /// from memory also brings its pair line, when no cache holds that one.
+    #[inline(never)]
+    pub fn access_beyond_l2_hw(&self, cpu: CpuId, line: MetaLine) -> (Found, bool) {
         let slot = self.slot(&line);
         let me = &self.cpus[cpu.index()];
         let found = self.classify(me, line, slot[LLC].load(Relaxed), slot[L2].load(Relaxed));
         self.record(slot, me, found);
-        found
+        let (Some(hw), MetaLine::Frame(pfn)) = (&self.hw, line) else { return (found, false) };
+        let index = pfn.0 >> self.frame_shift;
+        if matches!(found, Found::DramLocal | Found::DramRemote) {
+            self.fetch_pair(me, index);
+        }
+        let streamed = hw.follow(cpu.index(), index);
+        if streamed {
+            hw.streamed.store(hw.streamed.load(Relaxed) + 1, Relaxed);
+        }
+        (found, streamed)
+    }
+
+    /// The spatial prefetcher: frame line `index` came from memory into `me`'s L2, and its
+    /// pair in the 128-byte aligned block comes with it when no cache holds that line (a line
+    /// in some cache is left where it is: the model keeps one holder per line).
+    fn fetch_pair(&self, me: &Place, index: u64) {
+        let Some(pair) = self.frames.get((index ^ 1) as usize) else { return };
+        let llc_s = pair[LLC].load(Relaxed);
+        let cached = tag(llc_s).checked_sub(1).is_some_and(|l| self.llcs[l as usize].holds(llc_s));
+        if !cached {
+            let (my_llc, my_l2) = (&self.llcs[me.llc as usize], &self.l2s[me.l2 as usize]);
+            pair[LLC].store(me.llc_tag | (my_llc.tick(1) & CLOCK_MASK), Relaxed);
+            pair[L2].store(me.l2_tag | (my_l2.tick(1) & CLOCK_MASK), Relaxed);
+            if let Some(hw) = &self.hw {
+                hw.paired.store(hw.paired.load(Relaxed) + 1, Relaxed);
+            }
+        }
+    }
+
+    /// Frame lines the streamer had on their way, and pair lines the spatial prefetcher
+    /// brought, so far; (0, 0) on a machine without hardware prefetchers.
+    pub fn prefetched_by_hardware(&self) -> (u64, u64) {
+        self.hw.as_ref().map_or((0, 0), |hw| (hw.streamed.load(Relaxed), hw.paired.load(Relaxed)))
     }
 
     /// Record an access by `me`, found at `found`, in the line's `slot`: it is now in `me`'s
@@ -527,6 +600,84 @@ impl LineCache {
     }
 }
 
+/// Lines of metadata in a 4 KiB page: a streamer follows a stream within one page.
+const STREAM_PAGE_LINES: u64 = 4096 / 64;
+
+/// Each core's L2 streamer, as the vendors' optimisation manuals describe it: it watches the
+/// core's requests for ascending or descending lines within a 4 KiB page, follows up to
+/// `streams` such pages at once, and once a page's direction is known fetches the lines ahead
+/// of the requests, so a request that continues the stream finds its line on the way.
+///
+/// Modelled on the frame-metadata lines that miss the L2 (the others are free anyway): a
+/// page's entry remembers the last such line and the direction, a miss one or two lines
+/// further the same way continues the stream (two: the pair prefetcher brought the line in
+/// between, an L2 hit the tracker does not see), the first step sets the direction (that
+/// request itself waits in full), anything else starts the page over, and a page not
+/// followed takes the oldest entry's place. State is per CPU, in atomics used with
+/// `Relaxed` loads and stores only, as the rest of the line model's.
+#[derive(Debug)]
+struct Prefetchers {
+    /// Per CPU, `streams` entries: 0 empty, else `(page + 1) << 8 | offset << 2 | dir`, the
+    /// page's number, its last line's offset in it and the direction (0 none yet, 1 up, 2
+    /// down).
+    entries: Box<[AtomicU64]>,
+    /// Per CPU, the entry last used (upper half), looked at first since a run's misses
+    /// follow each other, and the entry a new page takes next (lower half; round robin: the
+    /// oldest).
+    cursor: Box<[AtomicU64]>,
+    streams: usize,
+    /// Frame lines found on their way.
+    streamed: AtomicU64,
+    /// Pair lines brought.
+    paired: AtomicU64,
+}
+
+impl Prefetchers {
+    fn new(cpus: usize, streams: usize) -> Prefetchers {
+        let zeroed = |n: usize| (0..n).map(|_| AtomicU64::new(0)).collect();
+        Prefetchers {
+            entries: zeroed(cpus * streams),
+            cursor: zeroed(cpus),
+            streams,
+            streamed: AtomicU64::new(0),
+            paired: AtomicU64::new(0),
+        }
+    }
+
+    /// CPU `cpu` misses line `index`: did its streamer have it on the way?
+    fn follow(&self, cpu: usize, index: u64) -> bool {
+        let page = index / STREAM_PAGE_LINES;
+        let offset = index % STREAM_PAGE_LINES;
+        let entries = &self.entries[cpu * self.streams..][..self.streams];
+        let key = (page + 1) << 8;
+        let cursor = &self.cursor[cpu];
+        let (last_used, next) = {
+            let c = cursor.load(Relaxed);
+            ((c >> 32) as usize, c & 0xffff_ffff)
+        };
+        let ours = |i: &usize| entries[*i].load(Relaxed) & !0xff == key;
+        let Some(i) = Some(last_used).filter(ours).or_else(|| (0..self.streams).find(ours)) else {
+            let i = next as usize;
+            cursor.store((i as u64) << 32 | ((i + 1) % self.streams) as u64, Relaxed);
+            entries[i].store(key | offset << 2, Relaxed);
+            return false;
+        };
+        cursor.store((i as u64) << 32 | next, Relaxed);
+        let e = &entries[i];
+        let old = e.load(Relaxed);
+        let (last, dir) = ((old >> 2) & 0x3f, old & 3);
+        let up = offset > last && offset - last <= 2;
+        let down = offset < last && last - offset <= 2;
+        let (streamed, dir) = match (up, down) {
+            (true, _) => (dir == 1, 1),
+            (_, true) => (dir == 2, 2),
+            _ => (false, 0),
+        };
+        e.store(key | offset << 2 | dir, Relaxed);
+        streamed
+    }
+}
+
 /// How far a lock travels between two holders.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Distance {
@@ -572,6 +723,7 @@ mod tests {
             llc_lines: vec![100; 4],
             l2_lines: vec![10; 8],
             frames_per_line: 1,
+            prefetch_streams: 0,
         };
         LineCache::new(map, 2000, &[(0, 1000, 0), (1000, 2000, 1)])
     }
@@ -588,6 +740,7 @@ mod tests {
             llc_lines: vec![100; 2],
             l2_lines: vec![10; 2],
             frames_per_line: 1,
+            prefetch_streams: 0,
         };
         let c = LineCache::new(map, 60, &zones);
         assert_eq!(c.home.runs, [(20, 0), (40, 1), (50, 0), (60, 1)]);
@@ -613,6 +766,7 @@ mod tests {
                 llc_lines: self.llcs.iter().map(|c| c.lines).collect(),
                 l2_lines: self.l2s.iter().map(|c| c.lines).collect(),
                 frames_per_line: 1 << self.frame_shift,
+                prefetch_streams: self.hw.as_ref().map_or(0, |hw| hw.streams as u32),
             }
         }
     }
@@ -768,5 +922,123 @@ mod tests {
         // It grows with the bytes.
         let costs: Vec<u64> = (1..=64).map(|l| Prices::part_page(first, page, l * 64)).collect();
         assert!(costs.windows(2).all(|w| w[0] <= w[1]), "{costs:?}");
+    }
+
+    /// One CPU on each of two nodes, caches large enough that nothing is evicted, frames
+    /// 0..1000 on node 0 and 1000..2000 on node 1, each core's streamer following `streams`
+    /// pages (0: no hardware prefetchers).
+    fn with_prefetchers(streams: u32) -> LineCache {
+        let map = CacheMap {
+            cpu_node: vec![0, 1],
+            cpu_llc: vec![0, 1],
+            cpu_l2: vec![0, 1],
+            llc_node: vec![0, 1],
+            llc_lines: vec![10_000; 2],
+            l2_lines: vec![10_000; 2],
+            frames_per_line: 1,
+            prefetch_streams: streams,
+        };
+        LineCache::new(map, 2000, &[(0, 1000, 0), (1000, 2000, 1)])
+    }
+
+    /// A touch of frame `pfn`'s line as the sink makes it: where the line was, and whether
+    /// the core's streamer had it on its way.
+    fn touch(c: &LineCache, cpu: u32, pfn: u64) -> (Found, bool) {
+        let line = MetaLine::Frame(Pfn(pfn));
+        if c.access_in_l2(CpuId(cpu), line) {
+            (Found::L2, false)
+        } else {
+            c.access_beyond_l2_hw(CpuId(cpu), line)
+        }
+    }
+
+    #[test]
+    fn a_run_up_a_page_is_streamed_from_its_third_miss_with_each_pair_brought_along() {
+        let c = with_prefetchers(4);
+        for f in 0..66 {
+            let want = match f {
+                // The pair of the line before, brought with it from memory.
+                _ if f % 2 == 1 => (Found::L2, false),
+                // A page's first miss, then the step that sets the direction; frame 64 is the
+                // next 4 KiB page of lines, where the streamer starts over.
+                0 | 2 | 64 => (Found::DramLocal, false),
+                _ => (Found::DramLocal, true),
+            };
+            assert_eq!(touch(&c, 0, f), want, "frame {f}");
+        }
+        // Streamed: 4, 6, …, 62; pairs: those of 0, 2, …, 64.
+        assert_eq!(c.prefetched_by_hardware(), (30, 33));
+        // Down a page the same way: 191, then 189 sets the direction, 187 on are streamed.
+        let down: Vec<bool> = (128..192).rev().step_by(2).map(|f| touch(&c, 0, f).1).collect();
+        assert_eq!(down.iter().filter(|&&s| !s).count(), 2);
+        assert!(!down[0] && !down[1] && down[2..].iter().all(|&s| s), "{down:?}");
+        // A jump breaks the run: the page starts over from the line it jumped to.
+        let c = with_prefetchers(4);
+        let jumps: Vec<bool> = [0, 2, 4, 10, 12, 14].iter().map(|&f| touch(&c, 0, f).1).collect();
+        assert_eq!(jumps, [false, false, true, false, false, true]);
+    }
+
+    #[test]
+    fn a_core_follows_only_as_many_pages_as_it_has_streams() {
+        // Three pages' runs interleaved, miss by miss.
+        let interleaved = |streams: u32| {
+            let c = with_prefetchers(streams);
+            let mut streamed = 0;
+            for step in 0..8 {
+                for page in 0..3 {
+                    streamed += u64::from(touch(&c, 0, page * 64 + step * 2).1);
+                }
+            }
+            streamed
+        };
+        // Each page's entry is taken by the next page before its run is seen.
+        assert_eq!(interleaved(2), 0);
+        // Followed: each page's misses from its third on (6 of 8, three pages).
+        assert_eq!(interleaved(3), 18);
+    }
+
+    #[test]
+    fn the_pair_comes_only_from_memory_and_only_when_no_cache_holds_it() {
+        let c = with_prefetchers(4);
+        // Frame 0's line from memory brings frame 1's.
+        assert_eq!(touch(&c, 0, 0), (Found::DramLocal, false));
+        assert_eq!(c.prefetched_by_hardware(), (0, 1));
+        // A line found in a cache brings no pair: node 1's CPU takes frame 1's line over.
+        assert_eq!(touch(&c, 1, 1), (Found::RemoteNode, false));
+        assert_eq!(c.prefetched_by_hardware(), (0, 1));
+        // CPU 0's caches forget frame 0; from memory again, it leaves the pair in node 1's
+        // cache, where CPU 0 then finds it.
+        c.advance_lines(CpuId(0), 20_000);
+        assert_eq!(touch(&c, 0, 0), (Found::DramLocal, false));
+        assert_eq!(touch(&c, 0, 1), (Found::RemoteNode, false));
+        assert_eq!(c.prefetched_by_hardware(), (0, 1));
+        // Without hardware prefetchers every line comes on its own and nothing is streamed.
+        let c = with_prefetchers(0);
+        let none: Vec<(Found, bool)> = (0..8).map(|f| touch(&c, 0, f)).collect();
+        assert!(none.iter().all(|&t| t == (Found::DramLocal, false)), "{none:?}");
+        assert_eq!(c.prefetched_by_hardware(), (0, 0));
+    }
+
+    #[test]
+    fn a_streamed_line_costs_its_share_of_a_streamed_page_at_most_its_own_latency() {
+        let mut h = Hierarchy::default();
+        for (l, v) in [
+            (Level::L2Hit, 3.0),
+            (Level::LlcHit, 5.0),
+            (Level::DramLocal, 80.0),
+            (Level::DramRemote, 120.0),
+            (Level::WriteDram, 4.096),
+            (Level::WriteLlc, 0.4096),
+        ] {
+            h.set(l, Sourced::new(v, "test"));
+        }
+        let p = Prices::of(&h);
+        // A page from local DRAM takes 1 µs: a 64th of it, less the L2 hit in the fixed work.
+        assert_eq!(p.of_streamed(Found::DramLocal), 1_000_000 / 64 - 3_000);
+        // From remote DRAM, scaled by the latencies as the page is.
+        assert_eq!(p.of_streamed(Found::DramRemote), 1_500_000 / 64 - 3_000);
+        // An LLC page of 10 µs would make a streamed line dearer than the hit: the hit's price.
+        assert_eq!(p.of_streamed(Found::Llc), p.of_access(Found::Llc));
+        assert_eq!(p.of_streamed(Found::L2), 0);
     }
 }

@@ -59,7 +59,7 @@ use self::lines::{CacheMap, Prices, LINES_PER_PAGE};
 use self::sink::ModelSink;
 use self::slab::{CacheId, SlabSet, SlabSetup};
 use self::wake::WakeCosts;
-use crate::machine::hierarchy::Hierarchy;
+use crate::machine::hierarchy::{Hierarchy, Level};
 
 /// Picoseconds in a second: virtual time is kept in picoseconds.
 pub const PS_PER_S: u64 = 1_000_000_000_000;
@@ -124,6 +124,10 @@ impl Topology {
             llc_lines: self.llc_bytes.iter().map(|b| b / 64).collect(),
             l2_lines: self.l2_bytes.iter().map(|b| b / 64).collect(),
             frames_per_line: (64 / self.frame_bytes.clamp(1, 64)).max(1),
+            prefetch_streams: self
+                .hierarchy
+                .value(Level::PrefetchStreams)
+                .map_or(0, |n| n.round() as u32),
         }
     }
 }
@@ -961,6 +965,9 @@ pub struct RunOutcome {
     pub touches: (u64, u64),
     /// Metadata line accesses by where they found their line (in [`Found::ALL`] order).
     pub lines_found: [u64; 7],
+    /// Of those, frame lines the cores' streamers had on their way, and the pair lines the
+    /// spatial prefetcher brought besides (0 on a machine without hardware prefetchers).
+    pub lines_prefetched: (u64, u64),
     /// Zone-lock hand-offs by distance: same core, same LLC, other LLC, other node.
     pub handoffs: [u64; 4],
     /// Zone-lock hold time by what it went to ([`sink::HeldPart`] order, ps): every hold of
@@ -1314,6 +1321,7 @@ impl Model {
         // The line and hold breakdowns describe the run, as the CPUs' held time does: read
         // them before the teardown's frees take the locks again.
         let (lines_found, handoffs) = self.pa.events().traffic();
+        let lines_prefetched = self.pa.events().prefetched_by_hardware();
         let held_parts = self.pa.events().held_parts();
         let held_lines = self.pa.events().held_lines();
         // Nothing the teardown's calls would be charged is read: they need no pricing.
@@ -1350,6 +1358,7 @@ impl Model {
             pcp_cpu_samples: rec.samples,
             touches: self.cache.totals(),
             lines_found,
+            lines_prefetched,
             handoffs,
             held_parts,
             held_lines,

@@ -471,6 +471,7 @@ impl RealRunner {
             llc_lines: vec![0],
             l2_lines: vec![0; n],
             frames_per_line: 1,
+            prefetch_streams: 0,
         };
         let sink = ModelSink::new(map, CostPs::default(), Prices::default());
         let opts = HeapOptions::new(setup.memory_bytes).with(|o| {
@@ -659,6 +660,7 @@ impl RealRunner {
         let wait_ps = events.get(Counter::ZoneLockWaitNs).saturating_mul(1000);
         Ok(RunOutcome {
             lines_found: [0; 7],
+            lines_prefetched: (0, 0),
             handoffs: [0; 4],
             held_parts: [0; 5],
             held_lines: [0; 7],

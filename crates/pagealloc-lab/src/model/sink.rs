@@ -389,8 +389,12 @@ impl ModelSink {
     /// A touch of `line` that did not find it in `cpu`'s L2: classify and charge it.
     #[inline(never)]
     fn touch_beyond_l2(&self, lines: &LineCache, cpu: CpuId, line: MetaLine) {
-        let found = lines.access_beyond_l2(cpu, line);
-        self.charge_touch(line, found);
+        match lines.access_beyond_l2_hw(cpu, line) {
+            (found, false) => self.charge_touch(line, found),
+            // Its share of the stream's transfer, with no wait for a miss slot: the
+            // streamer's requests queue at the L2, not in the core's fill buffers.
+            (found, true) => self.charge_line(line, self.prices.of_streamed(found)),
+        }
     }
 
     /// Charge a touch of `line`, found at `found`, plus what it still waits for a prefetch of
@@ -404,6 +408,13 @@ impl ModelSink {
         if found != Found::L2 && ps != 0 {
             ps += self.slot_for_read(ps);
         }
+        self.charge_line(line, ps);
+    }
+
+    /// Charge `ps` for a touch of `line`: to the call, and to the hold's frame or other
+    /// lines when a zone lock is held.
+    #[inline]
+    fn charge_line(&self, line: MetaLine, ps: u64) {
         if self.holding.load(Relaxed) != 0 {
             let part = match line {
                 MetaLine::Frame(_) => HeldPart::FrameLines,
@@ -476,8 +487,10 @@ impl ModelSink {
     /// in a miss slot while the CPU goes on (the store waits in the store buffer).
     #[inline(never)]
     fn store_beyond_l2(&self, lines: &LineCache, cpu: CpuId, line: MetaLine) {
-        let found = lines.access_beyond_l2(cpu, line);
-        let ready = self.start_transfer(self.prices.of_access(found));
+        let ready = match lines.access_beyond_l2_hw(cpu, line) {
+            (found, false) => self.start_transfer(self.prices.of_access(found)),
+            (found, true) => self.now.load(Relaxed) + self.prices.of_streamed(found),
+        };
         if ready > self.now.load(Relaxed) {
             let sr = &self.stores_ready;
             sr.store(sr.load(Relaxed).max(ready), Relaxed);
@@ -511,6 +524,12 @@ impl ModelSink {
     /// order).
     pub fn held_lines(&self) -> [u64; 7] {
         std::array::from_fn(|i| self.held_found[i].load(Relaxed))
+    }
+
+    /// Frame lines the cores' streamers had on their way, and pair lines the spatial
+    /// prefetcher brought, so far ((0, 0) without hardware prefetchers).
+    pub fn prefetched_by_hardware(&self) -> (u64, u64) {
+        self.lines.get().map_or((0, 0), LineCache::prefetched_by_hardware)
     }
 
     /// How often each frame was allocated, most used first (at most `n`).
@@ -825,6 +844,11 @@ mod tests {
     /// CPUs 0 and 1 on node 0 (one LLC, one L2 each), CPU 2 on node 1; frames 0..100 on node
     /// 0 (zone 0), 100..200 on node 1 (zone 1).
     fn sink(p: Prices) -> ModelSink {
+        sink_with_prefetchers(p, 0)
+    }
+
+    /// [`sink`], each core's streamer following `streams` pages.
+    fn sink_with_prefetchers(p: Prices, streams: u32) -> ModelSink {
         let map = CacheMap {
             cpu_node: vec![0, 0, 1],
             cpu_llc: vec![0, 0, 1],
@@ -833,6 +857,7 @@ mod tests {
             llc_lines: vec![1000, 1000],
             l2_lines: vec![100; 3],
             frames_per_line: 1,
+            prefetch_streams: streams,
         };
         let s = ModelSink::new(map, cost(), p);
         s.attach(&[(0, 100, 0), (100, 200, 1)], 200, true);
@@ -1045,6 +1070,26 @@ mod tests {
         held[Found::L2 as usize] = 63;
         held[Found::RemoteNode as usize] = 63;
         assert_eq!(s.held_lines(), held);
+    }
+
+    /// A hold that walks 64 cold frames up one 4 KiB page of lines: with hardware
+    /// prefetchers the odd frames come as pairs (nothing more), the first two misses wait in
+    /// full and the rest cost their share of a streamed page; without, every line waits.
+    #[test]
+    fn a_hold_that_walks_up_cold_frames_pays_the_stream_not_each_latency() {
+        let p = prices(&[(Level::DramLocal, 80.0), (Level::L2Hit, 3.0), (Level::WriteDram, 4.096)]);
+        let held = |streams: u32| {
+            let s = sink_with_prefetchers(p, streams);
+            s.begin(0);
+            s.zone_lock_taken(CpuId(0), ZoneIdx(0));
+            for f in 0..64 {
+                s.touch(CpuId(0), MetaLine::Frame(Pfn(f)));
+            }
+            s.zone_lock_released(CpuId(0), ZoneIdx(0), 0);
+            s.end().held - 100
+        };
+        assert_eq!(held(0), 64 * 77_000);
+        assert_eq!(held(32), 2 * 77_000 + 30 * (1_000_000 / 64 - 3_000));
     }
 
     #[test]

@@ -2799,7 +2799,10 @@ mod tests {
     /// reads, not madvised 1156.25 µs and 74 244 kswapd pages: the clock moves the reclaim's
     /// and the readers' turns. Before the cost profile was measured again on the library after
     /// fast path v2 (list operation 14.7 → 3.7 ns) madvised fault-base 1843.47 µs and 20 371
-    /// reads, not madvised 1149.63 µs and 74 290 kswapd pages in 97 runs.
+    /// reads, not madvised 1149.63 µs and 74 290 kswapd pages in 97 runs. Before the machines
+    /// gave their hardware prefetchers (a frame line's pair fetched with it, runs of lines
+    /// within a page streamed) madvised fault-base 1765.29 µs and 20 069 reads, not madvised
+    /// 1099.27 µs and 74 223 kswapd pages.
     #[test]
     fn compaction_off_figures_are_pinned() {
         let figures = |madv: &str| {
@@ -2818,10 +2821,10 @@ mod tests {
         assert_eq!(
             [figures("madv_hugepage=1"), figures("madv_hugepage=0")],
             [
-                "([1765.2927779130434, 869.979154, 4.166666666666667, 20069.0], [47300.0, 66.0, \
-                 48128.0], 5529.0, (132229, 93, 119484, 1092595183229))",
-                "([1099.2720384347824, 287.321132, 4.166666666666667, 22098.0], [74223.0, 96.0, 0.0], \
-                 4167.0, (132914, 46, 98186, 1060766457040))"
+                "([1715.5681763913042, 844.4968185, 4.166666666666667, 19943.0], [47299.0, 66.0, \
+                 48128.0], 5524.0, (132165, 93, 119487, 1088967504530))",
+                "([1069.343517695652, 298.295132, 4.166666666666667, 21962.0], [74138.0, 96.0, 0.0], \
+                 4169.0, (132825, 46, 98099, 1058287056914))"
             ]
         );
     }
