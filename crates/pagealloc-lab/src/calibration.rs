@@ -9,6 +9,8 @@ use crate::calibrate::{Calibration, Summary};
 use crate::machine::hierarchy::{Hierarchy, Level, Sourced};
 use crate::machine::{Arch, CacheLevel, Machine, NodeSpec};
 use crate::model::cost::CostProfile;
+use crate::model::lines::{CacheMap, LineCache, Prices};
+use pagealloc::{CpuId, MetaLine, Pfn};
 
 /// One row of the table: a profile field, its figure and what the model does with it.
 pub struct Row {
@@ -193,6 +195,51 @@ fn prefetch_row(c: &Calibration) -> Option<(Level, f64, Summary, String)> {
             ),
         )
     })
+}
+
+/// What the model's line model charges a load of `calibrate`'s chase up each 4 KiB page
+/// ([`LatencyFigures::paged`](crate::calibrate::LatencyFigures)) on this host's measured
+/// hierarchy with hardware prefetchers on, ns: its L2 hit plus what the line costs beyond it,
+/// each load waiting for the last (no overlap), in the second pass over the region (the first
+/// brings every line in; by the second the region has pushed them out of the caches, as the
+/// chase's cycle does). Set beside the measured figure, it says whether the model's prefetcher
+/// rules are more or less eager than this host's.
+pub fn model_paged_chase_ns(c: &Calibration) -> f64 {
+    let mut h = Hierarchy::default();
+    for (level, value, _, _) in hierarchy_rows(c) {
+        h.set(level, Sourced { value, source: "calibrate".into(), quantiles: Vec::new() });
+    }
+    let prices = Prices::of(&h);
+    let lines = (c.latency.bytes[2] / 64).max(1);
+    let map = CacheMap {
+        cpu_node: vec![0],
+        cpu_llc: vec![0],
+        cpu_l2: vec![0],
+        llc_node: vec![0],
+        llc_lines: vec![c.touch.llc_bytes / 64],
+        l2_lines: vec![c.touch.l2_bytes / 64],
+        frames_per_line: 1,
+        prefetch_streams: HOST_STREAMS as u32,
+    };
+    let cache = LineCache::new(map, lines, &[(0, lines, 0)]);
+    let mut ps = 0;
+    for pass in 0..2 {
+        for l in 0..lines {
+            let line = MetaLine::Frame(Pfn(l));
+            let beyond = if cache.access_in_l2(CpuId(0), line) {
+                0
+            } else {
+                match cache.access_beyond_l2_hw(CpuId(0), line) {
+                    (found, false) => prices.of_access(found),
+                    (found, true) => prices.of_streamed(found),
+                }
+            };
+            if pass == 1 {
+                ps += prices.line_l2 + beyond;
+            }
+        }
+    }
+    ps as f64 / lines as f64 / 1000.0
 }
 
 /// How the misses in flight were found, with the lanes' figures.

@@ -11,7 +11,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use crate::calibrate::{self, Calibration, Plan, Summary};
-use crate::calibration::{hierarchy_rows, host_machine, profile, round1, rows, PREFETCHED_BELOW};
+use crate::calibration::{
+    hierarchy_rows, host_machine, model_paged_chase_ns, profile, round1, rows, PREFETCHED_BELOW,
+};
 use crate::machine::hierarchy::Level;
 use crate::model::cost::CostProfile;
 
@@ -332,14 +334,16 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
     let _ = writeln!(
         s,
         "- prefetchers: a chase up each 4 KiB page took {:.1} ns a load against {:.1} at random \
-         ({paged:.2}): {}",
+         ({paged:.2}): {}; the model's prefetcher rules on these figures would charge it {:.1} \
+         ns a load",
         lat.paged.median,
         lat.dram.median,
         if paged < PREFETCHED_BELOW {
             "the cores fetch a page's lines ahead, prefetch_streams written"
         } else {
             "no prefetching seen, prefetch_streams left out (the model prefetches nothing)"
-        }
+        },
+        model_paged_chase_ns(c)
     );
     let r = &c.rounds;
     let _ = writeln!(
@@ -687,6 +691,19 @@ mod tests {
         assert!(t.contains("QUICK RUN"), "{t}");
         assert!(t.contains("9.0 ns a load against 110.0 at random (0.08): the cores fetch"), "{t}");
         assert!(t.contains("pcp alloc 20.0..22.0") && t.contains("handoff acquisition 5.0..5.0"));
+    }
+
+    #[test]
+    fn the_model_prices_the_paged_chase_by_its_prefetcher_rules() {
+        // fake(): L2 hit 4 ns, DRAM 110 ns, pages written from DRAM at 4096 B / 600 ns. Per
+        // page of 64 lines, each load pays the L2 hit; lines 0 and 2 wait for memory (a new
+        // page, then the step that sets the direction), the odd lines came as pairs, and
+        // lines 4, 6, …, 62 (30) were on their way: a 64th of a page from DRAM each.
+        let dram = 110.0 - 4.0;
+        let streamed = 4096.0 / 6.83 / 64.0 - 4.0;
+        let want = (64.0 * 4.0 + 2.0 * dram + 30.0 * streamed) / 64.0;
+        let got = model_paged_chase_ns(&fake());
+        assert!((got - want).abs() < 0.01, "{got} against {want}");
     }
 
     #[test]
