@@ -228,6 +228,12 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
             );
         }
     }
+    let _ = writeln!(
+        s,
+        "{:<20} (not measured: a node's memory bandwidth, which a host's two CPUs cannot load; \
+         the model then sets no shared limit)",
+        Level::NodeRw.key()
+    );
     let h = &c.holds;
     let _ = writeln!(s, "\nnotes:");
     let _ = writeln!(

@@ -81,6 +81,11 @@ pub enum Level {
     /// fetched ahead of the requests) are modelled on the frame metadata. Optional: a machine
     /// without it has no hardware prefetchers in the model.
     PrefetchStreams,
+    /// A node's memory bandwidth with reads and writes 1:1 (Intel MLC's peak-injection
+    /// "1:1 Reads-Writes" of the whole system, shared by its nodes): what all of a node's
+    /// CPUs' cold page writes share. Optional: a machine without it writes every cold page at
+    /// the core's own rate however many cores write at once.
+    NodeRw,
 }
 
 /// Which machines need a figure.
@@ -99,7 +104,7 @@ pub enum Needed {
 
 impl Level {
     /// Every figure.
-    pub const ALL: [Level; 18] = [
+    pub const ALL: [Level; 19] = [
         Level::L2Hit,
         Level::LlcHit,
         Level::C2cSameLlc,
@@ -118,6 +123,7 @@ impl Level {
         Level::LlcUsable,
         Level::MissSlots,
         Level::PrefetchStreams,
+        Level::NodeRw,
     ];
 
     /// The key in a machine file's `[hierarchy]` table; it ends in the unit.
@@ -141,6 +147,7 @@ impl Level {
             Level::LlcUsable => "llc_usable_mib",
             Level::MissSlots => "miss_slots",
             Level::PrefetchStreams => "prefetch_streams",
+            Level::NodeRw => "node_rw_gbps",
         }
     }
 
@@ -170,13 +177,14 @@ impl Level {
             Level::LlcUsable => "the LLC capacity a CPU gets (a virtual machine's share)",
             Level::MissSlots => "L1 data-cache misses a core keeps in flight (fill buffers)",
             Level::PrefetchStreams => "4 KiB pages a core's L2 streamer follows at once",
+            Level::NodeRw => "a node's memory bandwidth, reads and writes 1:1",
         }
     }
 
     /// Is the figure a rate (GB/s, 10^9 bytes a second) rather than a latency (ns) or a
     /// capacity (MiB)?
     pub fn is_rate(self) -> bool {
-        matches!(self, Level::WriteL2 | Level::WriteLlc | Level::WriteDram)
+        matches!(self, Level::WriteL2 | Level::WriteLlc | Level::WriteDram | Level::NodeRw)
     }
 
     /// The figure's unit as printed: GB/s for a rate, MiB for a capacity, lines for the
@@ -230,7 +238,8 @@ impl Level {
             | Level::WakeCall
             | Level::LlcUsable
             | Level::MissSlots
-            | Level::PrefetchStreams => Needed::Optional,
+            | Level::PrefetchStreams
+            | Level::NodeRw => Needed::Optional,
             _ => Needed::Always,
         }
     }

@@ -105,6 +105,11 @@ pub struct Prices {
     /// private-cache hit: its share of a streamed page from where it was (a 64th of
     /// `page_llc`, `page_dram` or `page_dram_remote`), at most the access's own price.
     pub streamed: [u64; 7],
+    /// How long a node's memory is busy with one cold page a CPU writes (ps): the page's
+    /// lines read for ownership and written back, 2 × 4096 bytes at the node's `node_rw_gbps`
+    /// (ordinary stores, as the write rates were measured with); 0 when the machine does not
+    /// give it (no shared limit).
+    pub node_page: u64,
 }
 
 impl Prices {
@@ -147,6 +152,7 @@ impl Prices {
         Prices {
             access,
             streamed: std::array::from_fn(|i| streamed_from[i].min(access[i])),
+            node_page: h.value(Level::NodeRw).map_or(0, |_| 2 * page(Level::NodeRw)),
             handoff_same_llc: ps(Level::HandoffSameLlc),
             handoff_other_llc: ps(Level::HandoffOtherLlc),
             handoff_remote: ps(Level::HandoffRemote),

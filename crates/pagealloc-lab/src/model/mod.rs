@@ -32,6 +32,7 @@ macro_rules! holds_nothing_and_measures_nothing {
 pub mod cache;
 pub mod cost;
 pub mod lines;
+pub mod memory;
 pub mod percpu;
 pub mod prefetch;
 pub mod real;
@@ -762,7 +763,13 @@ impl Ctx<'_> {
                 if let Some(lines) = sink.lines() {
                     lines.advance(self.cpu.id(), pages);
                 }
-                let ps = page_write_ps(sink, self.cpu.id(), pfn, bytes, pages, found);
+                let mut ps = page_write_ps(sink, self.cpu.id(), pfn, bytes, pages, found);
+                if found.cold != 0 {
+                    // The cold pages also take their home node's memory time, which every
+                    // CPU's cold pages share (on a machine that gives `node_rw_gbps`).
+                    let done = sink.memory_write(pfn, v.now, found.cold);
+                    ps = ps.max(done - v.now);
+                }
                 v.now = v.now.saturating_add(ps);
                 v.busy = v.busy.saturating_add(ps);
                 v.touched = v.touched.saturating_add(ps);

@@ -11,10 +11,11 @@ use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 
-use pagealloc::{CpuId, EventSink, MetaLine, TraceEvent, ZoneIdx};
+use pagealloc::{CpuId, EventSink, MetaLine, Pfn, TraceEvent, ZoneIdx};
 
 use super::cost::CostPs;
 use super::lines::{CacheMap, Found, LineCache, Prices};
+use super::memory::NodeMemory;
 use super::prefetch::Prefetches;
 
 /// No CPU has held the lock yet.
@@ -134,6 +135,9 @@ pub struct ModelSink {
     slots: [AtomicU64; MAX_MISS_SLOTS],
     /// How many of `slots` the machine has (0: it gives no figure, and nothing overlaps).
     nr_slots: usize,
+    /// Per node with memory or CPUs, its memory's calendar ([`NodeMemory`]), on a machine
+    /// that gives `node_rw_gbps`; empty otherwise. Set by [`ModelSink::attach`].
+    memory: OnceLock<Box<[NodeMemory]>>,
     /// The latest time in `slots`: from then on every slot is free.
     slots_busy_until: AtomicU64,
     /// When the last line the running call wrote without reading has arrived (ps): x86 makes
@@ -210,6 +214,7 @@ impl ModelSink {
             prefetch_filter: Default::default(),
             slots: std::array::from_fn(|_| AtomicU64::new(0)),
             nr_slots,
+            memory: OnceLock::new(),
             slots_busy_until: AtomicU64::new(0),
             stores_ready: AtomicU64::new(0),
             handoffs: Default::default(),
@@ -241,6 +246,13 @@ impl ModelSink {
         assert!(self.locks.set(locks).is_ok(), "ModelSink::attach is called once");
         let lines = LineCache::new(self.map.clone(), nr_frames, zones);
         assert!(self.lines.set(lines).is_ok(), "ModelSink::attach is called once");
+        let nodes = zones.iter().map(|z| z.2).chain(self.map.cpu_node.iter().copied()).max();
+        let nodes = match (self.prices.node_page, nodes) {
+            (0, _) | (_, None) => 0,
+            (_, Some(n)) => n as usize + 1,
+        };
+        let memory = (0..nodes).map(|_| NodeMemory::default()).collect();
+        assert!(self.memory.set(memory).is_ok(), "ModelSink::attach is called once");
         if count_frames {
             let v = (0..nr_frames).map(|_| AtomicU32::new(0)).collect();
             assert!(self.pfn_allocs.set(v).is_ok(), "ModelSink::attach is called once");
@@ -524,6 +536,19 @@ impl ModelSink {
     /// order).
     pub fn held_lines(&self) -> [u64; 7] {
         std::array::from_fn(|i| self.held_found[i].load(Relaxed))
+    }
+
+    /// `pages` cold pages of the block at `pfn` written from time `now` (ps): when its home
+    /// node's memory has taken them ([`NodeMemory::book`]); `now` on a machine that gives no
+    /// `node_rw_gbps`. The writing CPU is done no sooner than that.
+    pub fn memory_write(&self, pfn: Pfn, now: u64, pages: u64) -> u64 {
+        let (Some(memory), Some(lines)) = (self.memory.get(), self.lines.get()) else {
+            return now;
+        };
+        match memory.get(lines.home_of_frame(pfn.0) as usize) {
+            Some(node) => node.book(now, pages * self.prices.node_page),
+            None => now,
+        }
     }
 
     /// Frame lines the cores' streamers had on their way, and pair lines the spatial
@@ -823,10 +848,12 @@ mod tests {
     }
 
     /// Every latency 10 ns except those named; hand-offs 5 / 7 / 50 ns; no misses in flight
-    /// (nothing overlaps) unless [`Level::MissSlots`] is named.
+    /// (nothing overlaps) unless [`Level::MissSlots`] is named, no shared memory bandwidth
+    /// unless [`Level::NodeRw`] is.
     fn prices(over: &[(Level, f64)]) -> Prices {
         let mut h = Hierarchy::default();
-        for l in Level::ALL.into_iter().filter(|&l| l != Level::MissSlots) {
+        for l in Level::ALL.into_iter().filter(|&l| !matches!(l, Level::MissSlots | Level::NodeRw))
+        {
             let v = match l {
                 Level::HandoffSameLlc => 5.0,
                 Level::HandoffOtherLlc => 7.0,
@@ -1090,6 +1117,24 @@ mod tests {
         };
         assert_eq!(held(0), 64 * 77_000);
         assert_eq!(held(32), 2 * 77_000 + 30 * (1_000_000 / 64 - 3_000));
+    }
+
+    /// Cold page writes share their home node's memory: 2 × 4096 bytes a page (read for
+    /// ownership, written back) at `node_rw_gbps`, each node its own; without the figure a
+    /// write is done when the CPU's own write is.
+    #[test]
+    fn cold_pages_queue_for_their_home_nodes_memory() {
+        // 8.192 GB/s: a page's 8192 bytes take 1 µs of the node's memory.
+        let s = sink(prices(&[(Level::NodeRw, 8.192)]));
+        assert_eq!(s.prices().node_page, 1_000_000);
+        // Three pages of node 0 at 0, then one of node 1 at 0: node 1 is not held up.
+        assert_eq!(s.memory_write(Pfn(5), 0, 3), 3_000_000);
+        assert_eq!(s.memory_write(Pfn(150), 0, 1), 1_000_000);
+        // Node 0's next page at 1 µs waits for the three before it.
+        assert_eq!(s.memory_write(Pfn(6), 1_000_000, 1), 4_000_000);
+        let plain = sink(prices(&[]));
+        assert_eq!(plain.prices().node_page, 0);
+        assert_eq!(plain.memory_write(Pfn(5), 7, 3), 7);
     }
 
     #[test]
