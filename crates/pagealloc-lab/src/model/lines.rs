@@ -488,7 +488,7 @@ impl LineCache {
         let (Some(hw), MetaLine::Frame(pfn)) = (&self.hw, line) else { return (found, false) };
         let index = pfn.0 >> self.frame_shift;
         if matches!(found, Found::DramLocal | Found::DramRemote) {
-            self.fetch_pair(me, index);
+            self.fetch_pair(hw, me, index);
         }
         let streamed = hw.follow(cpu.index(), index);
         if streamed {
@@ -500,17 +500,11 @@ impl LineCache {
     /// The spatial prefetcher: frame line `index` came from memory into `me`'s L2, and its
     /// pair in the 128-byte aligned block comes with it when no cache holds that line (a line
     /// in some cache is left where it is: the model keeps one holder per line).
-    fn fetch_pair(&self, me: &Place, index: u64) {
+    fn fetch_pair(&self, hw: &Prefetchers, me: &Place, index: u64) {
         let Some(pair) = self.frames.get((index ^ 1) as usize) else { return };
-        let llc_s = pair[LLC].load(Relaxed);
-        let cached = tag(llc_s).checked_sub(1).is_some_and(|l| self.llcs[l as usize].holds(llc_s));
-        if !cached {
-            let (my_llc, my_l2) = (&self.llcs[me.llc as usize], &self.l2s[me.l2 as usize]);
-            pair[LLC].store(me.llc_tag | (my_llc.tick(1) & CLOCK_MASK), Relaxed);
-            pair[L2].store(me.l2_tag | (my_l2.tick(1) & CLOCK_MASK), Relaxed);
-            if let Some(hw) = &self.hw {
-                hw.paired.store(hw.paired.load(Relaxed) + 1, Relaxed);
-            }
+        if self.holding_llc(pair[LLC].load(Relaxed)).is_none() {
+            self.bring(pair, me);
+            hw.paired.store(hw.paired.load(Relaxed) + 1, Relaxed);
         }
     }
 
@@ -524,18 +518,32 @@ impl LineCache {
     /// LLC and L2, whose clocks tick.
     #[inline(always)]
     fn record(&self, slot: &Stamps, me: &Place, found: Found) {
+        self.bring(slot, me);
+        let n = &self.found[found as usize];
+        n.store(n.load(Relaxed) + 1, Relaxed);
+    }
+
+    /// The line of `slot` is now in `me`'s L2 and LLC, whose clocks tick.
+    #[inline(always)]
+    fn bring(&self, slot: &Stamps, me: &Place) {
         let (my_llc, my_l2) = (&self.llcs[me.llc as usize], &self.l2s[me.l2 as usize]);
         slot[LLC].store(me.llc_tag | (my_llc.tick(1) & CLOCK_MASK), Relaxed);
         slot[L2].store(me.l2_tag | (my_l2.tick(1) & CLOCK_MASK), Relaxed);
-        let n = &self.found[found as usize];
-        n.store(n.load(Relaxed) + 1, Relaxed);
+    }
+
+    /// The LLC that still holds a line whose LLC stamp is `llc_s`, if any.
+    #[inline]
+    fn holding_llc(&self, llc_s: u64) -> Option<(u32, &Cache)> {
+        let l = tag(llc_s).checked_sub(1)?;
+        let c = &self.llcs[l as usize];
+        c.holds(llc_s).then_some((l, c))
     }
 
     /// Where a line that is not in `me`'s L2 was found, from its stamps `llc_s` and `l2_s`.
     #[inline]
     fn classify(&self, me: &Place, line: MetaLine, llc_s: u64, l2_s: u64) -> Found {
-        match tag(llc_s).checked_sub(1).map(|l| (l, &self.llcs[l as usize])) {
-            Some((l, c)) if c.holds(llc_s) => {
+        match self.holding_llc(llc_s) {
+            Some((l, c)) => {
                 if l != me.llc {
                     if c.node == me.node {
                         Found::OtherLlc
@@ -761,6 +769,15 @@ mod tests {
 
     const F: MetaLine = MetaLine::Frame(Pfn(5));
 
+    /// The prices of a hierarchy that gives only `figures`.
+    fn prices(figures: &[(Level, f64)]) -> Prices {
+        let mut h = Hierarchy::default();
+        for &(l, v) in figures {
+            h.set(l, Sourced::new(v, "test"));
+        }
+        Prices::of(&h)
+    }
+
     impl LineCache {
         /// The map `cache()` was built from.
         fn map_for_test(&self) -> CacheMap {
@@ -884,8 +901,7 @@ mod tests {
     #[test]
     fn handoffs_are_priced_by_distance() {
         let c = cache();
-        let mut h = Hierarchy::default();
-        for (l, v) in [
+        let p = prices(&[
             (Level::HandoffSameLlc, 40.0),
             (Level::HandoffOtherLlc, 90.0),
             (Level::HandoffRemote, 130.0),
@@ -893,10 +909,7 @@ mod tests {
             (Level::DramRemote, 120.0),
             (Level::WriteDram, 10.0),
             (Level::WriteLlc, 40.0),
-        ] {
-            h.set(l, Sourced::new(v, "test"));
-        }
-        let p = Prices::of(&h);
+        ]);
         assert_eq!(p.handoff(c.distance(CpuId(0), CpuId(1))), 0, "SMT siblings share the line");
         assert_eq!(p.handoff(c.distance(CpuId(0), CpuId(2))), 40_000);
         assert_eq!(p.handoff(c.distance(CpuId(0), CpuId(5))), 90_000);
@@ -1027,18 +1040,14 @@ mod tests {
 
     #[test]
     fn a_streamed_line_costs_its_share_of_a_streamed_page_at_most_its_own_latency() {
-        let mut h = Hierarchy::default();
-        for (l, v) in [
+        let p = prices(&[
             (Level::L2Hit, 3.0),
             (Level::LlcHit, 5.0),
             (Level::DramLocal, 80.0),
             (Level::DramRemote, 120.0),
             (Level::WriteDram, 4.096),
             (Level::WriteLlc, 0.4096),
-        ] {
-            h.set(l, Sourced::new(v, "test"));
-        }
-        let p = Prices::of(&h);
+        ]);
         // A page from local DRAM takes 1 µs: a 64th of it, less the L2 hit in the fixed work.
         assert_eq!(p.of_streamed(Found::DramLocal), 1_000_000 / 64 - 3_000);
         // From remote DRAM, scaled by the latencies as the page is.

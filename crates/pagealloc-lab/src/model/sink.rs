@@ -545,6 +545,10 @@ impl ModelSink {
         let (Some(memory), Some(lines)) = (self.memory.get(), self.lines.get()) else {
             return now;
         };
+        if memory.is_empty() {
+            // No shared limit: the frame's node need not be looked up.
+            return now;
+        }
         match memory.get(lines.home_of_frame(pfn.0) as usize) {
             Some(node) => node.book(now, pages * self.prices.node_page),
             None => now,
