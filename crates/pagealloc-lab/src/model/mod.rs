@@ -766,8 +766,10 @@ impl Ctx<'_> {
                 let mut ps = page_write_ps(sink, self.cpu.id(), pfn, bytes, pages, found);
                 if found.cold != 0 {
                     // The cold pages also take their home node's memory time, which every
-                    // CPU's cold pages share (on a machine that gives `node_rw_gbps`).
-                    let done = sink.memory_write(pfn, v.now, found.cold);
+                    // CPU's cold pages share (on a machine that gives `node_rw_gbps`): for
+                    // the bytes written, as `page_write_ps` charges a part of a page.
+                    let cold_bytes = found.cold * bytes.min(pages * 4096) / pages;
+                    let done = sink.memory_write(pfn, v.now, cold_bytes);
                     ps = ps.max(done - v.now);
                 }
                 v.now = v.now.saturating_add(ps);

@@ -538,10 +538,11 @@ impl ModelSink {
         std::array::from_fn(|i| self.held_found[i].load(Relaxed))
     }
 
-    /// `pages` cold pages of the block at `pfn` written from time `now` (ps): when its home
-    /// node's memory has taken them ([`NodeMemory::book`]); `now` on a machine that gives no
-    /// `node_rw_gbps`. The writing CPU is done no sooner than that.
-    pub fn memory_write(&self, pfn: Pfn, now: u64, pages: u64) -> u64 {
+    /// `bytes` of cold pages of the block at `pfn` written from time `now` (ps): when its
+    /// home node's memory has taken them ([`NodeMemory::book`]; each byte read for ownership
+    /// and written back, [`Prices::node_page`] a whole page); `now` on a machine that gives
+    /// no `node_rw_gbps`. The writing CPU is done no sooner than that.
+    pub fn memory_write(&self, pfn: Pfn, now: u64, bytes: u64) -> u64 {
         let (Some(memory), Some(lines)) = (self.memory.get(), self.lines.get()) else {
             return now;
         };
@@ -550,7 +551,7 @@ impl ModelSink {
             return now;
         }
         match memory.get(lines.home_of_frame(pfn.0) as usize) {
-            Some(node) => node.book(now, pages * self.prices.node_page),
+            Some(node) => node.book(now, bytes * self.prices.node_page / 4096),
             None => now,
         }
     }
@@ -1132,13 +1133,15 @@ mod tests {
         let s = sink(prices(&[(Level::NodeRw, 8.192)]));
         assert_eq!(s.prices().node_page, 1_000_000);
         // Three pages of node 0 at 0, then one of node 1 at 0: node 1 is not held up.
-        assert_eq!(s.memory_write(Pfn(5), 0, 3), 3_000_000);
-        assert_eq!(s.memory_write(Pfn(150), 0, 1), 1_000_000);
-        // Node 0's next page at 1 µs waits for the three before it.
-        assert_eq!(s.memory_write(Pfn(6), 1_000_000, 1), 4_000_000);
+        assert_eq!(s.memory_write(Pfn(5), 0, 3 * 4096), 3_000_000);
+        assert_eq!(s.memory_write(Pfn(150), 0, 4096), 1_000_000);
+        // Node 0's next page at 1 µs waits for the three before it; a quarter page after it
+        // takes a quarter of a page's memory time.
+        assert_eq!(s.memory_write(Pfn(6), 1_000_000, 4096), 4_000_000);
+        assert_eq!(s.memory_write(Pfn(7), 1_000_000, 1024), 4_250_000);
         let plain = sink(prices(&[]));
         assert_eq!(plain.prices().node_page, 0);
-        assert_eq!(plain.memory_write(Pfn(5), 7, 3), 7);
+        assert_eq!(plain.memory_write(Pfn(5), 7, 3 * 4096), 7);
     }
 
     #[test]
