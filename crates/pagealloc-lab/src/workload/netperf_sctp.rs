@@ -51,7 +51,8 @@
 //!
 //! Known biases: slab objects (`sctp_chunk`, `sctp_datamsg`, ulpevents, skb heads) are left
 //! out; per-message and per-packet stack costs are assumed figures; the congestion window
-//! (four PMTUs on loopback, above the receive window) and `rwnd_press` are left out; a chunk
+//! (128 KiB on loopback, above what the receive window lets fly) and `rwnd_press` are left
+//! out; a chunk
 //! the receiver drops (only a zero-window probe, when a SACK advertised no window) is resent
 //! at the next SACK or after `rto_min`, where the kernel waits for three gap reports or its
 //! T3 timer; the timers are looked at only when the pair is otherwise stuck (sender asleep,
@@ -279,8 +280,12 @@ struct Sack {
 /// `sctp_packet_can_append_data`'s rules: Nagle holds the first chunk while data is in
 /// flight and no more than a packet's worth is queued; every chunk needs the receiver's
 /// window as the sender sees it, except that one chunk may always be in flight (the
-/// zero-window probe). The congestion window is left out: on loopback it starts at four
-/// PMTUs, above the receive window. `outstanding` and `peer_rwnd` are bytes.
+/// zero-window probe). The congestion window is left out: on loopback it starts at
+/// min(4 × PMTU, max(2 × PMTU, 4380 B)) = 128 KiB (`sctp_assoc_add_peer`, RFC 4960 section
+/// 7.2.1), above the at most 104 KiB + one chunk the receive window lets fly, so it never
+/// binds and never grows (`sctp_transport_raise_cwnd` wants it used up); its other rule, a
+/// packet of at most half of it, is the PMTU's 64 KiB. `outstanding` and `peer_rwnd` are
+/// bytes.
 fn packet_chunks(
     queued: usize,
     max_chunks: usize,
