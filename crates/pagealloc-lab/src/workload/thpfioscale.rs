@@ -14,7 +14,9 @@
 //! latency per 2 MiB step, split by whether the step got a huge page, and the share of huge
 //! steps. A diagnostic, `nonmovable_free_pages`, is the mean number of free pages on the
 //! unmovable and reclaimable lists of the THP node's zones as each THP step starts: the memory
-//! movable requests reach only by fragmenting fallbacks (docs/reproduction.md, 002).
+//! movable requests reach only by fragmenting fallbacks (docs/reproduction.md, 002). Another,
+//! `huge_remote_pct`, is the share of the huge pages that came from a node other than the
+//! faulting CPU's (only a madvised fault may take one, docs/workloads.md §7.2).
 //!
 //! The model. CPUs: the fio jobs, the THP threads and one kswapd per node each get a CPU of
 //! their own, drawn from the run's seed (the THP threads all on one node, drawn too — the seed
@@ -70,8 +72,9 @@
 //!   open, not referenced since the last scan, and has at most one cached page (4.19/4.20's
 //!   "mm: don't reclaim inodes with many attached pages" rotated the others; reverted for
 //!   5.0).
-//! - THP threads: per 2 MiB step, one order-9 request (`TRANSHUGE_LIGHT`: the default
-//!   `defrag=madvise` without madvise, no reclaim, no compaction; `TRANSHUGE` with
+//! - THP threads: per 2 MiB step, one order-9 request (`TRANSHUGE_LIGHT | THISNODE`: the
+//!   default `defrag=madvise` without madvise, no reclaim, no compaction, the faulting CPU's
+//!   node only; `TRANSHUGE` with
 //!   `madv_hugepage=1`, which, if the request fails, follows 4.20's slow path for a costly
 //!   request: an async direct compaction and a try, then direct reclaim of `compact_gap` =
 //!   1024 pages from each node with a zone that is not `compaction_ready` (above HIGH +
@@ -854,6 +857,8 @@ struct Stats {
     base_steps: AtomicU64,
     huge_ps: AtomicU64,
     huge_steps: AtomicU64,
+    /// Huge pages from a node other than the faulting CPU's.
+    huge_remote: AtomicU64,
     reads: AtomicU64,
     read_misses: AtomicU64,
     lookups: AtomicU64,
@@ -1459,6 +1464,10 @@ impl ThpFioScale {
                     return Ok(Next::Continue);
                 };
                 self.hold(t, p, HPAGE_ORDER)?;
+                let home = ctx.allocator().zone_of(p).map(|z| z.node().index());
+                if home != Some(self.cpu_node[ctx.cpu() as usize] as usize) {
+                    s.count(&self.stats.huge_remote, 1);
+                }
                 self.page_table_page(ctx, s, t)?;
                 // clear_huge_page, then the program's memset.
                 ctx.touch(p, 2 << 20);
@@ -1547,14 +1556,18 @@ impl ThpFioScale {
     }
 
     /// A THP fault's huge page (4.20 `alloc_hugepage_direct_gfpmask` with the default
-    /// `defrag=madvise`): not madvised, `GFP_TRANSHUGE_LIGHT`, one try without reclaim or
-    /// compaction. Madvised, `GFP_TRANSHUGE`: after the first try fails, direct reclaim of
+    /// `defrag=madvise`): not madvised, `GFP_TRANSHUGE_LIGHT | __GFP_THISNODE`, one try on
+    /// the faulting CPU's node without reclaim or compaction (every kernel from 4.0's
+    /// 077fcf116c8c to 5.2 keeps such a request on the local node: by `alloc_pages_vma`'s
+    /// rule for huge pages, or, in the 4.20-rc kernels with 89c83fb539f9, by the mask, which
+    /// adds `__GFP_THISNODE` to a request without direct reclaim). Madvised, `GFP_TRANSHUGE`
+    /// as 89c83fb539f9 left it, any node: after the first try fails, direct reclaim of
     /// `compact_gap` pages, then a retry that (with compaction) compacts directly in the slow
     /// path. 4.20's `__alloc_pages_slowpath` runs an async compaction before that reclaim; the
     /// library's compacting call runs its async and its sync-light compaction together, so
     /// here both follow the reclaim (see docs/workloads.md §7.2). Neither GFP wakes kswapd.
     fn thp_alloc<S: Shared>(&self, ctx: &mut Ctx<'_>, s: &S) -> Result<Option<Pfn>> {
-        let gfp = if self.madv { Gfp::TRANSHUGE } else { Gfp::TRANSHUGE_LIGHT };
+        let gfp = if self.madv { Gfp::TRANSHUGE } else { Gfp::TRANSHUGE_LIGHT | Gfp::THISNODE };
         let p = ctx.alloc(gfp, HPAGE_ORDER);
         if p.is_some() || !self.madv {
             return Ok(p);
@@ -2399,7 +2412,8 @@ impl Workload for ThpFioScale {
         let mean = |ps: u64, n: u64| if n == 0 { 0.0 } else { ps as f64 / n as f64 / 1e6 };
         let (base_steps, huge_steps) = (get(&s.base_steps), get(&s.huge_steps));
         let steps = base_steps + huge_steps;
-        let huge_pct = if steps == 0 { 0.0 } else { 100.0 * huge_steps as f64 / steps as f64 };
+        let pct = |n: u64, of: u64| if of == 0 { 0.0 } else { 100.0 * n as f64 / of as f64 };
+        let huge_pct = pct(huge_steps, steps);
         let kswapd = |f: fn(&Kswapd) -> u64| -> f64 {
             self.kswapd.iter().map(|k| f(&lock(&k.kswapd))).sum::<u64>() as f64
         };
@@ -2410,6 +2424,7 @@ impl Workload for ThpFioScale {
             ("fault_base_us".into(), mean(get(&s.base_ps), base_steps)),
             ("fault_huge_us".into(), mean(get(&s.huge_ps), huge_steps)),
             ("huge_pct".into(), huge_pct),
+            ("huge_remote_pct".into(), pct(get(&s.huge_remote), huge_steps)),
             ("thp_steps".into(), steps as f64),
             ("write_s".into(), init_time as f64 / PS_PER_S as f64),
             ("pages_written".into(), c(&s.pages_written)),
@@ -2719,6 +2734,38 @@ mod tests {
         // Not madvised: GFP_TRANSHUGE_LIGHT never compacts.
         let light = run("frag-vanilla", 2, &["madv_hugepage=0"]);
         assert_eq!(light.events.get(Counter::CompactStall), 0);
+    }
+
+    /// Two nodes of 128 MiB with six CPUs each; DMA32 is node 0's first 96 MiB.
+    fn two_node_setup(preset: &str, seed: u64) -> ModelSetup {
+        let mut s = small_setup(12, 256, preset, seed);
+        let mut map = MemoryMap::new();
+        map.with_zone_limits(ZoneLimits { dma_end: Pfn(0), dma32_end: Pfn::from_phys(96 << 20) });
+        map.add_range(NodeId(0), 0..128 << 20).unwrap().set_cpus(NodeId(0), 6).unwrap();
+        map.add_range(NodeId(1), 128 << 20..256 << 20).unwrap().set_cpus(NodeId(1), 6).unwrap();
+        s.map = map;
+        let cpu_node = (0..12).map(|c| c / 6).collect();
+        s.topology = crate::model::Topology::simple(cpu_node, vec![8 << 20; 2]);
+        s
+    }
+
+    /// A THP fault outside a madvised range asks the faulting CPU's node only
+    /// (`__GFP_THISNODE`); a madvised one may take a huge page from the other node. The
+    /// madvised run shows that the other node had huge pages to give.
+    #[test]
+    fn unmadvised_thp_faults_stay_on_their_node() {
+        let run_on = |madv: &str| {
+            let info = workload::find("thpfioscale").unwrap();
+            let params = info.params(&["warmup=0.25".into(), madv.into()], 1.0).unwrap();
+            let mut w = (info.build)(&params);
+            let mut m = Model::new(two_node_setup("frag-vanilla", 3)).unwrap();
+            m.run(w.as_mut(), &mut |_| {}).unwrap()
+        };
+        let light = run_on("madv_hugepage=0");
+        assert!(metric(&light, "huge_pct") > 0.0, "{:?}", light.workload);
+        assert_eq!(metric(&light, "huge_remote_pct"), 0.0);
+        let madvised = run_on("madv_hugepage=1");
+        assert!(metric(&madvised, "huge_remote_pct") > 0.0, "{:?}", madvised.workload);
     }
 
     /// Compaction keeps the run deterministic: the owner's index and the moves it records
