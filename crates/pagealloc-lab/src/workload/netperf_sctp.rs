@@ -27,7 +27,10 @@
 //! sends a window-update SACK (`sctp_assoc_rwnd_increase`), whether or not the sender waits:
 //! to a sender asleep for buffer space it is handled on the receiver's CPU as the kernel's
 //! softirq does (free the SACKed chunks, send what the window allows, wake the sender), to a
-//! running one it waits in the socket backlog until its `sendmsg` ends. A sender sleeps while
+//! running one it waits in the socket backlog until its `sendmsg` ends. A packet that comes
+//! while the reader is inside a read (its socket owned) waits in the reader's socket backlog
+//! and is taken at the end of that read, on the reader's CPU (`release_sock`; metric
+//! `reader_backlog_packets`). A sender sleeps while
 //! the chunk buffers it holds exceed `sk_sndbuf`. While the receiver keeps up, a sender
 //! sends, per seven messages, a four-chunk packet (order 4) and a three-chunk one (order 3),
 //! as its view of the window allows. (Sanity check only, not used to choose anything: that
@@ -382,6 +385,14 @@ struct Assoc {
     rtx_due: Option<u64>,
     /// A SACK waiting in the sender's socket backlog, processed when its `sendmsg` ends.
     backlog: Option<Sack>,
+    /// Packets that arrived while the reader owned its socket (inside `sctp_recvmsg`),
+    /// waiting in the receiving socket's backlog for its `release_sock`.
+    rx_backlog: VecDeque<Packet>,
+    /// Until when the reader owns its socket: the end of its current read (`u64::MAX`
+    /// while a real thread's read is under way).
+    reader_owns_until: u64,
+    /// Packets taken from that backlog.
+    backlogged: u64,
     sender_waits: bool,
     receiver_waits: bool,
     window_updates: u64,
@@ -617,22 +628,12 @@ impl NetperfSctp {
         let now = ctx.now();
         let (taken, wake_reader, sack) = {
             let mut a = lock(&self.p[i].assoc);
-            let taken = (0..pkt.chunks).take_while(|_| a.rwnd_decrease(self.msg)).count() as u32;
-            let mut wake_reader = false;
-            if taken > 0 {
-                a.rxq.push_back(Packet { chunks: taken, ..pkt });
-                a.taken += u64::from(taken);
-                wake_reader = std::mem::take(&mut a.receiver_waits);
+            if now < a.reader_owns_until {
+                // The reader owns its socket: the packet waits in the socket's backlog.
+                a.rx_backlog.push_back(pkt);
+                return Ok(());
             }
-            let sack = if taken < pkt.chunks {
-                a.rtx_due.get_or_insert(now + RTO_MIN);
-                // discard_force in sctp_sf_eat_data_6_2: a SACK at once.
-                Some(a.make_sack(false))
-            } else if a.packet_arrived(now) {
-                Some(a.make_sack(true))
-            } else {
-                None
-            };
+            let (taken, wake_reader, sack) = self.receive(&mut a, pkt, now);
             if sack.is_some() {
                 // Processed before the sender's sendmsg returns; it supersedes any SACK
                 // still in its backlog.
@@ -640,6 +641,51 @@ impl NetperfSctp {
             }
             (taken, wake_reader, sack)
         };
+        self.received(i, s, pkt, taken, ctx)?;
+        if wake_reader {
+            self.wake_task(2 * i + 1, now + self.wake, ctx);
+        }
+        if let Some(sack) = sack {
+            self.process_sack(i, s, sack, ctx)?;
+        }
+        Ok(())
+    }
+
+    /// The receiving socket takes packet `pkt` (`sctp_inq_push` → `sctp_sf_eat_data_6_2`
+    /// → `sctp_gen_sack`): the chunks its window admits go on the receive queue, and a SACK
+    /// goes out at once for a drop or for the second packet. Returns the chunks taken,
+    /// whether a sleeping reader is to be woken, and the SACK.
+    fn receive(&self, a: &mut Assoc, pkt: Packet, now: u64) -> (u32, bool, Option<Sack>) {
+        let taken = (0..pkt.chunks).take_while(|_| a.rwnd_decrease(self.msg)).count() as u32;
+        let mut wake_reader = false;
+        if taken > 0 {
+            a.rxq.push_back(Packet { chunks: taken, ..pkt });
+            a.taken += u64::from(taken);
+            wake_reader = std::mem::take(&mut a.receiver_waits);
+        }
+        let sack = if taken < pkt.chunks {
+            a.rtx_due.get_or_insert(now + RTO_MIN);
+            // discard_force in sctp_sf_eat_data_6_2: a SACK at once.
+            Some(a.make_sack(false))
+        } else if a.packet_arrived(now) {
+            Some(a.make_sack(true))
+        } else {
+            None
+        };
+        (taken, wake_reader, sack)
+    }
+
+    /// The sender's side of a received packet: chunks the receiver dropped go back to the
+    /// front of the queue, counted in flight until a SACK marks them, and a packet with
+    /// nothing taken is freed.
+    fn received(
+        &self,
+        i: usize,
+        s: &mut SendSide,
+        pkt: Packet,
+        taken: u32,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<()> {
         let dropped = pkt.chunks - taken;
         for _ in 0..dropped {
             let chunk =
@@ -648,16 +694,50 @@ impl NetperfSctp {
         }
         s.drops += u64::from(dropped);
         s.lost += u64::from(dropped);
-        if wake_reader {
-            self.wake_task(2 * i + 1, now + self.wake, ctx);
-        }
         if taken == 0 {
             ctx.free(pkt.pfn, pkt.order)?;
         }
-        if let Some(sack) = sack {
-            self.process_sack(i, s, sack, ctx)?;
-        }
         Ok(())
+    }
+
+    /// The reader's `release_sock`: the packets that came while it owned its socket are
+    /// taken now, on its CPU, one by one; a SACK they make goes to the sender, handled at
+    /// once if it sleeps (as the softirq does), else left in its backlog.
+    fn release_reader(&self, i: usize, ctx: &mut Ctx<'_>) -> Result<()> {
+        loop {
+            let now = ctx.now();
+            let mut s = lock(&self.p[i].send);
+            let (pkt, taken, sack_now) = {
+                let mut a = lock(&self.p[i].assoc);
+                let Some(pkt) = a.rx_backlog.pop_front() else {
+                    // The socket is released only once its backlog is empty: packets that
+                    // come while it drains queue behind the ones before them.
+                    a.reader_owns_until = a.reader_owns_until.min(now);
+                    return Ok(());
+                };
+                a.backlogged += 1;
+                let (taken, _, sack) = self.receive(&mut a, pkt, now);
+                let sack_now = match sack {
+                    Some(sack) if a.sender_waits => {
+                        a.sender_waits = false;
+                        Some(sack)
+                    }
+                    Some(sack) => {
+                        a.backlog = Some(sack);
+                        None
+                    }
+                    None => None,
+                };
+                (pkt, taken, sack_now)
+            };
+            self.received(i, &mut s, pkt, taken, ctx)?;
+            if let Some(sack) = sack_now {
+                self.process_sack(i, &mut s, sack, ctx)?;
+                self.flush(i, &mut s, ctx)?;
+                drop(s);
+                self.wake_task(2 * i, ctx.now() + self.wake, ctx);
+            }
+        }
     }
 
     /// A SACK the receiver sends to a sender asleep for buffer space, outside its
@@ -803,10 +883,14 @@ impl NetperfSctp {
 
     fn receiver(&self, t: usize, r: &mut Reader, ctx: &mut Ctx<'_>) -> Result<Next> {
         let i = t / 2;
+        // The previous read's release_sock, for packets that came during it (in the model,
+        // whose steps do not overlap, they are delivered after that step has run).
+        self.release_reader(i, ctx)?;
         let pkt = match self.front_or_idle(i, ctx)? {
             Ok(pkt) => pkt,
             Err(next) => return Ok(next),
         };
+        lock(&self.p[i].assoc).reader_owns_until = u64::MAX;
         ctx.work(self.recv_work);
         let at = PACKET_HDR + u64::from(r.read_in_front) * self.wire + DATA_CHUNK_HDR;
         // copy_to_user of one message.
@@ -841,6 +925,7 @@ impl NetperfSctp {
         if let Some(sack) = sack_for_sleeper {
             self.sack_sleeping_sender(i, sack, ctx)?;
         }
+        self.release_reader(i, ctx)?;
         Ok(self.migrate(t, ctx))
     }
 
@@ -918,7 +1003,7 @@ impl Workload for NetperfSctp {
 
     fn metrics(&self) -> Vec<(String, f64)> {
         let (mut msgs, mut packets, mut chunks, mut drops, mut failures) = (0, 0, 0, 0, 0);
-        let (mut updates, mut waits, mut wait_ps) = (0, 0, 0);
+        let (mut updates, mut waits, mut wait_ps, mut backlogged) = (0, 0, 0, 0);
         for p in &self.p {
             msgs += lock(&p.reader).received;
             let s = lock(&p.send);
@@ -927,6 +1012,7 @@ impl Workload for NetperfSctp {
             let a = lock(&p.assoc);
             (updates, waits, wait_ps) =
                 (updates + a.window_updates, waits + a.timer_waits, wait_ps + a.timer_wait_ps);
+            backlogged += a.backlogged;
         }
         let secs = self.end as f64 / 1e12;
         vec![
@@ -937,6 +1023,8 @@ impl Workload for NetperfSctp {
             ("window_updates".into(), updates as f64),
             ("timer_waits".into(), waits as f64),
             ("timer_wait_s".into(), wait_ps as f64 / 1e12),
+            ("reader_backlog_packets".into(), backlogged as f64),
+            ("packets".into(), packets as f64),
             ("drops".into(), drops as f64),
             ("alloc_failures".into(), failures as f64),
         ]
@@ -1119,6 +1207,22 @@ mod tests {
         let msgs = metric(&o, "messages");
         assert!(msgs > 100.0 && msgs < 2.0 * 0.004 / 20e-6 + 2.0, "{msgs}");
         assert!(metric(&o, "migrations") > 0.0);
+    }
+
+    /// A packet that comes while the reader is inside `sctp_recvmsg` (its socket owned)
+    /// waits in the socket's backlog and is taken at the reader's `release_sock`: a slow
+    /// reader is inside a read most of the time, so most packets go that way, a reader that
+    /// keeps up finds few. Every chunk is still taken once and in order (the run checks
+    /// that every page comes back).
+    #[test]
+    fn packets_that_come_during_a_read_wait_for_its_release() {
+        let share =
+            |o: &RunOutcome| metric(o, "reader_backlog_packets") / metric(o, "packets").max(1.0);
+        let slow = run("modern", 5, &["recv_ns=20000"]);
+        let fast = run("modern", 5, &[]);
+        assert!(share(&slow) > 0.5, "{}", share(&slow));
+        assert!(share(&fast) < share(&slow), "{} vs {}", share(&fast), share(&slow));
+        assert!(metric(&slow, "messages") > 100.0);
     }
 
     /// A wake as slow as a parked thread's on a VM (about 50 µs, docs/performance.md) lets
