@@ -30,8 +30,8 @@
 //! running one it waits in the socket backlog until its `sendmsg` ends. A packet that comes
 //! while the reader is inside a read (its socket owned) waits in the reader's socket backlog
 //! and is taken at the end of that read, on the reader's CPU (`release_sock`; metric
-//! `reader_backlog_packets`). A sender sleeps while
-//! the chunk buffers it holds exceed `sk_sndbuf`. While the receiver keeps up, a sender
+//! `reader_backlog_packets`). A sender sleeps while the chunk buffers it holds exceed
+//! `sk_sndbuf`. While the receiver keeps up, a sender
 //! sends, per seven messages, a four-chunk packet (order 4) and a three-chunk one (order 3),
 //! as its view of the window allows. (Sanity check only, not used to choose anything: that
 //! is 1.29 page allocations and 7.4 pages per message, against 1.29 and 7.4 read from the
@@ -54,11 +54,10 @@
 //!
 //! Known biases: slab objects (`sctp_chunk`, `sctp_datamsg`, ulpevents, skb heads) are left
 //! out; per-message and per-packet stack costs are assumed figures; the congestion window
-//! (128 KiB on loopback, above what the receive window lets fly) and `rwnd_press` are left
-//! out; a chunk
-//! the receiver drops (only a zero-window probe, when a SACK advertised no window) is resent
-//! at the next SACK or after `rto_min`, where the kernel waits for three gap reports or its
-//! T3 timer; the timers are looked at only when the pair is otherwise stuck (sender asleep,
+//! (128 KiB on loopback, above what the receive window lets fly) and `rwnd_press` are left out;
+//! a chunk the receiver drops (only a zero-window probe, when a SACK advertised no window) is
+//! resent at the next SACK or after `rto_min`, where the kernel waits for three gap reports or
+//! its T3 timer; the timers are looked at only when the pair is otherwise stuck (sender asleep,
 //! receiver with nothing to read), which at these rates is the only time they can fire;
 //! migrations stay inside a node; a pair's two tasks start on one node.
 //!
@@ -706,15 +705,23 @@ impl NetperfSctp {
     fn release_reader(&self, i: usize, ctx: &mut Ctx<'_>) -> Result<()> {
         loop {
             let now = ctx.now();
-            let mut s = lock(&self.p[i].send);
-            let (pkt, taken, sack_now) = {
+            {
                 let mut a = lock(&self.p[i].assoc);
-                let Some(pkt) = a.rx_backlog.pop_front() else {
+                if a.rx_backlog.is_empty() {
                     // The socket is released only once its backlog is empty: packets that
                     // come while it drains queue behind the ones before them.
                     a.reader_owns_until = a.reader_owns_until.min(now);
                     return Ok(());
-                };
+                }
+            }
+            // Only the reader takes packets off the backlog, so it is not empty below; the
+            // sender's socket comes before the association in the lock order.
+            let mut s = lock(&self.p[i].send);
+            let (pkt, taken, sack_now) = {
+                let mut a = lock(&self.p[i].assoc);
+                let pkt = a.rx_backlog.pop_front().ok_or_else(|| {
+                    anyhow!("pair {i}: the reader's backlog emptied under its reader")
+                })?;
                 a.backlogged += 1;
                 let (taken, _, sack) = self.receive(&mut a, pkt, now);
                 let sack_now = match sack {

@@ -74,17 +74,16 @@
 //!   5.0).
 //! - THP threads: per 2 MiB step, one order-9 request (`TRANSHUGE_LIGHT | THISNODE`: the
 //!   default `defrag=madvise` without madvise, no reclaim, no compaction, the faulting CPU's
-//!   node only; `TRANSHUGE` with
-//!   `madv_hugepage=1`, which, if the request fails, follows 4.20's slow path for a costly
-//!   request: an async direct compaction and a try, then direct reclaim of `compact_gap` =
-//!   1024 pages from each node with a zone that is not `compaction_ready` (above HIGH +
-//!   `compact_gap`, or able to serve the order: 4.20 `shrink_zones`), going on until
-//!   compaction could run in some zone (4.20 `should_continue_reclaim`), a try, and a sync-light compaction (the default priority)
-//!   and try, after which a costly request gives up (with `compaction=0`: the reclaim and one try)) plus a
-//!   page-table page; on failure 512 order-0 movable faults, one
-//!   per step of the runner. Each step is zeroed and
-//!   then written by `memset`. Latency = virtual time from the step's start to its end. All of
-//!   it is freed at munmap when the thread ends; when the last thread ends fio is killed.
+//!   node only; `TRANSHUGE` with `madv_hugepage=1`, which, if the request fails, follows 4.20's
+//!   slow path for a costly request: an async direct compaction and a try, then direct reclaim
+//!   of `compact_gap` = 1024 pages from each node with a zone that is not `compaction_ready`
+//!   (above HIGH + `compact_gap`, or able to serve the order: 4.20 `shrink_zones`), going on
+//!   until compaction could run in some zone (4.20 `should_continue_reclaim`), a try, and a
+//!   sync-light compaction (the default priority) and try, after which a costly request gives
+//!   up (with `compaction=0`: the reclaim and one try)) plus a page-table page; on failure
+//!   512 order-0 movable faults, one per step of the runner. Each step is zeroed and then
+//!   written by `memset`. Latency = virtual time from the step's start to its end. All of it is
+//!   freed at munmap when the thread ends; when the last thread ends fio is killed.
 //! - Compaction (`compaction=1`): the workload is the owner of its movable pages (the page
 //!   cache and the THP program's blocks): a frame → slot index, checked against the slot on
 //!   every migration, points the file's block or the thread's held entry at the new frame;
