@@ -1003,7 +1003,10 @@ impl Workload for NetperfSctp {
             let send = part(&mut p.send);
             let chunks = send.outq.drain(..).chain(send.unacked.drain(..));
             v.extend(chunks.map(|c| (s, c, self.chunk_order)));
-            v.extend(part(&mut p.assoc).rxq.drain(..).map(|k| (r, k.pfn, k.order)));
+            // The packets delivered to the reader: taken, and still in its socket's backlog.
+            let a = part(&mut p.assoc);
+            let packets = a.rxq.drain(..).chain(a.rx_backlog.drain(..));
+            v.extend(packets.map(|k| (r, k.pfn, k.order)));
         }
         v
     }
