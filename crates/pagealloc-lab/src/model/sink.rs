@@ -543,13 +543,9 @@ impl ModelSink {
     /// and written back, [`Prices::node_page`] a whole page); `now` on a machine that gives
     /// no `node_rw_gbps`. The writing CPU is done no sooner than that.
     pub fn memory_write(&self, pfn: Pfn, now: u64, bytes: u64) -> u64 {
-        let (Some(memory), Some(lines)) = (self.memory.get(), self.lines.get()) else {
-            return now;
-        };
-        if memory.is_empty() {
-            // No shared limit: the frame's node need not be looked up.
-            return now;
-        }
+        // No shared limit (an empty calendar): the frame's node need not be looked up.
+        let Some(memory) = self.memory.get().filter(|m| !m.is_empty()) else { return now };
+        let Some(lines) = self.lines.get() else { return now };
         match memory.get(lines.home_of_frame(pfn.0) as usize) {
             Some(node) => node.book(now, bytes * self.prices.node_page / 4096),
             None => now,

@@ -456,6 +456,18 @@ impl Assoc {
         Sack { cum_ack: self.taken, a_rwnd: self.a_rwnd, retransmit }
     }
 
+    /// A SACK the receiver sends outside the sender's `sendmsg`: returned if the sender
+    /// sleeps for buffer space (the caller handles it at once, as the softirq does, with
+    /// [`NetperfSctp::sack_sleeping_sender`]), else left in the sender's socket backlog.
+    fn sack_to_sender(&mut self, sack: Sack) -> Option<Sack> {
+        if self.sender_waits {
+            Some(sack)
+        } else {
+            self.backlog = Some(sack);
+            None
+        }
+    }
+
     /// The earliest timer that can still move a pair whose sender waits for buffer space
     /// and whose receiver has read everything.
     fn timer_due(&self) -> Option<u64> {
@@ -724,25 +736,12 @@ impl NetperfSctp {
                 })?;
                 a.backlogged += 1;
                 let (taken, _, sack) = self.receive(&mut a, pkt, now);
-                let sack_now = match sack {
-                    Some(sack) if a.sender_waits => {
-                        a.sender_waits = false;
-                        Some(sack)
-                    }
-                    Some(sack) => {
-                        a.backlog = Some(sack);
-                        None
-                    }
-                    None => None,
-                };
-                (pkt, taken, sack_now)
+                (pkt, taken, sack.and_then(|sack| a.sack_to_sender(sack)))
             };
             self.received(i, &mut s, pkt, taken, ctx)?;
+            drop(s);
             if let Some(sack) = sack_now {
-                self.process_sack(i, &mut s, sack, ctx)?;
-                self.flush(i, &mut s, ctx)?;
-                drop(s);
-                self.wake_task(2 * i, ctx.now() + self.wake, ctx);
+                self.sack_sleeping_sender(i, sack, ctx)?;
             }
         }
     }
@@ -914,12 +913,7 @@ impl NetperfSctp {
             if a.rwnd_increase(self.msg, self.rwnd_update_bytes) {
                 a.window_updates += 1;
                 let sack = a.make_sack(true);
-                if a.sender_waits {
-                    Some(sack)
-                } else {
-                    a.backlog = Some(sack);
-                    None
-                }
+                a.sack_to_sender(sack)
             } else {
                 None
             }

@@ -2486,11 +2486,22 @@ mod tests {
     /// zone shape (Normal above DMA32) at a size a test can fill one and a half times over.
     /// `small_setup` gives DMA32 + Normal only from 4 GiB, ~40 times more pages to write.
     fn setup(preset: &str, seed: u64) -> ModelSetup {
-        let mut s = small_setup(8, 256, preset, seed);
+        nodes_setup(1, 8, preset, seed)
+    }
+
+    /// `nodes` nodes sharing 256 MiB evenly, `cpus` CPUs each; DMA32 is the first 96 MiB.
+    fn nodes_setup(nodes: u32, cpus: u32, preset: &str, seed: u64) -> ModelSetup {
+        let mut s = small_setup(nodes * cpus, 256, preset, seed);
         let mut map = MemoryMap::new();
         map.with_zone_limits(ZoneLimits { dma_end: Pfn(0), dma32_end: Pfn::from_phys(96 << 20) });
-        map.add_range(NodeId(0), 0..256 << 20).unwrap().set_cpus(NodeId(0), 8).unwrap();
+        let size = (256 << 20) / u64::from(nodes);
+        for n in 0..nodes {
+            let base = u64::from(n) * size;
+            map.add_range(NodeId(n), base..base + size).unwrap().set_cpus(NodeId(n), cpus).unwrap();
+        }
         s.map = map;
+        let cpu_node = (0..nodes * cpus).map(|c| c / cpus).collect();
+        s.topology = crate::model::Topology::simple(cpu_node, vec![8 << 20; nodes as usize]);
         s
     }
 
@@ -2735,19 +2746,6 @@ mod tests {
         assert_eq!(light.events.get(Counter::CompactStall), 0);
     }
 
-    /// Two nodes of 128 MiB with six CPUs each; DMA32 is node 0's first 96 MiB.
-    fn two_node_setup(preset: &str, seed: u64) -> ModelSetup {
-        let mut s = small_setup(12, 256, preset, seed);
-        let mut map = MemoryMap::new();
-        map.with_zone_limits(ZoneLimits { dma_end: Pfn(0), dma32_end: Pfn::from_phys(96 << 20) });
-        map.add_range(NodeId(0), 0..128 << 20).unwrap().set_cpus(NodeId(0), 6).unwrap();
-        map.add_range(NodeId(1), 128 << 20..256 << 20).unwrap().set_cpus(NodeId(1), 6).unwrap();
-        s.map = map;
-        let cpu_node = (0..12).map(|c| c / 6).collect();
-        s.topology = crate::model::Topology::simple(cpu_node, vec![8 << 20; 2]);
-        s
-    }
-
     /// A THP fault outside a madvised range asks the faulting CPU's node only
     /// (`__GFP_THISNODE`); a madvised one may take a huge page from the other node. The
     /// madvised run shows that the other node had huge pages to give.
@@ -2757,7 +2755,8 @@ mod tests {
             let info = workload::find("thpfioscale").unwrap();
             let params = info.params(&["warmup=0.25".into(), madv.into()], 1.0).unwrap();
             let mut w = (info.build)(&params);
-            let mut m = Model::new(two_node_setup("frag-vanilla", 3)).unwrap();
+            // Two nodes of 128 MiB with six CPUs each.
+            let mut m = Model::new(nodes_setup(2, 6, "frag-vanilla", 3)).unwrap();
             m.run(w.as_mut(), &mut |_| {}).unwrap()
         };
         let light = run_on("madv_hugepage=0");
