@@ -10,10 +10,12 @@
 //! then it is used as receiver after context switching", docs/workloads.md §2.2). Every
 //! CPU of the machine is started, idle ones blocked, so that migrations can reach them.
 //!
-//! A swap may run the incoming task's next step at the CPU's clock, up to one step earlier
-//! than the task's last step on its old CPU: tasks' own times may step back by one step's
-//! length (microseconds) at a migration. Shared state is unaffected: the runner still runs
-//! every step in clock order.
+//! A swap may find the incoming task's new CPU behind the task's own time (its last step on
+//! its old CPU ended later than the new CPU's clock). A workload whose tasks keep a
+//! [`TaskClock`] waits there until the task's time (`netperf-sctp-stream-many`); the others
+//! run the task's next step at the CPU's clock, so their tasks' own times may step back by
+//! one step's length (microseconds) at a migration, and a task may then see what another
+//! CPU did up to that much later than its own time.
 
 use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
@@ -24,6 +26,43 @@ use crate::model::{Ctx, ModelInfo, Next};
 
 /// No task on a CPU.
 const NONE: u32 = u32::MAX;
+
+/// A task's own time: when its last step ended, on whichever CPU. A CPU that a migration
+/// hands the task waits until then before it runs the task (in the model a swap may put
+/// the task on a CPU whose clock is behind; on real threads the old CPU may still be
+/// spinning the task's work), so the task never sees what other CPUs did after its own time
+/// as if it came before.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TaskClock(u64);
+
+impl TaskClock {
+    /// What a CPU at `now` does before it runs the task: wait until the task's time, or
+    /// nothing (`None`) if that is past.
+    pub fn not_before(self, now: u64) -> Option<Next> {
+        (now < self.0).then_some(Next::SleepUntil(self.0))
+    }
+
+    /// The task's step ended at `now`.
+    pub fn ran(&mut self, now: u64) {
+        self.0 = self.0.max(now);
+    }
+}
+
+/// A task's step with its own state `own` (which holds its [`TaskClock`]): nothing before
+/// the task's own time, which the step then moves on.
+pub(crate) fn timed<T>(
+    ctx: &mut Ctx<'_>,
+    clock: impl Fn(&mut T) -> &mut TaskClock,
+    own: &mut T,
+    step: impl FnOnce(&mut Ctx<'_>, &mut T) -> Result<Next>,
+) -> Result<Next> {
+    if let Some(wait) = clock(own).not_before(ctx.now()) {
+        return Ok(wait);
+    }
+    let next = step(ctx, own)?;
+    clock(own).ran(ctx.now());
+    Ok(next)
+}
 
 /// Tasks on CPUs: `cpu_task[task_cpu[t]] == t` for every unfinished task `t`; a CPU hosts at
 /// most one task.

@@ -81,6 +81,21 @@
 //! A step checks, once it holds its task's lock, that the task is still on its CPU (a
 //! migration's swap may have moved it). The model steps one CPU at a time, so none of this
 //! changes its runs.
+//!
+//! What another CPU sees, and when. A step runs whole when its CPU's clock is the
+//! earliest, so whatever it changes is there for every CPU that runs after it, including
+//! one whose clock is behind the time the change was made inside the step. So each side
+//! makes the changes the other side sees at the start of a step, and the work that leads
+//! to them before: a sender's step ends once it has built a packet (allocated, copied the
+//! chunks, done the packet's work), and the packet reaches the receiver at the start of the
+//! sender's next step; a reader's step begins a read (its work and the copy), and the read
+//! ends — the message consumed, the window grown, the packet freed, the socket released —
+//! at the start of its next step. A reader that finds a packet queued that arrives after its
+//! own time (a CPU whose clock is ahead queued it: real threads, a skewed schedule) waits
+//! until it arrives (`arrivals_awaited`, 0 in the model's own order), and a task that a migration puts on a CPU whose clock is behind its own time
+//! waits for that time first ([`TaskClock`]). Before this, a reader woken late read
+//! packets a sender's step sent up to ten microseconds later, and the SACKs those packets
+//! drew counted chunks the reader had in truth not yet reached.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -88,7 +103,7 @@ use std::sync::Mutex;
 use anyhow::{anyhow, bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
 
-use super::net::{order_of, PageCursor, Tasks};
+use super::net::{order_of, timed, PageCursor, TaskClock, Tasks};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
 use crate::model::{lock, part, Ctx, Latest, ModelInfo, Next, Workload};
 
@@ -254,12 +269,23 @@ const SKB_OVERHEAD: u64 = 176 + 320;
 /// chunk (assumed 512 B).
 const CHUNK_STRUCTS: u64 = 512;
 
+/// When `flush` delivers the packets it builds: at once (the receiver's CPU handling a
+/// SACK for a sleeping sender, as the softirq does), or one at the start of the sender's
+/// next step, when the work of building and sending it is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flush {
+    Now,
+    Later,
+}
+
 /// A packet on the receiver's queue.
 #[derive(Clone, Copy, Debug)]
 struct Packet {
     pfn: Pfn,
     order: Order,
     chunks: u32,
+    /// When it reached the receiving socket (its queue or its backlog), ps; 0 until then.
+    at: u64,
 }
 
 /// A SACK as the sender processes it (`sctp_outq_sack`).
@@ -328,6 +354,11 @@ struct SendSide {
     lost: u64,
     /// The sender's view of the receiver's window, bytes (`peer.rwnd`).
     peer_rwnd: u64,
+    /// A packet built by the sender's last step, delivered at the start of its next: when
+    /// the work of building and sending it is done ([`Flush::Later`]).
+    pending: Option<Packet>,
+    /// The sending task's own time.
+    clock: TaskClock,
     packets: u64,
     packet_chunks: u64,
     drops: u64,
@@ -343,6 +374,8 @@ impl SendSide {
             acked: 0,
             lost: 0,
             peer_rwnd: rwnd,
+            pending: None,
+            clock: TaskClock::default(),
             packets: 0,
             packet_chunks: 0,
             drops: 0,
@@ -355,11 +388,19 @@ impl SendSide {
 /// take it, held throughout (`lock_sock` in `sctp_recvmsg`).
 #[derive(Debug, Default)]
 struct Reader {
+    /// The front packet, while a read of one of its messages is under way: the read's
+    /// effects come at the start of the reader's next step, when its work is done.
+    reading: Option<Packet>,
     /// Chunks of the front packet already read.
     read_in_front: u32,
     /// The copy position in the front packet.
     rcursor: PageCursor,
     received: u64,
+    /// Times the reader found a packet queued that arrives after its own time, and waited
+    /// for it: never in the model's clock order.
+    awaited: u64,
+    /// The receiving task's own time.
+    clock: TaskClock,
 }
 
 /// What the two sides share: the packets delivered and not yet read, the receiver's window
@@ -598,18 +639,19 @@ impl NetperfSctp {
         Ok(())
     }
 
-    /// `sctp_outq_flush` on this CPU: send what Nagle and the receiver's window allow.
-    fn flush(&self, i: usize, s: &mut SendSide, ctx: &mut Ctx<'_>) -> Result<()> {
+    /// `sctp_outq_flush` on this CPU: send what Nagle and the receiver's window allow. With
+    /// [`Flush::Later`] it builds at most one packet and leaves it pending (true if it did).
+    fn flush(&self, i: usize, s: &mut SendSide, when: Flush, ctx: &mut Ctx<'_>) -> Result<bool> {
         loop {
             let outstanding = (s.unacked.len() as u64 + s.lost) * self.msg;
             let k =
                 packet_chunks(s.outq.len(), self.max_chunks, outstanding, s.peer_rwnd, self.msg);
             if k == 0 {
-                return Ok(());
+                return Ok(false);
             }
             let order = self.packet_order[k];
             let Some(pkt) = Self::kmalloc_large(s, ctx, order) else {
-                return Ok(());
+                return Ok(false);
             };
             ctx.work(self.packet_work);
             let mut wcursor = PageCursor::default();
@@ -626,7 +668,14 @@ impl NetperfSctp {
             s.packets += 1;
             s.packet_chunks += k as u64;
             s.peer_rwnd = s.peer_rwnd.saturating_sub(k as u64 * self.msg);
-            self.deliver(i, s, Packet { pfn: pkt, order, chunks: k as u32 }, ctx)?;
+            let pkt = Packet { pfn: pkt, order, chunks: k as u32, at: 0 };
+            match when {
+                Flush::Now => self.deliver(i, s, pkt, ctx)?,
+                Flush::Later => {
+                    s.pending = Some(pkt);
+                    return Ok(true);
+                }
+            }
         }
     }
 
@@ -637,9 +686,10 @@ impl NetperfSctp {
     /// lock is let go, and may be read and freed on its CPU from then on.
     fn deliver(&self, i: usize, s: &mut SendSide, pkt: Packet, ctx: &mut Ctx<'_>) -> Result<()> {
         let now = ctx.now();
+        let pkt = Packet { at: now, ..pkt };
         let (taken, wake_reader, sack) = {
             let mut a = lock(&self.p[i].assoc);
-            if now < a.reader_owns_until {
+            if now < a.reader_owns_until && !a.receiver_waits {
                 // The reader owns its socket: the packet waits in the socket's backlog.
                 a.rx_backlog.push_back(pkt);
                 return Ok(());
@@ -755,7 +805,7 @@ impl NetperfSctp {
         {
             let mut s = lock(&self.p[i].send);
             self.process_sack(i, &mut s, sack, ctx)?;
-            self.flush(i, &mut s, ctx)?;
+            self.flush(i, &mut s, Flush::Now, ctx)?;
         }
         lock(&self.p[i].assoc).sender_waits = false;
         self.wake_task(2 * i, ctx.now() + self.wake, ctx);
@@ -803,13 +853,28 @@ impl NetperfSctp {
         self.sack_sleeping_sender(i, sack, ctx)
     }
 
+    /// The sender's step: deliver the packet its last step built and send what may follow
+    /// it, or, between `sendmsg` calls, the SACK left in its backlog and the next message.
+    /// A step ends with each packet built, which is delivered when the next begins: the
+    /// packet reaches the receiver when its work is done, after every CPU whose clock was
+    /// behind has run, and not when the step that built it runs (in the model, before them).
     fn sender(&self, t: usize, s: &mut SendSide, ctx: &mut Ctx<'_>) -> Result<Next> {
         let i = t / 2;
+        if let Some(pkt) = s.pending.take() {
+            self.deliver(i, s, pkt, ctx)?;
+            if self.flush(i, s, Flush::Later, ctx)? {
+                return Ok(Next::Continue);
+            }
+            // The sendmsg is over.
+            return Ok(self.migrate(t, ctx));
+        }
         // release_sock at the end of the previous sendmsg: the SACKs that came meanwhile.
         let backlog = lock(&self.p[i].assoc).backlog.take();
         if let Some(sack) = backlog {
             self.process_sack(i, s, sack, ctx)?;
-            self.flush(i, s, ctx)?;
+            if self.flush(i, s, Flush::Later, ctx)? {
+                return Ok(Next::Continue);
+            }
         }
         if s.outq.len() + s.unacked.len() >= self.sndbuf_chunks {
             return self.sender_sleeps(i, ctx);
@@ -820,7 +885,9 @@ impl NetperfSctp {
             ctx.touch(chunk, self.wire);
             s.outq.push_back(chunk);
         }
-        self.flush(i, s, ctx)?;
+        if self.flush(i, s, Flush::Later, ctx)? {
+            return Ok(Next::Continue);
+        }
         Ok(self.migrate(t, ctx))
     }
 
@@ -887,20 +954,44 @@ impl NetperfSctp {
         }
     }
 
+    /// The reader's step: end the read its last step began (the message consumed, the
+    /// window grown, the packet freed after its last chunk, the socket released), then begin
+    /// the next: the work and the copy, whose effects come at the start of the next step,
+    /// when the work is done — so a sender whose clock is behind the read's end finds the
+    /// reader still inside it, and no CPU sees the window grow before it has.
     fn receiver(&self, t: usize, r: &mut Reader, ctx: &mut Ctx<'_>) -> Result<Next> {
         let i = t / 2;
-        // The previous read's release_sock, for packets that came during it (in the model,
-        // whose steps do not overlap, they are delivered after that step has run).
+        if let Some(pkt) = r.reading.take() {
+            self.end_read(i, r, pkt, ctx)?;
+            if let Some(next) = self.moved(t, ctx) {
+                return Ok(next);
+            }
+        }
+        // Packets that came while the reader did not run (nothing is left there otherwise).
         self.release_reader(i, ctx)?;
         let pkt = match self.front_or_idle(i, ctx)? {
             Ok(pkt) => pkt,
             Err(next) => return Ok(next),
         };
+        if ctx.now() < pkt.at {
+            // Queued by a CPU whose clock is ahead (real threads, a skewed schedule): it is
+            // not there before it arrives.
+            r.awaited += 1;
+            return Ok(Next::SleepUntil(pkt.at));
+        }
         lock(&self.p[i].assoc).reader_owns_until = u64::MAX;
         ctx.work(self.recv_work);
         let at = PACKET_HDR + u64::from(r.read_in_front) * self.wire + DATA_CHUNK_HDR;
         // copy_to_user of one message.
         r.rcursor.copy(ctx, pkt.pfn, at, self.msg);
+        r.reading = Some(pkt);
+        Ok(Next::Continue)
+    }
+
+    /// The end of a read of one message of the front packet `pkt`: `sctp_ulpevent_free`
+    /// grows the window (a window-update SACK if it grew enough), the packet goes after its
+    /// last chunk, and `release_sock` takes the packets that came during the read.
+    fn end_read(&self, i: usize, r: &mut Reader, pkt: Packet, ctx: &mut Ctx<'_>) -> Result<()> {
         r.read_in_front += 1;
         r.received += 1;
         let done = r.read_in_front == pkt.chunks;
@@ -926,38 +1017,45 @@ impl NetperfSctp {
         if let Some(sack) = sack_for_sleeper {
             self.sack_sleeping_sender(i, sack, ctx)?;
         }
-        self.release_reader(i, ctx)?;
-        Ok(self.migrate(t, ctx))
+        self.release_reader(i, ctx)
     }
 
     /// After a call of task `t`: maybe migrate it ([`Tasks::step_migrate`]). On real threads
     /// another task's migration may have swapped `t` off this CPU during the step; it then
     /// moves no further, and this CPU runs on with the task it now has.
     fn migrate(&self, t: usize, ctx: &mut Ctx<'_>) -> Next {
-        let mut tasks = lock(&self.tasks);
-        if tasks.on(ctx.cpu()) != Some(t) {
-            return Next::Continue;
-        }
-        tasks.step_migrate(t, self.migrate_prob, ctx).unwrap_or(Next::Continue)
+        self.moved(t, ctx).unwrap_or(Next::Continue)
     }
 
-    /// Task `t`'s step, holding `own` (its own state's lock): the end of the run, or its
-    /// sender's or receiver's work.
+    /// [`migrate`](Self::migrate), `None` when task `t` is still on this CPU after it.
+    fn moved(&self, t: usize, ctx: &mut Ctx<'_>) -> Option<Next> {
+        let mut tasks = lock(&self.tasks);
+        if tasks.on(ctx.cpu()) != Some(t) {
+            return Some(Next::Continue);
+        }
+        tasks.step_migrate(t, self.migrate_prob, ctx)
+    }
+
+    /// Task `t`'s step, holding `own` (its own state's lock, with the task's own time): the
+    /// end of the run, or its sender's or receiver's work, not before the task's time.
     fn step_task<T>(
         &self,
         t: usize,
         own: &mut T,
+        clock: impl Fn(&mut T) -> &mut TaskClock,
         ctx: &mut Ctx<'_>,
         run: impl FnOnce(&Self, usize, &mut T, &mut Ctx<'_>) -> Result<Next>,
     ) -> Result<Next> {
         if !Tasks::still_on(&self.tasks, ctx.cpu(), t) {
             return Ok(Next::Continue);
         }
-        self.latest.note(ctx.cpu(), ctx.now());
-        if ctx.now() >= self.end {
-            return Ok(lock(&self.tasks).finish_pair(t, ctx));
-        }
-        run(self, t, own, ctx)
+        timed(ctx, clock, own, |ctx, own| {
+            self.latest.note(ctx.cpu(), ctx.now());
+            if ctx.now() >= self.end {
+                return Ok(lock(&self.tasks).finish_pair(t, ctx));
+            }
+            run(self, t, own, ctx)
+        })
     }
 }
 
@@ -983,9 +1081,9 @@ impl Workload for NetperfSctp {
         };
         let pair = &self.p[t / 2];
         if t % 2 == 0 {
-            self.step_task(t, &mut *lock(&pair.send), ctx, Self::sender)
+            self.step_task(t, &mut *lock(&pair.send), |s| &mut s.clock, ctx, Self::sender)
         } else {
-            self.step_task(t, &mut *lock(&pair.reader), ctx, Self::receiver)
+            self.step_task(t, &mut *lock(&pair.reader), |r| &mut r.clock, ctx, Self::receiver)
         }
     }
 
@@ -997,6 +1095,8 @@ impl Workload for NetperfSctp {
             let send = part(&mut p.send);
             let chunks = send.outq.drain(..).chain(send.unacked.drain(..));
             v.extend(chunks.map(|c| (s, c, self.chunk_order)));
+            // A packet built and not yet delivered.
+            v.extend(send.pending.take().map(|k| (s, k.pfn, k.order)));
             // The packets delivered to the reader: taken, and still in its socket's backlog.
             let a = part(&mut p.assoc);
             let packets = a.rxq.drain(..).chain(a.rx_backlog.drain(..));
@@ -1008,8 +1108,12 @@ impl Workload for NetperfSctp {
     fn metrics(&self) -> Vec<(String, f64)> {
         let (mut msgs, mut packets, mut chunks, mut drops, mut failures) = (0, 0, 0, 0, 0);
         let (mut updates, mut waits, mut wait_ps, mut backlogged) = (0, 0, 0, 0);
+        let mut awaited = 0;
         for p in &self.p {
-            msgs += lock(&p.reader).received;
+            {
+                let r = lock(&p.reader);
+                (msgs, awaited) = (msgs + r.received, awaited + r.awaited);
+            }
             let s = lock(&p.send);
             (packets, chunks) = (packets + s.packets, chunks + s.packet_chunks);
             (drops, failures) = (drops + s.drops, failures + s.alloc_failures);
@@ -1028,6 +1132,7 @@ impl Workload for NetperfSctp {
             ("timer_waits".into(), waits as f64),
             ("timer_wait_s".into(), wait_ps as f64 / 1e12),
             ("reader_backlog_packets".into(), backlogged as f64),
+            ("arrivals_awaited".into(), awaited as f64),
             ("packets".into(), packets as f64),
             ("drops".into(), drops as f64),
             ("alloc_failures".into(), failures as f64),
@@ -1229,13 +1334,30 @@ mod tests {
         assert!(metric(&slow, "messages") > 100.0);
     }
 
+    /// A packet reaches the reader when the work of building and sending it is done: the
+    /// sender delivers it at the start of its next step, so no reader, whatever its clock,
+    /// finds it early (`arrivals_awaited` counts the times a reader finds a packet queued
+    /// that arrives after its own time, and waits). Delivered by the step that built it, as
+    /// before, packets were read up to the step's length before they were sent: about
+    /// 10 µs early in every one of these runs.
+    #[test]
+    fn no_packet_is_read_before_it_arrives() {
+        for (seed, extra) in [(1, None), (2, None), (3, Some("migrate_prob=0.01"))] {
+            let o = run("tune-base", seed, extra.as_slice());
+            assert!(metric(&o, "messages") > 500.0, "{}", metric(&o, "messages"));
+            assert_eq!(metric(&o, "arrivals_awaited"), 0.0, "seed {seed}");
+        }
+    }
+
     /// A wake as slow as a parked thread's on a VM (about 50 µs, docs/performance.md) lets
-    /// the receiver read everything before its sender runs again. The window update its
-    /// reads owe is sent all the same, so the pair never waits for a timer with one due
-    /// (the run would end with an error) and keeps sending.
+    /// the receiver lag far behind its sender and then read everything before the sender
+    /// runs again. The window updates its reads owe are sent all the same, so the pair never
+    /// waits for a timer with one due (the run would end with an error) and keeps sending
+    /// between the delayed-SACK waits the lag also leads to (each 200 ms, so the run is
+    /// longer than one).
     #[test]
     fn a_slow_wake_loses_no_window_update() {
-        let o = run("modern", 3, &["wake_ns=50000", "duration_s=0.02"]);
+        let o = run("modern", 3, &["wake_ns=50000", "duration_s=0.3"]);
         assert!(metric(&o, "window_updates") > 10.0, "{}", metric(&o, "window_updates"));
         assert!(metric(&o, "messages") > 1000.0, "{}", metric(&o, "messages"));
     }

@@ -36,6 +36,15 @@
 //! measurement, `duration_s` = 10 virtual seconds (≈ 10^5 order-3 allocations per virtual
 //! second at 16 KiB messages, a few seconds of wall time).
 //!
+//! When each side sees the other's work: a model step runs whole when its CPU's clock is
+//! the earliest, and what it queues is seen by every CPU that steps after it, also one
+//! whose clock is behind. So a segment is sent in one step (its `segment_ns` of work) and
+//! reaches the receiver's queue at the start of the sender's next, and a read copies in one
+//! step and ends (skbs consumed, page references dropped, a waiting sender woken) at the
+//! start of the receiver's next; a task a migration puts on a CPU whose clock is behind its
+//! own time waits for that time. A receiver that finds a segment queued that arrives after its
+//! own time waits until it arrives (`arrivals_awaited`, 0 in the model's own order).
+//!
 //! Known biases: skb heads and their slab pages (order 0-3 refills on both CPUs) are left
 //! out, as are the user buffers' cache footprint; segment costs (transmit, loopback, receive
 //! processing, ACK) are one assumed figure charged to the sender; receive-window limits are
@@ -48,7 +57,9 @@ use std::sync::Mutex;
 use anyhow::Result;
 use pagealloc::{Order, Pfn};
 
-use super::net::{FragOwner, FragPages, PageCursor, Refill, Tasks, FRAG_BYTES, WAKE_NS};
+use super::net::{
+    timed, FragOwner, FragPages, PageCursor, Refill, TaskClock, Tasks, FRAG_BYTES, WAKE_NS,
+};
 use super::{ns, ParamSpec, Params, WorkloadInfo};
 use crate::model::{lock, part, Ctx, Latest, ModelInfo, Next, Padded, Workload};
 
@@ -179,6 +190,8 @@ struct Piece {
 struct Segment {
     pieces: Vec<Piece>,
     len: u64,
+    /// When it reached the receiver's queue, ps (0 until then).
+    at: u64,
 }
 
 /// The socket pair's shared state: what the sender has sent and the receiver not yet read,
@@ -203,17 +216,32 @@ struct Sender {
     frag: FragOwner,
     /// The unsent tail skb.
     tail: Segment,
+    /// Bytes of the message being sent still to copy (0 between messages).
+    left: u64,
+    /// A segment the last step sent, which reaches the receiver's queue at the start of the
+    /// next, when the work of sending it is done.
+    pending: Option<Segment>,
+    clock: TaskClock,
     segments: u64,
 }
 
 /// The receiving task's own state.
 #[derive(Debug, Default)]
 struct Receiver {
-    /// Position in the front segment: piece index and byte in it.
+    /// Segments at the front of the queue read whole by the read under way, taken off
+    /// when it ends (at the start of the receiver's next step).
+    consumed: usize,
+    /// A read is under way.
+    reading: bool,
+    /// Position in the first segment not read whole: piece index and byte in it.
     rpiece: usize,
     rbyte: u64,
     rcursor: PageCursor,
     received: u64,
+    /// Times the receiver found a segment queued that arrives after its own time, and
+    /// left it until then: never in the model's clock order.
+    awaited: u64,
+    clock: TaskClock,
 }
 
 /// One run. The two tasks' steps overlap on the real runner: each task's state is its
@@ -306,6 +334,9 @@ impl NetperfTcp {
             sender: Padded(Mutex::new(Sender {
                 frag: FragOwner::new(Order(super::net::order_of(p.count("frag_bytes")))),
                 tail: Segment::default(),
+                left: 0,
+                pending: None,
+                clock: TaskClock::default(),
                 segments: 0,
             })),
             receiver: Padded::default(),
@@ -336,23 +367,35 @@ impl Config {
         s.frag.off += n;
     }
 
-    /// Send the tail skb, waking a sleeping receiver.
-    fn transmit(&self, sh: &mut impl Shared, s: &mut Sender, ctx: &mut Ctx<'_>) {
+    /// Send the tail skb: the segment's work now, its arrival on the receiver's queue at
+    /// the start of the sender's next step ([`deliver`](Self::deliver)). False if the tail
+    /// is empty.
+    fn transmit(&self, s: &mut Sender, ctx: &mut Ctx<'_>) -> bool {
         if s.tail.len == 0 {
-            return;
+            return false;
         }
         ctx.work(self.segment_work);
+        s.pending = Some(std::mem::take(&mut s.tail));
+        s.segments += 1;
+        true
+    }
+
+    /// The segment the last step sent reaches the receiver's queue, waking a sleeping
+    /// receiver. True if there was one.
+    fn deliver(&self, sh: &mut impl Shared, s: &mut Sender, ctx: &mut Ctx<'_>) -> bool {
+        let Some(mut seg) = s.pending.take() else { return false };
+        seg.at = ctx.now();
         let woke = {
             let mut sock = sh.socket();
-            sock.sent_bytes += s.tail.len;
-            sock.sent.push_back(std::mem::take(&mut s.tail));
+            sock.sent_bytes += seg.len;
+            sock.sent.push_back(seg);
             std::mem::take(&mut sock.receiver_waits)
         };
-        s.segments += 1;
         if woke {
             let to = sh.tasks().cpu(1);
             ctx.wake(to, ctx.now() + self.wake);
         }
+        true
     }
 
     /// `skb_page_frag_refill` on the sender's frag: the slot and frame of a usable page,
@@ -370,59 +413,93 @@ impl Config {
         Some((s.frag.install(&mut sh.socket().pages, pfn, order), pfn))
     }
 
+    /// The sender's step: deliver the segment its last step sent, then go on with the
+    /// message (or start the next). A step ends with each segment sent, so that the segment
+    /// reaches the receiver when its work is done, after every CPU whose clock was behind
+    /// has run (the model runs a step whole, and a queue change made inside it is seen by
+    /// every CPU that runs after it).
     fn sender(&self, sh: &mut impl Shared, s: &mut Sender, ctx: &mut Ctx<'_>) -> Result<Next> {
-        // The ACK of everything sent came in: the held tail goes (release_sock).
-        if sh.socket().sent.is_empty() {
-            self.transmit(sh, s, ctx);
+        if self.deliver(sh, s, ctx) && s.left == 0 && self.migrate_prob > 0.0 {
+            // The message is sent: the task may move.
+            return Ok(self.migrate(sh, 0, ctx));
         }
-        {
-            let mut sock = sh.socket();
-            if s.tail.len + sock.sent_bytes >= self.sndbuf {
-                sock.sender_waits = true;
-                return Ok(Next::Block);
+        if s.left == 0 {
+            // The ACK of everything sent came in: the held tail goes (release_sock).
+            if sh.socket().sent.is_empty() && self.transmit(s, ctx) {
+                return Ok(Next::Continue);
             }
+            {
+                let mut sock = sh.socket();
+                if s.tail.len + sock.sent_bytes >= self.sndbuf {
+                    sock.sender_waits = true;
+                    return Ok(Next::Block);
+                }
+            }
+            ctx.work(self.send_work);
+            s.left = self.msg;
         }
-        ctx.work(self.send_work);
-        let mut left = self.msg;
-        while left > 0 {
-            let Some((slot, pfn)) = self.refill(sh, s, ctx) else { break };
+        while s.left > 0 {
+            let Some((slot, pfn)) = self.refill(sh, s, ctx) else {
+                s.left = 0;
+                break;
+            };
             let size = 4096 << sh.socket().pages.pages[slot].order.0;
-            let n = left.min(size - s.frag.off);
+            let n = s.left.min(size - s.frag.off);
             // copy_from_user into the frag.
             s.frag.cursor.copy(ctx, pfn, s.frag.off, n);
             Self::append(s, &mut sh.socket().pages, slot, n);
-            left -= n;
-            if s.tail.len >= self.size_goal {
-                self.transmit(sh, s, ctx);
+            s.left -= n;
+            if s.tail.len >= self.size_goal && self.transmit(s, ctx) {
+                return Ok(Next::Continue);
             }
         }
         // Nagle: nothing unacknowledged, so the tail goes now.
-        if sh.socket().sent.is_empty() {
-            self.transmit(sh, s, ctx);
+        if sh.socket().sent.is_empty() && self.transmit(s, ctx) {
+            return Ok(Next::Continue);
         }
         Ok(self.migrate(sh, 0, ctx))
     }
 
+    /// The receiver's step: end the read its last step began (the segments it read whole
+    /// taken off, their page references dropped, a waiting sender woken once all is read),
+    /// then begin the next: the work and the copies, whose effects come at the start of the
+    /// next step, when that work is done.
     fn receiver(&self, sh: &mut impl Shared, r: &mut Receiver, ctx: &mut Ctx<'_>) -> Result<Next> {
+        if std::mem::take(&mut r.reading) {
+            self.end_read(sh, r, ctx)?;
+            if self.migrate_prob > 0.0 {
+                return Ok(self.migrate(sh, 1, ctx));
+            }
+        }
         {
             let mut sock = sh.socket();
-            if sock.sent.is_empty() {
+            let Some(first) = sock.sent.front() else {
                 sock.receiver_waits = true;
                 return Ok(Next::Block);
+            };
+            if ctx.now() < first.at {
+                // Queued by a CPU whose clock is ahead (real threads, a skewed schedule):
+                // it is not there before it arrives.
+                r.awaited += 1;
+                return Ok(Next::SleepUntil(first.at));
             }
         }
         ctx.work(self.recv_work);
         let mut want = self.msg;
-        let mut to_free = Vec::new();
         while want > 0 {
-            // Only the receiver takes segments off the queue, so the front one and its
-            // pages stay while the socket is let go for the copy.
-            let (piece, pieces, pfn) = {
+            // Only the receiver takes segments off the queue, so the segments it reads and
+            // their pages stay while the socket is let go for the copy.
+            let (piece, pieces, pfn, at) = {
                 let sock = sh.socket();
-                let Some(seg) = sock.sent.front() else { break };
+                let Some(seg) = sock.sent.get(r.consumed) else { break };
                 let piece = seg.pieces[r.rpiece];
-                (piece, seg.pieces.len(), sock.pages.pages[piece.page].pfn)
+                (piece, seg.pieces.len(), sock.pages.pages[piece.page].pfn, seg.at)
             };
+            if ctx.now() < at {
+                // Not there yet: the read takes what has arrived.
+                r.awaited += 1;
+                break;
+            }
             let n = want.min(piece.len - r.rbyte);
             // copy_to_user from the frag page.
             r.rcursor.copy(ctx, pfn, piece.off + r.rbyte, n);
@@ -437,19 +514,31 @@ impl Config {
             if r.rpiece < pieces {
                 continue;
             }
-            // The skb is consumed: its references go, freeing pages the sender left.
+            // The skb is read whole: it goes when the read ends.
             r.rpiece = 0;
-            {
-                let mut sock = sh.socket();
+            r.consumed += 1;
+        }
+        r.reading = true;
+        Ok(Next::Continue)
+    }
+
+    /// The end of a read: the skbs it read whole are consumed, their references go, freeing
+    /// pages the sender left; with everything read, `tcp_cleanup_rbuf` ACKs and a sleeping
+    /// sender gets its space back.
+    fn end_read(&self, sh: &mut impl Shared, r: &mut Receiver, ctx: &mut Ctx<'_>) -> Result<()> {
+        let to_free: Vec<(Pfn, Order)> = {
+            let mut sock = sh.socket();
+            let mut v = Vec::new();
+            for _ in 0..std::mem::take(&mut r.consumed) {
                 let Some(seg) = sock.sent.pop_front() else { break };
                 sock.sent_bytes -= seg.len;
-                to_free.extend(seg.pieces.iter().filter_map(|p| sock.pages.put(p.page)));
+                v.extend(seg.pieces.iter().filter_map(|p| sock.pages.put(p.page)));
             }
-            for (pfn, order) in to_free.drain(..) {
-                ctx.free(pfn, order)?;
-            }
+            v
+        };
+        for (pfn, order) in to_free {
+            ctx.free(pfn, order)?;
         }
-        // Everything read: tcp_cleanup_rbuf ACKs; a sleeping sender gets its space back.
         let woke = {
             let mut sock = sh.socket();
             sock.sent.is_empty() && std::mem::take(&mut sock.sender_waits)
@@ -458,7 +547,7 @@ impl Config {
             let to = sh.tasks().cpu(0);
             ctx.wake(to, ctx.now() + self.wake);
         }
-        Ok(self.migrate(sh, 1, ctx))
+        Ok(())
     }
 
     /// After task `t`'s step: what its CPU does next, having maybe moved the task. Without
@@ -499,13 +588,13 @@ impl Workload for NetperfTcp {
             if moved(ctx) {
                 return Ok(Next::Continue);
             }
-            self.cfg.sender(sh, &mut s, ctx)
+            timed(ctx, |s| &mut s.clock, &mut s, |ctx, s| self.cfg.sender(sh, s, ctx))
         } else {
             let mut r = lock(&self.receiver.0);
             if moved(ctx) {
                 return Ok(Next::Continue);
             }
-            self.cfg.receiver(sh, &mut r, ctx)
+            timed(ctx, |r| &mut r.clock, &mut r, |ctx, r| self.cfg.receiver(sh, r, ctx))
         }
     }
 
@@ -523,9 +612,9 @@ impl Workload for NetperfTcp {
             return Ok(next);
         }
         if t == 0 {
-            cfg.sender(sh, part(&mut sender.0), ctx)
+            timed(ctx, |s| &mut s.clock, part(&mut sender.0), |ctx, s| cfg.sender(sh, s, ctx))
         } else {
-            cfg.receiver(sh, part(&mut receiver.0), ctx)
+            timed(ctx, |r| &mut r.clock, part(&mut receiver.0), |ctx, r| cfg.receiver(sh, r, ctx))
         }
     }
 
@@ -536,10 +625,12 @@ impl Workload for NetperfTcp {
             let tasks = part(&mut self.tasks);
             (tasks.cpu(0), tasks.cpu(1))
         };
-        let tail = std::mem::take(&mut part(&mut self.sender.0).tail);
+        let sender = part(&mut self.sender.0);
+        let tail = std::mem::take(&mut sender.tail);
+        let pending = sender.pending.take().unwrap_or_default();
         let sock = part(&mut self.socket);
         let mut live = vec![false; sock.pages.pages.len()];
-        for seg in sock.sent.iter().chain(std::iter::once(&tail)) {
+        for seg in sock.sent.iter().chain([&tail, &pending]) {
             for p in &seg.pieces {
                 live[p.page] = true;
             }
@@ -551,10 +642,14 @@ impl Workload for NetperfTcp {
 
     fn metrics(&self) -> Vec<(String, f64)> {
         let secs = self.cfg.end as f64 / 1e12;
-        let received = lock(&self.receiver.0).received;
+        let (received, awaited) = {
+            let r = lock(&self.receiver.0);
+            (r.received, r.awaited)
+        };
         let s = lock(&self.sender.0);
         vec![
             ("throughput".into(), (received * 8) as f64 / 1e6 / secs),
+            ("arrivals_awaited".into(), awaited as f64),
             ("bytes".into(), received as f64),
             ("segments".into(), s.segments as f64),
             ("frag_allocs".into(), s.frag.allocs as f64),
@@ -641,6 +736,25 @@ mod tests {
         assert!(top(&revert) > top(&vanilla), "{} vs {}", top(&revert), top(&vanilla));
         assert_eq!(revert.events.get(Counter::PcpAlloc), 0);
         assert!(revert.cold_touch_pct() <= vanilla.cold_touch_pct());
+    }
+
+    /// A segment reaches the receiver's queue when the work of sending it is done, at the
+    /// start of the sender's next step, so in the model's clock order the receiver never
+    /// finds one queued that arrives after its own time (`arrivals_awaited`, which counts
+    /// the times it does and waits). Queued by the step that sent it, as before, the first
+    /// of these runs already found one 5.4 µs early.
+    #[test]
+    fn no_segment_is_read_before_it_arrives() {
+        for (preset, seed, extra) in [
+            ("hpc-vanilla", 1, None),
+            ("hpc-revert", 2, None),
+            ("hpc-vanilla", 3, Some("message_size=1024")),
+            ("hpc-vanilla", 4, Some("migrate_prob=0.01")),
+        ] {
+            let o = run(preset, seed, extra.as_slice());
+            assert!(metric(&o, "bytes") > 1e6, "{preset} {seed}: {}", metric(&o, "bytes"));
+            assert_eq!(metric(&o, "arrivals_awaited"), 0.0, "{preset} {seed}");
+        }
     }
 
     /// Seed 000's machine and presets at full size: `cargo test --release -p pagealloc-lab
