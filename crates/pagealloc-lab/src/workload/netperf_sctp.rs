@@ -92,8 +92,9 @@
 //! ends — the message consumed, the window grown, the packet freed, the socket released —
 //! at the start of its next step. A reader that finds a packet queued that arrives after its
 //! own time (a CPU whose clock is ahead queued it: real threads, a skewed schedule) waits
-//! until it arrives (`arrivals_awaited`, 0 in the model's own order), and a task that a migration puts on a CPU whose clock is behind its own time
-//! waits for that time first ([`TaskClock`]). Before this, a reader woken late read
+//! until it arrives (`arrivals_awaited`, 0 in the model's own order), and a task that a
+//! migration puts on a CPU whose clock is behind its own time waits for that time first
+//! ([`TaskClock`]). Before this, a reader woken late read
 //! packets a sender's step sent up to ten microseconds later, and the SACKs those packets
 //! drew counted chunks the reader had in truth not yet reached.
 
