@@ -85,10 +85,9 @@ fn run(preset: &str) {
     // The drainer: every way of emptying pagesets, in a loop, on CPU 3.
     let drainer = {
         let (pa, stop, node0) = (Arc::clone(&pa), Arc::clone(&stop), node0.clone());
-        let done = Arc::clone(&rounds);
+        let rounds = Arc::clone(&rounds);
         let cpu = cpus[3];
         std::thread::spawn(move || {
-            let mut rounds = 0u64;
             while !stop.load(Relaxed) {
                 pa.drain_all_pages(cpu, None);
                 for &z in &node0 {
@@ -100,10 +99,8 @@ fn run(preset: &str) {
                 for c in 0..4 {
                     pa.tick(pa.cpu(CpuId(c)).unwrap());
                 }
-                rounds += 1;
-                done.store(rounds, Relaxed);
+                rounds.fetch_add(1, Relaxed);
             }
-            rounds
         })
     };
 
@@ -221,8 +218,8 @@ fn run(preset: &str) {
         handle.join().unwrap();
     }
     stop.store(true, Relaxed);
-    let drains = drainer.join().unwrap();
-    assert!(drains >= u64::from(BATCHES), "{preset}: {drains} drain rounds");
+    // Every batch waited for a drain round above, so the rounds raced every batch.
+    drainer.join().unwrap();
     // Both states a freed block can be found in were met (each case happens hundreds of
     // times in a run).
     assert!(listed > 0 && merged > 0, "{preset}: {listed} still listed, {merged} merged");

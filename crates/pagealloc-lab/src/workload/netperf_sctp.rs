@@ -691,7 +691,10 @@ impl NetperfSctp {
         let (taken, wake_reader, sack) = {
             let mut a = lock(&self.p[i].assoc);
             if now < a.reader_owns_until && !a.receiver_waits {
-                // The reader owns its socket: the packet waits in the socket's backlog.
+                // The reader owns its socket: the packet waits in the socket's backlog. (A
+                // reader asleep owns nothing, whatever its last release's time: a sender
+                // whose clock is behind that release, on real threads, delivers as usual
+                // and wakes it, rather than leaving the packet where no one takes it.)
                 a.rx_backlog.push_back(pkt);
                 return Ok(());
             }
