@@ -1075,20 +1075,9 @@ impl HandoffBench {
     /// Drop the repetitions run on one CPU and summarise; `uncontended` is the lock+unlock
     /// taken off each acquisition.
     pub fn finish(self, quick: bool, uncontended: f64) -> Result<HandoffFigures> {
-        let reps = self.reps.len();
-        let same = self.reps.iter().filter(|r| !apart(r)).count();
-        // A quick run on a busy machine may find no repetition on two CPUs throughout; it
-        // then keeps them all (and says so): the medians still shed the windows that waited
-        // for a time slice. A real calibration refuses.
-        let unchecked = same == reps;
-        if unchecked && !quick {
-            bail!(
-                "lock handoff: in every one of {reps} repetitions the two threads shared a \
-                 CPU (or /proc/thread-self/stat was unreadable); the machine is too busy"
-            );
-        }
+        let kept = Kept::of(&self.reps, apart, quick, "lock handoff")?;
         let (mut flag, mut acq) = (Vec::new(), Vec::new());
-        for r in self.reps.iter().filter(|r| unchecked || apart(r)) {
+        for r in &kept.reps {
             flag.push(r.0);
             acq.extend_from_slice(&r.1);
         }
@@ -1097,11 +1086,39 @@ impl HandoffBench {
             handoff: acquisition.shifted(-uncontended),
             acquisition,
             flag_one_way: Summary::of(&mut flag),
-            reps_kept: if unchecked { reps } else { reps - same },
-            reps_same_cpu: same,
-            unchecked,
+            reps_kept: kept.reps.len(),
+            reps_same_cpu: kept.same_cpu,
+            unchecked: kept.unchecked,
             pinned: false,
         })
+    }
+}
+
+/// The repetitions of a two-thread measurement that count: those whose two threads ran on
+/// different CPUs before and after. A quick run on a busy machine may find none; it then
+/// keeps them all and says so (the medians still shed the windows that waited for a time
+/// slice). A real calibration refuses.
+struct Kept<'r, R> {
+    reps: Vec<&'r R>,
+    /// Repetitions in which the two threads shared a CPU.
+    same_cpu: usize,
+    /// Every repetition kept, none having run on two CPUs throughout (quick runs only).
+    unchecked: bool,
+}
+
+impl<'r, R> Kept<'r, R> {
+    fn of(reps: &'r [R], apart: impl Fn(&R) -> bool, quick: bool, what: &str) -> Result<Self> {
+        let same_cpu = reps.iter().filter(|r| !apart(r)).count();
+        let unchecked = same_cpu == reps.len();
+        if unchecked && !quick {
+            bail!(
+                "{what}: in every one of {} repetitions the two threads shared a CPU (or \
+                 /proc/thread-self/stat was unreadable); the machine is too busy",
+                reps.len()
+            );
+        }
+        let reps = reps.iter().filter(|r| unchecked || apart(r)).collect();
+        Ok(Kept { reps, same_cpu, unchecked })
     }
 }
 
@@ -1219,29 +1236,18 @@ impl WakeBench {
 
     /// Drop the repetitions run on one CPU and summarise.
     pub fn finish(self, quick: bool) -> Result<WakeFigures> {
-        let reps = self.reps.len();
-        let same = self.reps.iter().filter(|r| !on_two_cpus(r.2, r.3)).count();
-        // As for the handoff: a quick run on a busy machine keeps them all and says so.
-        let unchecked = same == reps;
-        if unchecked && !quick {
-            bail!(
-                "wake-up: in every one of {reps} repetitions the two threads shared a CPU (or \
-                 /proc/thread-self/stat was unreadable); the machine is too busy"
-            );
-        }
-        let kept: Vec<&WakeRep> =
-            self.reps.iter().filter(|r| unchecked || on_two_cpus(r.2, r.3)).collect();
-        let mut one_way: Vec<f64> = kept.iter().flat_map(|r| r.0.iter().copied()).collect();
-        let mut call: Vec<f64> = kept.iter().flat_map(|r| r.1.iter().copied()).collect();
+        let kept = Kept::of(&self.reps, |r| on_two_cpus(r.2, r.3), quick, "wake-up")?;
+        let mut one_way: Vec<f64> = kept.reps.iter().flat_map(|r| r.0.iter().copied()).collect();
+        let mut call: Vec<f64> = kept.reps.iter().flat_map(|r| r.1.iter().copied()).collect();
         Ok(WakeFigures {
             one_way: Summary::of(&mut one_way),
             call: Summary::of(&mut call),
             // `Summary::of` sorted them.
             one_way_quantiles: quantiles(&one_way, WAKE_QUANTILES),
             call_quantiles: quantiles(&call, WAKE_QUANTILES),
-            reps_kept: if unchecked { reps } else { reps - same },
-            reps_same_cpu: same,
-            unchecked,
+            reps_kept: kept.reps.len(),
+            reps_same_cpu: kept.same_cpu,
+            unchecked: kept.unchecked,
         })
     }
 }
@@ -1430,6 +1436,124 @@ fn touch_pass(
         }
         let t1 = clk.ns();
         out.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
+    }
+}
+
+/// Page writes of pages the other CPU wrote last, ns per page (`write_c2c_gbps`).
+#[derive(Clone, Debug, Serialize)]
+pub struct C2cTouchFigures {
+    /// A page of the region, the other thread having written the whole region just before.
+    pub page: Summary,
+    /// The region, bytes (a quarter of the L2, as for [`TouchFigures::l2`]).
+    pub region_bytes: u64,
+    /// Repetitions kept (both threads on different CPUs before and after).
+    pub reps_kept: usize,
+    /// Repetitions in which the two threads shared a CPU (dropped unless `unchecked`).
+    pub reps_same_cpu: usize,
+    /// Quick runs only: no repetition ran on two CPUs throughout, so all were kept.
+    pub unchecked: bool,
+}
+
+/// One repetition of the c2c page writes: (ns per page of each timed window, the timing
+/// thread's CPUs before/after, the partner's).
+type C2cRep = (Vec<f64>, [Option<u32>; 2], [Option<u32>; 2]);
+
+/// Two threads take turns writing a region a quarter of the L2 whole (`fill`, as
+/// [`TouchBench`] writes), each page in the same shuffled order; the thread under test times
+/// its passes in windows of [`WINDOW`] pages, so every page it writes is one the other
+/// thread wrote a moment ago and still holds in its own L2 (what a receiver's copy-out of a
+/// packet the sender just built, or a page freed on one CPU and reused on its neighbour,
+/// finds). Threads are not pinned: repetitions in which both ran on one CPU are dropped, as
+/// for the handoff. The turn is a flag; the region's lock is taken once a pass, outside the
+/// timed windows, and is never contended (the turns order the passes).
+#[derive(Debug)]
+pub struct C2cTouchBench {
+    region: StdMutex<Vec<u8>>,
+    order: Vec<usize>,
+    reps: Vec<C2cRep>,
+    /// Passes so far: the byte each pass writes.
+    passes: u8,
+}
+
+impl C2cTouchBench {
+    /// The region, as large as [`TouchBench`]'s L2 region, faulted in.
+    pub fn new(touch: &TouchBench) -> C2cTouchBench {
+        let pages = touch.l2_region.len() / PAGE;
+        let mut order: Vec<usize> = (0..pages).collect();
+        shuffle(&mut order, &mut Rng::new(0xc2c));
+        C2cTouchBench {
+            region: StdMutex::new(vec![1u8; pages * PAGE]),
+            order,
+            reps: Vec::new(),
+            passes: 0,
+        }
+    }
+
+    /// One repetition of `2 * plan.hot_passes` turns each (the partner's first); returns
+    /// its median ns per page (NaN if the threads shared a CPU).
+    pub fn round(&mut self, plan: &Plan, clk: &Clock, overhead: f64) -> f64 {
+        let turns = 2 * plan.hot_passes;
+        let (region, order) = (&self.region, &self.order[..]);
+        let turn = Padded(AtomicU32::new(1));
+        let first = self.passes;
+        let rep: C2cRep = std::thread::scope(|s| {
+            let turn = &turn.0;
+            let partner = s.spawn(move || {
+                let before = current_cpu();
+                for t in 0..turns {
+                    wait_turn(turn, 1);
+                    let value = first.wrapping_add(2 * t as u8 + 1);
+                    touch_pass(
+                        &mut crate::model::lock(region),
+                        order,
+                        value,
+                        clk,
+                        0.0,
+                        &mut Vec::new(),
+                    );
+                    turn.store(0, Ordering::Release);
+                }
+                [before, current_cpu()]
+            });
+            let before = current_cpu();
+            let mut samples = Vec::with_capacity(turns * order.len() / WINDOW);
+            for t in 0..turns {
+                wait_turn(turn, 0);
+                let value = first.wrapping_add(2 * t as u8 + 2);
+                touch_pass(
+                    &mut crate::model::lock(region),
+                    order,
+                    value,
+                    clk,
+                    overhead,
+                    &mut samples,
+                );
+                turn.store(1, Ordering::Release);
+            }
+            let theirs = partner.join().expect("c2c page-write partner panicked");
+            (samples, [before, current_cpu()], theirs)
+        });
+        self.passes = first.wrapping_add(2 * turns as u8);
+        let median = if on_two_cpus(rep.1, rep.2) {
+            Summary::of(&mut rep.0.clone()).median
+        } else {
+            f64::NAN
+        };
+        self.reps.push(rep);
+        median
+    }
+
+    /// Drop the repetitions run on one CPU and summarise.
+    pub fn finish(self, quick: bool) -> Result<C2cTouchFigures> {
+        let kept = Kept::of(&self.reps, |r| on_two_cpus(r.1, r.2), quick, "c2c page writes")?;
+        let mut page: Vec<f64> = kept.reps.iter().flat_map(|r| r.0.iter().copied()).collect();
+        Ok(C2cTouchFigures {
+            page: Summary::of(&mut page),
+            region_bytes: crate::model::lock(&self.region).len() as u64,
+            reps_kept: kept.reps.len(),
+            reps_same_cpu: kept.same_cpu,
+            unchecked: kept.unchecked,
+        })
     }
 }
 
@@ -1928,6 +2052,9 @@ pub struct RoundMedians {
     pub handoff_acquisition: Vec<f64>,
     /// A page write in the L2 (`write_l2_gbps`).
     pub l2: Vec<f64>,
+    /// A page write of a page the other CPU wrote last (`write_c2c_gbps`; NaN: the threads
+    /// shared a CPU).
+    pub c2c: Vec<f64>,
     /// `page_touch_hot_ns`.
     pub hot: Vec<f64>,
     /// `page_touch_cold_ns`.
@@ -1960,6 +2087,8 @@ pub struct Calibration {
     pub handoff: HandoffFigures,
     /// Page writes.
     pub touch: TouchFigures,
+    /// Page writes of pages the other CPU wrote last.
+    pub c2c_touch: C2cTouchFigures,
     /// The share of the LLC page writes find.
     pub share: ShareFigures,
     /// Load latencies.
@@ -2003,6 +2132,7 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
     let mut holds = HoldBench::new(&clk)?;
     let mut handoff = HandoffBench::new()?;
     let mut touch = TouchBench::new(plan);
+    let mut c2c_touch = C2cTouchBench::new(&touch);
     let mut share = ShareBench::new(plan);
     let mut latency = LatencyBench::new(plan);
     let mut wake = WakeBench::default();
@@ -2010,7 +2140,8 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
     let mut rounds = RoundMedians::default();
     for r in 0..plan.rounds {
         progress(&format!(
-            "round {}/{}: clock, pageset, spin lock, zone-lock holds, handoff, page writes{}, \
+            "round {}/{}: clock, pageset, spin lock, zone-lock holds, handoff, page writes (own \
+             and the other CPU's){}, \
              load latencies, wake-ups",
             r + 1,
             plan.rounds,
@@ -2033,6 +2164,7 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
         rounds.l2.push(l);
         rounds.hot.push(h);
         rounds.cold.push(c);
+        rounds.c2c.push(c2c_touch.round(plan, &clk, ovh));
         if r % plan.share_every.max(1) == 0 {
             share.sweep(h, c, &clk, ovh);
         }
@@ -2050,6 +2182,7 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
         holds: holds.finish(plan.quick)?,
         handoff: handoff.finish(plan.quick, lock.median)?,
         touch: touch.finish(plan.quick)?,
+        c2c_touch: c2c_touch.finish(plan.quick)?,
         share: share.finish(),
         latency: latency.finish(),
         wake: wake.finish(plan.quick)?,
@@ -2196,6 +2329,21 @@ mod tests {
         assert!(bucket_key(2000) - bucket_key(1800) <= 1);
         let holds = [(1, 10.0), (1, 30.0), (1, 20.0), (2, 5.0), (500, 1.0), (510, 3.0)];
         assert_eq!(bucket_medians(&holds, 2), vec![(1.0, 20.0), (505.0, 2.0)]);
+    }
+
+    /// Only repetitions on two CPUs count; a quick run with none keeps them all and says
+    /// so, a real one refuses.
+    #[test]
+    fn two_thread_repetitions_count_only_on_two_cpus() {
+        let reps = [(1, true), (2, false), (3, true)];
+        let kept = Kept::of(&reps, |r| r.1, false, "test").unwrap();
+        assert_eq!(kept.reps.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 3]);
+        assert_eq!((kept.same_cpu, kept.unchecked), (1, false));
+        let shared = [(1, false), (2, false)];
+        let kept = Kept::of(&shared, |r| r.1, true, "test").unwrap();
+        assert_eq!((kept.reps.len(), kept.same_cpu, kept.unchecked), (2, 2, true));
+        let e = Kept::of(&shared, |r| r.1, false, "c2c page writes").err().unwrap();
+        assert!(e.to_string().starts_with("c2c page writes: in every one of 2"), "{e}");
     }
 
     #[test]

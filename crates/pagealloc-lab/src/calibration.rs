@@ -69,6 +69,7 @@ pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
         (r(s.median), Summary { median: r(s.median), p10: r(s.p90), p90: r(s.p10), n: s.n })
     };
     let (l2, l2_s) = gbps(c.touch.l2);
+    let (c2c, c2c_s) = gbps(c.c2c_touch.page);
     let (hot, hot_s) = gbps(c.touch.hot);
     let (cold, cold_s) = gbps(c.touch.cold);
     let mut rows = vec![
@@ -116,6 +117,16 @@ pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
                  and over",
                 c.touch.l2_region_bytes >> 10,
                 c.touch.l2_bytes >> 10
+            ),
+        ),
+        (
+            Level::WriteC2c,
+            c2c,
+            c2c_s,
+            format!(
+                "two threads taking turns writing a {} KiB region whole, the same pages; each \
+                 page written is one the other CPU wrote a moment ago",
+                c.c2c_touch.region_bytes >> 10
             ),
         ),
         (

@@ -67,6 +67,13 @@ pub(crate) const METRICS: &[(&str, bool, &str)] = &[
          at the machine's write rates; the real runner's wall time in them (one in 32 timed, fenced)",
     ),
     (
+        "touch_ns_per_page",
+        false,
+        "page touches and copies per page written, ns: the same time over the pages instead \
+         of the steps, so it compares the two runners' price of a page even where they split \
+         the work into different numbers of steps",
+    ),
+    (
         "calls_ns",
         false,
         "allocator calls per step, ns (part of beyond_work_ns, zone-lock waits excluded): the \
@@ -146,6 +153,13 @@ pub(crate) fn value(name: &str, r: &RunResult, real: bool) -> f64 {
         "work_s" => r.outcome.work_ps as f64 / 1e12,
         "beyond_work_ns" => per_step_ns(&r.outcome, r.outcome.beyond_work_ps),
         "touch_ns" => per_step_ns(&r.outcome, r.outcome.touch_ps),
+        "touch_ns_per_page" => {
+            let (hot, cold) = r.outcome.touches;
+            match hot + cold {
+                0 => f64::NAN,
+                pages => r.outcome.touch_ps as f64 / 1000.0 / pages as f64,
+            }
+        }
         "calls_ns" => per_step_ns(&r.outcome, r.outcome.call_ps),
         "rest_ns" => {
             let o = &r.outcome;
@@ -482,6 +496,19 @@ mod tests {
         h.set(Level::LlcUsable, crate::machine::hierarchy::Sourced::new(32.0, "measured"));
         like.hierarchy = Some(h);
         assert_eq!(llc_share_note(&like, 260 << 20, true), None, "the share is measured");
+    }
+
+    /// A page's price is the touch time over the pages the run wrote, hot and cold, however
+    /// many steps it took; a run that wrote none has none.
+    #[test]
+    fn a_page_s_price_is_the_touch_time_over_the_pages() {
+        let mut r = small_run();
+        (r.outcome.steps, r.outcome.touch_ps, r.outcome.touches) = (7, 9_000_000, (200, 100));
+        assert_eq!(value("touch_ns_per_page", &r, false), 30.0);
+        r.outcome.steps = 700;
+        assert_eq!(value("touch_ns_per_page", &r, true), 30.0, "steps do not enter");
+        r.outcome.touches = (0, 0);
+        assert!(value("touch_ns_per_page", &r, false).is_nan());
     }
 
     /// The widest gap is taken among the step's parts only, by absolute difference.

@@ -81,6 +81,9 @@ This machine's memory hierarchy (the [hierarchy] of --machine-out):
   write_dram_gbps             1/4 of the LLC: a VM is told the host's whole LLC but gets a
                               share), and one 8 LLCs large written once per pass after an
                               eviction
+  write_c2c_gbps              the same threads take turns writing the L2 region whole: a
+                              page the other CPU wrote a moment ago (a receiver's copy of
+                              what a sender built). Used beside write_l2_gbps
   wake_idle_ns                two threads hand a turn back and forth, each blocked on its
                               own condition variable until the other wakes it (the real
                               runner's wake-up; between turns a CPU is idle): half a round
@@ -355,14 +358,15 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
     let _ = writeln!(
         s,
         "- drift: per-round medians over the {} rounds: clock read {}, pcp alloc {}, pcp free \
-         {}, handoff acquisition {}, hot write {}, cold write {}, L2 load {}, LLC load {}, DRAM \
-         load {}",
+         {}, handoff acquisition {}, hot write {}, other CPU's page write {}, cold write {}, L2 \
+         load {}, LLC load {}, DRAM load {}",
         c.plan.rounds,
         range(&r.timer),
         range(&r.pcp_alloc),
         range(&r.pcp_free),
         range(&r.handoff_acquisition),
         range(&r.hot),
+        range(&r.c2c),
         range(&r.cold),
         range(&r.latency.iter().map(|l| l[0]).collect::<Vec<_>>()),
         range(&r.latency.iter().map(|l| l[1]).collect::<Vec<_>>()),
@@ -541,8 +545,8 @@ pub fn run(args: &Args) -> Result<()> {
 mod tests {
     use super::*;
     use crate::calibrate::{
-        HandoffFigures, HoldFit, LatencyFigures, Machine as Host, PcpFigures, RoundMedians,
-        ShareFigures, SlabFigures, TouchFigures, WakeFigures,
+        C2cTouchFigures, HandoffFigures, HoldFit, LatencyFigures, Machine as Host, PcpFigures,
+        RoundMedians, ShareFigures, SlabFigures, TouchFigures, WakeFigures,
     };
 
     fn s(median: f64) -> Summary {
@@ -602,6 +606,13 @@ mod tests {
                 cold_bytes: 64 << 20,
                 evict_bytes: 64 << 20,
             },
+            c2c_touch: C2cTouchFigures {
+                page: s(64.0),
+                region_bytes: 512 << 10,
+                reps_kept: 2,
+                reps_same_cpu: 0,
+                unchecked: false,
+            },
             share: ShareFigures {
                 sizes: vec![4 << 20, 6 << 20, 9 << 20, 13 << 20],
                 ns: vec![100.0, 120.0, 500.0, f64::NAN],
@@ -634,6 +645,7 @@ mod tests {
                 slab_free: vec![35.0, 35.0],
                 handoff_acquisition: vec![f64::NAN, 5.0],
                 l2: vec![40.0, 40.0],
+                c2c: vec![64.0, f64::NAN],
                 hot: vec![100.0, 100.0],
                 cold: vec![600.0, 610.0],
                 latency: vec![[4.0, 12.0, 110.0]; 2],
@@ -718,6 +730,8 @@ mod tests {
         let get = |l: Level| rows.iter().find(|r| r.0 == l).unwrap();
         // 4096 bytes in 100 ns = 40.96 GB/s; in 600 ns = 6.83 GB/s.
         assert_eq!(get(Level::WriteLlc).1, 40.96);
+        assert_eq!(get(Level::WriteC2c).1, 64.0, "4096 bytes in 64 ns");
+        assert!(get(Level::WriteC2c).3.contains("the other CPU wrote a moment ago"));
         assert_eq!(get(Level::WriteDram).1, 6.83);
         assert_eq!(get(Level::DramLocal).1, 110.0);
         // A handoff below the clock's resolution is written as 0.

@@ -39,7 +39,8 @@ A machine file describes the nodes, their CPUs, memory and caches:
     # c2c_same_llc_ns, dram_local_ns, handoff_same_llc_ns, write_llc_gbps, write_dram_gbps;
     # with several nodes also c2c_remote_ns, dram_remote_ns, handoff_remote_ns; with several
     # LLCs on one node also c2c_other_llc_ns, handoff_other_llc_ns; optional:
-    # write_l2_gbps (a page still in the core's L2; without it, the LLC's rate), and a
+    # write_l2_gbps (a page still in the core's L2; without it, the LLC's rate), beside it
+    # write_c2c_gbps (a page another core of the LLC wrote last and still holds), and a
     # host's wake-up as calibrate measures it: wake_idle_ns, wake_call_ns, each may add the
     # measured spread, quantiles = [Q1, ..., Qn] (ascending, the i-th the i/(n+1) quantile)
 

@@ -51,6 +51,12 @@ pub enum Level {
     /// moment ago, handed back by the pageset's LIFO). Optional: a machine without it prices
     /// such a page at the LLC's rate.
     WriteL2,
+    /// One core's streaming write rate to pages another core of the same LLC wrote a moment
+    /// ago, still in that core's private L2 (a receiver copying what a sender just wrote, a
+    /// page freed on one CPU and allocated on its neighbour). Optional, and used only with
+    /// [`Level::WriteL2`] (the model tells which core's L2 holds a page only then): a machine
+    /// without it prices such a page at the LLC's rate.
+    WriteC2c,
     /// One core's streaming write rate to memory that stays in the LLC.
     WriteLlc,
     /// One core's streaming write rate to memory that is not cached (local DRAM).
@@ -104,7 +110,7 @@ pub enum Needed {
 
 impl Level {
     /// Every figure.
-    pub const ALL: [Level; 19] = [
+    pub const ALL: [Level; 20] = [
         Level::L2Hit,
         Level::LlcHit,
         Level::C2cSameLlc,
@@ -116,6 +122,7 @@ impl Level {
         Level::HandoffOtherLlc,
         Level::HandoffRemote,
         Level::WriteL2,
+        Level::WriteC2c,
         Level::WriteLlc,
         Level::WriteDram,
         Level::WakeIdle,
@@ -140,6 +147,7 @@ impl Level {
             Level::HandoffOtherLlc => "handoff_other_llc_ns",
             Level::HandoffRemote => "handoff_remote_ns",
             Level::WriteL2 => "write_l2_gbps",
+            Level::WriteC2c => "write_c2c_gbps",
             Level::WriteLlc => "write_llc_gbps",
             Level::WriteDram => "write_dram_gbps",
             Level::WakeIdle => "wake_idle_ns",
@@ -170,6 +178,7 @@ impl Level {
             Level::HandoffOtherLlc => "contended lock handed to another LLC of the node",
             Level::HandoffRemote => "contended lock handed to another node",
             Level::WriteL2 => "one core's write rate, L2-resident",
+            Level::WriteC2c => "one core's write rate, in another core's L2 of the LLC",
             Level::WriteLlc => "one core's write rate, LLC-resident",
             Level::WriteDram => "one core's write rate, from DRAM",
             Level::WakeIdle => "a thread blocked on an idle CPU, woken until it runs",
@@ -184,7 +193,10 @@ impl Level {
     /// Is the figure a rate (GB/s, 10^9 bytes a second) rather than a latency (ns) or a
     /// capacity (MiB)?
     pub fn is_rate(self) -> bool {
-        matches!(self, Level::WriteL2 | Level::WriteLlc | Level::WriteDram | Level::NodeRw)
+        matches!(
+            self,
+            Level::WriteL2 | Level::WriteC2c | Level::WriteLlc | Level::WriteDram | Level::NodeRw
+        )
     }
 
     /// The figure's unit as printed: GB/s for a rate, MiB for a capacity, lines for the
@@ -234,6 +246,7 @@ impl Level {
             Level::C2cOtherLlc | Level::HandoffOtherLlc => Needed::SeveralLlcsPerNode,
             Level::C2cRemote | Level::DramRemote | Level::HandoffRemote => Needed::SeveralNodes,
             Level::WriteL2
+            | Level::WriteC2c
             | Level::WakeIdle
             | Level::WakeCall
             | Level::LlcUsable
@@ -347,6 +360,16 @@ impl Hierarchy {
             }
             check_quantiles(level, f).map_err(|message| HierarchyError { level, message })?;
         }
+        if self.get(Level::WriteC2c).is_some() && self.get(Level::WriteL2).is_none() {
+            return Err(HierarchyError {
+                level: Level::WriteC2c,
+                message: format!(
+                    "needs `{}` too: the model tells which core's L2 holds a page only when it \
+                     keeps the cores' L2s, which it does for a machine that prices them",
+                    Level::WriteL2.key()
+                ),
+            });
+        }
         Ok(())
     }
 }
@@ -455,6 +478,15 @@ mod tests {
         h.check(true, true).unwrap();
         h.set(Level::WakeIdle, Sourced::new(2e8, "measured here"));
         assert_eq!(h.check(true, true).unwrap_err().level, Level::WakeIdle);
+        // The write rate into another core's L2 is optional, but only beside the L2's own.
+        h = full();
+        h.figures[Level::WriteC2c as usize] = None;
+        h.check(true, true).unwrap();
+        h = full();
+        h.figures[Level::WriteL2 as usize] = None;
+        let e = h.check(true, true).unwrap_err();
+        assert_eq!(e.level, Level::WriteC2c);
+        assert!(e.to_string().contains("needs `write_l2_gbps` too"), "{e}");
     }
 
     #[test]

@@ -14,6 +14,17 @@
 //! The same structure, one "cache" per L2 domain with the L2's capacity, tells which pages
 //! are still in a core's private L2, where the machine prices those (`write_l2_gbps`).
 
+/// Where [`LlcModel::touch_page`] found a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seen {
+    /// In the touching cache.
+    Hot,
+    /// In another cache of the model, the one that touched it last.
+    Elsewhere,
+    /// In none: never touched, or aged out of the cache that touched it last.
+    Cold,
+}
+
 /// Every LLC's touch clock and every frame's last touch.
 ///
 /// A frame's stamp is one 32-bit word, `(LLC + 1) << counter_bits | that LLC's clock at the
@@ -121,6 +132,50 @@ impl LlcModel {
         cold
     }
 
+    /// Cache `llc` touches frame `f` ([`touch`](Self::touch) of one frame), and says where it
+    /// was: in this cache, in another one of the model that touched it last and still holds
+    /// it (with one "cache" per core's L2, another core's L2), or in none.
+    pub fn touch_page(&mut self, llc: usize, f: u64) -> Seen {
+        let mask = (1u32 << self.counter_bits) - 1;
+        if self.clock[llc] == mask {
+            self.renormalise(llc);
+        }
+        let now = self.clock[llc];
+        self.clock[llc] = now + 1;
+        let tag = (llc as u32 + 1) << self.counter_bits;
+        let Some(slot) = self.last.get_mut(f as usize) else {
+            self.cold += 1;
+            return Seen::Cold;
+        };
+        let last = *slot;
+        *slot = tag | now;
+        let seen = match (last >> self.counter_bits) as usize {
+            0 => Seen::Cold,
+            owner if owner - 1 == llc => {
+                if now - (last & mask) <= self.capacity[llc] {
+                    Seen::Hot
+                } else {
+                    Seen::Cold
+                }
+            }
+            owner => {
+                // Its stamp is on the other cache's clock, which renormalising keeps exact.
+                let other = owner - 1;
+                if self.clock[other] - (last & mask) <= self.capacity[other] {
+                    Seen::Elsewhere
+                } else {
+                    Seen::Cold
+                }
+            }
+        };
+        if seen == Seen::Hot {
+            self.hot += 1;
+        } else {
+            self.cold += 1;
+        }
+        seen
+    }
+
     /// LLC `llc` took `pages` pages' worth of other data (no frame of the model): every
     /// frame's age there grows by `pages`, as if that many other pages were touched.
     pub fn advance(&mut self, llc: usize, pages: u64) {
@@ -198,6 +253,33 @@ mod tests {
             assert_eq!(m.touch(0, 10, 1), 1);
             assert_eq!(m.touch(0, 10, 1), 0);
         }
+    }
+
+    /// `touch_page` answers as `touch` does for the toucher, and tells a frame that another
+    /// cache touched last and still holds from one that cache has aged out.
+    #[test]
+    fn a_page_another_cache_still_holds_is_seen_there() {
+        let mut m = LlcModel::new(64, &[4 * 4096, 4 * 4096]).unwrap();
+        assert_eq!(m.touch_page(0, 5), Seen::Cold, "never touched");
+        assert_eq!(m.touch_page(0, 5), Seen::Hot);
+        assert_eq!(m.touch_page(1, 5), Seen::Elsewhere, "cache 0 wrote it a moment ago");
+        assert_eq!(m.touch_page(0, 5), Seen::Elsewhere, "and now cache 1 holds it");
+        // Cache 1 moves on by four other pages: page 5 is no longer there.
+        m.touch(1, 10, 4);
+        assert_eq!(m.touch_page(0, 5), Seen::Hot, "cache 0 wrote it last and still holds it");
+        m.touch(0, 20, 4);
+        assert_eq!(m.touch_page(1, 5), Seen::Cold, "aged out of cache 0");
+        assert_eq!(m.touch_page(1, 100), Seen::Cold, "past the model's frames");
+        assert_eq!(m.totals(), (2, 13));
+        // Against `touch`: the same clocks and stamps, so the same hot answers.
+        let mut a = LlcModel::with_counter_bits(50, &[8 * 4096, 3 * 4096], 6).unwrap();
+        let mut b = LlcModel::with_counter_bits(50, &[8 * 4096, 3 * 4096], 6).unwrap();
+        let mut rng = pagealloc_testkit::rng::Rng::new(3);
+        for _ in 0..5_000 {
+            let (c, f) = (rng.below(2) as usize, rng.below(20));
+            assert_eq!(a.touch(c, f, 1) == 0, b.touch_page(c, f) == Seen::Hot, "frame {f}");
+        }
+        assert_eq!(a.totals(), b.totals());
     }
 
     #[test]

@@ -83,6 +83,13 @@ pub struct Prices {
     pub page_l2: Option<u64>,
     /// The first line of a page in this core's L2: an L2 hit's latency.
     pub line_l2: u64,
+    /// Writing a page of data another core of this LLC wrote a moment ago, still in that
+    /// core's L2; `None` when the machine gives no `write_c2c_gbps` (such a page is then
+    /// priced at the LLC's rate).
+    pub page_c2c: Option<u64>,
+    /// The first line of such a page: a load of a line modified by another core of the
+    /// LLC (`c2c_same_llc_ns`).
+    pub line_c2c: u64,
     /// Writing a page of data that is in this LLC.
     pub page_llc: u64,
     /// Writing a page of data from this node's DRAM.
@@ -158,6 +165,8 @@ impl Prices {
             handoff_remote: ps(Level::HandoffRemote),
             page_l2: h.value(Level::WriteL2).map(|_| page(Level::WriteL2)),
             line_l2: ps(Level::L2Hit),
+            page_c2c: h.value(Level::WriteC2c).map(|_| page(Level::WriteC2c)),
+            line_c2c: ps(Level::C2cSameLlc),
             page_llc,
             page_dram,
             page_dram_remote,

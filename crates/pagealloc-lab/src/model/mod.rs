@@ -54,7 +54,7 @@ use pagealloc_testkit::rng::Rng;
 
 pub use self::percpu::{Latest, Padded, Tally};
 
-use self::cache::LlcModel;
+use self::cache::{LlcModel, Seen};
 use self::cost::{CostProfile, CostPs};
 use self::lines::{CacheMap, Prices, LINES_PER_PAGE};
 use self::sink::ModelSink;
@@ -744,12 +744,14 @@ impl Ctx<'_> {
 
     /// Write `bytes` starting at the first page of the block at `pfn` (pages after the first
     /// as needed). The model charges each page at the machine's write rate: the L2's for a
-    /// page still in this CPU's L2 (only where the machine gives `write_l2_gbps`), the LLC's
-    /// for a page this CPU's LLC model holds, DRAM's (local or remote, by the block's node) for a
-    /// cold one; a touch of less than a page waits a whole miss for its first line and
-    /// streams the rest ([`Prices::part_page`]). It returns the number of cold pages; the
-    /// pages also push metadata lines out of the CPU's caches. The real runner writes every
-    /// cache line of the range and returns 0: it cannot tell which were cold.
+    /// page still in this CPU's L2 (only where the machine gives `write_l2_gbps`), the rate
+    /// into another core's L2 for a page a core of this LLC wrote a moment ago and still
+    /// holds (only where it gives `write_c2c_gbps`), the LLC's for any other page this CPU's
+    /// LLC model holds, DRAM's (local or remote, by the block's node) for a cold one; a
+    /// touch of less than a page waits a whole miss for its first line and streams the rest
+    /// ([`Prices::part_page`]). It returns the number of cold pages; the pages also push
+    /// metadata lines out of the CPU's caches. The real runner writes every cache line of the
+    /// range and returns 0: it cannot tell which were cold.
     pub fn touch(&mut self, pfn: Pfn, bytes: u64) -> u64 {
         if bytes == 0 {
             return 0;
@@ -792,10 +794,11 @@ impl Ctx<'_> {
 }
 
 /// Where a touch found its pages: in this core's L2 (only where the machine prices it), in
-/// no cache, and (the rest) in the LLC.
+/// another core's L2 of the LLC (likewise), in no cache, and (the rest) in the LLC.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct PagesFound {
     l2: u64,
+    c2c: u64,
     cold: u64,
 }
 
@@ -810,16 +813,19 @@ fn find_pages(
     pages: u64,
 ) -> PagesFound {
     let Some((domain, l2)) = l2 else {
-        return PagesFound { l2: 0, cold: cache.touch(llc, first, pages) };
+        return PagesFound { cold: cache.touch(llc, first, pages), ..PagesFound::default() };
     };
     let mut found = PagesFound::default();
     for f in first..first + pages {
-        let in_l2 = l2.touch(domain, f, 1) == 0;
+        let seen = l2.touch_page(domain, f);
         let cold = cache.touch(llc, f, 1) == 1;
-        if in_l2 {
-            found.l2 += 1;
-        } else if cold {
-            found.cold += 1;
+        // Another core's L2 counts only while this LLC holds the page: a page the LLC model
+        // calls cold was last written on another LLC (it takes pages over) or has aged out.
+        match seen {
+            Seen::Hot => found.l2 += 1,
+            _ if cold => found.cold += 1,
+            Seen::Elsewhere => found.c2c += 1,
+            Seen::Cold => {}
         }
     }
     found
@@ -827,9 +833,10 @@ fn find_pages(
 
 /// What writing `bytes` from the start of the block at `pfn` (`pages` pages, found as
 /// `found` says) costs `cpu` (ps): a cold page at the DRAM rate of the block's node, a page
-/// in the core's L2 at the L2's, any other at the LLC's, and only the bytes written, not the
-/// whole last page; less than a page waits a whole miss for its first line and streams the
-/// rest ([`Prices::part_page`]). The node is looked up and the division made only when they
+/// in the core's L2 at the L2's, one in another core's L2 of the LLC at `write_c2c_gbps`
+/// (the LLC's where the machine has no such figure), any other at the LLC's, and only the
+/// bytes written, not the whole last page; less than a page waits a whole miss for its first
+/// line and streams the rest ([`Prices::part_page`]). The node is looked up and the division made only when they
 /// can change the answer (a hot write of whole pages is the common case, and both showed in
 /// the profile).
 fn page_write_ps(
@@ -842,12 +849,14 @@ fn page_write_ps(
 ) -> u64 {
     let prices = sink.prices();
     let remote = || matches!(sink.lines(), Some(l) if l.home_of_frame(pfn.0) != l.cpu_node(cpu));
-    let PagesFound { l2, cold } = found;
+    let PagesFound { l2, c2c, cold } = found;
     let page_l2 = prices.page_l2.unwrap_or(prices.page_llc);
+    let c2c_prices = prices.page_c2c.map(|page| (prices.line_c2c, page));
     if bytes < 4096 {
-        let (first, page) = match (l2, cold) {
-            (1.., _) => (prices.line_l2, page_l2),
-            (_, 0) => (prices.line_llc, prices.page_llc),
+        let (first, page) = match (l2, cold, c2c_prices) {
+            (1.., _, _) => (prices.line_l2, page_l2),
+            (_, 0, Some(from_c2c)) if c2c > 0 => from_c2c,
+            (_, 0, _) => (prices.line_llc, prices.page_llc),
             _ if remote() => (prices.line_dram_remote, prices.page_dram_remote),
             _ => (prices.line_dram, prices.page_dram),
         };
@@ -858,7 +867,11 @@ fn page_write_ps(
         _ if remote() => prices.page_dram_remote,
         _ => prices.page_dram,
     };
-    let full = cold * cold_price + l2 * page_l2 + (pages - cold - l2) * prices.page_llc;
+    let page_c2c = prices.page_c2c.unwrap_or(prices.page_llc);
+    let full = cold * cold_price
+        + l2 * page_l2
+        + c2c * page_c2c
+        + (pages - cold - l2 - c2c) * prices.page_llc;
     if bytes == pages * 4096 {
         full
     } else {
@@ -1736,6 +1749,61 @@ pub(crate) mod tests {
         assert_eq!(p.page_l2, Some(100_000), "4096 bytes at 40.96 GB/s");
         assert_eq!(l2.touch_ps, p.page_dram + 100_000 + p.page_llc);
         assert_eq!(l2.touches, plain.touches, "the LLC model's counts do not change");
+    }
+
+    /// CPU 0 writes a new page whole and hands it to CPU 1, which writes it whole and frees
+    /// it: a sender's packet that the receiver copies out.
+    struct Handed {
+        page: Option<Pfn>,
+    }
+
+    impl SerialWorkload for Handed {
+        fn start(&mut self, _: &ModelInfo) -> Result<Vec<u32>> {
+            Ok(vec![0, 1])
+        }
+        fn step(&mut self, ctx: &mut Ctx<'_>) -> Result<Next> {
+            match (ctx.cpu(), self.page) {
+                (0, _) => {
+                    let pfn = ctx.alloc(Gfp::KERNEL, Order(0)).expect("a page");
+                    ctx.touch(pfn, 4096);
+                    self.page = Some(pfn);
+                    ctx.wake(1, ctx.now());
+                    Ok(Next::Done)
+                }
+                (_, None) => Ok(Next::Block),
+                (_, Some(pfn)) => {
+                    ctx.touch(pfn, 4096);
+                    ctx.free(pfn, Order(0))?;
+                    self.page = None;
+                    Ok(Next::Done)
+                }
+            }
+        }
+        holds_nothing_and_measures_nothing!();
+    }
+
+    /// With `write_c2c_gbps` (beside `write_l2_gbps`) a page another core of the LLC wrote a
+    /// moment ago costs that rate; without it, the LLC's, as before the figure existed. The
+    /// first write is of a page no cache holds.
+    #[test]
+    fn a_page_in_another_cores_l2_is_written_at_the_c2c_rate_where_the_machine_gives_one() {
+        use crate::machine::hierarchy::Sourced;
+        let run = |c2c_gbps: Option<f64>| {
+            let mut setup = small_setup(2, 64, "modern", 1);
+            setup.topology.hierarchy.set(Level::WriteL2, Sourced::new(81.92, "test"));
+            if let Some(gbps) = c2c_gbps {
+                setup.topology.hierarchy.set(Level::WriteC2c, Sourced::new(gbps, "test"));
+            }
+            let prices = Prices::of(&setup.topology.hierarchy);
+            let mut m = Model::new(setup).unwrap();
+            (m.run(&mut Serial::new(Handed { page: None }), &mut |_| {}).unwrap(), prices)
+        };
+        let (plain, p) = run(None);
+        assert_eq!(plain.touch_ps, p.page_dram + p.page_llc);
+        let (c2c, p) = run(Some(40.96));
+        assert_eq!(p.page_c2c, Some(100_000), "4096 bytes at 40.96 GB/s");
+        assert_eq!(c2c.touch_ps, p.page_dram + 100_000);
+        assert_eq!(c2c.touches, plain.touches, "the LLC model's counts do not change");
     }
 
     /// A machine whose file gives this host's wake-up starts a blocked CPU `wake_idle_ns`
