@@ -1502,7 +1502,7 @@ impl C2cTouchBench {
                 let before = current_cpu();
                 for t in 0..turns {
                     wait_turn(turn, 1);
-                    let value = first.wrapping_add(2 * t as u8 + 1);
+                    let value = first.wrapping_add((2 * t + 1) as u8);
                     touch_pass(
                         &mut crate::model::lock(region),
                         order,
@@ -1519,7 +1519,7 @@ impl C2cTouchBench {
             let mut samples = Vec::with_capacity(turns * order.len() / WINDOW);
             for t in 0..turns {
                 wait_turn(turn, 0);
-                let value = first.wrapping_add(2 * t as u8 + 2);
+                let value = first.wrapping_add((2 * t + 2) as u8);
                 touch_pass(
                     &mut crate::model::lock(region),
                     order,
@@ -1533,7 +1533,7 @@ impl C2cTouchBench {
             let theirs = partner.join().expect("c2c page-write partner panicked");
             (samples, [before, current_cpu()], theirs)
         });
-        self.passes = first.wrapping_add(2 * turns as u8);
+        self.passes = first.wrapping_add((2 * turns) as u8);
         let median = if on_two_cpus(rep.1, rep.2) {
             Summary::of(&mut rep.0.clone()).median
         } else {
