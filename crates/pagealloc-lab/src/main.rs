@@ -170,8 +170,9 @@ enum Command {
     /// side: run time, allocator calls, zone-lock acquisitions, hold and wait, refills,
     /// drains, free_high, cold touches; the ratio model/real and a verdict per workload.
     ///
-    /// The model runs once (it is deterministic), the real runner `--runs` times (median).
-    /// A workload agrees when its run time, zone-lock acquisitions, refills and drains are
+    /// The model runs once (it is deterministic), the real runner `--runs` times (median),
+    /// going round the workloads so that a slow spell of the host shorter than a round falls
+    /// on one run of each. A workload agrees when its run time, zone-lock acquisitions, refills and drains are
     /// within ±15 % of the real median. Result rows go to results/ unless --no-save.
     Validate(cmd::validate::Args),
     /// Print the help of a command (`pagealloc help reproduce`), or of pagealloc itself.

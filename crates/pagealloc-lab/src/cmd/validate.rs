@@ -7,7 +7,9 @@
 //! ZONE_NORMAL of the arena's size (`arch = "flat"`), this host's caches from sysfs, and the
 //! memory hierarchy `pagealloc calibrate --machine-out` measured (by default the reference
 //! VM's, the built-in `lab-2cpu`'s). Each workload runs with parameters that fit a small host;
-//! the model once (it is deterministic), the real runner `--runs` times (their median).
+//! the model once (it is deterministic), the real runner `--runs` times (their median), the
+//! real runs going round the workloads so that a slow spell of the host falls on one run of a
+//! workload rather than on all of them.
 
 use std::fmt::Write as _;
 
@@ -31,7 +33,8 @@ use crate::workload;
 pub struct Args {
     /// Workloads to validate (default: all of them).
     pub workloads: Vec<String>,
-    /// Real runs per workload; their median is compared with the model's run.
+    /// Real runs per workload; their median is compared with the model's run. They go round
+    /// the workloads: every workload's first run, then every workload's second, and so on.
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
     /// A smoke run: a tenth of each workload's volume, one real run each, a 512 MiB arena.
@@ -109,57 +112,46 @@ pub fn run(args: &Args) -> Result<()> {
     if !args.json {
         host_notes.iter().for_each(|n| eprintln!("validate: note: {n}"));
     }
-    let mut compared = Vec::new();
     let mut rows = Vec::new();
     let revision = results::revision();
+    // Every workload's model run first, then the real runs.
+    let mut planned = Vec::new();
     for &&(name, cpus, overrides, scale) in &chosen {
         let w = workload::find(name)?;
         let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
         let scale = if args.quick { scale * QUICK_SCALE } else { scale };
         let model_machine = host_machine(cpus, mib << 20, &like)?;
         let (params, _) = w.params_for(&overrides, scale, workload::Fit::of(&model_machine))?;
-        let spec = |runner, machine: Machine, seed, sample| RunSpec {
-            runner,
-            workload: w,
-            params: params.clone(),
-            preset: preset.clone(),
-            preset_name: preset.name.clone(),
-            machine,
-            seed,
-            sample,
-            cost: cost.clone(),
-            count_frames: false,
-            table: Some("validate".into()),
-            show: Vec::new(),
-            layout: crate::procfs::ProcLayout::default(),
-            trace: None,
-        };
-        let model_spec = spec(Runner::Model, model_machine, args.seed, 0);
+        let p = Planned { name, w, cpus, params };
+        let model_spec = p.spec(Runner::Model, model_machine, args.seed, 0, &preset, &cost);
         if !args.json {
             eprintln!("validate: {name}: model ...");
         }
         let model = runs::execute(&model_spec, &mut |_| {})
             .with_context(|| format!("{name} on the model of this host"))?;
         rows.extend(runs::rows(&model_spec, &model, &revision));
-        let mut real = Vec::new();
-        for i in 0..runs {
-            if !args.json {
-                eprintln!("validate: {name}: real run {}/{runs} ...", i + 1);
-            }
-            let s = spec(
-                Runner::Real { pin: args.pin },
-                Machine::host(cpus, mib << 20)?,
-                args.seed.wrapping_add(u64::from(i)),
-                i,
-            );
-            let r = runs::execute(&s, &mut |_| {})
-                .with_context(|| format!("{name} on the real runner"))?;
-            rows.extend(runs::rows(&s, &r, &revision));
-            real.push(r);
-        }
         let params_text = overrides.iter().cloned().chain([format!("--scale {scale}")]).collect();
-        compared.push(Compared { name, params: params_text, model, real });
+        planned.push((p, Compared { name, params: params_text, model, real: Vec::new() }));
     }
+    for (i, k) in real_run_order(planned.len(), runs) {
+        let (p, c) = &mut planned[k];
+        if !args.json {
+            eprintln!("validate: {}: real run {}/{runs} ...", p.name, i + 1);
+        }
+        let s = p.spec(
+            Runner::Real { pin: args.pin },
+            Machine::host(p.cpus, mib << 20)?,
+            args.seed.wrapping_add(u64::from(i)),
+            i,
+            &preset,
+            &cost,
+        );
+        let r = runs::execute(&s, &mut |_| {})
+            .with_context(|| format!("{} on the real runner", p.name))?;
+        rows.extend(runs::rows(&s, &r, &revision));
+        c.real.push(r);
+    }
+    let compared: Vec<Compared> = planned.into_iter().map(|(_, c)| c).collect();
     if !args.no_save {
         let path = results::save(&args.results, "validate", &rows)?;
         if !args.json {
@@ -184,6 +176,51 @@ pub fn run(args: &Args) -> Result<()> {
         print!("{}", to_text(&compared, &like, runs, &notes));
     }
     Ok(())
+}
+
+/// One workload's plan as this validate runs it.
+struct Planned {
+    name: &'static str,
+    w: &'static workload::WorkloadInfo,
+    cpus: u32,
+    params: workload::Params,
+}
+
+impl Planned {
+    fn spec(
+        &self,
+        runner: Runner,
+        machine: Machine,
+        seed: u64,
+        sample: u32,
+        preset: &crate::preset_file::ResolvedPreset,
+        cost: &CostProfile,
+    ) -> RunSpec {
+        RunSpec {
+            runner,
+            workload: self.w,
+            params: self.params.clone(),
+            preset: preset.clone(),
+            preset_name: preset.name.clone(),
+            machine,
+            seed,
+            sample,
+            cost: cost.clone(),
+            count_frames: false,
+            table: Some("validate".into()),
+            show: Vec::new(),
+            layout: crate::procfs::ProcLayout::default(),
+            trace: None,
+        }
+    }
+}
+
+/// The order of the real runs, as (run, workload) indices: round by round, every workload's
+/// first run, then every workload's second, and so on. This host has slow spells of seconds
+/// to minutes (docs/performance.md); going round spreads a workload's runs over the whole
+/// validate, so one spell slows one of them, which the median sheds, rather than all.
+fn real_run_order(workloads: usize, runs: u32) -> impl Iterator<Item = (u32, usize)> {
+    (0..runs).flat_map(move |i| (0..workloads).map(move |k| (i, k)))
 }
 
 fn num(x: f64) -> String {
@@ -332,4 +369,25 @@ fn to_json(c: &[Compared], like: &Machine, quick: bool, notes: &[String]) -> ser
         "workloads": workloads,
         "agree": c.iter().filter(|w| w.misses().is_empty()).count(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::real_run_order;
+
+    /// The real runs go round the workloads: each run of a workload is a whole round after
+    /// its previous one, and every (run, workload) comes exactly once.
+    #[test]
+    fn real_runs_go_round_the_workloads() {
+        let order: Vec<(u32, usize)> = real_run_order(3, 2).collect();
+        assert_eq!(order, [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]);
+        let order: Vec<(u32, usize)> = real_run_order(12, 3).collect();
+        assert_eq!(order.len(), 36);
+        for k in 0..12 {
+            let at: Vec<usize> =
+                order.iter().enumerate().filter(|(_, o)| o.1 == k).map(|(n, _)| n).collect();
+            assert_eq!(at, [k, k + 12, k + 24], "workload {k}");
+        }
+        assert_eq!(real_run_order(0, 3).count(), 0);
+    }
 }
