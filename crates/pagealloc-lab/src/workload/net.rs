@@ -27,24 +27,34 @@ use crate::model::{Ctx, ModelInfo, Next};
 /// No task on a CPU.
 const NONE: u32 = u32::MAX;
 
-/// A task's own time: when its last step ended, on whichever CPU. A CPU that a migration
+/// A task's own time: when its last step ended, and on which CPU. A CPU that a migration
 /// hands the task waits until then before it runs the task (in the model a swap may put
 /// the task on a CPU whose clock is behind; on real threads the old CPU may still be
 /// spinning the task's work), so the task never sees what other CPUs did after its own time
-/// as if it came before.
+/// as if it came before. On the CPU it last ran on a task never waits for itself: that
+/// CPU's own steps are already in order. (On real threads its clock is wall time plus the
+/// work it still owes, and the runner counts a step's own code towards that work after the
+/// step, so the clock there is a little behind the end the step recorded; waiting for it
+/// made every second real step an empty one until 2026-11-29.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct TaskClock(u64);
+pub(crate) struct TaskClock {
+    /// When the task's last step ended, ps.
+    at: u64,
+    /// The CPU it ran on (`None` before its first step).
+    cpu: Option<u32>,
+}
 
 impl TaskClock {
-    /// What a CPU at `now` does before it runs the task: wait until the task's time, or
-    /// nothing (`None`) if that is past.
-    pub fn not_before(self, now: u64) -> Option<Next> {
-        (now < self.0).then_some(Next::SleepUntil(self.0))
+    /// What CPU `cpu` at `now` does before it runs the task: wait until the task's time if
+    /// the task last ran on another CPU, or nothing (`None`).
+    pub fn not_before(self, cpu: u32, now: u64) -> Option<Next> {
+        (self.cpu != Some(cpu) && now < self.at).then_some(Next::SleepUntil(self.at))
     }
 
-    /// The task's step ended at `now`.
-    pub fn ran(&mut self, now: u64) {
-        self.0 = self.0.max(now);
+    /// The task's step ended at `now` on CPU `cpu`.
+    pub fn ran(&mut self, cpu: u32, now: u64) {
+        self.at = self.at.max(now);
+        self.cpu = Some(cpu);
     }
 }
 
@@ -56,11 +66,11 @@ pub(crate) fn timed<T>(
     own: &mut T,
     step: impl FnOnce(&mut Ctx<'_>, &mut T) -> Result<Next>,
 ) -> Result<Next> {
-    if let Some(wait) = clock(own).not_before(ctx.now()) {
+    if let Some(wait) = clock(own).not_before(ctx.cpu(), ctx.now()) {
         return Ok(wait);
     }
     let next = step(ctx, own)?;
-    clock(own).ran(ctx.now());
+    clock(own).ran(ctx.cpu(), ctx.now());
     Ok(next)
 }
 
@@ -514,6 +524,22 @@ pub(crate) mod tests {
 
     use crate::model::cost::CostProfile;
     use crate::model::{Model, ModelSetup, RunOutcome, Topology};
+
+    /// A task handed to another CPU waits for its own time there; on the CPU it last ran on
+    /// it never waits for itself, even where that CPU's clock reads a little behind the end
+    /// it recorded (the real runner's, after it counts a step's own code as its work).
+    #[test]
+    fn a_task_waits_for_its_time_only_on_another_cpu() {
+        let mut c = TaskClock::default();
+        assert_eq!(c.not_before(0, 0), None, "no step yet");
+        c.ran(0, 1_000);
+        assert_eq!(c.not_before(0, 900), None, "its own CPU, slightly behind");
+        assert_eq!(c.not_before(1, 900), Some(Next::SleepUntil(1_000)), "another CPU, behind");
+        assert_eq!(c.not_before(1, 1_000), None, "another CPU at its time");
+        c.ran(1, 800);
+        assert_eq!(c.not_before(0, 900), Some(Next::SleepUntil(1_000)), "time never goes back");
+        assert_eq!(c.not_before(1, 900), None);
+    }
 
     #[test]
     fn orders_round_up_to_powers_of_two_pages() {
