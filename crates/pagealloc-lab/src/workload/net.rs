@@ -12,10 +12,11 @@
 //!
 //! A swap may find the incoming task's new CPU behind the task's own time (its last step on
 //! its old CPU ended later than the new CPU's clock). A workload whose tasks keep a
-//! [`TaskClock`] waits there until the task's time (`netperf-sctp-stream-many`); the others
-//! run the task's next step at the CPU's clock, so their tasks' own times may step back by
-//! one step's length (microseconds) at a migration, and a task may then see what another
-//! CPU did up to that much later than its own time.
+//! [`TaskClock`] waits there until the task's time (`netperf-sctp-stream-many`,
+//! `netperf-tcp`, `netperf-udp`, `lmbench-unix`); the others run the task's next step at
+//! the CPU's clock, so their tasks' own times may step back by one step's length
+//! (microseconds) at a migration, and a task may then see what another CPU did up to that
+//! much later than its own time.
 
 use anyhow::{bail, Result};
 use pagealloc::{Gfp, Order, Pfn};
