@@ -657,8 +657,6 @@ mod tests {
         assert_eq!(o.ops.alloc_failures, 0);
     }
 
-    /// With only order 0 on the pagesets (hpc-revert), the pagesets see exactly the one
-    /// order-0 block of each write: allocated by the writers, freed by the readers.
     /// An skb reaches the reader's queue when the work of building it is done, at the start
     /// of the writer's next step, so in the model's clock order a reader never finds one
     /// queued that arrives after its own time (`arrivals_awaited`). Queued by the step that
@@ -676,6 +674,8 @@ mod tests {
         }
     }
 
+    /// With only order 0 on the pagesets (hpc-revert), the pagesets see exactly the one
+    /// order-0 block of each write: allocated by the writers, freed by the readers.
     #[test]
     fn one_order_0_block_per_write() {
         let o = run("hpc-revert", 4, &[]);
