@@ -961,6 +961,79 @@ fn ping_pong(me: u32, turn: &AtomicU32, trips: usize) {
     }
 }
 
+/// The timing thread's start of repetition `rep` of a two-thread measurement: the flag set
+/// to its turn while nobody reads it (the partner is at the barrier or on its way), then the
+/// barrier, then a wait until the partner is awake (a barrier's wake-up takes microseconds,
+/// which no timed window should hold).
+fn start_rep(turn: &AtomicU32, barrier: &Barrier, ready: &AtomicU32, rep: u32) {
+    turn.store(0, Ordering::Relaxed);
+    barrier.wait();
+    while ready.load(Ordering::Acquire) != rep {
+        std::hint::spin_loop();
+    }
+}
+
+/// The timing thread's side of `trips` round trips of the flag-only ping-pong, timed: ns one
+/// way. It waits for the partner's last half round trip too, so the window holds 2·trips.
+fn timed_ping_pong(clk: &Clock, turn: &AtomicU32, trips: usize) -> f64 {
+    let t0 = clk.ns();
+    ping_pong(0, turn, trips);
+    wait_turn(turn, 0);
+    let t1 = clk.ns();
+    (t1 - t0) as f64 / (2 * trips) as f64
+}
+
+/// This host's core-to-core latency as it is now: half a round trip of the flag-only
+/// ping-pong (the one [`HandoffBench`] times for `c2c_same_llc_ns`) between two fresh
+/// threads, the median over `windows` windows of `trips` round trips each, counting only the
+/// windows in which the two threads ran on different CPUs before and after; `None` when none
+/// did, or the host has one CPU. At 32 windows of 128 round trips about 2 ms with the CPUs
+/// close and 3.5 ms with them apart on the lab's VM (tens of ms when a thread waits for a CPU).
+///
+/// A virtual machine's CPUs are the host's threads, and the host may move them: on the lab's
+/// VM this figure is about 26 ns for hours and then, for seconds to minutes, about 210 — its
+/// two CPUs then sit on cores that share no cache, and every line one writes and the other
+/// reads crosses between them (docs/performance.md, "Where the slow spells come from").
+/// `pagealloc validate` takes it around every real run to tell such runs apart.
+pub fn core_to_core_ns(windows: usize, trips: usize) -> Option<f64> {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 || windows == 0 {
+        return None;
+    }
+    let clk = Clock::new();
+    let turn = Padded(AtomicU32::new(0));
+    // The window the partner has started: the clock starts once it is awake.
+    let ready = Padded(AtomicU32::new(u32::MAX));
+    let barrier = Barrier::new(2);
+    let trips = trips.max(1);
+    let (mine, theirs) = std::thread::scope(|s| {
+        let partner = s.spawn(|| {
+            let mut cpus = Vec::with_capacity(windows);
+            for w in 0..windows as u32 {
+                let before = current_cpu();
+                barrier.wait();
+                ready.0.store(w, Ordering::Release);
+                ping_pong(1, &turn.0, trips);
+                cpus.push([before, current_cpu()]);
+            }
+            cpus
+        });
+        let mut mine = Vec::with_capacity(windows);
+        for w in 0..windows as u32 {
+            let before = current_cpu();
+            start_rep(&turn.0, &barrier, &ready.0, w);
+            mine.push((timed_ping_pong(&clk, &turn.0, trips), [before, current_cpu()]));
+        }
+        (mine, partner.join().expect("core-to-core partner panicked"))
+    });
+    let mut apart: Vec<f64> = mine
+        .iter()
+        .zip(&theirs)
+        .filter(|((_, a), b)| on_two_cpus(*a, **b))
+        .map(|((ns, _), _)| *ns)
+        .collect();
+    (!apart.is_empty()).then(|| Summary::of(&mut apart).median)
+}
+
 /// Take and release every lock of the chain once, in chain order: each lock holds the
 /// index of the next, so each acquisition's address depends on the previous one's data and
 /// no two line transfers overlap (one zone-lock handoff is one transfer, not a stream).
@@ -1037,19 +1110,9 @@ impl HandoffBench {
             });
             let mut mine = Vec::with_capacity(reps);
             for rep in 0..reps as u32 {
-                // The partner is at the barrier or on its way: nobody reads the flag now.
-                turn.0.store(0, Ordering::Relaxed);
                 let before = current_cpu();
-                barrier.wait();
-                while ready.0.load(Ordering::Acquire) != rep {
-                    std::hint::spin_loop();
-                }
-                let t0 = clk.ns();
-                ping_pong(0, &turn.0, trips);
-                // The partner's last half round trip, so the window holds 2·trips of them.
-                wait_turn(&turn.0, 0);
-                let t1 = clk.ns();
-                let flag = (t1 - t0) as f64 / (2 * trips) as f64;
+                start_rep(&turn.0, &barrier, &ready.0, rep);
+                let flag = timed_ping_pong(clk, &turn.0, trips);
                 // The partner walks first, so every timed walk finds the locks in its cache.
                 turn.0.store(1, Ordering::Release);
                 let mut samples = Vec::with_capacity(walks);
@@ -2219,6 +2282,26 @@ pub fn run_slab(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<(SlabFigu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The core-to-core probe gives a latency on a host of two CPUs or more (a line's trip
+    /// takes at least a nanosecond and, a thread preempted aside, well under a millisecond;
+    /// a window both threads spent on one CPU is not counted), and nothing for no windows.
+    #[test]
+    fn the_core_to_core_probe_times_a_line_between_two_cpus() {
+        assert_eq!(core_to_core_ns(0, 128), None);
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+            assert_eq!(core_to_core_ns(8, 128), None, "one CPU: no two cores to measure");
+            return;
+        }
+        // On a busy test machine a window may find both threads on one CPU; several tries.
+        let t = Instant::now();
+        let ns = (0..20).find_map(|_| core_to_core_ns(32, 128));
+        if std::env::var_os("PAGEALLOC_PRINT_C2C").is_some() {
+            eprintln!("core_to_core_ns: {ns:?} in {:?}", t.elapsed());
+        }
+        let ns = ns.expect("some window ran its two threads on two CPUs");
+        assert!(ns.is_finite() && (1.0..1e6).contains(&ns), "{ns} ns");
+    }
 
     /// The LLC figures' region: four L2s, capped at a quarter of the LLC, never under two
     /// L2s (the lab VM: 2 MiB L2, told of a 260 MiB LLC: 8 MiB).

@@ -341,13 +341,77 @@ pub(crate) fn wake_note(like: &Machine) -> Option<String> {
     })
 }
 
+/// How many times this validate's fastest core-to-core probe a real run's probe may read
+/// before the run counts as made with this host's CPUs apart ([`made_apart`]). On the lab's
+/// VM the probe reads 20-30 ns with the two CPUs on cores that share a cache and about 200 ns
+/// when the host has moved them onto cores that do not (docs/performance.md, "Where the
+/// slow spells come from"); twice the fastest lies between the two with room for the first's
+/// spread.
+pub(crate) const APART: f64 = 2.0;
+
+/// This host's core-to-core latency (ns one way, [`crate::calibrate::core_to_core_ns`])
+/// probed just before and just after one real run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Probe {
+    pub(crate) before: f64,
+    pub(crate) after: f64,
+}
+
+impl Probe {
+    /// Both probes, or `None` if either found no two CPUs to measure.
+    pub(crate) fn of(before: Option<f64>, after: Option<f64>) -> Option<Probe> {
+        Some(Probe { before: before?, after: after? })
+    }
+
+    /// The slower of the two: a spell that began or ended during the run shows in one.
+    pub(crate) fn worst(&self) -> f64 {
+        self.before.max(self.after)
+    }
+}
+
+/// The reference the probes are judged by: the fastest of them, the latency with the CPUs
+/// as close as this host put them during the validate. `None` without probes.
+pub(crate) fn probe_reference<'p>(probes: impl IntoIterator<Item = &'p Probe>) -> Option<f64> {
+    probes
+        .into_iter()
+        .flat_map(|p| [p.before, p.after])
+        .filter(|x| x.is_finite())
+        .min_by(f64::total_cmp)
+}
+
+/// Was a run made with this host's CPUs apart: did either of its probes read more than
+/// [`APART`] times the `reference`? A run without probes, or without a reference, was not.
+pub(crate) fn made_apart(probe: Option<&Probe>, reference: Option<f64>) -> bool {
+    match (probe, reference) {
+        (Some(p), Some(r)) => p.worst() > APART * r,
+        _ => false,
+    }
+}
+
+/// A real run set aside: made with this host's CPUs apart ([`made_apart`]).
+#[derive(Debug)]
+pub(crate) struct SetAside {
+    /// Its seed offset from `--seed` (its sample); a run with the same one was made again.
+    pub(crate) sample: u32,
+    pub(crate) probe: Probe,
+    pub(crate) result: RunResult,
+}
+
 /// One workload's comparison.
 #[derive(Debug)]
 pub(crate) struct Compared {
     pub(crate) name: &'static str,
     pub(crate) params: Vec<String>,
     pub(crate) model: RunResult,
+    /// The real runs compared (their medians).
     pub(crate) real: Vec<RunResult>,
+    /// Each compared run's probes, where the host has two CPUs to probe.
+    pub(crate) probes: Vec<Option<Probe>>,
+    /// Real runs left out of the medians: made with the host's CPUs apart.
+    pub(crate) set_aside: Vec<SetAside>,
+    /// Every real run was made with the CPUs apart: `real` holds them all, and the verdict
+    /// compares the model with a placement its hierarchy does not describe.
+    pub(crate) all_apart: bool,
 }
 
 impl Compared {
@@ -402,7 +466,7 @@ impl Compared {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::workload;
 
@@ -420,7 +484,8 @@ mod tests {
     }
 
     /// A small model run of trunc as a `RunResult`, whose outcome a test then edits.
-    fn small_run() -> RunResult {
+    /// A small model run (trunc, one 1 MiB file) to stand in for any run in tests.
+    pub(crate) fn small_run() -> RunResult {
         let info = workload::find("trunc").unwrap();
         let params = info.params(&["files=1".into(), "file_mib=1".into()], 1.0).unwrap();
         let setup = crate::model::tests::small_setup(2, 64, "modern", 1);
@@ -463,6 +528,9 @@ mod tests {
             params: Vec::new(),
             model: run(130),
             real: vec![run(80), run(100), run(125)],
+            probes: Vec::new(),
+            set_aside: Vec::new(),
+            all_apart: false,
         };
         assert!(c.misses().contains(&"refills"), "{:?}", c.misses());
         assert_eq!(c.unsettled(), vec!["refills"]);
@@ -528,6 +596,9 @@ mod tests {
             params: Vec::new(),
             model: run(100_000, 50_000, 150_000),
             real: vec![run(160_000, 40_000, 230_000)],
+            probes: Vec::new(),
+            set_aside: Vec::new(),
+            all_apart: false,
         };
         let (name, m, r) = c.widest_step_gap().unwrap();
         assert_eq!(name, "touch_ns");
@@ -540,6 +611,35 @@ mod tests {
         none.outcome.steps = 0;
         let c = Compared { model: none, ..c };
         assert_eq!(c.widest_step_gap(), None);
+    }
+
+    /// The probes as the lab's VM gave them (2026-11-29): about 26 ns with its CPUs on cores
+    /// sharing a cache, about 200 with them apart. The reference is the fastest probe seen;
+    /// a run either of whose probes reads past twice it was made apart; a run without probes,
+    /// or a validate without any, sets nothing aside.
+    #[test]
+    fn runs_probed_with_the_cpus_apart_are_told_from_the_others() {
+        let near = Probe { before: 26.0, after: 31.0 };
+        let far = Probe { before: 201.0, after: 199.0 };
+        let began_apart = Probe { before: 27.0, after: 205.0 };
+        let reference = probe_reference([&near, &far, &began_apart]);
+        assert_eq!(reference, Some(26.0));
+        assert!(!made_apart(Some(&near), reference));
+        assert!(made_apart(Some(&far), reference));
+        assert!(made_apart(Some(&began_apart), reference), "a spell beginning mid-run");
+        assert!(!made_apart(Some(&Probe { before: 52.0, after: 40.0 }), reference), "2× itself");
+        assert!(made_apart(Some(&Probe { before: 52.1, after: 40.0 }), reference));
+        // Every probe apart: nothing to tell them from, so nothing is set aside.
+        let reference = probe_reference([&far, &far]);
+        assert_eq!(reference, Some(199.0));
+        assert!(!made_apart(Some(&far), reference));
+        assert!(!made_apart(None, Some(26.0)), "no probe: not judged");
+        assert!(!made_apart(Some(&far), None), "no reference: not judged");
+        assert_eq!(probe_reference([]), None);
+        let nan = Probe { before: f64::NAN, after: 30.0 };
+        assert_eq!(probe_reference([&nan]), Some(30.0), "a NaN is no reading");
+        assert_eq!(Probe::of(Some(1.0), None), None);
+        assert_eq!(Probe::of(Some(1.0), Some(2.0)).map(|p| p.worst()), Some(2.0));
     }
 
     #[test]

@@ -298,6 +298,30 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
             "  QUICK RUN: no repetition ran on two CPUs throughout; all were kept unchecked"
         );
     }
+    if ho.flag_one_way.median > c.latency.llc.median {
+        let _ = writeln!(
+            s,
+            "  WARNING: a line took {:.1} ns from one CPU to the other, longer than a load from \
+             the LLC ({:.1} ns): the two CPUs do not share the LLC they are said to share. A \
+             virtual machine's host may have put them on cores apart (docs/performance.md, \
+             \"Where the slow spells come from\"); the figures timed across two CPUs describe \
+             that placement. Calibrate again once it reads below the LLC's",
+            ho.flag_one_way.median, c.latency.llc.median
+        );
+    }
+    // The two placements' figures differ eightfold on the lab's VM (26 and 200 ns); one
+    // placement's windows spread by up to 2.1× in a quick run's eight: 4× tells them apart.
+    if ho.flag_one_way.p90 > 4.0 * ho.flag_one_way.p10 {
+        let _ = writeln!(
+            s,
+            "  WARNING: the ping-pong's repetitions spread from {:.1} ns (p10) to {:.1} ns \
+             (p90): the host moved this machine's CPUs between cores that share a cache and \
+             cores that do not while it ran, so the figures timed across two CPUs (c2c, \
+             handoff, wake-up, c2c page writes) may mix two placements; calibrate again \
+             (docs/performance.md, \"Where the slow spells come from\")",
+            ho.flag_one_way.p10, ho.flag_one_way.p90
+        );
+    }
     let w = &c.wake;
     let _ = if w.unchecked {
         writeln!(
@@ -709,6 +733,20 @@ mod tests {
         assert!(t.contains("QUICK RUN"), "{t}");
         assert!(t.contains("9.0 ns a load against 110.0 at random (0.08): the cores fetch"), "{t}");
         assert!(t.contains("pcp alloc 20.0..22.0") && t.contains("handoff acquisition 5.0..5.0"));
+        assert!(!t.contains("moved this machine's CPUs"), "a tight ping-pong: {t}");
+        // Windows from 25 to 200 ns: the host moved the CPUs apart during the calibration.
+        let mut c = fake();
+        c.latency.llc.median = 40.0;
+        c.handoff.flag_one_way = Summary { median: 26.0, p10: 25.0, p90: 200.0, n: 100 };
+        let t = render_table(&c, "0.1 0.2 0.3", "0.2 0.2 0.3", 1.5);
+        assert!(t.contains("from 25.0 ns (p10) to 200.0 ns (p90)"), "{t}");
+        assert!(t.contains("calibrate again"), "{t}");
+        assert!(!t.contains("longer than a load from the LLC"), "26 ns against 40: {t}");
+        // A whole calibration with them apart: every window slow, a line slower than the LLC.
+        c.handoff.flag_one_way = Summary { median: 200.0, p10: 195.0, p90: 205.0, n: 100 };
+        let t = render_table(&c, "0.1 0.2 0.3", "0.2 0.2 0.3", 1.5);
+        assert!(t.contains("took 200.0 ns from one CPU to the other"), "{t}");
+        assert!(t.contains("(40.0 ns)") && !t.contains("(p90)"), "{t}");
     }
 
     #[test]

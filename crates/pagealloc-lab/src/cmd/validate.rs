@@ -9,7 +9,12 @@
 //! VM's, the built-in `lab-2cpu`'s). Each workload runs with parameters that fit a small host;
 //! the model once (it is deterministic), the real runner `--runs` times (their median), the
 //! real runs going round the workloads so that a slow spell of the host falls on one run of a
-//! workload rather than on all of them.
+//! workload rather than on all of them. A virtual machine's host may move its CPUs onto cores
+//! that share no cache, for seconds to minutes, and the real runs then measure another
+//! machine: every real run is bracketed by a probe of the core-to-core latency
+//! ([`crate::calibrate::core_to_core_ns`]), and a run whose probe reads over
+//! [`APART`](crate::validation::APART) times the validate's fastest is set aside and made
+//! again (docs/performance.md, "Where the slow spells come from").
 
 use std::fmt::Write as _;
 
@@ -23,8 +28,8 @@ use crate::preset_file::resolve;
 use crate::results;
 use crate::runs::{self, RunSpec, Runner};
 use crate::validation::{
-    hierarchy_mismatch, host_machine, is_judged, l2_write_note, llc_share_note, wake_note,
-    Compared, PLANS, TOLERANCE,
+    hierarchy_mismatch, host_machine, is_judged, l2_write_note, llc_share_note, made_apart,
+    probe_reference, wake_note, Compared, Probe, SetAside, PLANS, TOLERANCE,
 };
 use crate::workload;
 
@@ -35,6 +40,9 @@ pub struct Args {
     pub workloads: Vec<String>,
     /// Real runs per workload; their median is compared with the model's run. They go round
     /// the workloads: every workload's first run, then every workload's second, and so on.
+    /// Each is bracketed by a probe of this host's core-to-core latency (a few ms); a run
+    /// made while the host had its CPUs on cores apart (a probe over twice the validate's
+    /// fastest) is set aside and made again, up to this many more times per workload.
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
     /// A smoke run: a tenth of each workload's volume, one real run each, a 512 MiB arena.
@@ -130,28 +138,41 @@ pub fn run(args: &Args) -> Result<()> {
         let model = runs::execute(&model_spec, &mut |_| {})
             .with_context(|| format!("{name} on the model of this host"))?;
         rows.extend(runs::rows(&model_spec, &model, &revision));
-        let params_text = overrides.iter().cloned().chain([format!("--scale {scale}")]).collect();
-        planned.push((p, Compared { name, params: params_text, model, real: Vec::new() }));
+        let params_text: Vec<String> =
+            overrides.iter().cloned().chain([format!("--scale {}", scale_text(scale))]).collect();
+        planned.push((p, name, params_text, model));
     }
+    // The host's core-to-core latency around every real run: runs made while the host had
+    // the CPUs apart are set aside and made again (docs/performance.md, "Where the slow
+    // spells come from").
+    let probe = || crate::calibrate::core_to_core_ns(PROBE_WINDOWS, PROBE_TRIPS);
+    let mut taker = Taker { args, mib, preset: &preset, cost: &cost, revision: &revision, runs };
+    let mut taken: Vec<Vec<Taken>> = planned.iter().map(|_| Vec::new()).collect();
     for (i, k) in real_run_order(planned.len(), runs) {
-        let (p, c) = &mut planned[k];
-        if !args.json {
-            eprintln!("validate: {}: real run {}/{runs} ...", p.name, i + 1);
-        }
-        let s = p.spec(
-            Runner::Real { pin: args.pin },
-            Machine::host(p.cpus, mib << 20)?,
-            args.seed.wrapping_add(u64::from(i)),
-            i,
-            &preset,
-            &cost,
-        );
-        let r = runs::execute(&s, &mut |_| {})
-            .with_context(|| format!("{} on the real runner", p.name))?;
-        rows.extend(runs::rows(&s, &r, &revision));
-        c.real.push(r);
+        taken[k].push(taker.take(&planned[k].0, i, false, &probe, &mut rows)?);
     }
-    let compared: Vec<Compared> = planned.into_iter().map(|(_, c)| c).collect();
+    // Then round by round, one more run of each workload still short of close ones, with
+    // the seed of a run it sets aside: the compared runs keep the seeds a validate without
+    // spells would have used (a workload's counts may depend on its seed).
+    let mut again = vec![0u32; planned.len()];
+    loop {
+        let more = needing_more(&taken, &again, runs);
+        if more.is_empty() {
+            break;
+        }
+        let reference = probe_reference(taken.iter().flatten().filter_map(|t| t.probe.as_ref()));
+        for k in more {
+            let sample = sample_to_redo(&taken[k], reference);
+            taken[k].push(taker.take(&planned[k].0, sample, true, &probe, &mut rows)?);
+            again[k] += 1;
+        }
+    }
+    let reference = probe_reference(taken.iter().flatten().filter_map(|t| t.probe.as_ref()));
+    let compared: Vec<Compared> = planned
+        .into_iter()
+        .zip(taken)
+        .map(|((_, name, params, model), t)| compare(name, params, model, t, reference))
+        .collect();
     if !args.no_save {
         let path = results::save(&args.results, "validate", &rows)?;
         if !args.json {
@@ -170,12 +191,133 @@ pub fn run(args: &Args) -> Result<()> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&to_json(&compared, &like, args.quick, &notes))?
+            serde_json::to_string_pretty(&to_json(
+                &compared, &like, args.quick, &notes, reference
+            ))?
         );
     } else {
-        print!("{}", to_text(&compared, &like, runs, &notes));
+        print!("{}", to_text(&compared, &like, runs, &notes, reference));
     }
     Ok(())
+}
+
+/// The core-to-core probe around each real run: 32 windows of 128 round trips, about 2 ms
+/// with the CPUs close and 3.5 ms with them apart on the lab's VM.
+const PROBE_WINDOWS: usize = 32;
+const PROBE_TRIPS: usize = 128;
+
+/// One real run and the host's core-to-core latency around it.
+struct Taken {
+    /// Its sample: the seed offset from `--seed` (a run made again has its predecessor's).
+    sample: u32,
+    result: runs::RunResult,
+    probe: Option<Probe>,
+}
+
+impl Taken {
+    /// Was it made with the host's CPUs apart, judged by `reference`?
+    fn apart(&self, reference: Option<f64>) -> bool {
+        made_apart(self.probe.as_ref(), reference)
+    }
+}
+
+/// What every real run of this validate shares.
+struct Taker<'a> {
+    args: &'a Args,
+    mib: u64,
+    preset: &'a crate::preset_file::ResolvedPreset,
+    cost: &'a CostProfile,
+    revision: &'a str,
+    runs: u32,
+}
+
+impl Taker<'_> {
+    /// A real run of `p` with seed offset `i`, probed before and after; `again`: it makes
+    /// again a run set aside. Its rows go to `rows`.
+    fn take(
+        &mut self,
+        p: &Planned,
+        i: u32,
+        again: bool,
+        probe: &impl Fn() -> Option<f64>,
+        rows: &mut Vec<results::Row>,
+    ) -> Result<Taken> {
+        if !self.args.json {
+            if again {
+                eprintln!(
+                    "validate: {}: real run {} again (made with the host's CPUs apart) ...",
+                    p.name,
+                    i + 1
+                );
+            } else {
+                eprintln!("validate: {}: real run {}/{} ...", p.name, i + 1, self.runs);
+            }
+        }
+        let s = p.spec(
+            Runner::Real { pin: self.args.pin },
+            Machine::host(p.cpus, self.mib << 20)?,
+            self.args.seed.wrapping_add(u64::from(i)),
+            i,
+            self.preset,
+            self.cost,
+        );
+        let before = probe();
+        let result = runs::execute(&s, &mut |_| {})
+            .with_context(|| format!("{} on the real runner", p.name))?;
+        let after = probe();
+        rows.extend(runs::rows(&s, &result, self.revision));
+        Ok(Taken { sample: i, result, probe: Probe::of(before, after) })
+    }
+}
+
+/// The workloads (indices) that need another real run: fewer than `runs` of theirs made
+/// close, by the fastest probe so far (it can fall as the validate goes on: a spell at its
+/// start), and fewer than `runs` already made again.
+fn needing_more(taken: &[Vec<Taken>], again: &[u32], runs: u32) -> Vec<usize> {
+    let reference = probe_reference(taken.iter().flatten().filter_map(|t| t.probe.as_ref()));
+    (0..taken.len())
+        .filter(|&k| {
+            let close = taken[k].iter().filter(|t| !t.apart(reference)).count();
+            close < runs as usize && again[k] < runs
+        })
+        .collect()
+}
+
+/// The seed offset for a run made again: the first sample among the runs made apart (by
+/// `reference`) that no close run has yet; one past every sample if there is none.
+fn sample_to_redo(taken: &[Taken], reference: Option<f64>) -> u32 {
+    let close = |s: u32| taken.iter().any(|t| t.sample == s && !t.apart(reference));
+    taken
+        .iter()
+        .filter(|t| t.apart(reference) && !close(t.sample))
+        .map(|t| t.sample)
+        .min()
+        .unwrap_or_else(|| taken.iter().map(|t| t.sample + 1).max().unwrap_or(0))
+}
+
+/// A workload's comparison from its model run and its real runs: the runs made with the
+/// host's CPUs apart (by `reference`) set aside, unless every run was.
+fn compare(
+    name: &'static str,
+    params: Vec<String>,
+    model: runs::RunResult,
+    taken: Vec<Taken>,
+    reference: Option<f64>,
+) -> Compared {
+    let all_apart = taken.iter().all(|t| t.apart(reference)) && !taken.is_empty();
+    let (mut real, mut probes, mut set_aside) = (Vec::new(), Vec::new(), Vec::new());
+    for t in taken {
+        match t.probe {
+            Some(probe) if t.apart(reference) && !all_apart => {
+                set_aside.push(SetAside { sample: t.sample, probe, result: t.result })
+            }
+            _ => {
+                real.push(t.result);
+                probes.push(t.probe);
+            }
+        }
+    }
+    Compared { name, params, model, real, probes, set_aside, all_apart }
 }
 
 /// One workload's plan as this validate runs it.
@@ -223,6 +365,13 @@ fn real_run_order(workloads: usize, runs: u32) -> impl Iterator<Item = (u32, usi
     (0..runs).flat_map(move |i| (0..workloads).map(move |k| (i, k)))
 }
 
+/// A scale as a user would type it: at most six decimals, no float noise (a tenth of 0.1
+/// prints 0.01, not 0.010000000000000002).
+fn scale_text(x: f64) -> String {
+    let s = format!("{x:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 fn num(x: f64) -> String {
     if !x.is_finite() {
         "n/a".into()
@@ -235,7 +384,13 @@ fn num(x: f64) -> String {
     }
 }
 
-fn to_text(c: &[Compared], like: &Machine, runs: u32, notes: &[String]) -> String {
+fn to_text(
+    c: &[Compared],
+    like: &Machine,
+    runs: u32,
+    notes: &[String],
+    reference: Option<f64>,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -279,6 +434,9 @@ fn to_text(c: &[Compared], like: &Machine, runs: u32, notes: &[String]) -> Strin
             format!("differs on {}", misses.join(", "))
         };
         let _ = writeln!(s, "   verdict: {verdict}");
+        if let Some(line) = placement_line(w, reference) {
+            let _ = writeln!(s, "   {line}");
+        }
         let unsettled = w.unsettled();
         if !unsettled.is_empty() {
             let _ = writeln!(
@@ -316,13 +474,75 @@ fn to_text(c: &[Compared], like: &Machine, runs: u32, notes: &[String]) -> Strin
             unsettled.join(", ")
         );
     }
+    let _ = writeln!(s, "{}", probe_summary(c, reference));
     for n in notes {
         let _ = writeln!(s, "note: {n}");
     }
     s
 }
 
-fn to_json(c: &[Compared], like: &Machine, quick: bool, notes: &[String]) -> serde_json::Value {
+/// A probe pair as text: "26.1/27.0 ns".
+fn probe_text(p: &Probe) -> String {
+    format!("{:.1}/{:.1} ns", p.before, p.after)
+}
+
+/// What the probes say of one workload's real runs, if any was made with the CPUs apart.
+fn placement_line(w: &Compared, reference: Option<f64>) -> Option<String> {
+    let reference = reference?;
+    if w.all_apart {
+        let probes: Vec<String> = w.probes.iter().flatten().map(probe_text).collect();
+        return Some(format!(
+            "every real run was made with this host's CPUs apart (core-to-core {}, against \
+             {reference:.1} ns at the fastest): the verdict compares the model with a placement \
+             its hierarchy does not describe",
+            probes.join(", "),
+        ));
+    }
+    if w.set_aside.is_empty() {
+        return None;
+    }
+    let aside: Vec<String> = w
+        .set_aside
+        .iter()
+        .map(|a| format!("run {} ({})", a.sample + 1, probe_text(&a.probe)))
+        .collect();
+    Some(format!(
+        "set aside: {}: made with this host's CPUs apart (core-to-core over {:.0}× the fastest \
+         probe, {:.1} ns), each made again with its seed; the medians are of {} run(s)",
+        aside.join(", "),
+        crate::validation::APART,
+        reference,
+        w.real.len()
+    ))
+}
+
+/// The last word on the probes: the reference, and how many runs were set aside.
+fn probe_summary(c: &[Compared], reference: Option<f64>) -> String {
+    let Some(reference) = reference else {
+        return "core-to-core probe: none (this host has one CPU, or no two-CPU window was \
+                found): no run was judged by where the host had its CPUs"
+            .into();
+    };
+    let aside: usize = c.iter().map(|w| w.set_aside.len()).sum();
+    let all: Vec<&str> = c.iter().filter(|w| w.all_apart).map(|w| w.name).collect();
+    let mut s = format!(
+        "core-to-core probe around every real run: fastest {reference:.1} ns; {aside} run(s) made \
+         with this host's CPUs apart (over {:.0}× that) were set aside and made again",
+        crate::validation::APART
+    );
+    if !all.is_empty() {
+        let _ = write!(s, "; every run of {} was made apart", all.join(", "));
+    }
+    s
+}
+
+fn to_json(
+    c: &[Compared],
+    like: &Machine,
+    quick: bool,
+    notes: &[String],
+    reference: Option<f64>,
+) -> serde_json::Value {
     let finite = |x: f64| if x.is_finite() { json!(x) } else { serde_json::Value::Null };
     let workloads: Vec<_> = c
         .iter()
@@ -348,9 +568,25 @@ fn to_json(c: &[Compared], like: &Machine, quick: bool, notes: &[String]) -> ser
                 })
                 .collect();
             let misses = w.misses();
+            let probe_json = |p: &Probe| json!([finite(p.before), finite(p.after)]);
+            let set_aside: Vec<_> = w
+                .set_aside
+                .iter()
+                .map(|a| {
+                    let judged: serde_json::Map<_, _> = crate::validation::METRICS
+                        .iter()
+                        .filter(|m| m.1)
+                        .map(|m| (m.0.to_string(), finite(crate::validation::value(m.0, &a.result, true))))
+                        .collect();
+                    json!({ "sample": a.sample, "core_to_core_ns": probe_json(&a.probe), "metrics": judged })
+                })
+                .collect();
             json!({
                 "workload": w.name,
                 "params": w.params,
+                "core_to_core_ns": w.probes.iter().map(|p| p.as_ref().map(probe_json)).collect::<Vec<_>>(),
+                "set_aside": set_aside,
+                "all_apart": w.all_apart,
                 "verdict": if misses.is_empty() { "agrees" } else { "differs" },
                 "differs_on": misses,
                 "unsettled": w.unsettled(),
@@ -368,12 +604,81 @@ fn to_json(c: &[Compared], like: &Machine, quick: bool, notes: &[String]) -> ser
         "notes": notes,
         "workloads": workloads,
         "agree": c.iter().filter(|w| w.misses().is_empty()).count(),
+        "core_to_core_reference_ns": reference.map_or(serde_json::Value::Null, finite),
+        "apart_factor": crate::validation::APART,
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::real_run_order;
+    use super::{compare, needing_more, real_run_order, sample_to_redo, Taken};
+    use crate::validation::tests::small_run;
+    use crate::validation::Probe;
+
+    fn taken(sample: u32, probe: Option<(f64, f64)>) -> Taken {
+        let probe = probe.map(|(before, after)| Probe { before, after });
+        Taken { sample, result: small_run(), probe }
+    }
+
+    #[test]
+    fn a_scale_prints_as_typed() {
+        assert_eq!(super::scale_text(0.1 * 0.1), "0.01");
+        assert_eq!(super::scale_text(10.0), "10");
+        assert_eq!(super::scale_text(0.2 * 0.1), "0.02");
+        assert_eq!(super::scale_text(1.5), "1.5");
+    }
+
+    /// Runs probed with the host's CPUs apart are set aside, each compared run keeps its
+    /// probe, and when every run was apart they are all compared and the comparison says so.
+    #[test]
+    fn runs_made_apart_are_set_aside_unless_all_were() {
+        let near = Some((25.0, 26.0));
+        let far = Some((26.0, 210.0));
+        let runs = vec![taken(0, near), taken(1, far), taken(2, near), taken(3, near)];
+        let c = compare("t", Vec::new(), small_run(), runs, Some(25.0));
+        assert_eq!((c.real.len(), c.probes.len(), c.set_aside.len()), (3, 3, 1));
+        assert_eq!(c.set_aside[0].sample, 1);
+        assert_eq!(c.set_aside[0].probe, Probe { before: 26.0, after: 210.0 });
+        assert!(!c.all_apart);
+        let c = compare("t", Vec::new(), small_run(), vec![taken(0, far)], Some(25.0));
+        assert_eq!((c.real.len(), c.set_aside.len(), c.all_apart), (1, 0, true));
+        // No probes (one CPU): every run is compared.
+        let runs = vec![taken(0, None), taken(1, None)];
+        let c = compare("t", Vec::new(), small_run(), runs, None);
+        assert_eq!((c.real.len(), c.set_aside.len(), c.all_apart), (2, 0, false));
+    }
+
+    /// A workload gets another run while fewer than `runs` of its runs were made close and
+    /// it has had fewer than `runs` more; the reference is the fastest probe of them all, so
+    /// a close run later in the validate makes earlier ones apart.
+    #[test]
+    fn workloads_short_of_close_runs_are_run_again_within_their_budget() {
+        let near = Some((25.0, 26.0));
+        let far = Some((200.0, 210.0));
+        // Three runs each; the second workload had one made apart.
+        let t = vec![
+            vec![taken(0, near), taken(1, near), taken(2, near)],
+            vec![taken(0, near), taken(1, far), taken(2, near)],
+        ];
+        assert_eq!(needing_more(&t, &[0, 0], 3), vec![1]);
+        assert_eq!(needing_more(&t, &[0, 3], 3), Vec::<usize>::new(), "its budget is spent");
+        // A validate that began in a spell: nothing is apart until a close probe comes.
+        let t = vec![vec![taken(0, far), taken(1, far)]];
+        assert_eq!(needing_more(&t, &[0], 2), Vec::<usize>::new());
+        let t = vec![vec![taken(0, far), taken(1, far)], vec![taken(0, near), taken(1, near)]];
+        assert_eq!(needing_more(&t, &[0, 0], 2), vec![0]);
+        // A run made again takes the seed of the first run set aside that has none close.
+        let t = vec![taken(0, near), taken(1, far), taken(2, far)];
+        assert_eq!(sample_to_redo(&t, Some(25.0)), 1);
+        let t = vec![taken(0, near), taken(1, far), taken(2, far), taken(1, near)];
+        assert_eq!(sample_to_redo(&t, Some(25.0)), 2);
+        let t = vec![taken(0, near), taken(1, far), taken(1, far)];
+        assert_eq!(sample_to_redo(&t, Some(25.0)), 1, "apart twice: still its seed");
+        assert_eq!(sample_to_redo(&t[..1], Some(25.0)), 1, "none apart: a new seed");
+        // No probes at all (one CPU): every run counts as close.
+        let t = vec![vec![taken(0, None), taken(1, None), taken(2, None)]];
+        assert_eq!(needing_more(&t, &[0], 3), Vec::<usize>::new());
+    }
 
     /// The real runs go round the workloads: each run of a workload is a whole round after
     /// its previous one, and every (run, workload) comes exactly once.
