@@ -283,16 +283,18 @@ fn needing_more(taken: &[Vec<Taken>], again: &[u32], runs: u32) -> Vec<usize> {
         .collect()
 }
 
-/// The seed offset for a run made again: the first sample among the runs made apart (by
-/// `reference`) that no close run has yet; one past every sample if there is none.
+/// The seed offset for a run made again: of the samples whose runs were all made apart (by
+/// `reference`), the one tried fewest times, the lowest of those; one past every sample if
+/// there is none.
 fn sample_to_redo(taken: &[Taken], reference: Option<f64>) -> u32 {
     let close = |s: u32| taken.iter().any(|t| t.sample == s && !t.apart(reference));
+    let tries = |s: u32| taken.iter().filter(|t| t.sample == s).count();
     taken
         .iter()
         .filter(|t| t.apart(reference) && !close(t.sample))
-        .map(|t| t.sample)
+        .map(|t| (tries(t.sample), t.sample))
         .min()
-        .unwrap_or_else(|| taken.iter().map(|t| t.sample + 1).max().unwrap_or(0))
+        .map_or_else(|| taken.iter().map(|t| t.sample + 1).max().unwrap_or(0), |(_, s)| s)
 }
 
 /// A workload's comparison from its model run and its real runs: the runs made with the
@@ -675,6 +677,9 @@ mod tests {
         let t = vec![taken(0, near), taken(1, far), taken(1, far)];
         assert_eq!(sample_to_redo(&t, Some(25.0)), 1, "apart twice: still its seed");
         assert_eq!(sample_to_redo(&t[..1], Some(25.0)), 1, "none apart: a new seed");
+        // Tries are spread: the seed tried fewest times goes first.
+        let t = vec![taken(0, far), taken(1, far), taken(0, far), taken(2, near)];
+        assert_eq!(sample_to_redo(&t, Some(25.0)), 1);
         // No probes at all (one CPU): every run counts as close.
         let t = vec![vec![taken(0, None), taken(1, None), taken(2, None)]];
         assert_eq!(needing_more(&t, &[0], 3), Vec::<usize>::new());
