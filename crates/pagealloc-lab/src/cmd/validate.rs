@@ -622,6 +622,31 @@ mod tests {
         Taken { sample, result: small_run(), probe }
     }
 
+    /// The text names each run set aside with its probes and says how many runs the
+    /// medians are of; a workload whose runs were all apart is said to be compared with
+    /// another placement; without set-aside runs or probes there is nothing to say.
+    #[test]
+    fn the_text_says_which_runs_were_set_aside_and_why() {
+        let near = Some((25.0, 26.0));
+        let far = Some((26.0, 210.0));
+        let runs = vec![taken(0, near), taken(1, far), taken(2, near)];
+        let c = compare("t", Vec::new(), small_run(), runs, Some(25.0));
+        let line = super::placement_line(&c, Some(25.0)).unwrap();
+        assert!(line.starts_with("set aside: run 2 (26.0/210.0 ns)"), "{line}");
+        assert!(line.contains("over 2× the fastest probe, 25.0 ns"), "{line}");
+        assert!(line.ends_with("the medians are of 2 run(s)"), "{line}");
+        let summary = super::probe_summary(std::slice::from_ref(&c), Some(25.0));
+        assert!(summary.contains("fastest 25.0 ns; 1 run(s)"), "{summary}");
+        let c = compare("t", Vec::new(), small_run(), vec![taken(0, far)], Some(25.0));
+        let line = super::placement_line(&c, Some(25.0)).unwrap();
+        assert!(line.starts_with("every real run was made with this host's CPUs apart"));
+        assert!(super::probe_summary(&[c], Some(25.0)).ends_with("every run of t was made apart"));
+        let c = compare("t", Vec::new(), small_run(), vec![taken(0, near)], Some(25.0));
+        assert_eq!(super::placement_line(&c, Some(25.0)), None);
+        assert_eq!(super::placement_line(&c, None), None);
+        assert!(super::probe_summary(&[c], None).starts_with("core-to-core probe: none"));
+    }
+
     #[test]
     fn a_scale_prints_as_typed() {
         assert_eq!(super::scale_text(0.1 * 0.1), "0.01");
