@@ -138,6 +138,29 @@ pub fn machine_for(
 }
 
 /// Run the command.
+/// The core-to-core probe around a real run: 32 windows of 128 round trips (a few ms).
+const PROBE_WINDOWS: usize = 32;
+const PROBE_TRIPS: usize = 128;
+
+/// What the probes around a real run say: the two latencies, and whether the host moved the
+/// CPUs between them (one over [`APART`](crate::validation::APART) times the other). One run
+/// has no reference to judge a steady placement by; `validate` takes the fastest of many.
+fn core_to_core_line(c: &crate::validation::Probe) -> String {
+    let moved = c.worst() > crate::validation::APART * c.before.min(c.after);
+    format!(
+        "host: a line crossed between two CPUs in {:.1} ns before the run and {:.1} ns after{}",
+        c.before,
+        c.after,
+        if moved {
+            ": the host moved this machine's CPUs between cores that share a cache and cores \
+             that do not during the run, which measured both placements (docs/performance.md, \
+             \"Where the slow spells come from\")"
+        } else {
+            ""
+        }
+    )
+}
+
 pub fn run(args: &Args) -> Result<()> {
     let w = workload::find(&args.workload)?;
     let (runner, machine) = match args.runner {
@@ -185,9 +208,17 @@ pub fn run(args: &Args) -> Result<()> {
         trace: args.trace.clone(),
     };
     let label = format!("{} on {}", w.name, spec.machine.name);
+    // A real run of two CPUs or more is bracketed by the host's core-to-core latency: a
+    // virtual machine's host may put its CPUs on cores apart, and the run then measures that.
+    let real_cpus = matches!(spec.runner, Runner::Real { .. }) && spec.machine.nr_cpus() >= 2;
+    let probe = || {
+        real_cpus.then(|| crate::calibrate::core_to_core_ns(PROBE_WINDOWS, PROBE_TRIPS)).flatten()
+    };
+    let before = probe();
     let r = runs::execute_all(std::slice::from_ref(&spec), &label, args.common.json)?
         .pop()
         .expect("one spec, one result");
+    let c2c = crate::validation::Probe::of(before, probe());
     let revision = results::revision();
     let rows = runs::rows(&spec, &r, &revision);
     let saved = if args.common.no_save {
@@ -243,6 +274,9 @@ pub fn run(args: &Args) -> Result<()> {
         if let Some(p) = &args.trace {
             doc["trace"] = json!({"file": p, "events": r.trace_events});
         }
+        if let Some(c) = c2c {
+            doc["core_to_core_ns"] = json!([c.before, c.after]);
+        }
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
@@ -297,6 +331,9 @@ pub fn run(args: &Args) -> Result<()> {
             o.steps,
         ),
     }
+    if let Some(c) = c2c {
+        println!("{}", core_to_core_line(&c));
+    }
     for (name, text) in &r.views {
         println!("\n{}:\n{text}", runs::view_path(name));
     }
@@ -307,4 +344,25 @@ pub fn run(args: &Args) -> Result<()> {
         println!("rows saved to {}", p.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::core_to_core_line;
+    use crate::validation::Probe;
+
+    /// The probes around a real run are printed; a move between the two placements (one
+    /// probe over twice the other) is called one.
+    #[test]
+    fn a_real_run_says_how_far_apart_its_cpus_were() {
+        let line = core_to_core_line(&Probe { before: 25.3, after: 26.0 });
+        assert_eq!(
+            line,
+            "host: a line crossed between two CPUs in 25.3 ns before the run and 26.0 ns after"
+        );
+        let line = core_to_core_line(&Probe { before: 25.3, after: 210.0 });
+        assert!(line.contains("210.0 ns after: the host moved this machine's CPUs"), "{line}");
+        let line = core_to_core_line(&Probe { before: 205.0, after: 210.0 });
+        assert!(!line.contains("moved"), "apart throughout: one run cannot tell: {line}");
+    }
 }

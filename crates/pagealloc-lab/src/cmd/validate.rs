@@ -42,7 +42,8 @@ pub struct Args {
     /// the workloads: every workload's first run, then every workload's second, and so on.
     /// Each is bracketed by a probe of this host's core-to-core latency (a few ms); a run
     /// made while the host had its CPUs on cores apart (a probe over twice the validate's
-    /// fastest) is set aside and made again, up to this many more times per workload.
+    /// fastest) is set aside and made again with its seed, up to this many more times per
+    /// workload. Every run's rows are saved, those set aside included.
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
     /// A smoke run: a tenth of each workload's volume, one real run each, a 512 MiB arena.
@@ -146,7 +147,7 @@ pub fn run(args: &Args) -> Result<()> {
     // the CPUs apart are set aside and made again (docs/performance.md, "Where the slow
     // spells come from").
     let probe = || crate::calibrate::core_to_core_ns(PROBE_WINDOWS, PROBE_TRIPS);
-    let mut taker = Taker { args, mib, preset: &preset, cost: &cost, revision: &revision, runs };
+    let taker = Taker { args, mib, preset: &preset, cost: &cost, revision: &revision, runs };
     let mut taken: Vec<Vec<Taken>> = planned.iter().map(|_| Vec::new()).collect();
     for (i, k) in real_run_order(planned.len(), runs) {
         taken[k].push(taker.take(&planned[k].0, i, false, &probe, &mut rows)?);
@@ -235,7 +236,7 @@ impl Taker<'_> {
     /// A real run of `p` with seed offset `i`, probed before and after; `again`: it makes
     /// again a run set aside. Its rows go to `rows`.
     fn take(
-        &mut self,
+        &self,
         p: &Planned,
         i: u32,
         again: bool,
