@@ -41,6 +41,14 @@ fn quick_json_has_a_row_for_every_allocator_and_pattern() {
         doc["left_out"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     let expected: &[&str] = if cfg!(feature = "peers") { &[] } else { &["mimalloc", "jemalloc"] };
     assert_eq!(left_out, expected);
+    // The two-thread patterns are bracketed by the core-to-core probe (none on one CPU, or
+    // on a machine too busy for the probe's threads to run on two CPUs); one-thread ones not.
+    let probes = doc["core_to_core_ns"].as_object().unwrap();
+    for (pattern, c) in probes {
+        assert!(["pair-64-2t", "cross-thread"].contains(&pattern.as_str()), "{pattern}");
+        let c = c.as_array().unwrap();
+        assert!(c.len() == 2 && c.iter().all(|x| x.as_f64().unwrap() > 0.0), "{c:?}");
+    }
 }
 
 /// Without the `peers` feature a default run names the C allocators it left out and how to
@@ -83,6 +91,10 @@ fn table_names_the_work_and_the_ratio() {
     assert!(text.lines().any(|l| l.starts_with("pair-1 ")), "{text}");
     assert!(text.lines().any(|l| l.starts_with("cross-thread")), "{text}");
     assert!(!text.lines().any(|l| l.starts_with("pair-64")), "{text}");
+    // cross-thread's probes, when the machine gave the probe two CPUs, name that pattern only.
+    if let Some(l) = text.lines().find(|l| l.starts_with("a line between the two CPUs")) {
+        assert!(l.contains("cross-thread ") && !l.contains("pair-1 "), "{l}");
+    }
 }
 
 #[test]

@@ -244,7 +244,14 @@ pub fn run(args: &Args) -> Result<()> {
     let started = Instant::now();
 
     let mut rows = Vec::new();
+    // A two-thread pattern's figures depend on where the host put the two CPUs (a virtual
+    // machine's host may move them onto cores that share no cache): probed around its runs.
+    let probe = |p: &Pattern| {
+        (p.threads >= 2).then(|| crate::calibrate::core_to_core_ns(32, 128)).flatten()
+    };
+    let mut probes: Vec<(&str, crate::validation::Probe)> = Vec::new();
     for p in &patterns {
+        let before = probe(p);
         let pairs =
             if args.quick { (p.pairs / 256).max(p.outstanding as u64 * 4) } else { p.pairs };
         // Untimed warm-up with the full checks; its speed sizes the timed runs, so a slow
@@ -263,6 +270,9 @@ pub fn run(args: &Args) -> Result<()> {
             for (i, a) in allocators.iter().enumerate() {
                 samples[i].push(peers.run(a, p, per_rep[i], false)?);
             }
+        }
+        if let Some(c) = crate::validation::Probe::of(before, probe(p)) {
+            probes.push((p.name, c));
         }
         if allocators.contains(&"pagealloc") {
             peers.check_heap_idle()?;
@@ -298,6 +308,10 @@ pub fn run(args: &Args) -> Result<()> {
         },
         "rows": rows,
         "left_out": left_out,
+        "core_to_core_ns": probes
+            .iter()
+            .map(|(n, c)| ((*n).to_owned(), serde_json::json!([c.before, c.after])))
+            .collect::<serde_json::Map<_, _>>(),
     });
     if let Some(path) = &args.json_out {
         std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")
@@ -308,11 +322,39 @@ pub fn run(args: &Args) -> Result<()> {
         return Ok(());
     }
     print!("{}", table(args, &machine, &peers.heap, &patterns, &allocators, &rows, reps));
+    if let Some(line) = probe_line(&probes) {
+        println!("{line}");
+    }
     println!("({} patterns x {} allocators in {:.1?})", patterns.len(), allocators.len(), elapsed);
     if !left_out.is_empty() {
         println!("left out: {} ({PEERS_HINT})", left_out.join(", "));
     }
     Ok(())
+}
+
+/// The core-to-core probes around the two-thread patterns, and which of them the host moved
+/// the CPUs during (one probe over twice the other: their figures mix two placements).
+fn probe_line(probes: &[(&str, crate::validation::Probe)]) -> Option<String> {
+    if probes.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = probes
+        .iter()
+        .map(|(n, c)| {
+            let moved = c.worst() > crate::validation::APART * c.before.min(c.after);
+            format!(
+                "{n} {:.1}/{:.1} ns{}",
+                c.before,
+                c.after,
+                if moved { " (moved during it: its figures mix two placements)" } else { "" }
+            )
+        })
+        .collect();
+    Some(format!(
+        "a line between the two CPUs, before/after each two-thread pattern: {} (about 25 ns with \
+         the lab VM's CPUs on cores that share a cache, 200 with them apart; docs/performance.md)",
+        each.join(", ")
+    ))
 }
 
 fn table(
