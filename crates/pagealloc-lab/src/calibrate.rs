@@ -1034,6 +1034,13 @@ pub fn core_to_core_ns(windows: usize, trips: usize) -> Option<f64> {
     (!apart.is_empty()).then(|| Summary::of(&mut apart).median)
 }
 
+/// [`core_to_core_ns`] as the lab takes it around a run (`validate`, `run --runner real`,
+/// `bench`'s two-thread patterns): 32 windows of 128 round trips, about 2 ms with the CPUs
+/// close and 3.5 ms with them apart on the lab's VM.
+pub fn core_to_core_probe() -> Option<f64> {
+    core_to_core_ns(32, 128)
+}
+
 /// Take and release every lock of the chain once, in chain order: each lock holds the
 /// index of the next, so each acquisition's address depends on the previous one's data and
 /// no two line transfers overlap (one zone-lock handoff is one transfer, not a stream).
@@ -1190,6 +1197,16 @@ fn apart(r: &HandoffRep) -> bool {
     on_two_cpus(r.2, r.3)
 }
 
+/// A two-thread repetition's median sample for its round's progress line: NaN unless its
+/// two threads ran `apart` (on two CPUs before and after it), as the kept repetitions do.
+fn apart_median(samples: &[f64], apart: bool) -> f64 {
+    if apart {
+        Summary::of(&mut samples.to_vec()).median
+    } else {
+        f64::NAN
+    }
+}
+
 /// Two threads' CPUs before and after a repetition: on different CPUs at both times?
 fn on_two_cpus(mine: [Option<u32>; 2], theirs: [Option<u32>; 2]) -> bool {
     (0..2).all(|i| matches!((mine[i], theirs[i]), (Some(x), Some(y)) if x != y))
@@ -1288,11 +1305,7 @@ impl WakeBench {
             let theirs = partner.join().expect("wake partner panicked");
             (one_way, calls, [before, current_cpu()], theirs)
         });
-        let median = if on_two_cpus(rep.2, rep.3) {
-            Summary::of(&mut rep.0.clone()).median
-        } else {
-            f64::NAN
-        };
+        let median = apart_median(&rep.0, on_two_cpus(rep.2, rep.3));
         self.reps.push(rep);
         median
     }
@@ -1597,11 +1610,7 @@ impl C2cTouchBench {
             (samples, [before, current_cpu()], theirs)
         });
         self.passes = first.wrapping_add((2 * turns) as u8);
-        let median = if on_two_cpus(rep.1, rep.2) {
-            Summary::of(&mut rep.0.clone()).median
-        } else {
-            f64::NAN
-        };
+        let median = apart_median(&rep.0, on_two_cpus(rep.1, rep.2));
         self.reps.push(rep);
         median
     }

@@ -367,6 +367,12 @@ impl Probe {
     pub(crate) fn worst(&self) -> f64 {
         self.before.max(self.after)
     }
+
+    /// Did the host move the CPUs between the two probes (one over [`APART`] times the
+    /// other)? A single run has no other reference: with the CPUs apart throughout it says no.
+    pub(crate) fn moved(&self) -> bool {
+        self.worst() > APART * self.before.min(self.after)
+    }
 }
 
 /// The reference the probes are judged by: the fastest of them, the latency with the CPUs
@@ -640,6 +646,7 @@ pub(crate) mod tests {
         assert_eq!(probe_reference([&nan]), Some(30.0), "a NaN is no reading");
         assert_eq!(Probe::of(Some(1.0), None), None);
         assert_eq!(Probe::of(Some(1.0), Some(2.0)).map(|p| p.worst()), Some(2.0));
+        assert!(began_apart.moved() && !near.moved() && !far.moved(), "far throughout: no move");
     }
 
     #[test]

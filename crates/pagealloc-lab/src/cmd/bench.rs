@@ -246,9 +246,7 @@ pub fn run(args: &Args) -> Result<()> {
     let mut rows = Vec::new();
     // A two-thread pattern's figures depend on where the host put the two CPUs (a virtual
     // machine's host may move them onto cores that share no cache): probed around its runs.
-    let probe = |p: &Pattern| {
-        (p.threads >= 2).then(|| crate::calibrate::core_to_core_ns(32, 128)).flatten()
-    };
+    let probe = |p: &Pattern| (p.threads >= 2).then(crate::calibrate::core_to_core_probe).flatten();
     let mut probes: Vec<(&str, crate::validation::Probe)> = Vec::new();
     for p in &patterns {
         let before = probe(p);
@@ -341,12 +339,11 @@ fn probe_line(probes: &[(&str, crate::validation::Probe)]) -> Option<String> {
     let each: Vec<String> = probes
         .iter()
         .map(|(n, c)| {
-            let moved = c.worst() > crate::validation::APART * c.before.min(c.after);
             format!(
                 "{n} {:.1}/{:.1} ns{}",
                 c.before,
                 c.after,
-                if moved { " (moved during it: its figures mix two placements)" } else { "" }
+                if c.moved() { " (moved during it: its figures mix two placements)" } else { "" }
             )
         })
         .collect();

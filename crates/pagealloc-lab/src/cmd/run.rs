@@ -137,21 +137,15 @@ pub fn machine_for(
     }
 }
 
-/// Run the command.
-/// The core-to-core probe around a real run: 32 windows of 128 round trips (a few ms).
-const PROBE_WINDOWS: usize = 32;
-const PROBE_TRIPS: usize = 128;
-
 /// What the probes around a real run say: the two latencies, and whether the host moved the
 /// CPUs between them (one over [`APART`](crate::validation::APART) times the other). One run
 /// has no reference to judge a steady placement by; `validate` takes the fastest of many.
 fn core_to_core_line(c: &crate::validation::Probe) -> String {
-    let moved = c.worst() > crate::validation::APART * c.before.min(c.after);
     format!(
         "host: a line crossed between two CPUs in {:.1} ns before the run and {:.1} ns after{}",
         c.before,
         c.after,
-        if moved {
+        if c.moved() {
             ": the host moved this machine's CPUs between cores that share a cache and cores \
              that do not during the run, which measured both placements (docs/performance.md, \
              \"Where the slow spells come from\")"
@@ -161,6 +155,7 @@ fn core_to_core_line(c: &crate::validation::Probe) -> String {
     )
 }
 
+/// Run the command.
 pub fn run(args: &Args) -> Result<()> {
     let w = workload::find(&args.workload)?;
     let (runner, machine) = match args.runner {
@@ -211,9 +206,7 @@ pub fn run(args: &Args) -> Result<()> {
     // A real run of two CPUs or more is bracketed by the host's core-to-core latency: a
     // virtual machine's host may put its CPUs on cores apart, and the run then measures that.
     let real_cpus = matches!(spec.runner, Runner::Real { .. }) && spec.machine.nr_cpus() >= 2;
-    let probe = || {
-        real_cpus.then(|| crate::calibrate::core_to_core_ns(PROBE_WINDOWS, PROBE_TRIPS)).flatten()
-    };
+    let probe = || real_cpus.then(crate::calibrate::core_to_core_probe).flatten();
     let before = probe();
     let r = runs::execute_all(std::slice::from_ref(&spec), &label, args.common.json)?
         .pop()

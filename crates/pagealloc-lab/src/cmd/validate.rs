@@ -146,7 +146,7 @@ pub fn run(args: &Args) -> Result<()> {
     // The host's core-to-core latency around every real run: runs made while the host had
     // the CPUs apart are set aside and made again (docs/performance.md, "Where the slow
     // spells come from").
-    let probe = || crate::calibrate::core_to_core_ns(PROBE_WINDOWS, PROBE_TRIPS);
+    let probe = crate::calibrate::core_to_core_probe;
     let taker = Taker { args, mib, preset: &preset, cost: &cost, revision: &revision, runs };
     let mut taken: Vec<Vec<Taken>> = planned.iter().map(|_| Vec::new()).collect();
     for (i, k) in real_run_order(planned.len(), runs) {
@@ -201,11 +201,6 @@ pub fn run(args: &Args) -> Result<()> {
     }
     Ok(())
 }
-
-/// The core-to-core probe around each real run: 32 windows of 128 round trips, about 2 ms
-/// with the CPUs close and 3.5 ms with them apart on the lab's VM.
-const PROBE_WINDOWS: usize = 32;
-const PROBE_TRIPS: usize = 128;
 
 /// One real run and the host's core-to-core latency around it.
 struct Taken {
