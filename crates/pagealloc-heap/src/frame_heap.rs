@@ -1,11 +1,8 @@
 //! [`FrameHeap`]: a [`PageHeap`] reached by frame number only.
 
-use std::sync::atomic::Ordering::Relaxed;
-
 use pagealloc::types::PAGE_SIZE;
 use pagealloc::{EventSink, NoEvents, PageAllocator, Pfn, RawSpinLock};
 
-use crate::block::stamp_word;
 use crate::heap::{HeapError, HeapOptions, PageHeap};
 
 /// A [`PageHeap`] reached by frame number only, for programs that drive the allocator the way
@@ -61,49 +58,141 @@ impl<E: EventSink> FrameHeap<E> {
         self.heap.allocator()
     }
 
-    /// Write into `bytes` bytes of the arena from the start of frame `pfn` on (pages after
-    /// the first as needed): one relaxed 8-byte atomic store of `value` per 64-byte cache
-    /// line, so every line is brought into the cache and dirtied as a real write would, and
-    /// two threads touching the same memory is never a data race. Returns the pages written,
-    /// or `None` (and writes nothing) when the range is not inside the arena.
+    /// Write `value` into every 8-byte word of `bytes` bytes of the arena from the start of
+    /// frame `pfn` on (pages after the first as needed; a partial last word is written
+    /// whole), as the kernel's `clear_page` writes a page: a fast-string store over the whole
+    /// range on x86-64 (`rep stosq`, whose full-line writes need not read the lines first),
+    /// relaxed 8-byte atomic stores elsewhere. Either is a sequence of relaxed atomic stores
+    /// of whole words, so two threads touching the same memory is never a data race. Returns
+    /// the pages written, or `None` (and writes nothing) when the range is not inside the
+    /// arena.
     pub fn touch(&self, pfn: Pfn, bytes: u64, value: u64) -> Option<u64> {
         let addr = usize::try_from(pfn.0).ok()?.checked_mul(PAGE_SIZE as usize)?;
-        let len = usize::try_from(bytes).ok()?;
-        if !self.heap.arena.contains(addr, len) {
+        let words = usize::try_from(bytes).ok()?.div_ceil(8);
+        if !self.heap.arena.contains(addr, words.checked_mul(8)?) {
             return None;
         }
-        for line in (addr..addr + len).step_by(64) {
-            // SAFETY: `line` is 64-aligned (the frame is page-aligned) and inside the arena,
-            // which stays mapped while `&self` is borrowed. A FrameHeap hands its memory out
-            // by frame number only (no reference, pointer or token exists: see the type's
-            // documentation), so every access to the word is an atomic one like this.
-            unsafe { stamp_word(line).store(value, Relaxed) };
-        }
+        // SAFETY: `addr` is 8-aligned (the frame is page-aligned) and the `words` words are
+        // inside the arena, which stays mapped while `&self` is borrowed. A FrameHeap hands
+        // its memory out by frame number only (no reference, pointer or token exists: see
+        // the type's documentation), so every other access to these words is atomic.
+        unsafe { words::fill(addr, words, value) };
         Some(bytes.div_ceil(PAGE_SIZE))
     }
 
     /// Copy `bytes` bytes of the arena from the start of frame `from` to the start of frame
-    /// `to`, as [`touch`](Self::touch) writes them: per 64-byte cache line, one relaxed
-    /// 8-byte atomic load from the source and one store of it to the target, so both lines
-    /// are brought into the cache and the target's dirtied (a migration's copy). Returns the
-    /// pages copied, or `None` (and copies nothing) when either range is not inside the
-    /// arena.
+    /// `to` (a partial last word copied whole), as the kernel's `copy_page` copies a page (a
+    /// migration's copy): a fast-string copy on x86-64 (`rep movsq`), relaxed 8-byte atomic
+    /// loads and stores elsewhere; either is a sequence of relaxed atomic word accesses, as
+    /// [`touch`](Self::touch) explains. The two ranges are frames of blocks, so they are the
+    /// same or do not overlap. Returns the pages copied, or `None` (and copies nothing) when
+    /// either range is not inside the arena.
     pub fn copy(&self, from: Pfn, to: Pfn, bytes: u64) -> Option<u64> {
         let page = PAGE_SIZE as usize;
         let src = usize::try_from(from.0).ok()?.checked_mul(page)?;
         let dst = usize::try_from(to.0).ok()?.checked_mul(page)?;
-        let len = usize::try_from(bytes).ok()?;
+        let words = usize::try_from(bytes).ok()?.div_ceil(8);
+        let len = words.checked_mul(8)?;
         if !self.heap.arena.contains(src, len) || !self.heap.arena.contains(dst, len) {
             return None;
         }
-        for off in (0..len).step_by(64) {
-            // SAFETY: both addresses are 64-aligned (frames are page-aligned) and inside the
-            // arena, which stays mapped while `&self` is borrowed; every access to these
-            // words is atomic, as `touch` explains.
-            let word = unsafe { stamp_word(src + off) }.load(Relaxed);
-            // SAFETY: as above.
-            unsafe { stamp_word(dst + off).store(word, Relaxed) };
-        }
+        // SAFETY: both addresses are 8-aligned (frames are page-aligned) and both ranges of
+        // `words` words are inside the arena, which stays mapped while `&self` is borrowed;
+        // every other access to these words is atomic, as `touch` explains.
+        unsafe { words::copy(src, dst, words) };
         Some(bytes.div_ceil(PAGE_SIZE))
+    }
+}
+
+/// Whole-range word writes and copies made of relaxed atomic accesses: a fast-string
+/// instruction on x86-64, the portable loops (`fill_atomic`, `copy_atomic`) elsewhere and
+/// under Miri, which runs no assembly.
+pub(crate) mod words {
+    #[cfg(any(test, not(all(target_arch = "x86_64", not(miri)))))]
+    use {crate::block::stamp_word, std::sync::atomic::Ordering::Relaxed};
+
+    /// Store `value` into the `words` 8-byte words from `addr` on, lowest address first.
+    ///
+    /// # Safety
+    ///
+    /// `addr` is 8-aligned, the words are inside memory that stays mapped during the call,
+    /// and every access to them that may run concurrently is atomic.
+    pub(crate) unsafe fn fill(addr: usize, words: usize, value: u64) {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        // SAFETY: `rep stosq` stores `rax` into `rcx` consecutive 8-byte words from `rdi` up
+        // (the ABI keeps the direction flag clear on entry to and exit from asm), touching
+        // nothing else but the two registers, declared clobbered. Each store is an aligned
+        // 8-byte store, atomic on x86-64, so the instruction does what `fill_atomic`'s loop
+        // of relaxed `AtomicU64` stores does, which the caller's contract makes sound.
+        unsafe {
+            core::arch::asm!(
+                "rep stosq",
+                inout("rcx") words => _,
+                inout("rdi") addr => _,
+                in("rax") value,
+                options(nostack, preserves_flags),
+            );
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        // SAFETY: forwarded contract.
+        unsafe {
+            fill_atomic(addr, words, value)
+        };
+    }
+
+    /// Copy the `words` 8-byte words from `src` on to `dst` on, lowest address first.
+    ///
+    /// # Safety
+    ///
+    /// As [`fill`] for both ranges, which are the same or do not overlap.
+    pub(crate) unsafe fn copy(src: usize, dst: usize, words: usize) {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        // SAFETY: `rep movsq` copies `rcx` 8-byte words from `rsi` up to `rdi` up (direction
+        // flag clear, as above), touching nothing else but the three registers, declared
+        // clobbered: what `copy_atomic`'s loop of relaxed loads and stores does, as `fill`
+        // argues.
+        unsafe {
+            core::arch::asm!(
+                "rep movsq",
+                inout("rcx") words => _,
+                inout("rsi") src => _,
+                inout("rdi") dst => _,
+                options(nostack, preserves_flags),
+            );
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        // SAFETY: forwarded contract.
+        unsafe {
+            copy_atomic(src, dst, words)
+        };
+    }
+
+    /// [`fill`] as a loop of relaxed `AtomicU64` stores.
+    ///
+    /// # Safety
+    ///
+    /// As [`fill`].
+    #[cfg(any(test, not(all(target_arch = "x86_64", not(miri)))))]
+    pub(crate) unsafe fn fill_atomic(addr: usize, words: usize, value: u64) {
+        for w in 0..words {
+            // SAFETY: inside the range of the caller's contract, 8-aligned.
+            unsafe { stamp_word(addr + 8 * w).store(value, Relaxed) };
+        }
+    }
+
+    /// [`copy`] as a loop of relaxed `AtomicU64` loads and stores.
+    ///
+    /// # Safety
+    ///
+    /// As [`copy`].
+    #[cfg(any(test, not(all(target_arch = "x86_64", not(miri)))))]
+    pub(crate) unsafe fn copy_atomic(src: usize, dst: usize, words: usize) {
+        for w in 0..words {
+            // SAFETY: inside the ranges of the caller's contract, 8-aligned.
+            unsafe {
+                let word = stamp_word(src + 8 * w).load(Relaxed);
+                stamp_word(dst + 8 * w).store(word, Relaxed);
+            }
+        }
     }
 }

@@ -272,8 +272,16 @@ fn heap_flags_are_checked_once() {
     drained_and_valid(&h);
 }
 
-/// A FrameHeap writes every cache line of a block its allocator gave out by frame number,
-/// and writes nothing for a range outside the arena; a copy moves the words.
+/// The words from `addr` on, read atomically.
+fn words_at(addr: usize, words: usize) -> Vec<u64> {
+    // SAFETY: the callers pass 8-aligned ranges inside a mapped arena, whose every access is
+    // atomic.
+    (0..words).map(|w| unsafe { stamp_word(addr + 8 * w).load(Relaxed) }).collect()
+}
+
+/// A FrameHeap writes every word of a block its allocator gave out by frame number (a
+/// partial last word whole, nothing after it), and writes nothing for a range outside the
+/// arena; a copy moves every word.
 #[test]
 fn a_frame_heap_touches_and_copies_blocks_by_frame_number() {
     let o = HeapOptions { cpus: Some(2), ..HeapOptions::new(16 << 20) };
@@ -282,22 +290,57 @@ fn a_frame_heap_touches_and_copies_blocks_by_frame_number() {
     let cpu = pa.cpu(CpuId(0)).unwrap();
     let pfn = pa.alloc_pages(cpu, Gfp::KERNEL, Order(1)).unwrap();
     let to = pa.alloc_pages(cpu, Gfp::KERNEL, Order(1)).unwrap();
+    let (base, target) = ((pfn.0 as usize) << PAGE_SHIFT, (to.0 as usize) << PAGE_SHIFT);
     assert_eq!(h.touch(pfn, 8192, 7), Some(2));
+    assert_eq!(h.touch(to, 8192, 3), Some(2));
     assert_eq!(h.copy(pfn, to, 8192), Some(2));
-    for frame in [pfn, to] {
-        let base = (frame.0 as usize) << PAGE_SHIFT;
-        // SAFETY: 8-aligned words of the block, inside the mapped arena; the accesses are
-        // atomic like touch's.
-        let lines =
-            (0..8192).step_by(64).map(|off| unsafe { stamp_word(base + off).load(Relaxed) });
-        assert!(lines.collect::<Vec<_>>().iter().all(|&w| w == 7));
-    }
+    assert!(words_at(base, 1024).iter().chain(&words_at(target, 1024)).all(|&w| w == 7));
+
+    // 100 bytes are 13 words, the last partly asked for and written whole; the 14th keeps 7.
+    assert_eq!(h.touch(pfn, 100, 9), Some(1));
+    assert_eq!(words_at(base, 14), [[9; 13].as_slice(), &[7]].concat());
+    assert_eq!(h.copy(pfn, to, 100), Some(1));
+    assert_eq!(words_at(target, 14), [[9; 13].as_slice(), &[7]].concat());
+
     assert_eq!(h.touch(Pfn(1), 64, 7), None);
     assert_eq!(h.touch(pfn, u64::MAX, 7), None);
     assert_eq!(h.touch(Pfn(u64::MAX), 64, 7), None);
     assert_eq!(h.copy(pfn, Pfn(1), 64), None);
+    assert_eq!(words_at(base, 14), [[9; 13].as_slice(), &[7]].concat(), "refused: untouched");
     pa.free_pages(cpu, pfn, Order(1)).unwrap();
     pa.free_pages(cpu, to, Order(1)).unwrap();
+}
+
+/// The fast-string fill and copy write what the portable loops of atomic stores write, word
+/// for word, at every length from none to a page and a word.
+#[test]
+fn the_word_fill_and_copy_match_their_portable_loops() {
+    use crate::frame_heap::words;
+    let h = FrameHeap::with_events(&HeapOptions::new(8 << 20), NoEvents).expect("heap");
+    let pa = h.allocator();
+    let cpu = pa.cpu(CpuId(0)).unwrap();
+    let pfns: Vec<Pfn> =
+        (0..4).map(|_| pa.alloc_pages(cpu, Gfp::KERNEL, Order(1)).unwrap()).collect();
+    let [a, b, c, d] = [0, 1, 2, 3].map(|i| (pfns[i].0 as usize) << PAGE_SHIFT);
+    for n in [0, 1, 2, 7, 8, 9, 63, 64, 65, 511, 512, 513] {
+        // SAFETY: each block is two pages (1024 words) of the arena, 8-aligned, and this
+        // test's accesses are all atomic.
+        unsafe {
+            for (dst, v) in [(a, 1), (b, 1), (c, 2), (d, 2)] {
+                words::fill_atomic(dst, 1024, v);
+            }
+            words::fill(a, n, 0xfeed + n as u64);
+            words::fill_atomic(b, n, 0xfeed + n as u64);
+            words::copy(a, c, n + 1);
+            words::copy_atomic(b, d, n + 1);
+        }
+        assert_eq!(words_at(a, 1024), words_at(b, 1024), "fill of {n} words");
+        assert_eq!(words_at(c, 1024), words_at(d, 1024), "copy of {} words", n + 1);
+        assert_eq!(words_at(c, n + 1), words_at(a, n + 1));
+    }
+    for p in pfns {
+        pa.free_pages(cpu, p, Order(1)).unwrap();
+    }
 }
 
 /// The `Allocator` impls, through containers as a user holds them.

@@ -601,7 +601,7 @@ impl Ctx<'_> {
     /// a cold one), as [`touch`](Self::touch) prices a write; both pages end up in the LLC
     /// model. The hierarchy has no read rate: pricing the read as a write of the same page
     /// is assumed (docs/hardware.md). Returns the cold pages, source and target. The real
-    /// runner copies the memory, one 8-byte word per cache line as its touches write them,
+    /// runner copies the memory whole, as the kernel's `copy_page` does (`FrameHeap::copy`),
     /// and returns 0.
     pub fn copy(&mut self, from: Pfn, to: Pfn, bytes: u64) -> u64 {
         if let Clock::Real { t, heap } = &mut self.clock {
@@ -750,8 +750,9 @@ impl Ctx<'_> {
     /// LLC model holds, DRAM's (local or remote, by the block's node) for a cold one; a
     /// touch of less than a page waits a whole miss for its first line and streams the rest
     /// ([`Prices::part_page`]). It returns the number of cold pages; the pages also push
-    /// metadata lines out of the CPU's caches. The real runner writes every cache line of the
-    /// range and returns 0: it cannot tell which were cold.
+    /// metadata lines out of the CPU's caches. The real runner writes the range whole, as the
+    /// kernel's `clear_page` and packet copies do (`FrameHeap::touch`), and returns 0: it
+    /// cannot tell which pages were cold.
     pub fn touch(&mut self, pfn: Pfn, bytes: u64) -> u64 {
         if bytes == 0 {
             return 0;
