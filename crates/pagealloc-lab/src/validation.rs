@@ -280,7 +280,7 @@ pub(crate) fn hierarchy_mismatch(like: &Machine, host: &Machine) -> Option<Strin
         "machine `{}`'s hierarchy is of a CPU with a {} KiB LLC and a {} KiB L2, this host has \
          {} KiB and {} KiB: its prices describe another CPU. Measure this one with `pagealloc \
          calibrate --out cost.toml --machine-out host.toml` and pass `--machine host.toml --cost \
-         cost.toml`",
+         cost.toml`, or let validate do both first with `--calibrate DIR`",
         like.name,
         kib(l.llc_bytes),
         kib(l2(l)),

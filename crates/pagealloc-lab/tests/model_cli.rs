@@ -366,6 +366,48 @@ fn validate_quick_compares_model_and_real_per_workload() {
     }
 }
 
+/// `validate --calibrate DIR`: this host measured first into DIR/host.toml and
+/// DIR/cost.toml, the model built from them (no note that the host files are missing), the
+/// calibration's table on stderr so that stdout stays one JSON document; and it cannot be
+/// given with the files it writes.
+#[test]
+fn validate_can_calibrate_this_host_first() {
+    if std::path::Path::new("/sys/devices/system/node/node1").exists() {
+        return; // calibrate writes machine files of one node only
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("now");
+    let out = pagealloc()
+        .args(["validate", "trunc", "--quick", "--no-save", "--json", "--calibrate"])
+        .arg(&files)
+        .timeout(std::time::Duration::from_secs(300))
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let host = std::fs::read_to_string(files.join("host.toml")).unwrap();
+    let cost = std::fs::read_to_string(files.join("cost.toml")).unwrap();
+    assert!(host.starts_with("# This host as `pagealloc calibrate` measured it"), "{host}");
+    assert!(host.contains("measured by `pagealloc validate trunc --quick"), "the command: {host}");
+    assert!(cost.contains("QUICK run"), "the quick plan with --quick: {cost}");
+    assert_ne!(doc["hierarchy_of"], "lab-2cpu", "{doc}");
+    let notes: Vec<&str> =
+        doc["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(!notes.iter().any(|n| n.contains("gives no wake_idle_ns")), "{notes:?}");
+    assert_eq!(doc["workloads"].as_array().unwrap().len(), 1);
+    let err = stderr(&out);
+    assert!(err.contains("write_c2c_gbps") && err.contains("wrote"), "{err}");
+
+    for other in ["--machine", "--cost"] {
+        let out = pagealloc()
+            .args(["validate", "trunc", "--quick", "--no-save", "--calibrate"])
+            .arg(&files)
+            .args([other, "x.toml"])
+            .assert()
+            .failure();
+        assert!(stderr(&out).contains("cannot be used with"), "{}", stderr(&out));
+    }
+}
+
 /// Piped (as in `reproduce | tee out`), reproduce still reports progress on stderr as plain
 /// lines, prints each table when its runs are in, marks a quick run on every table, and ends
 /// with the scoreboard.

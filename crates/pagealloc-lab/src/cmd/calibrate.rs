@@ -494,15 +494,63 @@ fn strip_slab_method(method: &str) -> &str {
 
 /// Run the command.
 pub fn run(args: &Args) -> Result<()> {
-    let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
     // Every output checked before minutes of measurement, so none is lost to a bad path.
     crate::output::check_optional(args.out.as_deref(), "the cost profile")?;
     crate::output::check_optional(args.machine_out.as_deref(), "the machine file")?;
     crate::output::check_optional(args.slab_only.as_deref(), "the cost profile")?;
     if let Some(path) = &args.slab_only {
+        let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
         return run_slab_only(path, &plan);
     }
-    if cfg!(debug_assertions) && !args.quick {
+    let m = measure(args.quick, args.out.as_deref(), args.machine_out.as_deref())?;
+    if args.json {
+        let doc = serde_json::json!({
+            "calibration": m.calibration,
+            "load_average": { "start": m.load_before, "end": m.load_after },
+            "elapsed_s": m.elapsed_s,
+            "profile": m.profile,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if args.out.is_some() {
+        print!("{}", m.table);
+    } else {
+        eprint!("{}", m.table);
+        print!("{}", m.toml);
+    }
+    if let Some(path) = &args.out {
+        eprintln!("calibrate: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// A calibration of this host and what was made of it.
+pub struct Measured {
+    /// Every figure with its spread.
+    pub calibration: Calibration,
+    /// The cost profile made of it.
+    pub profile: CostProfile,
+    /// The profile as TOML, with its header.
+    pub toml: String,
+    /// The table `calibrate` prints.
+    pub table: String,
+    /// The load average at the start and at the end.
+    pub load_before: String,
+    /// See `load_before`.
+    pub load_after: String,
+    /// Wall time of the measurement, s.
+    pub elapsed_s: f64,
+}
+
+/// Measure this host (`quick`: the short plan), with progress on stderr, and write the cost
+/// profile to `out` and the machine file to `machine_out` where given (`validate
+/// --calibrate` writes both and reads them back).
+pub fn measure(
+    quick: bool,
+    out: Option<&std::path::Path>,
+    machine_out: Option<&std::path::Path>,
+) -> Result<Measured> {
+    let plan = if quick { Plan::QUICK } else { Plan::FULL };
+    if cfg!(debug_assertions) && !quick {
         eprintln!("calibrate: warning: a debug build measures the debug build, not the allocator");
     }
     let load_before = load_line();
@@ -519,7 +567,7 @@ pub fn run(args: &Args) -> Result<()> {
         step_started = Instant::now();
     })?;
     eprintln!(" ({:.1} s)", step_started.elapsed().as_secs_f64());
-    let elapsed = started.elapsed().as_secs_f64();
+    let elapsed_s = started.elapsed().as_secs_f64();
     let load_after = load_line();
 
     let date = calibrate::today();
@@ -529,13 +577,13 @@ pub fn run(args: &Args) -> Result<()> {
         .join(" ");
     let p = profile(&c, method(&c, &command, &date));
     p.check().context("the measured profile fails its own checks")?;
-    let toml_text = render_toml(&c, &p, &date, &load_before)?;
-    let table = render_table(&c, &load_before, &load_after, elapsed);
+    let toml = render_toml(&c, &p, &date, &load_before)?;
+    let table = render_table(&c, &load_before, &load_after, elapsed_s);
 
-    if let Some(path) = &args.out {
-        std::fs::write(path, &toml_text).with_context(|| format!("writing {}", path.display()))?;
+    if let Some(path) = out {
+        std::fs::write(path, &toml).with_context(|| format!("writing {}", path.display()))?;
     }
-    if let Some(path) = &args.machine_out {
+    if let Some(path) = machine_out {
         let m = host_machine(&c, &date, &command)?;
         let text = format!(
             "# This host as `pagealloc calibrate` measured it on {date} (load average {}).\n{}",
@@ -545,24 +593,7 @@ pub fn run(args: &Args) -> Result<()> {
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
         eprintln!("calibrate: wrote {}", path.display());
     }
-    if args.json {
-        let doc = serde_json::json!({
-            "calibration": c,
-            "load_average": { "start": load_before, "end": load_after },
-            "elapsed_s": elapsed,
-            "profile": p,
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else if args.out.is_some() {
-        print!("{table}");
-    } else {
-        eprint!("{table}");
-        print!("{toml_text}");
-    }
-    if let Some(path) = &args.out {
-        eprintln!("calibrate: wrote {}", path.display());
-    }
-    Ok(())
+    Ok(Measured { calibration: c, profile: p, toml, table, load_before, load_after, elapsed_s })
 }
 
 #[cfg(test)]

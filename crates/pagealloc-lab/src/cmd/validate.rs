@@ -54,6 +54,12 @@ pub struct Args {
     /// --machine-out FILE`); default: the reference VM's figures (built-in `lab-2cpu`).
     #[arg(long, value_name = "FILE")]
     pub machine: Option<String>,
+    /// Measure this host first (`pagealloc calibrate`, about 10 s; its quick plan with
+    /// --quick), write DIR/host.toml and DIR/cost.toml, and validate against them: the
+    /// model of this host as it is now. A virtual machine's write rates and wake-ups can move
+    /// by half within hours, and the verdicts at the tolerance's edge move with them.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["machine", "cost"])]
+    pub calibrate: Option<std::path::PathBuf>,
     /// The real runner's arena, MiB (default 4096; 512 with --quick).
     #[arg(long, value_name = "MIB")]
     pub memory_mib: Option<u64>,
@@ -80,6 +86,23 @@ pub struct Args {
     pub results: std::path::PathBuf,
 }
 
+/// `--calibrate DIR`: measure this host into DIR/host.toml and DIR/cost.toml (the table on
+/// stderr, so that `--json` keeps stdout to itself); returns the two paths.
+fn calibrate_into(
+    dir: &std::path::Path,
+    quick: bool,
+) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--calibrate: creating {}", dir.display()))?;
+    let (host, cost) = (dir.join("host.toml"), dir.join("cost.toml"));
+    crate::output::check_optional(Some(&host), "the machine file")?;
+    crate::output::check_optional(Some(&cost), "the cost profile")?;
+    let measured = super::calibrate::measure(quick, Some(&cost), Some(&host))?;
+    eprint!("{}", measured.table);
+    eprintln!("calibrate: wrote {}", cost.display());
+    Ok((host, cost))
+}
+
 /// Run the command.
 pub fn run(args: &Args) -> Result<()> {
     if args.runs == 0 {
@@ -100,9 +123,16 @@ pub fn run(args: &Args) -> Result<()> {
     if mib == 0 || mib > 1 << 30 {
         bail!("--memory-mib {mib}: takes 1 to 2^30 MiB");
     }
-    let like = Machine::resolve(args.machine.as_deref().unwrap_or("lab-2cpu"))?;
     let preset = resolve(&args.preset)?;
-    let cost = match &args.cost {
+    let (machine, cost) = match &args.calibrate {
+        Some(dir) => {
+            let (host, cost) = calibrate_into(dir, args.quick)?;
+            (Some(host.display().to_string()), Some(cost))
+        }
+        None => (args.machine.clone(), args.cost.clone()),
+    };
+    let like = Machine::resolve(machine.as_deref().unwrap_or("lab-2cpu"))?;
+    let cost = match &cost {
         Some(p) => CostProfile::load(p)?,
         None => CostProfile::default_profile(),
     };
