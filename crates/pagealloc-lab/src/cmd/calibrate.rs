@@ -140,6 +140,24 @@ fn range(v: &[f64]) -> String {
     }
 }
 
+/// The 10th and 90th percentiles of a figure's per-round medians when they lie more than
+/// [`TWO_SPEEDS`] apart over at least 8 rounds (a quick run's two say nothing); else `None`.
+fn two_speeds(rounds: &[f64]) -> Option<(f64, f64)> {
+    let mut v: Vec<f64> = rounds.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.len() < 8 {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let (p10, p90) = (v[v.len() / 10], v[v.len() * 9 / 10]);
+    (p90 > TWO_SPEEDS * p10).then_some((p10, p90))
+}
+
+/// How far apart a page write's rounds may spread before the table warns of two speeds. On
+/// the lab's VM (2026-11-29) the L2, memory and c2c page writes' rounds spread by 1.02-1.14
+/// (90th over 10th percentile) in two full calibrations, and the LLC's by 2.08 and 2.39: its
+/// rounds ran at about 55 or about 120 ns a page.
+const TWO_SPEEDS: f64 = 1.6;
+
 /// The TOML file: a header saying where it comes from, then the profile.
 fn render_toml(c: &Calibration, p: &CostProfile, date: &str, load: &str) -> Result<String> {
     let mut s = String::new();
@@ -396,6 +414,22 @@ fn render_table(c: &Calibration, load_before: &str, load_after: &str, elapsed: f
         range(&r.latency.iter().map(|l| l[1]).collect::<Vec<_>>()),
         range(&r.latency.iter().map(|l| l[2]).collect::<Vec<_>>())
     );
+    for (what, field, rounds) in [
+        ("the L2", "write_l2_gbps", &r.l2),
+        ("the LLC", "write_llc_gbps", &r.hot),
+        ("memory", "write_dram_gbps", &r.cold),
+    ] {
+        if let Some((p10, p90)) = two_speeds(rounds) {
+            let _ = writeln!(
+                s,
+                "- WARNING: the page writes to {what} ran at two speeds from round to round \
+                 ({p10:.1} ns a page at the 10th percentile of the rounds, {p90:.1} at the 90th): \
+                 {field}, the median of every window, describes whichever speed held most \
+                 rounds, and the model's price of such a page with it (docs/performance.md, \
+                 \"The real runner writes its pages whole\")"
+            );
+        }
+    }
     if c.machine.nodes > 1 {
         let _ = writeln!(
             s,
@@ -778,6 +812,26 @@ mod tests {
         let t = render_table(&c, "0.1 0.2 0.3", "0.2 0.2 0.3", 1.5);
         assert!(t.contains("took 200.0 ns from one CPU to the other"), "{t}");
         assert!(t.contains("(40.0 ns)") && !t.contains("(p90)"), "{t}");
+    }
+
+    /// A page write whose rounds ran at two speeds is flagged; a steady one, or a quick run's
+    /// two rounds, is not.
+    #[test]
+    fn the_table_flags_page_writes_that_ran_at_two_speeds() {
+        let mut c = fake();
+        let t = render_table(&c, "0.1 0.2 0.3", "0.2 0.2 0.3", 1.5);
+        assert!(!t.contains("two speeds"), "two rounds say nothing: {t}");
+        // The lab VM's full calibration at 13:23: a third of the rounds near 55 ns.
+        c.rounds.hot = (0..128).map(|i| if i % 3 == 0 { 55.0 } else { 123.0 }).collect();
+        c.rounds.l2 = (0..128).map(|i| 28.0 + f64::from(i % 3)).collect();
+        c.rounds.cold = vec![f64::NAN; 128];
+        let t = render_table(&c, "0.1 0.2 0.3", "0.2 0.2 0.3", 1.5);
+        assert!(t.contains("to the LLC ran at two speeds"), "{t}");
+        assert!(t.contains("(55.0 ns a page at the 10th percentile of the rounds, 123.0"), "{t}");
+        assert!(t.contains("write_llc_gbps, the median"), "{t}");
+        assert_eq!(t.matches("two speeds").count(), 1, "the L2's are steady: {t}");
+        assert_eq!(two_speeds(&[50.0; 20]), None);
+        assert_eq!(two_speeds(&[f64::NAN; 20]), None);
     }
 
     #[test]
