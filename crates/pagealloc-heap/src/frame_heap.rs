@@ -84,9 +84,9 @@ impl<E: EventSink> FrameHeap<E> {
     /// `to` (a partial last word copied whole), as the kernel's `copy_page` copies a page (a
     /// migration's copy): a fast-string copy on x86-64 (`rep movsq`), relaxed 8-byte atomic
     /// loads and stores elsewhere; either is a sequence of relaxed atomic word accesses, as
-    /// [`touch`](Self::touch) explains. The two ranges are frames of blocks, so they are the
-    /// same or do not overlap. Returns the pages copied, or `None` (and copies nothing) when
-    /// either range is not inside the arena.
+    /// [`touch`](Self::touch) explains. Overlapping ranges are copied as that loop would,
+    /// lowest address first (a migration's two blocks never overlap). Returns the pages
+    /// copied, or `None` (and copies nothing) when either range is not inside the arena.
     pub fn copy(&self, from: Pfn, to: Pfn, bytes: u64) -> Option<u64> {
         let page = PAGE_SIZE as usize;
         let src = usize::try_from(from.0).ok()?.checked_mul(page)?;
@@ -140,11 +140,12 @@ pub(crate) mod words {
         };
     }
 
-    /// Copy the `words` 8-byte words from `src` on to `dst` on, lowest address first.
+    /// Copy the `words` 8-byte words from `src` on to `dst` on, lowest address first (so
+    /// ranges that overlap copy as a forward loop does).
     ///
     /// # Safety
     ///
-    /// As [`fill`] for both ranges, which are the same or do not overlap.
+    /// As [`fill`] for both ranges.
     pub(crate) unsafe fn copy(src: usize, dst: usize, words: usize) {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         // SAFETY: `rep movsq` copies `rcx` 8-byte words from `rsi` up to `rdi` up (direction
