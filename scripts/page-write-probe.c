@@ -4,8 +4,8 @@
  * "The real runner writes its pages whole" (what is left).
  *
  *   gcc -O2 -pthread -o page-write-probe scripts/page-write-probe.c
- *   ./page-write-probe one REGION_PAGES BURST SPIN BURSTS
- *   ./page-write-probe two REGION_PAGES BURST TURNS
+ *   ./page-write-probe one REGION_PAGES BURST SPIN BURSTS [whole]
+ *   ./page-write-probe two REGION_PAGES BURST TURNS [whole]
  *
  * `one`: one thread writes the pages of a region in a shuffled order (memset, which glibc
  * does with `rep stosb` for a 4 KiB page on a CPU with ERMS), BURST pages at a time, each
@@ -13,6 +13,9 @@
  * first. 64 pages stay in a 1 MiB L2; 1024 (4 MiB) are four L2s, in the LLC.
  * `two`: two threads take turns writing BURST pages of the region each, the timed thread's
  * pages always the ones the other wrote just before (a line from another core's cache).
+ * With `whole`, a burst is BURST contiguous pages written by one memset (one fast string, as
+ * the kernel copies a packet of several pages), the region cut into slots of BURST pages in
+ * a shuffled order; without it, each page is its own memset, as `calibrate` writes them.
  * Each prints the 10th, 50th and 90th percentiles of ns per page, less an empty timed
  * window. The clock is CLOCK_MONOTONIC; on the lab's VM its reads come in 10 ns steps, so
  * time bursts of 4 pages or more.
@@ -21,7 +24,9 @@
  * `one 64 4 0` 30 ns, `one 1024 4 0` and `one 1024 16 2000` 45 ns, `two 64 4 20000` and
  * `two 64 64 5000` 62.5-70 ns a page (40 ns for one minute; 225-253 ns with the CPUs
  * apart). The lab's real runner, timed in place, wrote pages the other CPU had written last
- * at 37-45 ns: the open question in docs/performance.md.
+ * at 37-45 ns, four pages to one fast string. With `whole` (13:50-13:55): `two 64 4 5000
+ * whole` 55 ns a page against 75-77 without, `one 1024 4 0 20000 whole` 42.5 against 52.5,
+ * `one 1024 8 0 20000 whole` 36.4 against 48.8 (docs/performance.md).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -36,6 +41,7 @@
 static char *region;
 static size_t *order;
 static long region_pages, burst, rounds;
+static int whole;
 static _Atomic int turn;
 
 static double now(void)
@@ -56,9 +62,15 @@ static int by_value(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Write BURST pages from position *at of the shuffled order, moving *at on. */
+/* Write BURST pages from position *at of the shuffled order, moving *at on: one memset
+ * each, or with `whole` one memset over the BURST contiguous pages of slot order[*at]. */
 static void write_burst(size_t *at, int value)
 {
+	if (whole) {
+		memset(region + order[*at] * burst * PAGE, value, burst * PAGE);
+		*at = (*at + 1) % (region_pages / burst);
+		return;
+	}
 	for (long i = 0; i < burst; i++) {
 		memset(region + order[*at] * PAGE, value, PAGE);
 		*at = (*at + 1) % region_pages;
@@ -94,29 +106,33 @@ static void *partner(void *unused)
 
 int main(int argc, char **argv)
 {
-	int two = argc == 5 && strcmp(argv[1], "two") == 0;
-	if (!two && !(argc == 6 && strcmp(argv[1], "one") == 0)) {
-		fprintf(stderr, "usage: %s one REGION_PAGES BURST SPIN BURSTS\n"
-				"       %s two REGION_PAGES BURST TURNS\n", argv[0], argv[0]);
+	whole = argc > 1 && strcmp(argv[argc - 1], "whole") == 0;
+	int args = argc - whole;
+	int two = args == 5 && strcmp(argv[1], "two") == 0;
+	if (!two && !(args == 6 && strcmp(argv[1], "one") == 0)) {
+		fprintf(stderr, "usage: %s one REGION_PAGES BURST SPIN BURSTS [whole]\n"
+				"       %s two REGION_PAGES BURST TURNS [whole]\n", argv[0], argv[0]);
 		return 2;
 	}
 	region_pages = atol(argv[2]);
 	burst = atol(argv[3]);
 	long spin = two ? 0 : atol(argv[4]);
 	rounds = atol(argv[two ? 4 : 5]);
-	if (region_pages < 1 || burst < 1 || rounds < 10 || spin < 0) {
-		fprintf(stderr, "region, burst and spin must be positive, rounds at least 10\n");
+	if (region_pages < 1 || burst < 1 || rounds < 10 || spin < 0 || burst > region_pages) {
+		fprintf(stderr, "region, burst and spin must be positive, the burst at most the "
+				"region, rounds at least 10\n");
 		return 2;
 	}
+	long slots = whole ? region_pages / burst : region_pages;
 	region = aligned_alloc(PAGE, region_pages * PAGE);
 	order = malloc(region_pages * sizeof *order);
 	double *ns = malloc(rounds * sizeof *ns);
 	if (!region || !order || !ns)
 		return 1;
-	for (long i = 0; i < region_pages; i++)
+	for (long i = 0; i < slots; i++)
 		order[i] = i;
 	srand(1);
-	for (long i = region_pages - 1; i > 0; i--) {
+	for (long i = slots - 1; i > 0; i--) {
 		long j = rand() % (i + 1);
 		size_t t = order[i];
 		order[i] = order[j];
