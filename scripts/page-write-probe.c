@@ -25,8 +25,8 @@
  * `two 64 64 5000` 62.5-70 ns a page (40 ns for one minute; 225-253 ns with the CPUs
  * apart). The lab's real runner, timed in place, wrote pages the other CPU had written last
  * at 37-45 ns, four pages to one fast string. With `whole` (13:48-13:50): `two 64 4 5000
- * whole` 55 ns a page against 75-77 without, `one 1024 4 0 20000 whole` 42.5 against 52.5,
- * `one 1024 8 0 20000 whole` 36.4 against 48.8 (docs/performance.md).
+ * whole` 47.5 ns a page against 70.0 without, `one 1024 4 0 20000 whole` 35.0 against
+ * 45.2, `one 1024 8 0 20000 whole` 33.8 against 46.2 (docs/performance.md).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
