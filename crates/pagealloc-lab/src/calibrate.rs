@@ -1343,8 +1343,12 @@ pub struct TouchFigures {
     pub l2_from_sysfs: bool,
     /// L2 region, bytes (a quarter of the L2, at least one window of pages).
     pub l2_region_bytes: u64,
+    /// The same, written [`RUN_PAGES`] contiguous pages to one `fill` (`write_l2_run_gbps`).
+    pub l2_run: Summary,
     /// A page of a region [`llc_region_bytes`] large, written over and over.
     pub hot: Summary,
+    /// The same, written [`RUN_PAGES`] contiguous pages to one `fill` (`write_llc_run_gbps`).
+    pub hot_run: Summary,
     /// A page of a region many LLCs large, written once after an eviction.
     pub cold: Summary,
     /// The LLC size used, bytes.
@@ -1374,6 +1378,9 @@ pub struct TouchBench {
     l2_order: Vec<usize>,
     hot_region: Vec<u8>,
     hot_order: Vec<usize>,
+    /// The L2 and hot regions' runs of [`RUN_PAGES`] pages, shuffled.
+    l2_runs: Vec<usize>,
+    hot_runs: Vec<usize>,
     cold_region: Vec<u8>,
     cold_order: Vec<usize>,
     evict: Vec<u8>,
@@ -1381,7 +1388,9 @@ pub struct TouchBench {
     /// Passes so far: the byte each pass writes.
     passes: u8,
     l2: Vec<f64>,
+    l2_run: Vec<f64>,
     hot: Vec<f64>,
+    hot_run: Vec<f64>,
     cold: Vec<f64>,
 }
 
@@ -1405,6 +1414,7 @@ impl TouchBench {
         hot_region.fill(1);
         let mut hot_order: Vec<usize> = (0..hot_pages).collect();
         shuffle(&mut hot_order, &mut rng);
+        let (l2_runs, hot_runs) = (run_order(l2_pages, &mut rng), run_order(hot_pages, &mut rng));
         let cold_pages = (llc * plan.cold_llc_multiple) as usize / PAGE;
         let mut cold_region = vec![0u8; cold_pages * PAGE];
         cold_region.fill(1);
@@ -1419,13 +1429,17 @@ impl TouchBench {
             l2_order,
             hot_region,
             hot_order,
+            l2_runs,
+            hot_runs,
             cold_region,
             cold_order: (0..cold_pages).collect(),
             evict,
             rng,
             passes: 0,
             l2: Vec::new(),
+            l2_run: Vec::new(),
             hot: Vec::new(),
+            hot_run: Vec::new(),
             cold: Vec::new(),
         }
     }
@@ -1441,12 +1455,16 @@ impl TouchBench {
             self.passes = self.passes.wrapping_add(1);
             let v = self.passes;
             touch_pass(&mut self.l2_region, &self.l2_order, v, clk, overhead, &mut self.l2);
+            let r = &mut self.l2_run;
+            touch_run_pass(&mut self.l2_region, &self.l2_runs, v, clk, overhead, r);
         }
         touch_pass(&mut self.hot_region, &self.hot_order, self.passes, clk, 0.0, &mut scratch);
         for _ in 0..plan.hot_passes {
             self.passes = self.passes.wrapping_add(1);
             let v = self.passes;
             touch_pass(&mut self.hot_region, &self.hot_order, v, clk, overhead, &mut self.hot);
+            let r = &mut self.hot_run;
+            touch_run_pass(&mut self.hot_region, &self.hot_runs, v, clk, overhead, r);
         }
         for _ in 0..plan.cold_passes {
             self.passes = self.passes.wrapping_add(1);
@@ -1467,6 +1485,7 @@ impl TouchBench {
     pub fn finish(mut self, quick: bool) -> Result<TouchFigures> {
         let (hot, cold) = (Summary::of(&mut self.hot), Summary::of(&mut self.cold));
         let l2 = Summary::of(&mut self.l2);
+        let (l2_run, hot_run) = (Summary::of(&mut self.l2_run), Summary::of(&mut self.hot_run));
         // A quick run on a busy machine (other processes flushing the LLC) may not tell them
         // apart; it goes on and the table says so.
         if cold.median < hot.median && !quick {
@@ -1483,7 +1502,9 @@ impl TouchBench {
             l2_bytes: self.l2_bytes,
             l2_from_sysfs: self.l2_from_sysfs,
             l2_region_bytes: self.l2_region.len() as u64,
+            l2_run,
             hot,
+            hot_run,
             cold,
             llc_bytes: self.llc,
             llc_from_sysfs: self.llc_from_sysfs,
@@ -1492,6 +1513,41 @@ impl TouchBench {
             evict_bytes: self.evict.len() as u64,
         })
     }
+}
+
+/// Pages written by one `fill` in the run variants of the page writes
+/// (`write_*_run_gbps`): 16 KiB, as the socket workloads copy their packets.
+pub const RUN_PAGES: usize = 4;
+
+/// Write `region` in runs of [`RUN_PAGES`] contiguous pages, one `fill` (one fast string)
+/// per run, the runs in `order` (run indices), timing each [`WINDOW`] pages' worth of runs;
+/// ns per page.
+fn touch_run_pass(
+    region: &mut [u8],
+    order: &[usize],
+    value: u8,
+    clk: &Clock,
+    overhead: f64,
+    out: &mut Vec<f64>,
+) {
+    const RUN: usize = RUN_PAGES * PAGE;
+    for w in order.chunks_exact(WINDOW / RUN_PAGES) {
+        let t0 = clk.ns();
+        for &r in w {
+            let run = &mut region[r * RUN..(r + 1) * RUN];
+            run.fill(value);
+            black_box(run);
+        }
+        let t1 = clk.ns();
+        out.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
+    }
+}
+
+/// The run indices of a region of `pages` pages, shuffled.
+fn run_order(pages: usize, rng: &mut Rng) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..pages / RUN_PAGES).collect();
+    shuffle(&mut order, rng);
+    order
 }
 
 /// Write the pages of `region` in `order`, timing each `WINDOW` of them.
@@ -1520,6 +1576,8 @@ fn touch_pass(
 pub struct C2cTouchFigures {
     /// A page of the region, the other thread having written the whole region just before.
     pub page: Summary,
+    /// The same, written [`RUN_PAGES`] contiguous pages to one `fill` (`write_c2c_run_gbps`).
+    pub run: Summary,
     /// The region, bytes (a quarter of the L2, as for [`TouchFigures::l2`]).
     pub region_bytes: u64,
     /// Repetitions kept (both threads on different CPUs before and after).
@@ -1530,9 +1588,10 @@ pub struct C2cTouchFigures {
     pub unchecked: bool,
 }
 
-/// One repetition of the c2c page writes: (ns per page of each timed window, the timing
-/// thread's CPUs before/after, the partner's).
-type C2cRep = (Vec<f64>, [Option<u32>; 2], [Option<u32>; 2]);
+/// One repetition of the c2c page writes: (ns per page of each timed window, written a page
+/// to a `fill`; the same written in runs; the timing thread's CPUs before/after, the
+/// partner's).
+type C2cRep = (Vec<f64>, Vec<f64>, [Option<u32>; 2], [Option<u32>; 2]);
 
 /// Two threads take turns writing a region a quarter of the L2 whole (`fill`, as
 /// [`TouchBench`] writes), each page in the same shuffled order; the thread under test times
@@ -1546,6 +1605,8 @@ type C2cRep = (Vec<f64>, [Option<u32>; 2], [Option<u32>; 2]);
 pub struct C2cTouchBench {
     region: StdMutex<Vec<u8>>,
     order: Vec<usize>,
+    /// The region's runs of [`RUN_PAGES`] pages, shuffled.
+    runs: Vec<usize>,
     reps: Vec<C2cRep>,
     /// Passes so far: the byte each pass writes.
     passes: u8,
@@ -1556,20 +1617,24 @@ impl C2cTouchBench {
     pub fn new(touch: &TouchBench) -> C2cTouchBench {
         let pages = touch.l2_region.len() / PAGE;
         let mut order: Vec<usize> = (0..pages).collect();
-        shuffle(&mut order, &mut Rng::new(0xc2c));
+        let mut rng = Rng::new(0xc2c);
+        shuffle(&mut order, &mut rng);
         C2cTouchBench {
             region: StdMutex::new(vec![1u8; pages * PAGE]),
             order,
+            runs: run_order(pages, &mut rng),
             reps: Vec::new(),
             passes: 0,
         }
     }
 
-    /// One repetition of `2 * plan.hot_passes` turns each (the partner's first); returns
-    /// its median ns per page (NaN if the threads shared a CPU).
+    /// One repetition of `4 * plan.hot_passes` turns each (the partner's first; the timing
+    /// thread writes a page to a `fill` in its even turns, runs of pages in its odd ones);
+    /// returns its median ns per page written a page to a `fill` (NaN if the threads shared
+    /// a CPU).
     pub fn round(&mut self, plan: &Plan, clk: &Clock, overhead: f64) -> f64 {
-        let turns = 2 * plan.hot_passes;
-        let (region, order) = (&self.region, &self.order[..]);
+        let turns = 4 * plan.hot_passes;
+        let (region, order, runs) = (&self.region, &self.order[..], &self.runs[..]);
         let turn = Padded(AtomicU32::new(1));
         let first = self.passes;
         let rep: C2cRep = std::thread::scope(|s| {
@@ -1592,35 +1657,37 @@ impl C2cTouchBench {
                 [before, current_cpu()]
             });
             let before = current_cpu();
-            let mut samples = Vec::with_capacity(turns * order.len() / WINDOW);
+            let mut samples = Vec::with_capacity(turns * order.len() / WINDOW / 2);
+            let mut run_samples = Vec::with_capacity(turns * order.len() / WINDOW / 2);
             for t in 0..turns {
                 wait_turn(turn, 0);
                 let value = first.wrapping_add((2 * t + 2) as u8);
-                touch_pass(
-                    &mut crate::model::lock(region),
-                    order,
-                    value,
-                    clk,
-                    overhead,
-                    &mut samples,
-                );
+                let mut region = crate::model::lock(region);
+                if t % 2 == 0 {
+                    touch_pass(&mut region, order, value, clk, overhead, &mut samples);
+                } else {
+                    touch_run_pass(&mut region, runs, value, clk, overhead, &mut run_samples);
+                }
+                drop(region);
                 turn.store(1, Ordering::Release);
             }
             let theirs = partner.join().expect("c2c page-write partner panicked");
-            (samples, [before, current_cpu()], theirs)
+            (samples, run_samples, [before, current_cpu()], theirs)
         });
         self.passes = first.wrapping_add((2 * turns) as u8);
-        let median = apart_median(&rep.0, on_two_cpus(rep.1, rep.2));
+        let median = apart_median(&rep.0, on_two_cpus(rep.2, rep.3));
         self.reps.push(rep);
         median
     }
 
     /// Drop the repetitions run on one CPU and summarise.
     pub fn finish(self, quick: bool) -> Result<C2cTouchFigures> {
-        let kept = Kept::of(&self.reps, |r| on_two_cpus(r.1, r.2), quick, "c2c page writes")?;
+        let kept = Kept::of(&self.reps, |r| on_two_cpus(r.2, r.3), quick, "c2c page writes")?;
         let mut page: Vec<f64> = kept.reps.iter().flat_map(|r| r.0.iter().copied()).collect();
+        let mut run: Vec<f64> = kept.reps.iter().flat_map(|r| r.1.iter().copied()).collect();
         Ok(C2cTouchFigures {
             page: Summary::of(&mut page),
+            run: Summary::of(&mut run),
             region_bytes: crate::model::lock(&self.region).len() as u64,
             reps_kept: kept.reps.len(),
             reps_same_cpu: kept.same_cpu,

@@ -72,6 +72,22 @@ pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
     let (c2c, c2c_s) = gbps(c.c2c_touch.page);
     let (hot, hot_s) = gbps(c.touch.hot);
     let (cold, cold_s) = gbps(c.touch.cold);
+    let run = |level: Level, s: Summary, of: &str| {
+        let (v, spread) = gbps(s);
+        let how = format!(
+            "{of}, written {} contiguous pages ({} KiB) to one `fill` (one fast string, as the \
+             kernel copies a packet's data) instead of one page to a `fill`; not yet used by \
+             the model",
+            crate::calibrate::RUN_PAGES,
+            crate::calibrate::RUN_PAGES * 4
+        );
+        (level, v, spread, how)
+    };
+    let runs = [
+        run(Level::WriteL2Run, c.touch.l2_run, "as write_l2_gbps"),
+        run(Level::WriteC2cRun, c.c2c_touch.run, "as write_c2c_gbps"),
+        run(Level::WriteLlcRun, c.touch.hot_run, "as write_llc_gbps"),
+    ];
     let mut rows = vec![
         (
             Level::L2Hit,
@@ -147,6 +163,9 @@ pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
                 c.touch.cold_bytes >> 20
             ),
         ),
+    ];
+    rows.extend(runs);
+    rows.extend([
         (
             Level::WakeIdle,
             round1(c.wake.one_way.median),
@@ -165,7 +184,7 @@ pub fn hierarchy_rows(c: &Calibration) -> Vec<(Level, f64, Summary, String)> {
         ),
         (Level::LlcUsable, round1(c.share.usable_mib.median), c.share.usable_mib, share_how(c)),
         (Level::MissSlots, c.latency.in_flight.median.round(), c.latency.in_flight, lanes_how(c)),
-    ];
+    ]);
     if let Some(row) = prefetch_row(c) {
         rows.push(row);
     }

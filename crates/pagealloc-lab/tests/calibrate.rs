@@ -16,15 +16,19 @@ const COSTS: [&str; 6] = [
 ];
 
 /// The hierarchy figures calibrate measures on a one-node, one-LLC host.
-const FIGURES: [&str; 11] = [
+const FIGURES: [&str; 15] = [
     "l2_hit_ns",
     "llc_hit_ns",
     "c2c_same_llc_ns",
     "dram_local_ns",
     "handoff_same_llc_ns",
     "write_l2_gbps",
+    "write_c2c_gbps",
     "write_llc_gbps",
     "write_dram_gbps",
+    "write_l2_run_gbps",
+    "write_c2c_run_gbps",
+    "write_llc_run_gbps",
     "wake_idle_ns",
     "wake_call_ns",
     "llc_usable_mib",

@@ -84,6 +84,10 @@ This machine's memory hierarchy (the [hierarchy] of --machine-out):
   write_c2c_gbps              the same threads take turns writing the L2 region whole: a
                               page the other CPU wrote a moment ago (a receiver's copy of
                               what a sender built). Used beside write_l2_gbps
+  write_l2_run_gbps,          the L2, c2c and LLC page writes again, 4 contiguous pages
+  write_c2c_run_gbps,         (16 KiB) to one fill: one fast string over several pages, as
+  write_llc_run_gbps          the kernel copies a packet's data (it clears a page 4 KiB at
+                              a time). Not yet used by the model
   wake_idle_ns                two threads hand a turn back and forth, each blocked on its
                               own condition variable until the other wakes it (the real
                               runner's wake-up; between turns a CPU is idle): half a round
@@ -687,7 +691,9 @@ mod tests {
                 l2_bytes: 2 << 20,
                 l2_from_sysfs: true,
                 l2_region_bytes: 512 << 10,
+                l2_run: s(32.0),
                 hot: s(100.0),
+                hot_run: s(80.0),
                 cold: s(600.0),
                 llc_bytes: 32 << 20,
                 llc_from_sysfs: true,
@@ -697,6 +703,7 @@ mod tests {
             },
             c2c_touch: C2cTouchFigures {
                 page: s(64.0),
+                run: s(45.0),
                 region_bytes: 512 << 10,
                 reps_kept: 2,
                 reps_same_cpu: 0,
@@ -856,6 +863,12 @@ mod tests {
         assert_eq!(get(Level::WriteC2c).1, 64.0, "4096 bytes in 64 ns");
         assert!(get(Level::WriteC2c).3.contains("the other CPU wrote a moment ago"));
         assert_eq!(get(Level::WriteDram).1, 6.83);
+        // The run variants: 4096 bytes in 32, 45 and 80 ns of a page written in runs.
+        assert_eq!(get(Level::WriteL2Run).1, 128.0);
+        assert_eq!(get(Level::WriteC2cRun).1, 91.02);
+        assert_eq!(get(Level::WriteLlcRun).1, 51.2);
+        assert!(get(Level::WriteC2cRun).3.starts_with("as write_c2c_gbps, written 4 contiguous"));
+        assert!(get(Level::WriteLlcRun).3.contains("not yet used by the model"));
         assert_eq!(get(Level::DramLocal).1, 110.0);
         // A handoff below the clock's resolution is written as 0.
         assert_eq!(get(Level::HandoffSameLlc).1, 0.0);

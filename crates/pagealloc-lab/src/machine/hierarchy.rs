@@ -61,6 +61,15 @@ pub enum Level {
     WriteLlc,
     /// One core's streaming write rate to memory that is not cached (local DRAM).
     WriteDram,
+    /// [`Level::WriteL2`] with several contiguous pages written by one string instruction
+    /// (as the kernel copies a packet's data), not one page to an instruction (as it clears
+    /// a page). Optional; measured by `calibrate` on a host, published for no built-in CPU,
+    /// and not yet used by the model.
+    WriteL2Run,
+    /// [`Level::WriteC2c`] written as [`Level::WriteL2Run`] is.
+    WriteC2cRun,
+    /// [`Level::WriteLlc`] written as [`Level::WriteL2Run`] is.
+    WriteLlcRun,
     /// Waking a thread blocked on an idle CPU, from the wake to its running: on the host
     /// `pagealloc calibrate` measured, the real runner's own condition-variable wake. Only a
     /// host's file has it; the built-in machines leave a wake's delay to the workloads'
@@ -110,7 +119,7 @@ pub enum Needed {
 
 impl Level {
     /// Every figure.
-    pub const ALL: [Level; 20] = [
+    pub const ALL: [Level; 23] = [
         Level::L2Hit,
         Level::LlcHit,
         Level::C2cSameLlc,
@@ -125,6 +134,9 @@ impl Level {
         Level::WriteC2c,
         Level::WriteLlc,
         Level::WriteDram,
+        Level::WriteL2Run,
+        Level::WriteC2cRun,
+        Level::WriteLlcRun,
         Level::WakeIdle,
         Level::WakeCall,
         Level::LlcUsable,
@@ -150,6 +162,9 @@ impl Level {
             Level::WriteC2c => "write_c2c_gbps",
             Level::WriteLlc => "write_llc_gbps",
             Level::WriteDram => "write_dram_gbps",
+            Level::WriteL2Run => "write_l2_run_gbps",
+            Level::WriteC2cRun => "write_c2c_run_gbps",
+            Level::WriteLlcRun => "write_llc_run_gbps",
             Level::WakeIdle => "wake_idle_ns",
             Level::WakeCall => "wake_call_ns",
             Level::LlcUsable => "llc_usable_mib",
@@ -181,6 +196,9 @@ impl Level {
             Level::WriteC2c => "one core's write rate, in another core's L2 of the LLC",
             Level::WriteLlc => "one core's write rate, LLC-resident",
             Level::WriteDram => "one core's write rate, from DRAM",
+            Level::WriteL2Run => "one core's write rate, L2-resident, pages in runs",
+            Level::WriteC2cRun => "one core's write rate, in another core's L2, pages in runs",
+            Level::WriteLlcRun => "one core's write rate, LLC-resident, pages in runs",
             Level::WakeIdle => "a thread blocked on an idle CPU, woken until it runs",
             Level::WakeCall => "the waker's call that wakes a parked thread",
             Level::LlcUsable => "the LLC capacity a CPU gets (a virtual machine's share)",
@@ -195,7 +213,14 @@ impl Level {
     pub fn is_rate(self) -> bool {
         matches!(
             self,
-            Level::WriteL2 | Level::WriteC2c | Level::WriteLlc | Level::WriteDram | Level::NodeRw
+            Level::WriteL2
+                | Level::WriteC2c
+                | Level::WriteLlc
+                | Level::WriteDram
+                | Level::WriteL2Run
+                | Level::WriteC2cRun
+                | Level::WriteLlcRun
+                | Level::NodeRw
         )
     }
 
@@ -247,6 +272,9 @@ impl Level {
             Level::C2cRemote | Level::DramRemote | Level::HandoffRemote => Needed::SeveralNodes,
             Level::WriteL2
             | Level::WriteC2c
+            | Level::WriteL2Run
+            | Level::WriteC2cRun
+            | Level::WriteLlcRun
             | Level::WakeIdle
             | Level::WakeCall
             | Level::LlcUsable
