@@ -1530,17 +1530,7 @@ fn touch_run_pass(
     overhead: f64,
     out: &mut Vec<f64>,
 ) {
-    const RUN: usize = RUN_PAGES * PAGE;
-    for w in order.chunks_exact(WINDOW / RUN_PAGES) {
-        let t0 = clk.ns();
-        for &r in w {
-            let run = &mut region[r * RUN..(r + 1) * RUN];
-            run.fill(value);
-            black_box(run);
-        }
-        let t1 = clk.ns();
-        out.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
-    }
+    fill_units(region, order, RUN_PAGES, value, clk, overhead, out);
 }
 
 /// The run indices of a region of `pages` pages, shuffled.
@@ -1559,12 +1549,27 @@ fn touch_pass(
     overhead: f64,
     out: &mut Vec<f64>,
 ) {
-    for w in order.chunks_exact(WINDOW) {
+    fill_units(region, order, 1, value, clk, overhead, out);
+}
+
+/// Write `region` in units of `pages` contiguous pages, one `fill` each, the units in
+/// `order` (unit indices), timing each [`WINDOW`] pages' worth of units; ns per page.
+fn fill_units(
+    region: &mut [u8],
+    order: &[usize],
+    pages: usize,
+    value: u8,
+    clk: &Clock,
+    overhead: f64,
+    out: &mut Vec<f64>,
+) {
+    let unit = pages * PAGE;
+    for w in order.chunks_exact(WINDOW / pages) {
         let t0 = clk.ns();
-        for &p in w {
-            let page = &mut region[p * PAGE..(p + 1) * PAGE];
-            page.fill(value);
-            black_box(page);
+        for &u in w {
+            let block = &mut region[u * unit..(u + 1) * unit];
+            block.fill(value);
+            black_box(block);
         }
         let t1 = clk.ns();
         out.push(((t1 - t0) as f64 - overhead) / WINDOW as f64);
