@@ -973,6 +973,14 @@ fn start_rep(turn: &AtomicU32, barrier: &Barrier, ready: &AtomicU32, rep: u32) {
     }
 }
 
+/// The partner's side of [`start_rep`] and [`timed_ping_pong`] in repetition `rep`: meet the
+/// timing thread at the barrier, say it is awake, then answer `trips` round trips.
+fn partner_rep(turn: &AtomicU32, barrier: &Barrier, ready: &AtomicU32, rep: u32, trips: usize) {
+    barrier.wait();
+    ready.store(rep, Ordering::Release);
+    ping_pong(1, turn, trips);
+}
+
 /// The timing thread's side of `trips` round trips of the flag-only ping-pong, timed: ns one
 /// way. It waits for the partner's last half round trip too, so the window holds 2·trips.
 fn timed_ping_pong(clk: &Clock, turn: &AtomicU32, trips: usize) -> f64 {
@@ -1010,9 +1018,7 @@ pub fn core_to_core_ns(windows: usize, trips: usize) -> Option<f64> {
             let mut cpus = Vec::with_capacity(windows);
             for w in 0..windows as u32 {
                 let before = current_cpu();
-                barrier.wait();
-                ready.0.store(w, Ordering::Release);
-                ping_pong(1, &turn.0, trips);
+                partner_rep(&turn.0, &barrier, &ready.0, w, trips);
                 cpus.push([before, current_cpu()]);
             }
             cpus
@@ -1103,9 +1109,7 @@ impl HandoffBench {
                 let mut cpus = Vec::with_capacity(reps);
                 for rep in 0..reps as u32 {
                     let before = current_cpu();
-                    barrier.wait();
-                    ready.0.store(rep, Ordering::Release);
-                    ping_pong(1, &turn.0, trips);
+                    partner_rep(&turn.0, &barrier, &ready.0, rep, trips);
                     for _ in 0..walks {
                         wait_turn(&turn.0, 1);
                         black_box(walk_chain(locks));
@@ -1516,7 +1520,8 @@ impl TouchBench {
 }
 
 /// Pages written by one `fill` in the run variants of the page writes
-/// (`write_*_run_gbps`): 16 KiB, as the socket workloads copy their packets.
+/// (`write_*_run_gbps`): 16 KiB, the length of every netperf-tcp copy the real runner timed
+/// (docs/performance.md, "The real runner writes its pages whole").
 pub const RUN_PAGES: usize = 4;
 
 /// Write `region` in runs of [`RUN_PAGES`] contiguous pages, one `fill` (one fast string)

@@ -489,8 +489,8 @@ pub(crate) mod tests {
         assert_eq!(median(&[f64::NAN]), None);
     }
 
-    /// A small model run of trunc as a `RunResult`, whose outcome a test then edits.
-    /// A small model run (trunc, one 1 MiB file) to stand in for any run in tests.
+    /// A small model run (trunc, one 1 MiB file) as a `RunResult`, whose outcome a test then
+    /// edits, or which stands in for any run.
     pub(crate) fn small_run() -> RunResult {
         let info = workload::find("trunc").unwrap();
         let params = info.params(&["files=1".into(), "file_mib=1".into()], 1.0).unwrap();

@@ -187,18 +187,18 @@ pub fn run(args: &Args) -> Result<()> {
     // spells would have used (a workload's counts may depend on its seed).
     let mut again = vec![0u32; planned.len()];
     loop {
-        let more = needing_more(&taken, &again, runs);
+        let reference = reference_of(&taken);
+        let more = needing_more(&taken, &again, runs, reference);
         if more.is_empty() {
             break;
         }
-        let reference = probe_reference(taken.iter().flatten().filter_map(|t| t.probe.as_ref()));
         for k in more {
             let sample = sample_to_redo(&taken[k], reference);
             taken[k].push(taker.take(&planned[k].0, sample, true, &probe, &mut rows)?);
             again[k] += 1;
         }
     }
-    let reference = probe_reference(taken.iter().flatten().filter_map(|t| t.probe.as_ref()));
+    let reference = reference_of(&taken);
     let compared: Vec<Compared> = planned
         .into_iter()
         .zip(taken)
@@ -296,11 +296,20 @@ impl Taker<'_> {
     }
 }
 
+/// The probes' reference over every real run so far: the fastest probe ([`probe_reference`]).
+fn reference_of(taken: &[Vec<Taken>]) -> Option<f64> {
+    probe_reference(taken.iter().flatten().filter_map(|t| t.probe.as_ref()))
+}
+
 /// The workloads (indices) that need another real run: fewer than `runs` of theirs made
-/// close, by the fastest probe so far (it can fall as the validate goes on: a spell at its
-/// start), and fewer than `runs` already made again.
-fn needing_more(taken: &[Vec<Taken>], again: &[u32], runs: u32) -> Vec<usize> {
-    let reference = probe_reference(taken.iter().flatten().filter_map(|t| t.probe.as_ref()));
+/// close, by `reference`, the fastest probe so far (it can fall as the validate goes on: a
+/// spell at its start), and fewer than `runs` already made again.
+fn needing_more(
+    taken: &[Vec<Taken>],
+    again: &[u32],
+    runs: u32,
+    reference: Option<f64>,
+) -> Vec<usize> {
     (0..taken.len())
         .filter(|&k| {
             let close = taken[k].iter().filter(|t| !t.apart(reference)).count();
@@ -639,7 +648,7 @@ fn to_json(
 
 #[cfg(test)]
 mod tests {
-    use super::{compare, needing_more, real_run_order, sample_to_redo, Taken};
+    use super::{compare, needing_more, real_run_order, reference_of, sample_to_redo, Taken};
     use crate::validation::tests::small_run;
     use crate::validation::Probe;
 
@@ -713,13 +722,17 @@ mod tests {
             vec![taken(0, near), taken(1, near), taken(2, near)],
             vec![taken(0, near), taken(1, far), taken(2, near)],
         ];
-        assert_eq!(needing_more(&t, &[0, 0], 3), vec![1]);
-        assert_eq!(needing_more(&t, &[0, 3], 3), Vec::<usize>::new(), "its budget is spent");
+        assert_eq!(needing_more(&t, &[0, 0], 3, reference_of(&t)), vec![1]);
+        assert_eq!(
+            needing_more(&t, &[0, 3], 3, reference_of(&t)),
+            Vec::<usize>::new(),
+            "its budget is spent"
+        );
         // A validate that began in a spell: nothing is apart until a close probe comes.
         let t = vec![vec![taken(0, far), taken(1, far)]];
-        assert_eq!(needing_more(&t, &[0], 2), Vec::<usize>::new());
+        assert_eq!(needing_more(&t, &[0], 2, reference_of(&t)), Vec::<usize>::new());
         let t = vec![vec![taken(0, far), taken(1, far)], vec![taken(0, near), taken(1, near)]];
-        assert_eq!(needing_more(&t, &[0, 0], 2), vec![0]);
+        assert_eq!(needing_more(&t, &[0, 0], 2, reference_of(&t)), vec![0]);
         // A run made again takes the seed of the first run set aside that has none close.
         let t = vec![taken(0, near), taken(1, far), taken(2, far)];
         assert_eq!(sample_to_redo(&t, Some(25.0)), 1);
@@ -733,7 +746,7 @@ mod tests {
         assert_eq!(sample_to_redo(&t, Some(25.0)), 1);
         // No probes at all (one CPU): every run counts as close.
         let t = vec![vec![taken(0, None), taken(1, None), taken(2, None)]];
-        assert_eq!(needing_more(&t, &[0], 3), Vec::<usize>::new());
+        assert_eq!(needing_more(&t, &[0], 3, reference_of(&t)), Vec::<usize>::new());
     }
 
     /// The real runs go round the workloads: each run of a workload is a whole round after
